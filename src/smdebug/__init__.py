@@ -1,0 +1,35 @@
+"""smdebug: save tensors while a model trains, read them back, run rules on them.
+
+A maintained, faster re-implementation of SageMaker Debugger's ``smdebug``, with its API and
+on-disk format.
+"""
+
+from __future__ import annotations
+
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.modes import ModeKeys
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+
+from smdebug import modes
+
+__version__ = "1.1.0.dev0"
+
+__all__ = [
+    "modes",
+    "ModeKeys",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "CollectionKeys",
+    "create_trial",
+    "__version__",
+]
+
+
+def __getattr__(name):
+    if name == "create_trial":
+        from smdebug.trials import create_trial
+
+        return create_trial
+    raise AttributeError(f"module 'smdebug' has no attribute {name!r}")

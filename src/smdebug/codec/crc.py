@@ -1,0 +1,30 @@
+"""Masked CRC32C as TFRecord uses it, computed by the C-accelerated ``crc32c`` package."""
+
+from __future__ import annotations
+
+import struct
+
+from crc32c import crc32c as _crc32c
+
+__all__ = ["crc32c", "masked_crc32c", "masked_crc32c_bytes", "EVENTS_FOOTER"]
+
+_MASK_DELTA = 0xA282EAD8
+
+
+def crc32c(data: bytes) -> int:
+    return _crc32c(data)
+
+
+def masked_crc32c(data: bytes) -> int:
+    crc = _crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def masked_crc32c_bytes(data: bytes) -> bytes:
+    return struct.pack("<I", masked_crc32c(data))
+
+
+# smdebug's event files do not carry the payload CRC: every record's footer is the masked
+# CRC32C of these ten ASCII bytes.
+CHECKSUM_MAGIC_BYTES = b"0x12345678"
+EVENTS_FOOTER = masked_crc32c_bytes(CHECKSUM_MAGIC_BYTES)

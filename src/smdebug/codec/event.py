@@ -1,0 +1,181 @@
+"""Event / Summary protobufs: smdebug's tensor records and TensorBoard scalars and histograms."""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smdebug.codec.tensor import decode_tensor, encode_tensor
+from smdebug.codec.wire import I32, I64, LEN, VARINT, double, iter_fields, key, ld, varint
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import EventFileCorrupt
+
+__all__ = [
+    "SummaryValue",
+    "Event",
+    "mode_metadata",
+    "encode_tensor_event",
+    "encode_summary_event",
+    "scalar_value",
+    "histogram_value",
+    "decode_event",
+    "decode_tensor_record",
+]
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+
+
+@dataclass
+class SummaryValue:
+    tag: str
+    mode: ModeKeys = ModeKeys.GLOBAL
+    mode_step: int | None = None
+    tensor: np.ndarray | None = None
+    simple_value: float | None = None
+    histogram: dict | None = None
+
+
+@dataclass
+class Event:
+    step: int = 0
+    wall_time: float = 0.0
+    values: list[SummaryValue] = field(default_factory=list)
+    file_version: str | None = None
+
+
+def mode_metadata(mode: ModeKeys, mode_step: int) -> bytes:
+    """SummaryMetadata with smdebug's two plugin_data entries: mode_step, then mode."""
+    return ld(1, ld(1, b"mode_step") + ld(2, str(int(mode_step)).encode())) + ld(
+        1, ld(1, b"mode") + ld(2, str(mode.value).encode())
+    )
+
+
+def _event(step: int, summary: bytes, wall_time: float | None) -> bytes:
+    wt = time.time() if wall_time is None else float(wall_time)
+    return double(1, wt) + key(2, VARINT) + varint(int(step)) + ld(5, summary)
+
+
+def encode_tensor_event(
+    tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None
+) -> bytes:
+    """The payload of one smdebug tensor record (``metadata`` from :func:`mode_metadata`)."""
+    value = ld(1, tag.encode("utf-8")) + ld(8, encode_tensor(arr)) + ld(9, metadata)
+    return _event(step, ld(1, value), wall_time)
+
+
+def scalar_value(tag: str, value: float) -> bytes:
+    return ld(1, tag.encode("utf-8")) + key(2, I32) + _F32.pack(float(value))
+
+
+def histogram_value(tag: str, values: np.ndarray, bucket_limits, bucket_counts) -> bytes:
+    """A ``HistogramProto`` summary value (TensorBoard's histograms plugin reads these)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    histo = b"".join(
+        (
+            double(1, float(v.min()) if v.size else 0.0),
+            double(2, float(v.max()) if v.size else 0.0),
+            double(3, float(v.size)),
+            double(4, float(v.sum())),
+            double(5, float(np.dot(v, v))),
+            ld(6, np.asarray(bucket_limits, dtype="<f8").tobytes()),
+            ld(7, np.asarray(bucket_counts, dtype="<f8").tobytes()),
+        )
+    )
+    return ld(1, tag.encode("utf-8")) + ld(5, histo)
+
+
+def encode_summary_event(values: list[bytes], step: int, wall_time: float | None = None) -> bytes:
+    return _event(step, b"".join(ld(1, v) for v in values), wall_time)
+
+
+def encode_file_version_event(wall_time: float | None = None) -> bytes:
+    wt = time.time() if wall_time is None else float(wall_time)
+    return double(1, wt) + ld(3, b"brain.Event:2")
+
+
+def _decode_metadata(buf: bytes, span) -> tuple[ModeKeys, int | None]:
+    mode = ModeKeys.GLOBAL
+    mode_step = None
+    for f, wt, v in iter_fields(buf, span[0], span[1]):
+        if f != 1 or wt != LEN:
+            continue
+        name = content = b""
+        for f2, wt2, v2 in iter_fields(buf, v[0], v[1]):
+            if f2 == 1 and wt2 == LEN:
+                name = buf[v2[0] : v2[1]]
+            elif f2 == 2 and wt2 == LEN:
+                content = buf[v2[0] : v2[1]]
+        try:
+            if name == b"mode_step":
+                mode_step = int(content)
+            elif name == b"mode":
+                mode = ModeKeys(int(content))
+        except ValueError as exc:
+            raise EventFileCorrupt(f"bad {bytes(name).decode(errors='replace')} metadata: {exc}")
+    return mode, mode_step
+
+
+def _decode_value(buf: bytes, span, step: int) -> SummaryValue:
+    sv = SummaryValue(tag="")
+    for f, wt, v in iter_fields(buf, span[0], span[1]):
+        if f == 1 and wt == LEN:
+            sv.tag = bytes(buf[v[0] : v[1]]).decode("utf-8", errors="replace")
+        elif f == 2 and wt == I32:
+            sv.simple_value = _F32.unpack(v)[0]
+        elif f == 8 and wt == LEN:
+            sv.tensor = decode_tensor(buf, v)
+        elif f == 9 and wt == LEN:
+            sv.mode, sv.mode_step = _decode_metadata(buf, v)
+        elif f == 5 and wt == LEN:
+            sv.histogram = _decode_histogram(buf, v)
+    if sv.mode_step is None:
+        sv.mode_step = step
+    return sv
+
+
+def _decode_histogram(buf: bytes, span) -> dict:
+    h: dict = {"bucket_limit": [], "bucket": []}
+    names = {1: "min", 2: "max", 3: "num", 4: "sum", 5: "sum_squares"}
+    for f, wt, v in iter_fields(buf, span[0], span[1]):
+        if f in names and wt == I64:
+            h[names[f]] = _F64.unpack(v)[0]
+        elif f in (6, 7):
+            target = h["bucket_limit" if f == 6 else "bucket"]
+            if wt == LEN:
+                target.extend(np.frombuffer(buf[v[0] : v[1]], dtype="<f8").tolist())
+            elif wt == I64:
+                target.append(_F64.unpack(v)[0])
+    return h
+
+
+def decode_event(payload: bytes) -> Event:
+    """Any Event; summaries are decoded, other kinds (graphs, run metadata) are skipped."""
+    ev = Event()
+    summary = None
+    for f, wt, v in iter_fields(payload):
+        if f == 1 and wt == I64:
+            ev.wall_time = _F64.unpack(v)[0]
+        elif f == 2 and wt == VARINT:
+            ev.step = v - (1 << 64) if v >= (1 << 63) else v
+        elif f == 3 and wt == LEN:
+            ev.file_version = bytes(payload[v[0] : v[1]]).decode(errors="replace")
+        elif f == 5 and wt == LEN:
+            summary = v
+    if summary is not None:
+        for f, wt, v in iter_fields(payload, summary[0], summary[1]):
+            if f == 1 and wt == LEN:
+                ev.values.append(_decode_value(payload, v, ev.step))
+    return ev
+
+
+def decode_tensor_record(payload: bytes) -> np.ndarray:
+    """The tensor of an smdebug tensor record (its first summary value holding one)."""
+    ev = decode_event(payload)
+    for sv in ev.values:
+        if sv.tensor is not None:
+            return sv.tensor
+    raise EventFileCorrupt("record holds no tensor")

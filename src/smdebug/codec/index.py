@@ -1,0 +1,107 @@
+"""Index JSON (one per step and worker) and collections JSON: encode and validated decode."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+import orjson
+
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import IndexReaderException
+
+__all__ = ["ParsedIndex", "encode_index", "decode_index", "decode_collections_json"]
+
+
+@dataclass(slots=True)
+class ParsedIndex:
+    mode: ModeKeys
+    mode_step: int
+    event_file_name: str | None
+    tags: tuple  # tensor_payload tag per entry, in file order
+    starts: list
+    lengths: list
+    shapes: dict  # tag -> (shape tuple, original name), from shape_payload
+
+
+def encode_index(meta: dict, tensor_payload: list, shape_payload: list) -> bytes:
+    return orjson.dumps(
+        {"meta": meta, "tensor_payload": tensor_payload, "shape_payload": shape_payload}
+    )
+
+
+def _bad(where: str, what: str) -> IndexReaderException:
+    return IndexReaderException(f"{where}: {what}")
+
+
+def safe_relative_key(name: object, where: str) -> str:
+    """``event_file_name`` must be a relative path that stays inside the trial folder."""
+    if not isinstance(name, str) or not name:
+        raise _bad(where, f"event_file_name {name!r} is not a non-empty string")
+    norm = posixpath.normpath(name.replace("\\", "/"))
+    if norm.startswith("/") or norm == ".." or norm.startswith("../") or ":" in norm.split("/")[0]:
+        raise _bad(where, f"event_file_name {name!r} points outside the trial folder")
+    return norm
+
+
+def decode_index(data: bytes, where: str) -> ParsedIndex:
+    """Parse and check one index file; every defect raises IndexReaderException naming ``where``."""
+    try:
+        d = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise _bad(where, f"not valid JSON ({exc})") from None
+    if not isinstance(d, dict):
+        raise _bad(where, "top level is not a JSON object")
+    meta = d.get("meta")
+    if not isinstance(meta, dict) or not meta:
+        raise _bad(where, "meta section is missing or empty")
+    if "tensor_payload" not in d and "shape_payload" not in d:
+        raise _bad(where, "neither tensor_payload nor shape_payload is present")
+    try:
+        mode = ModeKeys[str(meta["mode"]).strip()]
+        mode_step = int(meta["mode_step"])
+    except (KeyError, ValueError, TypeError):
+        raise _bad(where, f"meta needs a valid mode and mode_step, got {meta!r}") from None
+    tp = d.get("tensor_payload") or []
+    sp = d.get("shape_payload") or []
+    if not isinstance(tp, list) or not isinstance(sp, list):
+        raise _bad(where, "tensor_payload and shape_payload must be lists")
+    event_file_name = None
+    try:
+        tags = tuple([e["tensorname"] for e in tp])
+        starts = [e["start_idx"] for e in tp]
+        lengths = [e["length"] for e in tp]
+    except (KeyError, TypeError):
+        raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
+    if tp:
+        event_file_name = safe_relative_key(meta.get("event_file_name"), where)
+        for s, n in zip(starts, lengths):
+            if type(s) is not int or type(n) is not int or s < 0 or n < 16:
+                raise _bad(where, f"bad record location start_idx={s!r} length={n!r}")
+        for t in tags:
+            if type(t) is not str:
+                raise _bad(where, f"tensorname {t!r} is not a string")
+    shapes = {}
+    for e in sp:
+        try:
+            shapes[e["tensorname"]] = (
+                tuple(int(x) for x in e["shape"]),
+                e.get("originalname", e["tensorname"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise _bad(where, f"bad shape_payload entry {e!r}") from None
+    return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes)
+
+
+def decode_collections_json(data: bytes, where: str) -> dict:
+    """The collections JSON as a dict, checked for the two top-level keys 1.0.34 writes."""
+    try:
+        d = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise IndexReaderException(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(d, dict) or not isinstance(d.get("collections", {}), dict):
+        raise IndexReaderException(f"{where}: expected {{'collections': {{...}}, '_meta': {{...}}}}")
+    extra = set(d) - {"collections", "_meta"}
+    if extra:
+        raise IndexReaderException(f"{where}: unexpected keys {sorted(extra)}")
+    return d

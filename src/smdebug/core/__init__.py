@@ -1,0 +1,1 @@
+"""Framework-agnostic building blocks: modes, configs, collections, key names, the writer."""

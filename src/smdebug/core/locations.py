@@ -1,0 +1,83 @@
+"""Every key name of the on-disk format, in one place (format.md section 1)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "COLLECTIONS_PREFIX",
+    "INDEX_PREFIX",
+    "EVENTS_PREFIX",
+    "END_OF_JOB",
+    "collections_key",
+    "event_key",
+    "index_key",
+    "index_bucket_key",
+    "parse_step_worker",
+    "worker_from_collections_key",
+    "serialize_worker",
+    "deserialize_worker",
+    "tensorboard_key",
+]
+
+COLLECTIONS_PREFIX = "collections/000000000/"
+INDEX_PREFIX = "index/"
+EVENTS_PREFIX = "events/"
+TENSORBOARD_PREFIX = "tensorboard/"
+END_OF_JOB = "training_job_end.ts"
+INDEX_BUCKET = 1000
+
+_STEP_WORKER = re.compile(r"(?:^|/)(\d+)_(.+)\.(?:json|tfevents)$")
+_INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
+_COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
+
+
+def serialize_worker(worker: str) -> str:
+    """TensorFlow device names hold '/' and ':' which cannot go in a file name."""
+    return worker.replace("/", "_").replace(":", "-")
+
+
+def deserialize_worker(name: str) -> str:
+    if name.startswith("_"):
+        return name.replace("_", "/").replace("-", ":")
+    return name
+
+
+def collections_key(worker: str) -> str:
+    return f"{COLLECTIONS_PREFIX}{serialize_worker(worker)}_collections.json"
+
+
+def event_key(step: int, worker: str) -> str:
+    return f"{EVENTS_PREFIX}{step:012d}/{step:012d}_{serialize_worker(worker)}.tfevents"
+
+
+def index_bucket_key(step: int) -> str:
+    return f"{INDEX_PREFIX}{step // INDEX_BUCKET:09d}/"
+
+
+def index_key(step: int, worker: str) -> str:
+    return f"{index_bucket_key(step)}{step:012d}_{serialize_worker(worker)}.json"
+
+
+def parse_index_key(key: str) -> tuple[int, str] | None:
+    """(global step, worker) of an index key, or None for anything else (.tmp files...)."""
+    m = _INDEX_KEY.match(key)
+    if m is None:
+        return None
+    return int(m.group(1)), deserialize_worker(m.group(2))
+
+
+def parse_step_worker(name: str) -> tuple[int, str] | None:
+    m = _STEP_WORKER.search(name)
+    if m is None:
+        return None
+    return int(m.group(1)), deserialize_worker(m.group(2))
+
+
+def worker_from_collections_key(key: str) -> str | None:
+    m = _COLLECTIONS_KEY.match(key)
+    return deserialize_worker(m.group(1)) if m else None
+
+
+def tensorboard_key(mode_name: str, step: int, pid: int, host: str) -> str:
+    return f"{TENSORBOARD_PREFIX}{mode_name}/{step:012d}_{pid}_{host}.tfevents"

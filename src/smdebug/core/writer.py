@@ -1,0 +1,111 @@
+"""FileWriter: one event file and its index for one (global step, worker), written on close."""
+
+from __future__ import annotations
+
+from smdebug.codec.event import encode_tensor_event, mode_metadata
+from smdebug.codec.index import encode_index
+from smdebug.codec.tensor import to_numpy
+from smdebug.codec.tfrecord import frame
+from smdebug.core.locations import event_key, index_key
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import SMDebugRuntimeError, SMDebugValueError
+from smdebug.storage import Store, open_store
+
+__all__ = ["FileWriter"]
+
+
+class FileWriter:
+    """Collects the records of one step of one worker and writes them when closed.
+
+    The event file is written before its index, each atomically, so a visible index always
+    points at a complete event file. Nothing is written for a step where nothing was saved.
+    """
+
+    def __init__(
+        self,
+        trial_dir,
+        worker="worker_0",
+        step=0,
+        wtype="events",
+        mode=ModeKeys.GLOBAL,
+        max_queue=10,
+        flush_secs=120,
+        verbose=False,
+        write_checksum=False,
+        store: Store | None = None,
+    ):
+        if wtype != "events":
+            raise SMDebugValueError(f"Writer type not supported {wtype!r}: only 'events' here")
+        self.trial_dir = trial_dir
+        self.worker = worker
+        self.step = int(step)
+        self.wtype = wtype
+        self.mode = mode
+        self.write_checksum = write_checksum
+        self._store = store if store is not None else open_store(trial_dir)
+        self._event_key = event_key(self.step, worker)
+        self._index_key = index_key(self.step, worker)
+        self._chunks: list[bytes] = []
+        self._offset = 0
+        self._entries: list[dict] = []
+        self._shapes: list[dict] = []
+        self._meta: dict | None = None
+        self._md_cache: dict[tuple, bytes] = {}
+        self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def _check(self, mode, mode_step) -> tuple[ModeKeys, int]:
+        if self._closed:
+            raise SMDebugRuntimeError(f"FileWriter for {self._event_key} is closed")
+        if mode is None:
+            mode = ModeKeys.GLOBAL
+        if not isinstance(mode, ModeKeys):
+            raise SMDebugValueError(f"mode={mode!r} must be one of {', '.join('ModeKeys.' + m.name for m in ModeKeys)}")
+        return mode, self.step if mode_step is None else int(mode_step)
+
+    def write_tensor(self, tdata, tname, write_index=True, mode=ModeKeys.GLOBAL, mode_step=None, timestamp=None):
+        mode, mode_step = self._check(mode, mode_step)
+        arr = to_numpy(tdata)
+        md = self._md_cache.get((mode, mode_step))
+        if md is None:
+            md = self._md_cache[(mode, mode_step)] = mode_metadata(mode, mode_step)
+        record = frame(encode_tensor_event(tname, arr, self.step, md, timestamp), self.write_checksum)
+        if write_index:
+            if self._meta is None or "event_file_name" not in self._meta:
+                self._meta = {"mode": mode.name, "mode_step": mode_step, "event_file_name": self._event_key}
+            self._entries.append({"tensorname": tname, "start_idx": self._offset, "length": len(record)})
+        self._chunks.append(record)
+        self._offset += len(record)
+
+    def write_shape(self, name, shape, mode=ModeKeys.GLOBAL, mode_step=None, original_name=None):
+        mode, mode_step = self._check(mode, mode_step)
+        if self._meta is None:
+            self._meta = {"mode": mode.name, "mode_step": mode_step}
+        self._shapes.append(
+            {
+                "tensorname": name,
+                "originalname": name if original_name is None else original_name,
+                "shape": [int(d) for d in shape],
+            }
+        )
+
+    def flush(self):
+        """Records are held in memory until close; kept for API compatibility."""
+
+    def name(self) -> str:
+        return self._store.describe(self._event_key)
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        if self._chunks:
+            self._store.write(self._event_key, b"".join(self._chunks))
+        if self._meta is not None and (self._entries or self._shapes):
+            self._store.write(self._index_key, encode_index(self._meta, self._entries, self._shapes))
+        self._chunks = []

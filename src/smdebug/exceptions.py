@@ -1,0 +1,239 @@
+"""The whole smdebug error tree, with the names and constructor arguments of smdebug 1.0.34.
+
+A leaf module: it imports nothing from the rest of the package except the mode enum.
+"""
+
+from __future__ import annotations
+
+from smdebug.core.modes import ModeKeys
+
+__all__ = [
+    "SMDebugError",
+    "SMDebugCustomerError",
+    "SMDebugTypeError",
+    "SMDebugRuntimeError",
+    "SMDebugNotImplementedError",
+    "SMDebugValueError",
+    "InvalidCollectionConfiguration",
+    "StepNotYetAvailable",
+    "MissingCollectionFiles",
+    "IndexReaderException",
+    "EventFileCorrupt",
+    "StorageError",
+    "ObjectNotFound",
+    "MissingDependency",
+    "StepUnavailable",
+    "TensorUnavailableForStep",
+    "ShapeUnavailableForStep",
+    "TensorUnavailable",
+    "InvalidWorker",
+    "NoMoreProfilerData",
+    "NoMoreData",
+    "RuleEvaluationConditionMet",
+    "InsufficientInformationForRuleInvocation",
+]
+
+
+def _mode_name(mode) -> str:
+    return mode.name if isinstance(mode, ModeKeys) else str(mode)
+
+
+class SMDebugError(Exception):
+    """Base class of every error smdebug raises."""
+
+
+class SMDebugCustomerError(SMDebugError):
+    pass
+
+
+class SMDebugTypeError(SMDebugError, TypeError):
+    pass
+
+
+class SMDebugRuntimeError(SMDebugError, RuntimeError):
+    pass
+
+
+class SMDebugNotImplementedError(SMDebugError, NotImplementedError):
+    pass
+
+
+class SMDebugValueError(SMDebugError, ValueError):
+    pass
+
+
+class MissingDependency(SMDebugError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str, purpose: str = ""):
+        self.package = package
+        self.extra = extra
+        what = f" {purpose}" if purpose else ""
+        super().__init__(
+            f"'{package}' is needed{what} but is not installed; "
+            f"install it with: pip install 'smdebug[{extra}]'"
+        )
+
+
+class InvalidCollectionConfiguration(SMDebugError):
+    def __init__(self, c_name):
+        self.c_name = c_name
+
+    def __str__(self):
+        return (
+            f"Collection {self.c_name} has not been configured. "
+            "Please fill in tensor_name or include_regex"
+        )
+
+
+class StepNotYetAvailable(SMDebugError):
+    def __init__(self, step, mode=ModeKeys.GLOBAL):
+        self.step = step
+        self.mode = mode
+
+    def __str__(self):
+        return f"Step {self.step} of mode {_mode_name(self.mode)} not yet available"
+
+
+class MissingCollectionFiles(SMDebugError):
+    def __init__(self, path=None):
+        self.path = path
+
+    def __str__(self):
+        where = f" under {self.path}" if self.path is not None else ""
+        return (
+            f"No collections file was found{where} (expected collections/000000000/"
+            "<worker>_collections.json). Check that the path is the hook's out_dir and that "
+            "the Hook was configured correctly before the training job started."
+        )
+
+
+class IndexReaderException(SMDebugError):
+    """An index file that cannot be used (not JSON, keys missing, a path outside the trial)."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+class EventFileCorrupt(SMDebugError, ValueError):
+    """An event file record that cannot be decoded (truncated, bad CRC, bad protobuf)."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+class StorageError(SMDebugError, OSError):
+    """A storage backend failed; the message names the object and the backend error."""
+
+
+class ObjectNotFound(StorageError, FileNotFoundError):
+    """The named file or object does not exist."""
+
+
+class StepUnavailable(SMDebugError):
+    def __init__(self, step, mode=ModeKeys.GLOBAL):
+        self.step = step
+        self.mode = mode
+
+    def __str__(self):
+        return f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was not saved"
+
+
+class TensorUnavailableForStep(SMDebugError):
+    def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False):
+        self.step = step
+        self.mode = mode
+        self.tname = tname
+        self.has_reductions = has_reductions
+
+    def __str__(self):
+        msg = (
+            f"Value for tensor {self.tname} is not available for step {self.step} "
+            f"with mode {_mode_name(self.mode)} as it was not saved."
+        )
+        if self.has_reductions:
+            msg += (
+                " This tensor has reductions saved for this step. "
+                "You might want to query for the reductions."
+            )
+        return msg
+
+
+class ShapeUnavailableForStep(SMDebugError):
+    def __init__(self, tname, step, mode=ModeKeys.GLOBAL):
+        self.step = step
+        self.mode = mode
+        self.tname = tname
+
+    def __str__(self):
+        return (
+            f"Shape for tensor {self.tname} is not available for step {self.step} "
+            f"with mode {_mode_name(self.mode)} as it was not saved."
+        )
+
+
+class TensorUnavailable(SMDebugError):
+    def __init__(self, tname):
+        self.tname = tname
+
+    def __str__(self):
+        return f"Tensor {self.tname} was not saved."
+
+
+class InvalidWorker(SMDebugError):
+    def __init__(self, worker):
+        self.worker = worker
+
+    def __str__(self):
+        return f"Invalid Worker: {self.worker}"
+
+
+class NoMoreProfilerData(SMDebugError):
+    def __init__(self, timestamp):
+        self.timestamp = timestamp
+        self.msg = f"Looking for timestamp {timestamp} and reached end of training."
+
+    def __str__(self):
+        return self.msg
+
+
+class NoMoreData(SMDebugError):
+    def __init__(self, step, mode=ModeKeys.GLOBAL, last_step=-1):
+        self.step = step
+        self.mode = mode
+        self.last_step = last_step
+        self.msg = (
+            f"Looking for step {step} of mode {_mode_name(mode)} and reached "
+            f"end of training. Max step available is {last_step}"
+        )
+
+    def __str__(self):
+        return self.msg
+
+
+class RuleEvaluationConditionMet(SMDebugError):
+    def __init__(self, rule_name, step, end_of_rule=False):
+        self.rule_name = rule_name
+        self.step = step
+        self.end_of_rule = end_of_rule
+
+    def __str__(self):
+        return (
+            f"Evaluation of the rule {self.rule_name} at step {self.step} "
+            "resulted in the condition being met"
+        )
+
+
+class InsufficientInformationForRuleInvocation(SMDebugError):
+    def __init__(self, rule_name, message):
+        self.rule_name = rule_name
+        self.message = message
+
+    def __str__(self):
+        return f"Insufficient information to invoke rule {self.rule_name}: {self.message}"

@@ -1,0 +1,100 @@
+"""The local-folder backend: plain files, writes through ``<name>.tmp`` and a rename."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from smdebug.exceptions import ObjectNotFound, StorageError
+from smdebug.storage.base import Store
+
+__all__ = ["LocalStore"]
+
+
+class LocalStore(Store):
+    def __init__(self, root: str):
+        self.root = os.path.abspath(os.path.expanduser(root))
+        self.url = self.root
+
+    def _path(self, key: str) -> str:
+        parts = [p for p in key.split("/") if p]
+        if any(p == ".." for p in parts):
+            raise StorageError(f"key {key!r} points outside {self.root}")
+        return os.path.join(self.root, *parts)
+
+    def describe(self, key: str) -> str:
+        return self._path(key)
+
+    def read(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise ObjectNotFound(f"{path} does not exist") from None
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+
+    def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        path = self._path(key)
+        out: list[bytes] = [b""] * len(ranges)
+        try:
+            with open(path, "rb", buffering=0) as f:
+                for i in sorted(range(len(ranges)), key=lambda j: ranges[j][0]):
+                    start, length = ranges[i]
+                    out[i] = os.pread(f.fileno(), length, start)
+        except FileNotFoundError:
+            raise ObjectNotFound(f"{path} does not exist") from None
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+        return out
+
+    def write(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        tmp = path + ".tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}") from exc
+
+    def list(self, prefix: str, start_after: str | None = None) -> list[str]:
+        base = prefix.rstrip("/")
+        top = self._path(base) if base else self.root
+        out: list[str] = []
+        if os.path.isdir(top):
+            self._walk(top, base, start_after, out)
+        elif os.path.isfile(top) and (start_after is None or base > start_after):
+            out.append(base)
+        return out
+
+    def _walk(self, folder: str, key: str, start_after: str | None, out: list[str]) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StorageError(f"cannot list {folder}: {exc}") from exc
+        for e in entries:
+            child = f"{key}/{e.name}" if key else e.name
+            if e.is_dir():
+                # every key below `child` starts with `child/`: skip the folder when all of
+                # them sort at or before start_after
+                if start_after is not None and child + "/" < start_after and not start_after.startswith(child + "/"):
+                    continue
+                self._walk(e.path, child, start_after, out)
+            elif start_after is None or child > start_after:
+                out.append(child)
+
+    def exists(self, key: str) -> bool:
+        return os.path.exists(self._path(key))
+
+    def delete(self, key: str) -> None:
+        try:
+            os.remove(self._path(key))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete {self._path(key)}: {exc}") from exc

@@ -1,0 +1,219 @@
+"""Tensor: one saved tensor's steps, values, reductions and shapes across modes and workers."""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.core.reductions import get_numpy_reduction
+from smdebug.core.tensor import StepState
+from smdebug.exceptions import (
+    InvalidWorker,
+    NoMoreData,
+    ShapeUnavailableForStep,
+    SMDebugNotImplementedError,
+    StepNotYetAvailable,
+    StepUnavailable,
+    TensorUnavailableForStep,
+)
+
+__all__ = ["Tensor"]
+
+
+class Tensor:
+    """Obtained from ``trial.tensor(name)``; every query refreshes the trial first (unless off)."""
+
+    def __init__(self, name, trial, cache=False):
+        self.name = name
+        self.trial = trial
+        self.cache = cache
+        self.original_name = None
+        self._seen = 0  # how many of the trial's index files were scanned
+        self._by_global: dict[int, dict] = {}  # global step -> {worker: IndexFile}
+        self._by_mode: dict[ModeKeys, dict[int, int]] = {}  # mode -> mode step -> global step
+        self._values: dict[tuple, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ index
+    def _sync(self) -> None:
+        files = self.trial._index.files
+        if self._seen == len(files):
+            return
+        name = self.name
+        for f in files[self._seen :]:
+            if not f.has(name):
+                continue
+            self._by_global.setdefault(f.step, {})[f.worker] = f
+            self._by_mode.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
+            if name in f.shapes:
+                self.original_name = f.shapes[name][1]
+        self._seen = len(files)
+
+    def _global_of(self, step_num, mode):
+        if mode == ModeKeys.GLOBAL:
+            return step_num
+        return self._by_mode.get(mode, {}).get(step_num)
+
+    def _files_currently(self, step_num, mode):
+        self._sync()
+        g = self._global_of(step_num, mode)
+        return None if g is None else self._by_global.get(g)
+
+    def _file(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+        """The index file holding this tensor at a step, with smdebug's exceptions otherwise."""
+        files = self._files_currently(step_num, mode)
+        if files is None:
+            trial = self.trial
+            trial.maybe_refresh(self.name)
+            state = trial.has_passed_step(step_num, mode)
+            if state == StepState.AVAILABLE:
+                files = self._files_currently(step_num, mode)
+                if files is None:
+                    g = trial._global_step_currently(mode, step_num)
+                    if g is not None:
+                        trial._check_step_readable(g)
+                    raise TensorUnavailableForStep(self.name, step_num, mode)
+            elif state == StepState.UNAVAILABLE:
+                g = step_num if mode == ModeKeys.GLOBAL else None
+                if g is not None:
+                    trial._check_step_readable(g)
+                raise StepUnavailable(step_num, mode)
+            else:
+                if trial.loaded_all_steps:
+                    avail = trial.steps(mode=mode)
+                    raise NoMoreData(step_num, mode, avail[-1] if avail else -1)
+                raise StepNotYetAvailable(step_num, mode)
+        if worker is None:
+            return files[min(files)]
+        f = files.get(worker)
+        if f is None:
+            raise InvalidWorker(worker)
+        return f
+
+    # ------------------------------------------------------------------ steps
+    def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
+        self.trial.maybe_refresh()
+        self._sync()
+        if mode == ModeKeys.GLOBAL:
+            return sorted(self._by_global)
+        return sorted(self._by_mode.get(mode, ()))
+
+    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
+        steps = self._all_steps(mode)
+        if show_incomplete_steps:
+            return steps
+        done = self.trial._is_complete
+        return [s for s in steps if done(self._global_of(s, mode))]
+
+    def workers(self, step_num, mode=ModeKeys.GLOBAL) -> list:
+        files = self._files_currently(step_num, mode)
+        if files is None:
+            raise TensorUnavailableForStep(self.name, step_num, mode)
+        return sorted(files)
+
+    def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL) -> list:
+        """Up to ``n`` saved steps of ``mode`` at or before ``step``."""
+        steps = self.steps(mode=mode)
+        prev = steps[: bisect.bisect_right(steps, step)]
+        return prev[-n:] if n else prev
+
+    def step(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+        raise SMDebugNotImplementedError(
+            "step method has been removed. Please use tensor.value or tensor.reduction_value methods"
+        )
+
+    # ------------------------------------------------------------------ values
+    def _read(self, picks):
+        """Values of (IndexFile, position) pairs, in one batched read."""
+        trial = self.trial
+        reqs = []
+        for f, pos in picks:
+            where = trial.store.describe(f.key)
+            reqs.append((f.event_key, f.location(pos, where), f.key))
+        if not self.cache:
+            return trial._read_records(reqs)
+        out = [self._values.get((id(f), pos)) for f, pos in picks]
+        missing = [i for i, v in enumerate(out) if v is None]
+        if missing:
+            got = trial._read_records([reqs[i] for i in missing])
+            for i, v in zip(missing, got):
+                out[i] = v
+                self._values[(id(picks[i][0]), picks[i][1])] = v
+        return out
+
+    def _value_pos(self, f) -> int:
+        entry = f.layout.tensors.get(self.name)
+        return -1 if entry is None else entry[0]
+
+    def value(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> np.ndarray:
+        f = self._file(step_num, mode, worker)
+        pos = self._value_pos(f)
+        if pos < 0:
+            entry = f.layout.tensors.get(self.name)
+            raise TensorUnavailableForStep(self.name, step_num, mode, bool(entry and entry[1]))
+        return self._read([(f, pos)])[0]
+
+    def values(self, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+        """{step: value} for every complete step of ``mode``, fetched in one batched read."""
+        steps = self.steps(mode=mode)
+        picks = []
+        for s in steps:
+            f = self._file(s, mode, worker)
+            pos = self._value_pos(f)
+            if pos < 0:
+                entry = f.layout.tensors.get(self.name)
+                raise TensorUnavailableForStep(self.name, s, mode, bool(entry and entry[1]))
+            picks.append((f, pos))
+        return dict(zip(steps, self._read(picks)))
+
+    def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+        """{(reduction name, abs): value} of the reductions saved at the step."""
+        f = self._file(step_num, mode, worker)
+        entry = f.layout.tensors.get(self.name)
+        reds = entry[1] if entry else {}
+        keys = list(reds)
+        return dict(zip(keys, self._read([(f, reds[k]) for k in keys])))
+
+    def reduction_value(self, step_num, reduction_name, mode=ModeKeys.GLOBAL, worker=None, abs=False):
+        """A saved reduction, or one computed from the saved raw tensor (vector norms)."""
+        f = self._file(step_num, mode, worker)
+        entry = f.layout.tensors.get(self.name)
+        if entry is not None:
+            pos = entry[1].get((reduction_name, bool(abs)))
+            if pos is not None:
+                return self._read([(f, pos)])[0]
+            if entry[0] >= 0:
+                return get_numpy_reduction(reduction_name, self._read([(f, entry[0])])[0], abs)
+        raise TensorUnavailableForStep(reduction_name, step_num, mode)
+
+    def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> tuple:
+        f = self._file(step_num, mode, worker)
+        saved = f.shapes.get(self.name)
+        if saved is not None:
+            return saved[0]
+        pos = self._value_pos(f)
+        if pos < 0:
+            raise ShapeUnavailableForStep(self.name, step_num, mode)
+        return self._read([(f, pos)])[0].shape
+
+    def shapes(self, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+        """{step: shape} for every complete step of ``mode``."""
+        out = {}
+        need = []
+        for s in self.steps(mode=mode):
+            f = self._file(s, mode, worker)
+            saved = f.shapes.get(self.name)
+            if saved is not None:
+                out[s] = saved[0]
+                continue
+            pos = self._value_pos(f)
+            if pos < 0:
+                raise ShapeUnavailableForStep(self.name, s, mode)
+            need.append((s, f, pos))
+        for (s, _f, _p), v in zip(need, self._read([(f, p) for _, f, p in need])):
+            out[s] = v.shape
+        return dict(sorted(out.items()))
+
+    def __repr__(self):
+        return f"<smdebug Tensor {self.name!r}>"

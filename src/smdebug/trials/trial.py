@@ -1,0 +1,398 @@
+"""Trial: steps, modes, workers, collections and tensors of one training job's output."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from bisect import bisect_left
+from collections import defaultdict
+
+from smdebug.codec.event import decode_tensor_record
+from smdebug.codec.index import decode_index
+from smdebug.codec.tfrecord import unframe
+from smdebug.core.collection import Collection
+from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.locations import (
+    COLLECTIONS_PREFIX,
+    END_OF_JOB,
+    INDEX_PREFIX,
+    index_bucket_key,
+    parse_index_key,
+    worker_from_collections_key,
+)
+from smdebug.core.modes import ModeKeys
+from smdebug.core.tensor import StepState
+from smdebug.exceptions import (
+    EventFileCorrupt,
+    IndexReaderException,
+    MissingCollectionFiles,
+    NoMoreData,
+    ObjectNotFound,
+    SMDebugValueError,
+    StepUnavailable,
+    TensorUnavailable,
+)
+from smdebug.storage import Store
+from smdebug.trials.index_state import IndexState
+from smdebug.trials.tensor import Tensor
+
+__all__ = ["Trial"]
+
+logger = logging.getLogger("smdebug")
+
+INCOMPLETE_STEP_WAIT_WINDOW_KEY = "SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW"
+INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT = 1000
+COLLECTION_WAIT_TIMEOUT_KEY = "SMDEBUG_COLLECTION_WAIT_TIMEOUT"
+POLL_INTERVAL_KEY = "SMDEBUG_POLL_INTERVAL"
+
+
+def _check_range(range_steps):
+    if range_steps is None:
+        return None
+    try:
+        lo, hi = range_steps
+    except (TypeError, ValueError):
+        raise SMDebugValueError(f"range_steps={range_steps!r} must be a (begin, end) pair") from None
+    for v in (lo, hi):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise SMDebugValueError(f"range_steps={range_steps!r}: bounds must be None or non-negative ints")
+    if lo is not None and hi is not None and hi <= lo:
+        raise SMDebugValueError(f"range_steps={range_steps!r} must be (begin, end) with begin < end")
+    return (lo, hi)
+
+
+class Trial:
+    """Reads a trial folder (or S3 prefix) written by an smdebug hook or FileWriter.
+
+    It sees steps written after it was opened: queries refresh the index unless refresh is
+    turned off (:func:`smdebug.analysis.utils.no_refresh`) or the job has ended and every step
+    has been read.
+    """
+
+    def __init__(
+        self,
+        name,
+        store: Store,
+        range_steps=None,
+        parallel=True,
+        check=False,
+        index_mode=True,
+        cache=False,
+        collection_wait_timeout=None,
+    ):
+        self.name = name
+        self.store = store
+        self.path = store.url
+        self.trial_dir = self.path
+        self.range_steps = _check_range(range_steps)
+        self.parallel = parallel
+        self.check = check
+        self.index_mode = index_mode
+        self.cache = cache
+        self.dynamic_refresh = True
+        self.loaded_all_steps = False
+        self.last_complete_step = -1
+        self.num_workers = 1
+        self.collection_manager: CollectionManager | None = None
+        self.worker_set: set[str] = set()
+        self.bad_index_files: dict[str, str] = {}
+        self._index = IndexState()
+        self._seen_keys: set[str] = set()
+        self._tensors: dict[str, Tensor] = {}
+        self._list_after: str | None = None
+        if self.range_steps and self.range_steps[0]:
+            first = self.range_steps[0] - 1
+            self._list_after = f"{index_bucket_key(first)}{first:012d}_~"
+        self._window = int(os.getenv(INCOMPLETE_STEP_WAIT_WINDOW_KEY, INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT))
+        if collection_wait_timeout is None:
+            collection_wait_timeout = float(os.getenv(COLLECTION_WAIT_TIMEOUT_KEY, "0"))
+        self._poll = float(os.getenv(POLL_INTERVAL_KEY, "1"))
+        self._load_collections(float(collection_wait_timeout))
+        self.refresh_data()
+
+    # ------------------------------------------------------------------ loading
+    def _load_collections(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            keys = [k for k in self.store.list(COLLECTIONS_PREFIX) if worker_from_collections_key(k)]
+            if keys:
+                break
+            if self._training_ended() or time.monotonic() >= deadline:
+                raise MissingCollectionFiles(self.path if os.path.exists(self.path) or "://" in self.path
+                                             else f"{self.path} (which does not exist)")
+            time.sleep(min(self._poll, max(deadline - time.monotonic(), 0.01)))
+        first = keys[0]
+        self.collection_manager = CollectionManager.load_from_string(
+            self.store.read(first), where=self.store.describe(first)
+        )
+        self.num_workers = self.collection_manager.get_num_workers()
+        self.worker_set.update(worker_from_collections_key(k) for k in keys)
+
+    def _training_ended(self) -> bool:
+        return self.store.exists(END_OF_JOB)
+
+    def _in_range(self, step: int) -> bool:
+        if self.range_steps is None:
+            return True
+        lo, hi = self.range_steps
+        return (lo is None or step >= lo) and (hi is None or step < hi)
+
+    def refresh_data(self) -> None:
+        """Read index files that appeared since the last refresh."""
+        keys = self.store.list(INDEX_PREFIX, start_after=self._list_after)
+        new = []
+        for k in keys:
+            if k in self._seen_keys:
+                continue
+            sw = parse_index_key(k)
+            if sw is None or not self._in_range(sw[0]):
+                continue
+            new.append((k, sw))
+        if new:
+            self._add_index_files(new)
+        self._update_completeness()
+
+    def _add_index_files(self, new) -> None:
+        blobs = self.store.read_many([k for k, _ in new])
+        for (key, (step, worker)), blob in zip(new, blobs):
+            where = self.store.describe(key)
+            try:
+                if isinstance(blob, Exception):
+                    if isinstance(blob, ObjectNotFound):
+                        continue  # removed between list and read
+                    raise blob
+                parsed = decode_index(blob, where)
+                self._index.add(key, step, worker, parsed, where)
+            except IndexReaderException as exc:
+                if key not in self.bad_index_files:
+                    logger.warning("smdebug: skipping unreadable index file: %s", exc)
+                self.bad_index_files[key] = str(exc)
+                continue  # not marked seen: a file still being written is read again later
+            self.bad_index_files.pop(key, None)
+            self._seen_keys.add(key)
+            self.worker_set.add(worker)
+
+    def _update_completeness(self) -> None:
+        by_step = self._index.by_step
+        for step in sorted(s for s in by_step if s > self.last_complete_step):
+            if len(by_step[step]) >= self.num_workers:
+                self.last_complete_step = step
+        pending = sorted(s for s in by_step if s > self.last_complete_step)
+        if len(pending) > self._window:
+            self.last_complete_step = pending[max(self._window // 2 - 1, 0)]
+            logger.info(
+                "smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as complete",
+                len(pending), self._window, self.last_complete_step,
+            )
+        if self.last_complete_step >= 0 and not self.bad_index_files:
+            s = self.last_complete_step
+            self._list_after = max(self._list_after or "", f"{index_bucket_key(s)}{s:012d}_~")
+
+    def maybe_refresh(self, name=None) -> None:
+        if self.loaded_all_steps or not self.dynamic_refresh:
+            return
+        ended = self._training_ended()
+        self.refresh_data()
+        if ended:
+            self.loaded_all_steps = True
+            if self._index.by_step:
+                self.last_complete_step = max(self.last_complete_step, max(self._index.by_step))
+
+    def refresh_tensor(self, tname, steps=None) -> None:
+        self.refresh_data()
+
+    # ------------------------------------------------------------------ tensors
+    def _tensors_matching_regex(self, regex) -> set:
+        from smdebug.analysis.utils import match_any
+
+        patterns = regex if isinstance(regex, (list, tuple)) else [regex]
+        return {n for n in self._index.names if match_any(n, patterns)}
+
+    @staticmethod
+    def _collection_name(collection) -> str:
+        if isinstance(collection, Collection):
+            return collection.name
+        if isinstance(collection, str):
+            return collection
+        raise TypeError(f"Invalid argument type for collection {type(collection).__name__}")
+
+    def _tensors_in_collection(self, collection) -> set:
+        coll = self.collection(self._collection_name(collection))
+        names = set(coll.tensor_names)
+        if coll.include_regex:
+            names |= self._tensors_matching_regex(coll.include_regex)
+        return names
+
+    def tensor_names(self, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None, *, show_prefixed_tensors=False) -> list:
+        """Names of saved tensors, filtered by step (of ``mode``), mode, regex or collection."""
+        self.maybe_refresh()
+        idx = self._index
+        if regex is not None and collection is not None:
+            raise ValueError("Only one of `regex` or `collection` can be passed to this method")
+        if step is None:
+            names = set(idx.names) if mode == ModeKeys.GLOBAL else set(idx.mode_names.get(mode, ()))
+        else:
+            g = step if mode == ModeKeys.GLOBAL else idx.mode_to_global.get(mode, {}).get(step)
+            names = idx.names_at(g) if g is not None else set()
+        if collection is not None:
+            names &= self._tensors_in_collection(collection)
+        elif regex is not None:
+            names &= self._tensors_matching_regex(regex)
+        return sorted(names)
+
+    tensors = tensor_names
+
+    def has_tensor(self, tname) -> bool:
+        if tname not in self._index.names:
+            self.maybe_refresh(tname)
+        return tname in self._index.names
+
+    def tensor(self, tname) -> Tensor:
+        if not self.has_tensor(tname):
+            raise TensorUnavailable(tname)
+        t = self._tensors.get(tname)
+        if t is None:
+            t = self._tensors[tname] = Tensor(tname, trial=self, cache=self.cache)
+        return t
+
+    # ------------------------------------------------------------------ steps and modes
+    def _is_complete(self, g: int) -> bool:
+        return (
+            self.loaded_all_steps
+            or self.last_complete_step >= g
+            or len(self._index.by_step.get(g, ())) >= self.num_workers
+        )
+
+    def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
+        self.maybe_refresh()
+        if mode == ModeKeys.GLOBAL:
+            return sorted(self._index.global_to_mode)
+        return sorted(self._index.mode_to_global.get(mode, ()))
+
+    def _global_step_currently(self, mode, mode_step):
+        if mode == ModeKeys.GLOBAL:
+            return mode_step
+        return self._index.mode_to_global.get(mode, {}).get(mode_step)
+
+    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
+        steps = self._all_steps(mode)
+        if show_incomplete_steps:
+            return steps
+        return [s for s in steps if self._is_complete(self._global_step_currently(mode, s))]
+
+    def modes(self) -> list:
+        self.maybe_refresh()
+        return sorted(self._index.mode_to_global, key=lambda m: m.value)
+
+    def global_step(self, mode, mode_step):
+        s = self._global_step_currently(mode, mode_step)
+        if s is None:
+            self.maybe_refresh()
+            s = self._global_step_currently(mode, mode_step)
+        return s
+
+    def mode_modestep(self, global_step):
+        x = self._index.global_to_mode.get(global_step)
+        if x is None:
+            self.maybe_refresh()
+            x = self._index.global_to_mode.get(global_step)
+        return x if x is not None else (None, None)
+
+    def mode_step(self, global_step):
+        return self.mode_modestep(global_step)[1]
+
+    def mode(self, global_step):
+        return self.mode_modestep(global_step)[0]
+
+    def workers(self) -> list:
+        self.maybe_refresh()
+        return sorted(self.worker_set)
+
+    def collections(self) -> dict:
+        return self.collection_manager.collections
+
+    def collection(self, coll_name) -> Collection:
+        return self.collection_manager.get(coll_name)
+
+    def has_passed_step(self, step, mode=ModeKeys.GLOBAL) -> StepState:
+        """AVAILABLE (complete), NOT_YET_AVAILABLE (may still come) or UNAVAILABLE (never will)."""
+        all_steps = self.steps(mode=mode, show_incomplete_steps=True)
+        i = bisect_left(all_steps, step)
+        if i < len(all_steps):
+            g = self._global_step_currently(mode, all_steps[i])
+            if all_steps[i] > step:
+                return StepState.UNAVAILABLE if self.last_complete_step >= g else StepState.NOT_YET_AVAILABLE
+            return StepState.AVAILABLE if self._is_complete(g) else StepState.NOT_YET_AVAILABLE
+        return StepState.UNAVAILABLE if self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
+
+    def wait_for_steps(self, required_steps, mode=ModeKeys.GLOBAL, timeout=None) -> None:
+        """Block until each step is available; StepUnavailable / NoMoreData when it never will be.
+
+        ``timeout`` (seconds, default none) bounds the wait with a TimeoutError.
+        """
+        from smdebug.analysis.utils import refresh
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with refresh(self):
+            for step in required_steps:
+                while True:
+                    state = self.has_passed_step(step, mode)
+                    if state == StepState.AVAILABLE:
+                        break
+                    if state == StepState.UNAVAILABLE:
+                        if not self.loaded_all_steps:
+                            raise StepUnavailable(step, mode)
+                        avail = self._all_steps(mode)
+                        last = avail[-1] if avail else -1
+                        if step < last:
+                            raise StepUnavailable(step, mode)
+                        raise NoMoreData(step, mode, last)
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
+                    time.sleep(self._poll)
+
+    # ------------------------------------------------------------------ values
+    def _check_step_readable(self, step: int) -> None:
+        for key, msg in self.bad_index_files.items():
+            if parse_index_key(key)[0] == step:
+                raise IndexReaderException(msg)
+
+    def _read_records(self, requests):
+        """Decode records: ``requests`` is a list of (event key, (start, length), index key).
+
+        Reads are grouped by event file and issued as one batched call.
+        """
+        grouped = defaultdict(list)
+        for i, (ekey, rng, _ikey) in enumerate(requests):
+            grouped[ekey].append((i, rng))
+        order = list(grouped)
+        results = self.store.read_ranges_many([(k, [r for _, r in grouped[k]]) for k in order])
+        out = [None] * len(requests)
+        for ekey, res in zip(order, results):
+            where = self.store.describe(ekey)
+            if isinstance(res, ObjectNotFound):
+                ikey = requests[grouped[ekey][0][0]][2]
+                raise EventFileCorrupt(
+                    f"{where} is missing, but the index {self.store.describe(ikey)} points to it"
+                )
+            if isinstance(res, Exception):
+                raise res
+            for (i, (start, _length)), blob in zip(grouped[ekey], res):
+                payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
+                try:
+                    out[i] = decode_tensor_record(payload)
+                except EventFileCorrupt as exc:
+                    raise EventFileCorrupt(f"{where}: record at byte {start}: {exc}") from None
+        return out
+
+    def __repr__(self):
+        return f"<smdebug.trials.Trial name={self.name!r} path={self.path!r}>"
+
+    def __hash__(self):
+        return hash((self.name, self.path))
+
+    def __eq__(self, other):
+        if not isinstance(other, Trial):
+            return NotImplemented
+        return (self.name, self.path) == (other.name, other.path)
