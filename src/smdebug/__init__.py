@@ -6,12 +6,11 @@ on-disk format.
 
 from __future__ import annotations
 
+from smdebug import modes
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
-
-from smdebug import modes
 
 __version__ = "1.1.0.dev0"
 

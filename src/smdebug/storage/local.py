@@ -17,10 +17,9 @@ class LocalStore(Store):
         self.url = self.root
 
     def _path(self, key: str) -> str:
-        parts = [p for p in key.split("/") if p]
-        if any(p == ".." for p in parts):
+        if ".." in key.split("/"):
             raise StorageError(f"key {key!r} points outside {self.root}")
-        return os.path.join(self.root, *parts)
+        return f"{self.root}/{key.strip('/')}" if key else self.root
 
     def describe(self, key: str) -> str:
         return self._path(key)
@@ -28,8 +27,15 @@ class LocalStore(Store):
     def read(self, key: str) -> bytes:
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                chunks = [os.read(fd, max(size, 1))]
+                while chunks[-1]:  # the file may have grown since fstat
+                    chunks.append(os.read(fd, 1 << 20))
+                return b"".join(chunks) if len(chunks) > 2 else chunks[0]
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             raise ObjectNotFound(f"{path} does not exist") from None
         except OSError as exc:

@@ -16,9 +16,10 @@ class Layout:
     ``tensors`` maps a tensor name to (position of its raw value or -1, {(op, abs): position}).
     """
 
-    __slots__ = ("tensors",)
+    __slots__ = ("tensors", "files")
 
-    def __init__(self, tags: tuple, where: str):
+    def __init__(self, tags: tuple, shape_names: tuple, where: str):
+        self.files: list[IndexFile] = []  # every file with this layout, in the order read
         tensors: dict[str, list] = {}
         for pos, tag in enumerate(tags):
             if type(tag) is not str:
@@ -30,6 +31,8 @@ class Layout:
             else:
                 entry = tensors.setdefault(tag, [-1, {}])
                 entry[0] = pos  # the last entry of a tag wins
+        for name in shape_names:
+            tensors.setdefault(name, [-1, {}])
         self.tensors = tensors
 
 
@@ -49,14 +52,6 @@ class IndexFile:
         self.starts = parsed.starts
         self.lengths = parsed.lengths
         self.shapes = parsed.shapes
-
-    def has(self, name: str) -> bool:
-        return name in self.layout.tensors or name in self.shapes
-
-    def names(self):
-        if self.shapes:
-            return set(self.layout.tensors) | set(self.shapes)
-        return self.layout.tensors.keys()
 
     def location(self, pos: int, where: str) -> tuple[int, int]:
         start, length = self.starts[pos], self.lengths[pos]
@@ -78,36 +73,31 @@ class IndexState:
         self.names: set[str] = set()
         self.mode_names: dict[ModeKeys, set[str]] = {}
         self._layouts: dict[tuple, Layout] = {}
-        self._layout_names_seen: set[int] = set()
+        self.layouts: list[Layout] = []  # in order of first appearance
         self._mode_layouts_seen: set[tuple] = set()
 
     def add(self, key: str, step: int, worker: str, parsed: ParsedIndex, where: str) -> IndexFile:
-        layout = self._layouts.get(parsed.tags)
+        lkey = (parsed.tags, tuple(parsed.shapes)) if parsed.shapes else parsed.tags
+        layout = self._layouts.get(lkey)
         if layout is None:
-            layout = self._layouts[parsed.tags] = Layout(parsed.tags, where)
+            layout = self._layouts[lkey] = Layout(parsed.tags, tuple(parsed.shapes), where)
+            self.layouts.append(layout)
+            self.names.update(layout.tensors)
         f = IndexFile(key, step, worker, parsed, layout)
+        layout.files.append(f)
         self.files.append(f)
         self.by_step.setdefault(step, {})[worker] = f
         mode, mode_step = f.mode, f.mode_step
         if mode != ModeKeys.GLOBAL:
             self.mode_to_global.setdefault(mode, {}).setdefault(mode_step, step)
         self.global_to_mode.setdefault(step, (mode, mode_step))
-        lid = id(layout)
-        if lid not in self._layout_names_seen:
-            self._layout_names_seen.add(lid)
-            self.names.update(layout.tensors)
-        if (mode, lid) not in self._mode_layouts_seen:
-            self._mode_layouts_seen.add((mode, lid))
-            if mode != ModeKeys.GLOBAL:
-                self.mode_names.setdefault(mode, set()).update(layout.tensors)
-        if f.shapes:
-            self.names.update(f.shapes)
-            if mode != ModeKeys.GLOBAL:
-                self.mode_names.setdefault(mode, set()).update(f.shapes)
+        if mode != ModeKeys.GLOBAL and (mode, id(layout)) not in self._mode_layouts_seen:
+            self._mode_layouts_seen.add((mode, id(layout)))
+            self.mode_names.setdefault(mode, set()).update(layout.tensors)
         return f
 
     def names_at(self, step: int) -> set[str]:
         out: set[str] = set()
         for f in self.by_step.get(step, {}).values():
-            out.update(f.names())
+            out.update(f.layout.tensors)
         return out

@@ -30,35 +30,58 @@ class Tensor:
         self.trial = trial
         self.cache = cache
         self.original_name = None
-        self._seen = 0  # how many of the trial's index files were scanned
-        self._by_global: dict[int, dict] = {}  # global step -> {worker: IndexFile}
+        self._done: dict[int, int] = {}  # id(layout) -> files of that layout already scanned
+        self._layouts_seen = 0
+        self._mine: list = []  # the layouts holding this tensor
+        self._global: set[int] = set()
         self._by_mode: dict[ModeKeys, dict[int, int]] = {}  # mode -> mode step -> global step
+        self._sorted: dict[ModeKeys, list] = {}
         self._values: dict[tuple, np.ndarray] = {}
 
     # ------------------------------------------------------------------ index
     def _sync(self) -> None:
-        files = self.trial._index.files
-        if self._seen == len(files):
-            return
+        """Take in the index files read since the last call (per layout, not per file)."""
+        idx = self.trial._index
         name = self.name
-        for f in files[self._seen :]:
-            if not f.has(name):
+        for layout in idx.layouts[self._layouts_seen :]:
+            if name in layout.tensors:
+                self._mine.append(layout)
+        self._layouts_seen = len(idx.layouts)
+        changed = False
+        for layout in self._mine:
+            done = self._done.get(id(layout), 0)
+            files = layout.files
+            if done == len(files):
                 continue
-            self._by_global.setdefault(f.step, {})[f.worker] = f
-            self._by_mode.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
-            if name in f.shapes:
-                self.original_name = f.shapes[name][1]
-        self._seen = len(files)
+            for f in files[done:]:
+                self._global.add(f.step)
+                self._by_mode.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
+                if f.shapes and name in f.shapes:
+                    self.original_name = f.shapes[name][1]
+            self._done[id(layout)] = len(files)
+            changed = True
+        if changed:
+            self._sorted.clear()
 
     def _global_of(self, step_num, mode):
         if mode == ModeKeys.GLOBAL:
             return step_num
-        return self._by_mode.get(mode, {}).get(step_num)
+        g = self.trial._index.mode_to_global.get(mode, {}).get(step_num)
+        if g is None:
+            self._sync()
+            g = self._by_mode.get(mode, {}).get(step_num)
+        return g
 
     def _files_currently(self, step_num, mode):
-        self._sync()
         g = self._global_of(step_num, mode)
-        return None if g is None else self._by_global.get(g)
+        if g is None:
+            return None
+        at = self.trial._index.by_step.get(g)
+        if not at:
+            return None
+        name = self.name
+        files = {w: f for w, f in at.items() if name in f.layout.tensors}
+        return files or None
 
     def _file(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
         """The index file holding this tensor at a step, with smdebug's exceptions otherwise."""
@@ -95,16 +118,21 @@ class Tensor:
     def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
         self.trial.maybe_refresh()
         self._sync()
-        if mode == ModeKeys.GLOBAL:
-            return sorted(self._by_global)
-        return sorted(self._by_mode.get(mode, ()))
+        out = self._sorted.get(mode)
+        if out is None:
+            src = self._global if mode == ModeKeys.GLOBAL else self._by_mode.get(mode, ())
+            out = self._sorted[mode] = sorted(src)
+        return out
 
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
         steps = self._all_steps(mode)
         if show_incomplete_steps:
-            return steps
+            return list(steps)
         done = self.trial._is_complete
-        return [s for s in steps if done(self._global_of(s, mode))]
+        if mode == ModeKeys.GLOBAL:
+            return [s for s in steps if done(s)]
+        to_global = self._by_mode.get(mode, {})
+        return [s for s in steps if done(to_global[s])]
 
     def workers(self, step_num, mode=ModeKeys.GLOBAL) -> list:
         files = self._files_currently(step_num, mode)

@@ -47,6 +47,21 @@ COLLECTION_WAIT_TIMEOUT_KEY = "SMDEBUG_COLLECTION_WAIT_TIMEOUT"
 POLL_INTERVAL_KEY = "SMDEBUG_POLL_INTERVAL"
 
 
+class _Where:
+    """Names a file in a message; formatted only when a message is made."""
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store, key):
+        self.store, self.key = store, key
+
+    def __str__(self):
+        return self.store.describe(self.key)
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+
 def _check_range(range_steps):
     if range_steps is None:
         return None
@@ -156,7 +171,7 @@ class Trial:
     def _add_index_files(self, new) -> None:
         blobs = self.store.read_many([k for k, _ in new])
         for (key, (step, worker)), blob in zip(new, blobs):
-            where = self.store.describe(key)
+            where = _Where(self.store, key)
             try:
                 if isinstance(blob, Exception):
                     if isinstance(blob, ObjectNotFound):
