@@ -115,7 +115,7 @@ def _decode_metadata(buf: bytes, span) -> tuple[ModeKeys, int | None]:
             elif name == b"mode":
                 mode = ModeKeys(int(content))
         except ValueError as exc:
-            raise EventFileCorrupt(f"bad {bytes(name).decode(errors='replace')} metadata: {exc}")
+            raise EventFileCorrupt(f"bad {bytes(name).decode(errors='replace')} metadata: {exc}") from None
     return mode, mode_step
 
 

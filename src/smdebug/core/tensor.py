@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["StepState", "Tensor"]
+__all__ = ["StepState"]
 
 
 class StepState(Enum):
