@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, ORACLE, run_json
 
+from conftest import FIXTURES, ORACLE, run_json
 from smdebug.trials import create_trial
 
 TRIALS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import ORACLE, run_json
 
+from conftest import ORACLE, run_json
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys
 from smdebug.core.writer import FileWriter

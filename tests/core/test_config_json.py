@@ -6,8 +6,8 @@ import json
 import textwrap
 
 import pytest
-from conftest import run_json
 
+from conftest import run_json
 from smdebug.core.collection import Collection
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys

@@ -26,7 +26,7 @@ class Rule(ABC):
         self.logger = logging.getLogger("smdebug")
         self.rule_name = type(self).__name__
 
-    def set_required_tensors(self, step):
+    def set_required_tensors(self, step):  # noqa: B027 - optional hook
         """Hook for subclasses that declare the tensors they need before a step is evaluated."""
 
     @abstractmethod
