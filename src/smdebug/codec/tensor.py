@@ -73,11 +73,19 @@ def numpy_dtype(code: int) -> np.dtype:
     return dt
 
 
+_CODE_BY_DTYPE: dict = {}
+
+
 def dtype_code(dtype: np.dtype) -> int:
     """The DataType code of a numeric numpy dtype; DT.STRING for text and objects."""
+    code = _CODE_BY_DTYPE.get(dtype)
+    if code is not None:
+        return code
     if dtype.kind in "USO":
         return DT.STRING
     code = _CODE_BY_NAME.get(dtype.name)
+    if code is not None:
+        _CODE_BY_DTYPE[dtype] = code
     if code is None:
         raise SMDebugTypeError(
             f"numpy dtype {dtype} cannot be saved: supported are {', '.join(sorted(_CODE_BY_NAME))} and strings"
@@ -100,6 +108,16 @@ def _shape_proto(shape) -> bytes:
     return b"".join(ld(2, (key(1, VARINT) + varint(int(d))) if d else b"") for d in shape)
 
 
+def tensor_parts(arr: np.ndarray) -> tuple[bytes, bytes]:
+    """(TensorProto bytes before tensor_content's bytes, the content) for a numeric array."""
+    code = dtype_code(arr.dtype)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    content = arr.tobytes()  # C order, whatever the array's layout
+    head = b"".join((key(1, VARINT), varint(code), ld(2, _shape_proto(arr.shape)), key(4, LEN), varint(len(content))))
+    return head, content
+
+
 def encode_tensor(arr: np.ndarray) -> bytes:
     """TensorProto bytes: dtype, shape and C-order little-endian ``tensor_content``.
 
@@ -114,12 +132,8 @@ def encode_tensor(arr: np.ndarray) -> bytes:
             b = s if isinstance(s, bytes) else str(s).encode("utf-8")
             parts.append(ld(8, b))
         return b"".join(parts)
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    content = np.ascontiguousarray(arr).tobytes()
-    return b"".join(
-        (key(1, VARINT), varint(code), ld(2, _shape_proto(arr.shape)), ld(4, content))
-    )
+    head, content = tensor_parts(arr)
+    return head + content
 
 
 _VAL_FIELDS = {5: "float_val", 6: "double_val", 7: "int_val", 10: "int64_val", 11: "bool_val",

@@ -16,11 +16,14 @@ VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _D = struct.Struct("<d")
 
 
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
 def varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     if n < 0:
         n &= 0xFFFFFFFFFFFFFFFF  # int64 negatives are ten-byte varints
-    if n < 0x80:
-        return bytes((n,))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from smdebug.codec.event import encode_tensor_event, mode_metadata
+from smdebug.codec.event import encode_tensor_record, mode_metadata
 from smdebug.codec.index import encode_index
 from smdebug.codec.tensor import to_numpy
-from smdebug.codec.tfrecord import frame
 from smdebug.core.locations import event_key, index_key
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugRuntimeError, SMDebugValueError
@@ -74,7 +73,7 @@ class FileWriter:
         md = self._md_cache.get((mode, mode_step))
         if md is None:
             md = self._md_cache[(mode, mode_step)] = mode_metadata(mode, mode_step)
-        record = frame(encode_tensor_event(tname, arr, self.step, md, timestamp), self.write_checksum)
+        record = encode_tensor_record(tname, arr, self.step, md, timestamp, self.write_checksum)
         if write_index:
             if self._meta is None or "event_file_name" not in self._meta:
                 self._meta = {"mode": mode.name, "mode_step": mode_step, "event_file_name": self._event_key}
