@@ -111,6 +111,14 @@ class Tensor:
             return files[min(files)]
         f = files.get(worker)
         if f is None:
+            self.trial.maybe_refresh(self.name)
+            f = (self._files_currently(step_num, mode) or {}).get(worker)
+            if f is not None:
+                return f
+            g = self._global_of(step_num, mode)
+            self.trial._check_step_readable(g, worker)
+            if not self.trial._is_complete(g):
+                raise StepNotYetAvailable(step_num, mode)  # this worker may still write it
             raise InvalidWorker(worker)
         return f
 

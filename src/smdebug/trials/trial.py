@@ -195,7 +195,12 @@ class Trial:
                 self.last_complete_step = step
         pending = sorted(s for s in by_step if s > self.last_complete_step)
         if len(pending) > self._window:
-            self.last_complete_step = pending[max(self._window // 2 - 1, 0)]
+            # a straggling worker: stop waiting for the oldest pending steps, window // 2 at a
+            # time, until no more than `window` steps are pending
+            excess = len(pending) - self._window
+            chunk = max(self._window // 2, 1)
+            cut = min(-(-excess // chunk) * chunk, len(pending))
+            self.last_complete_step = pending[cut - 1]
             logger.info(
                 "smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as complete",
                 len(pending), self._window, self.last_complete_step,
@@ -368,9 +373,11 @@ class Trial:
                     time.sleep(self._poll)
 
     # ------------------------------------------------------------------ values
-    def _check_step_readable(self, step: int) -> None:
+    def _check_step_readable(self, step: int, worker: str | None = None) -> None:
+        """Raise the error of an unreadable index file of this step (and worker, if given)."""
         for key, msg in self.bad_index_files.items():
-            if parse_index_key(key)[0] == step:
+            s, w = parse_index_key(key)
+            if s == step and (worker is None or w == worker):
                 raise IndexReaderException(msg)
 
     def _read_records(self, requests):

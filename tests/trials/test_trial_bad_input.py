@@ -1,0 +1,256 @@
+"""Damaged or odd trial folders: clear exceptions naming the file, every other step still readable."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import trialgen as tg
+
+from smdebug.core.locations import index_key
+from smdebug.exceptions import EventFileCorrupt, IndexReaderException, MissingCollectionFiles
+from smdebug.trials import create_trial
+
+STEPS = [0, 1, 2, 3, 4]
+BAD = 2
+
+
+def _job(path, steps=STEPS, end=True):
+    tg.write_collections(path, ["worker_0"])
+    for s in steps:
+        tg.write_step(path, s, "worker_0", ["a", "b"])
+    if end:
+        tg.end_job(path)
+    return str(path)
+
+
+def _records(path, step):
+    """[(start, length)] of the records of a step's event file, from its index."""
+    with open(tg.index_file(path, step)) as f:
+        idx = json.load(f)
+    return {e["tensorname"]: (e["start_idx"], e["length"]) for e in idx["tensor_payload"]}
+
+
+def _check_others(trial, bad_step, names=("a", "b")):
+    for s in STEPS:
+        if s == bad_step:
+            continue
+        for n in names:
+            np.testing.assert_array_equal(trial.tensor(n).value(s), tg.value(n, s, "worker_0"))
+
+
+# ---------------------------------------------------------------------------- event files
+def _flip(file, offset):
+    with open(file, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+@pytest.mark.parametrize("damage", ["truncate_b", "truncate_a", "length_crc_b", "footer_b", "length_crc_a", "footer_a"])
+def test_corrupt_event_file(tmp_path, damage):
+    path = _job(tmp_path)
+    ev = tg.event_file(path, BAD)
+    recs = _records(path, BAD)
+    which = damage[-1]
+    start, length = recs[which]
+    if damage.startswith("truncate"):
+        with open(ev, "r+b") as f:
+            f.truncate(start + length // 2)
+    elif damage.startswith("length_crc"):
+        _flip(ev, start + 9)
+    else:
+        _flip(ev, start + length - 1)
+    trial = create_trial(path)
+    assert trial.steps() == STEPS
+    assert trial.tensor_names(step=BAD) == ["a", "b"]
+    with pytest.raises(EventFileCorrupt) as ei:
+        trial.tensor(which).value(BAD)
+    assert ev in str(ei.value)
+    assert isinstance(ei.value, ValueError)
+    with pytest.raises(EventFileCorrupt):
+        trial.tensor(which).reduction_value(BAD, "mean")
+    other = "a" if which == "b" else "b"
+    if which == "b":  # the record before the damage is intact
+        np.testing.assert_array_equal(trial.tensor(other).value(BAD), tg.value(other, BAD, "worker_0"))
+    elif damage != "truncate_a":  # damage confined to record a
+        np.testing.assert_array_equal(trial.tensor(other).value(BAD), tg.value(other, BAD, "worker_0"))
+    _check_others(trial, BAD)
+    with pytest.raises(EventFileCorrupt):  # values() over all steps reports the damage too
+        trial.tensor(which).values()
+
+
+def test_event_file_deleted_after_index(tmp_path):
+    path = _job(tmp_path)
+    ev = tg.event_file(path, BAD)
+    os.remove(ev)
+    trial = create_trial(path)
+    assert trial.steps() == STEPS
+    with pytest.raises(EventFileCorrupt) as ei:
+        trial.tensor("a").value(BAD)
+    msg = str(ei.value)
+    assert ev in msg
+    assert "missing" in msg
+    _check_others(trial, BAD)
+
+
+# ---------------------------------------------------------------------------- index files
+def _rewrite_index(path, step, edit):
+    file = tg.index_file(path, step)
+    with open(file, "rb") as f:
+        data = f.read()
+    with open(file, "wb") as f:
+        f.write(edit(data))
+    return file
+
+
+def _set_event_name(name):
+    def edit(data):
+        d = json.loads(data)
+        d["meta"]["event_file_name"] = name
+        return json.dumps(d).encode()
+
+    return edit
+
+
+def _drop_meta(data):
+    d = json.loads(data)
+    del d["meta"]
+    return json.dumps(d).encode()
+
+
+def _drop_payloads(data):
+    d = json.loads(data)
+    del d["tensor_payload"], d["shape_payload"]
+    return json.dumps(d).encode()
+
+
+INDEX_DAMAGE = {
+    "not_json": lambda data: b"{not json at all",
+    "truncated_json": lambda data: data[: len(data) // 2],
+    "empty": lambda data: b"",
+    "json_list": lambda data: b"[1, 2, 3]",
+    "no_meta": _drop_meta,
+    "no_payloads": _drop_payloads,
+    "parent_path": _set_event_name("../../../etc/passwd"),
+    "absolute_path": _set_event_name("/etc/passwd"),
+    "sneaky_parent": _set_event_name("events/../../outside.tfevents"),
+}
+
+
+@pytest.mark.parametrize("end", [True, False])
+@pytest.mark.parametrize("damage", sorted(INDEX_DAMAGE))
+def test_bad_index_file(tmp_path, damage, end):
+    path = _job(tmp_path, end=end)
+    bad_file = _rewrite_index(path, BAD, INDEX_DAMAGE[damage])
+    trial = create_trial(path)
+    key = index_key(BAD, "worker_0")
+    assert list(trial.bad_index_files) == [key]
+    assert bad_file in trial.bad_index_files[key]
+    assert trial.steps(show_incomplete_steps=True) == [s for s in STEPS if s != BAD]
+    assert trial.steps() == [s for s in STEPS if s != BAD]
+    assert trial.tensor_names() == ["a", "b"]
+    assert trial.tensor("a").steps() == [s for s in STEPS if s != BAD]
+    with pytest.raises(IndexReaderException) as ei:
+        trial.tensor("a").value(BAD)
+    assert bad_file in str(ei.value)
+    _check_others(trial, BAD)
+    assert list(trial.bad_index_files) == [key]
+
+
+def test_bad_index_file_fixed_later_is_read(tmp_path):
+    """An index seen half-written is read again on the next refresh."""
+    path = _job(tmp_path, end=False)
+    file = tg.index_file(path, BAD)
+    with open(file, "rb") as f:
+        good = f.read()
+    with open(file, "wb") as f:
+        f.write(good[:10])
+    trial = create_trial(path)
+    assert trial.steps(show_incomplete_steps=True) == [0, 1, 3, 4]
+    with open(file, "wb") as f:
+        f.write(good)
+    assert trial.steps() == STEPS
+    assert trial.bad_index_files == {}
+    np.testing.assert_array_equal(trial.tensor("b").value(BAD), tg.value("b", BAD, "worker_0"))
+
+
+# ---------------------------------------------------------------------------- stray files
+def test_stray_tmp_files_ignored(tmp_path):
+    path = _job(tmp_path, steps=[0, 1, 2], end=False)
+    stray_index = os.path.join(path, "index", "000000000", "000000000003_worker_0.json.tmp")
+    stray_event_dir = os.path.join(path, "events", "000000000003")
+    os.makedirs(stray_event_dir)
+    with open(stray_index, "w") as f:
+        f.write('{"meta": {"mode": "GLOBAL", "mode_step": 3, "event_file_name": "x"}, "tensor_payload": [')
+    with open(os.path.join(stray_event_dir, "x.tfevents.tmp"), "wb") as f:
+        f.write(b"\x00garbage")
+    with open(os.path.join(stray_event_dir, "000000000003_worker_0.tfevents.tmp"), "wb") as f:
+        f.write(b"\x00garbage")
+    # a stray temp file next to a real step does not disturb it
+    with open(tg.index_file(path, 1) + ".tmp", "w") as f:
+        f.write("{")
+    trial = create_trial(path)
+    assert trial.steps() == [0, 1, 2]
+    assert trial.steps(show_incomplete_steps=True) == [0, 1, 2]
+    assert trial.bad_index_files == {}
+    assert trial.workers() == ["worker_0"]
+    np.testing.assert_array_equal(trial.tensor("a").value(1), tg.value("a", 1, "worker_0"))
+    # once the real files of step 3 arrive, the step is listed
+    tg.write_step(path, 3, "worker_0", ["a"])
+    assert trial.steps() == [0, 1, 2, 3]
+    np.testing.assert_array_equal(trial.tensor("a").value(3), tg.value("a", 3, "worker_0"))
+    assert trial.bad_index_files == {}
+
+
+# ---------------------------------------------------------------------------- no trial there
+def test_empty_folder(tmp_path):
+    empty = tmp_path / "empty_job"
+    empty.mkdir()
+    with pytest.raises(MissingCollectionFiles) as ei:
+        create_trial(str(empty))
+    assert str(empty) in str(ei.value)
+
+
+def test_folder_without_collections(tmp_path):
+    path = tmp_path / "no_coll"
+    tg.write_step(path, 0, "worker_0", ["a"])
+    with pytest.raises(MissingCollectionFiles) as ei:
+        create_trial(str(path))
+    assert str(path) in str(ei.value)
+
+
+def test_missing_path(tmp_path):
+    missing = tmp_path / "does" / "not" / "exist"
+    with pytest.raises(MissingCollectionFiles) as ei:
+        create_trial(str(missing))
+    assert str(missing) in str(ei.value)
+    with pytest.raises(MissingCollectionFiles) as ei:
+        create_trial(out_dir=str(missing))
+    assert str(missing) in str(ei.value)
+
+
+def test_bad_index_file_of_one_worker(tmp_path):
+    """Two workers, worker_0's index of step 2 is not JSON: worker_1's data of that step stays
+    readable, and asking for worker_0's value at that step names the bad index file."""
+    workers = tg.workers(2)
+    tg.write_collections(tmp_path, workers)
+    for s in STEPS:
+        for w in workers:
+            tg.write_step(tmp_path, s, w, ["a"])
+    tg.end_job(tmp_path)
+    bad_file = _rewrite_index(tmp_path, BAD, INDEX_DAMAGE["not_json"])
+    trial = create_trial(str(tmp_path))
+    assert list(trial.bad_index_files) == [index_key(BAD, "worker_0")]
+    assert trial.steps() == STEPS
+    a = trial.tensor("a")
+    assert a.workers(BAD) == ["worker_1"]
+    np.testing.assert_array_equal(a.value(BAD, worker="worker_1"), tg.value("a", BAD, "worker_1"))
+    for s in STEPS:
+        if s != BAD:
+            for w in workers:
+                np.testing.assert_array_equal(a.value(s, worker=w), tg.value("a", s, w))
+    with pytest.raises(IndexReaderException) as ei:
+        a.value(BAD, worker="worker_0")
+    assert bad_file in str(ei.value)
