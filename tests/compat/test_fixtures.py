@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, ORACLE, run_json
 from smdebug.trials import create_trial
+from smdtest import FIXTURES, ORACLE, run_json
 
 TRIALS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 

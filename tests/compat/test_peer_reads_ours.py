@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from conftest import ORACLE, run_json
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys
 from smdebug.core.writer import FileWriter
+from smdtest import ORACLE, run_json
 
 WORKERS = ["worker_0", "worker_1"]
 # dtypes 1.0.34 can read back (fixtures/README.md defect 2 lists the others)

@@ -7,13 +7,13 @@ import textwrap
 
 import pytest
 
-from conftest import run_json
 from smdebug.core.collection import Collection
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.exceptions import SMDebugValueError
+from smdtest import run_json
 
 # the same construction code runs under both implementations
 BUILD = textwrap.dedent(

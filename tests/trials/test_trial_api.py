@@ -6,8 +6,8 @@ import pathlib
 import ml_dtypes
 import numpy as np
 import pytest
-import trialgen as tg
 
+import trialgen as tg
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import (
     InvalidWorker,

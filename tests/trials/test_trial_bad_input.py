@@ -5,8 +5,8 @@ import os
 
 import numpy as np
 import pytest
-import trialgen as tg
 
+import trialgen as tg
 from smdebug.core.locations import index_key
 from smdebug.exceptions import EventFileCorrupt, IndexReaderException, MissingCollectionFiles
 from smdebug.trials import create_trial

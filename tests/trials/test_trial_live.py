@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-import trialgen as tg
 
+import trialgen as tg
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import NoMoreData, StepNotYetAvailable, StepUnavailable
 from smdebug.trials import create_trial

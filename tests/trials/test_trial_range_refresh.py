@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-import trialgen as tg
 
+import trialgen as tg
 from smdebug.analysis.utils import no_refresh, refresh
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError, StepUnavailable, TensorUnavailable

@@ -188,6 +188,8 @@ def _decode_histogram(buf: bytes, span) -> dict:
         elif f in (6, 7):
             target = h["bucket_limit" if f == 6 else "bucket"]
             if wt == LEN:
+                if (v[1] - v[0]) % 8:
+                    raise EventFileCorrupt("histogram buckets are not a whole number of doubles")
                 target.extend(np.frombuffer(buf[v[0] : v[1]], dtype="<f8").tolist())
             elif wt == I64:
                 target.append(_F64.unpack(v)[0])

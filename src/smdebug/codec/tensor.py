@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from smdebug.codec.wire import I32, I64, LEN, VARINT, iter_fields, key, ld, packed_varints, varint
@@ -52,6 +54,7 @@ _CODE_BY_NAME = {
 }
 _NAME_BY_CODE = {v: k for k, v in _CODE_BY_NAME.items()}
 _DTYPE_CACHE: dict[int, np.dtype] = {}
+_MAX_FILL = 1 << 28  # a single repeated value is broadcast to at most this many elements
 
 
 def _bfloat16() -> np.dtype:
@@ -145,6 +148,13 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= (1 << 63) else v
 
 
+def _reshape(a: np.ndarray, shape: list[int]) -> np.ndarray:
+    try:
+        return a.reshape(shape)
+    except ValueError as exc:
+        raise EventFileCorrupt(f"cannot shape {a.size} values as {shape}: {exc}") from None
+
+
 def decode_tensor(buf: bytes, span: tuple[int, int]) -> np.ndarray:
     """A TensorProto inside ``buf[span]`` to an ndarray."""
     dtype = 0
@@ -170,6 +180,8 @@ def decode_tensor(buf: bytes, span: tuple[int, int]) -> np.ndarray:
         elif f in _VAL_FIELDS:
             lst = vals.setdefault(f, [])
             if wt == LEN and f in _FIXED:
+                if (v[1] - v[0]) % _FIXED[f][1]:
+                    raise EventFileCorrupt(f"packed {_VAL_FIELDS[f]} is not a whole number of values")
                 lst.extend(np.frombuffer(buf[v[0] : v[1]], dtype=_FIXED[f][0]).tolist())
             elif wt == LEN:
                 lst.extend(_signed(x) for x in packed_varints(buf, v))
@@ -177,30 +189,42 @@ def decode_tensor(buf: bytes, span: tuple[int, int]) -> np.ndarray:
                 lst.append(_signed(v))
             elif wt in (I32, I64):
                 lst.extend(np.frombuffer(v, dtype="<f4" if wt == I32 else "<f8").tolist())
-    if dtype in (DT.INVALID, DT.STRING) and (strings or content is None and dtype == DT.STRING):
-        arr = np.array([s.decode("utf-8", errors="replace") for s in strings])
-        return arr.reshape(shape) if shape and int(np.prod(shape)) == arr.size else arr
-    if dtype == DT.INVALID and content is None and not vals:
-        return np.array([], dtype=np.float32).reshape(shape) if shape else np.array([])
+    if any(d < 0 for d in shape):
+        raise EventFileCorrupt(f"TensorProto has a negative dimension in shape {shape}")
+    count = math.prod(shape)
+    if dtype in (DT.INVALID, DT.STRING):
+        # smdebug writes strings with dtype 0 (numbers always carry a dtype)
+        if content is not None or vals:
+            raise EventFileCorrupt(f"TensorProto with dtype {dtype} holds numeric values")
+        arr = np.array([s.decode("utf-8", errors="replace") for s in strings], dtype=str)
+        if shape and count == arr.size:
+            return _reshape(arr, shape)
+        if shape and count != arr.size:
+            raise EventFileCorrupt(f"TensorProto has {arr.size} strings for shape {shape}")
+        return arr
     npdt = numpy_dtype(dtype)
-    count = int(np.prod(shape)) if shape else 1
     if content is not None:
         if len(content) != count * npdt.itemsize:
             raise EventFileCorrupt(
                 f"tensor_content holds {len(content)} bytes, shape {shape} of {npdt} needs "
                 f"{count * npdt.itemsize}"
             )
-        return np.frombuffer(content, dtype=npdt).reshape(shape).copy()
+        return _reshape(np.frombuffer(content, dtype=npdt), shape).copy()
     # TensorFlow's typed repeated fields (what TF itself writes for small tensors)
     raw = next(iter(vals.values()), [])
-    if dtype == DT.HALF and 13 in vals:
-        a = np.array(vals[13], dtype=np.uint16).view(np.float16)
-    elif dtype == DT.BFLOAT16 and 13 in vals:
-        a = np.array(vals[13], dtype=np.uint16).view(numpy_dtype(DT.BFLOAT16))
-    else:
-        a = np.array(raw).astype(npdt) if raw else np.zeros(0, dtype=npdt)
-    if a.size == 1 and count != 1:
-        a = np.full(count, a[0], dtype=npdt)
-    if a.size != count:
-        raise EventFileCorrupt(f"TensorProto has {a.size} values for shape {shape}")
-    return a.reshape(shape)
+    if count > max(len(raw), 1) and len(raw) > 1 or count > _MAX_FILL:
+        raise EventFileCorrupt(f"TensorProto has {len(raw)} values for shape {shape}")
+    try:
+        if dtype in (DT.HALF, DT.BFLOAT16) and 13 in vals:
+            a = np.array(vals[13], dtype=np.uint16).view(npdt)
+        else:
+            a = np.array(raw).astype(npdt) if raw else np.zeros(0, dtype=npdt)
+        if a.size == 1 and count != 1:
+            a = np.full(count, a[0], dtype=npdt)
+        if a.size != count:
+            raise EventFileCorrupt(f"TensorProto has {a.size} values for shape {shape}")
+        return a.reshape(shape)
+    except (ValueError, OverflowError, TypeError) as exc:
+        if isinstance(exc, EventFileCorrupt):
+            raise
+        raise EventFileCorrupt(f"bad TensorProto values: {exc}") from None

@@ -78,7 +78,8 @@ class LocalStore(Store):
 
     def _walk(self, folder: str, key: str, start_after: str | None, out: list[str]) -> None:
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            # sorted as keys sort: a folder's name is followed by '/', which sorts after '-' and '.'
+            entries = sorted(os.scandir(folder), key=lambda e: e.name + "/" if e.is_dir() else e.name)
         except FileNotFoundError:
             return
         except OSError as exc:
