@@ -1,0 +1,43 @@
+"""Debugging never kills training: callbacks run under a guard that logs once and disables the hook."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+
+__all__ = ["guarded", "PROPAGATE_ERRORS_ENV"]
+
+logger = logging.getLogger("smdebug")
+PROPAGATE_ERRORS_ENV = "SMDEBUG_PROPAGATE_ERRORS"
+
+
+def propagate_default() -> bool:
+    return os.getenv(PROPAGATE_ERRORS_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def guarded(default=None):
+    """Decorate a hook method: when it raises, log the error once, disable the hook and return
+    ``default`` — unless ``hook.propagate_errors`` is set (or $SMDEBUG_PROPAGATE_ERRORS=1)."""
+
+    def deco(method):
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            if getattr(self, "disabled", False):
+                return default
+            try:
+                return method(self, *args, **kwargs)
+            except Exception:
+                if getattr(self, "propagate_errors", False):
+                    raise
+                self.disabled = True
+                logger.exception(
+                    "smdebug: an error in %s.%s disabled the hook; training continues without it "
+                    "(set %s=1 to raise such errors instead)",
+                    type(self).__name__, method.__name__, PROPAGATE_ERRORS_ENV,
+                )
+                return default
+
+        return wrapper
+
+    return deco

@@ -1,0 +1,113 @@
+"""Writing a hook's steps off the training thread.
+
+The training thread hands over one :class:`StepRecords` per saved step (numpy arrays it already
+copied); a single background thread encodes them and writes the event file, the index and the
+TensorBoard files. The queue is bounded, so a slow disk slows training down instead of filling
+memory, and nothing handed over is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.core.writer import FileWriter
+
+__all__ = ["StepRecords", "StepWriter"]
+
+logger = logging.getLogger("smdebug")
+
+
+@dataclass
+class StepRecords:
+    """Everything one worker saves for one global step."""
+
+    step: int
+    mode: ModeKeys
+    mode_step: int
+    tensors: list = field(default_factory=list)  # (name, ndarray, wall_time or None)
+    shapes: list = field(default_factory=list)  # (name, shape tuple)
+    tb_scalars: list = field(default_factory=list)  # (tag, float, wall_time or None)
+    tb_histograms: list = field(default_factory=list)  # (tag, ndarray)
+
+    def __bool__(self):
+        return bool(self.tensors or self.shapes or self.tb_scalars or self.tb_histograms)
+
+
+class StepWriter:
+    """Writes StepRecords for one worker, in order, on a background thread (or inline)."""
+
+    def __init__(self, out_dir: str, worker: str, tensorboard_dir: str | None = None,
+                 background: bool = True, max_pending: int = 4):
+        from smdebug.storage import open_store
+
+        self.out_dir = out_dir
+        self.worker = worker
+        self.tensorboard_dir = tensorboard_dir
+        self.store = open_store(out_dir)
+        self.tb_store = open_store(tensorboard_dir) if tensorboard_dir else None
+        self.errors: list[BaseException] = []
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            self._queue = queue.Queue(maxsize=max_pending)
+            self._thread = threading.Thread(target=self._run, name="smdebug-writer", daemon=True)
+            self._thread.start()
+
+    def submit(self, rec: StepRecords) -> None:
+        if not rec:
+            return
+        if self._queue is None:
+            self._write(rec)
+        else:
+            self._queue.put(rec)
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            rec = q.get()
+            try:
+                if rec is None:
+                    return
+                self._write(rec)
+            finally:
+                q.task_done()
+
+    def _write(self, rec: StepRecords) -> None:
+        try:
+            if rec.tensors or rec.shapes:
+                fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store)
+                for name, arr, wall_time in rec.tensors:
+                    fw.write_tensor(arr, name, mode=rec.mode, mode_step=rec.mode_step, timestamp=wall_time)
+                for name, shape in rec.shapes:
+                    fw.write_shape(name, shape, mode=rec.mode, mode_step=rec.mode_step)
+                fw.close()
+            if self.tb_store is not None and (rec.tb_scalars or rec.tb_histograms):
+                from smdebug.core.tensorboard import TensorBoardWriter
+
+                tb = TensorBoardWriter(self.tensorboard_dir, rec.mode, rec.step, store=self.tb_store)
+                for tag, value, wall_time in rec.tb_scalars:
+                    tb.write_scalar(tag, value, rec.step, wall_time=wall_time)
+                for tag, values in rec.tb_histograms:
+                    tb.write_histogram(tag, np.asarray(values), rec.step)
+                tb.close()
+        except Exception as exc:  # noqa: BLE001 - reported by flush(); training goes on
+            if not self.errors:
+                logger.exception("smdebug: could not write step %s of %s to %s", rec.step, self.worker, self.out_dir)
+            self.errors.append(exc)
+
+    def flush(self) -> None:
+        """Wait until everything submitted is written."""
+        if self._queue is not None:
+            self._queue.join()
+
+    def close(self) -> None:
+        if self._queue is not None and self._thread is not None and self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._queue = None

@@ -1,0 +1,198 @@
+"""smdebug.pytorch.Hook: glue between torch.nn modules and the framework-agnostic BaseHook."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import weakref
+
+import torch
+
+from smdebug.core.active_hook import set_hook
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.guard import guarded
+from smdebug.core.hook import BaseHook
+from smdebug.exceptions import SMDebugTypeError
+from smdebug.pytorch.adapter import TorchAdapter
+from smdebug.pytorch.collection import DEFAULT_PYTORCH_COLLECTIONS, CollectionManager
+
+__all__ = ["Hook"]
+
+logger = logging.getLogger("smdebug")
+DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
+
+
+def _dist():
+    d = getattr(torch, "distributed", None)
+    return d if d is not None and d.is_available() and d.is_initialized() else None
+
+
+def _close_at_exit(ref):
+    hook = ref()
+    if hook is not None:
+        hook.close()
+
+
+class Hook(BaseHook):
+    """Saves a PyTorch model's tensors while it trains.
+
+    ``hook.register_module(model)`` makes every forward call of the model a step: weights and
+    biases are saved when the step starts, gradients when backward computes them, layer inputs
+    and outputs as modules run; ``hook.register_loss(loss_fn)`` saves the loss.
+    """
+
+    def __init__(
+        self,
+        out_dir=None,
+        export_tensorboard=False,
+        tensorboard_dir=None,
+        dry_run=False,
+        reduction_config=None,
+        save_config=None,
+        include_regex=None,
+        include_collections=None,
+        save_all=False,
+        include_workers="one",
+    ):
+        super().__init__(
+            collection_manager=CollectionManager(),
+            default_include_collections=DEFAULT_INCLUDE_COLLECTIONS,
+            default_collections=DEFAULT_PYTORCH_COLLECTIONS,
+            out_dir=out_dir,
+            export_tensorboard=export_tensorboard,
+            tensorboard_dir=tensorboard_dir,
+            dry_run=dry_run,
+            reduction_config=reduction_config,
+            save_config=save_config,
+            include_regex=include_regex,
+            include_collections=include_collections,
+            save_all=save_all,
+            include_workers=include_workers,
+            adapter=TorchAdapter(),
+        )
+        self._names: dict = {}  # module -> name used in tensor names
+        self._tops: list = []  # (name prefix, module) of registered models
+        self._step_module = None
+        self._handles: list = []
+        self.has_registered_module = False
+        self.has_registered_loss_module = False
+        set_hook(self)
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    # ---------------------------------------------------------------- distributed
+    def _get_worker_name(self) -> str:
+        d = _dist()
+        return f"worker_{d.get_rank()}" if d is not None else "worker_0"
+
+    def _get_num_workers(self) -> int:
+        d = _dist()
+        return d.get_world_size() if d is not None else 1
+
+    def _flatten(self, value):
+        if isinstance(value, torch.Tensor):
+            yield value
+        else:
+            yield from super()._flatten(value)
+
+    # ---------------------------------------------------------------- registration
+    @guarded()
+    def register_module(self, module) -> None:
+        """Register a model (or a model wrapped by torch.compile / DistributedDataParallel)."""
+        if not isinstance(module, torch.nn.Module):
+            raise SMDebugTypeError(f"register_module needs a torch.nn.Module, not {type(module).__name__}")
+        inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
+        compiled = isinstance(inner, torch.nn.Module)
+        model = inner if compiled else module
+        if model in self._names:
+            raise SMDebugTypeError(f"module {model._get_name()} is registered twice")
+        top = model._get_name()
+        for name, sub in model.named_modules():
+            self._names.setdefault(sub, name)
+        self._names[model] = top
+        self._tops.append((top, model))
+        if self._step_module is None:
+            self._step_module = module
+            self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
+        if compiled:
+            logger.info("smdebug: %s is compiled; its layers' inputs and outputs are not captured", top)
+        else:
+            for sub in model.modules():
+                self._handles.append(sub.register_forward_hook(self._forward_hook))
+        for pname, p in model.named_parameters():
+            if p.requires_grad:  # frozen parameters have no gradient to save
+                self._handles.append(p.register_post_accumulate_grad_hook(self._grad_hook(f"{top}_{pname}")))
+        self.has_registered_module = True
+
+    register_hook = register_module
+
+    @guarded()
+    def register_loss(self, loss_module) -> None:
+        """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss."""
+        if not isinstance(loss_module, torch.nn.Module):
+            raise SMDebugTypeError(f"register_loss needs a torch.nn.Module, not {type(loss_module).__name__}")
+        self._names[loss_module] = loss_module._get_name()
+        self._handles.append(loss_module.register_forward_hook(self._forward_hook))
+        self.has_registered_loss_module = True
+
+    # ---------------------------------------------------------------- callbacks
+    @guarded()
+    def _forward_pre_hook(self, module, inputs):
+        if self.step == self.init_step:
+            self.worker = self._get_worker_name()  # torch.distributed may start after the hook
+        self._begin_step()
+        if self.saving_this_step():
+            for top, model in self._tops:
+                for pname, p in model.named_parameters():
+                    self._save_for_tensor(f"{top}_{pname}", p.detach())
+
+    @guarded()
+    def _forward_hook(self, module, inputs, outputs):
+        if self.step < 0 or not self.saving_this_step():
+            return
+        name = self._names.get(module)
+        if name is None:
+            return
+        self._write_indexed(name, inputs, self.INPUT_TENSOR_SUFFIX)
+        self._write_indexed(name, outputs, self.OUTPUT_TENSOR_SUFFIX)
+
+    def _grad_hook(self, pname: str):
+        tname = self.GRADIENT_PREFIX + pname
+
+        @guarded()
+        def on_grad(hook, param):
+            if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
+                hook._save_for_tensor(tname, param.grad)
+
+        ref = weakref.ref(self)
+
+        def call(param):
+            hook = ref()
+            if hook is not None:
+                on_grad(hook, param)
+
+        return call
+
+    @guarded()
+    def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
+        """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'."""
+        if not isinstance(tensor_value, torch.Tensor):
+            raise SMDebugTypeError(f"record_tensor_value({tensor_name!r}) needs a torch.Tensor")
+        if self.step >= 0 and self.saving_this_step():
+            self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
+
+    def _prepare_collections(self) -> None:
+        for coll in self.collection_manager.get_collections().values():
+            for m, (inputs, outputs) in getattr(coll, "modules", {}).items():
+                name = self._names.get(m, m._get_name())
+                if inputs:
+                    coll.include(name + self.INPUT_TENSOR_SUFFIX)
+                if outputs:
+                    coll.include(name + self.OUTPUT_TENSOR_SUFFIX)
+        super()._prepare_collections()
+
+    @guarded()
+    def close(self) -> None:
+        super().close()
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
