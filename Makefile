@@ -11,8 +11,8 @@ TORCH := torch==2.13.0
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[dev,pytorch]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -23,8 +23,13 @@ $(PEER)/.installed:
 
 peer: $(PEER)/.installed
 
+# 1.0.34's PyTorch hook, for the hook benchmark
+$(PEER)/.torch: $(PEER)/.installed
+	$(PEER)/bin/python -m pip install -q $(TORCH)
+	touch $@
+
 demo: $(VENV)/.installed
-	$(VENV)/bin/smdebug inspect $(FIXTURES)/pytorch_mlp
+	$(PY) -m smdebug.demo
 
 test: $(VENV)/.installed $(PEER)/.installed
 	$(VENV)/bin/ruff check src tests bench
@@ -33,8 +38,9 @@ test: $(VENV)/.installed $(PEER)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench
 
-bench: $(VENV)/.installed $(PEER)/.installed
+bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
+	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_hook.py
 
 clean:
 	rm -rf $(VENV) $(PEER) build *.egg-info src/*.egg-info
