@@ -29,7 +29,7 @@ $(PEER)/.torch: $(PEER)/.installed
 	touch $@
 
 demo: $(VENV)/.installed
-	$(PY) -m smdebug.demo
+	$(PY) examples/pytorch_digits.py
 
 test: $(VENV)/.installed $(PEER)/.installed
 	$(VENV)/bin/ruff check src tests bench
