@@ -1,0 +1,62 @@
+"""torch.distributed (gloo, 2 processes on 127.0.0.1): worker names and include_workers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smdebug.trials import create_trial
+
+WORKER = Path(__file__).with_name("dist_worker.py")
+
+
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def _run(out_dir: Path, include_workers: str) -> None:
+    port = _free_port()
+    procs = [
+        subprocess.Popen([sys.executable, str(WORKER), str(r), "2", port, str(out_dir), include_workers],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for r in range(2)
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+
+
+@pytest.mark.parametrize("include_workers", ["all", "one"])
+def test_two_process_gloo_run(tmp_path, include_workers):
+    out = tmp_path / include_workers
+    _run(out, include_workers)
+    trial = create_trial(str(out))
+    expected_workers = ["worker_0", "worker_1"] if include_workers == "all" else ["worker_0"]
+    assert trial.workers() == expected_workers
+    assert trial.num_workers == len(expected_workers)
+    assert trial.steps() == [0, 1, 2]
+    coll_files = sorted(p.name for p in (out / "collections" / "000000000").iterdir())
+    assert coll_files == [f"{w}_collections.json" for w in expected_workers]
+    assert json.loads((out / "collections" / "000000000" / coll_files[0]).read_text())["_meta"]["num_workers"] == len(
+        expected_workers)
+    w = "DistributedDataParallel_module.0.weight"
+    assert w in trial.tensor_names(collection="weights")
+    assert f"gradient/{w}" in trial.tensor_names(collection="gradients")
+    t = trial.tensor(w)
+    for step in trial.steps():
+        assert t.workers(step) == expected_workers
+        if include_workers == "all":
+            # DDP keeps the replicas in sync: both workers saved the same weights ...
+            np.testing.assert_array_equal(t.value(step, worker="worker_0"), t.value(step, worker="worker_1"))
+    if include_workers == "all":
+        # ... but each rank saw its own data, so the losses differ
+        loss = trial.tensor("MSELoss_output_0")
+        assert loss.value(0, worker="worker_0") != loss.value(0, worker="worker_1")
