@@ -11,13 +11,17 @@ __all__ = ["crc32c", "masked_crc32c", "masked_crc32c_bytes", "EVENTS_FOOTER"]
 _MASK_DELTA = 0xA282EAD8
 
 
-def crc32c(data: bytes) -> int:
-    return _crc32c(data)
+def crc32c(data, value: int = 0) -> int:
+    """CRC32C of a bytes-like object, continuing from ``value``."""
+    return _crc32c(data, value)
+
+
+def mask(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def masked_crc32c(data: bytes) -> int:
-    crc = _crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    return mask(_crc32c(data))
 
 
 def masked_crc32c_bytes(data: bytes) -> bytes:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smdebug.codec.crc import EVENTS_FOOTER, masked_crc32c_bytes
+from smdebug.codec.crc import EVENTS_FOOTER, crc32c, mask, masked_crc32c_bytes
 from smdebug.codec.tensor import DT, decode_tensor, dtype_code, encode_tensor, tensor_parts
 from smdebug.codec.wire import I32, I64, LEN, VARINT, double, iter_fields, key, ld, varint
 from smdebug.core.modes import ModeKeys
@@ -76,11 +76,18 @@ def encode_tensor_record(
     tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None,
     payload_crc: bool = False,
 ) -> bytes:
-    """A whole framed record of one tensor: :func:`encode_tensor_event` framed as TFRecord.
+    """A whole framed record of one tensor: :func:`encode_tensor_event` framed as TFRecord."""
+    return b"".join(encode_tensor_record_chunks(tag, arr, step, metadata, wall_time, payload_crc))
 
-    The bytes around the tensor content depend only on (tag, dtype, shape, metadata), so they
-    are built once and reused: this is the writer's hot path.
-    """
+
+def encode_tensor_record_chunks(
+    tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None,
+    payload_crc: bool = False,
+) -> list:
+    """The record as [bytes before the content, the content, bytes after]: the content is a
+    zero-copy view of the array when it can be, so a large tensor is not copied on its way to
+    the file. The bytes around the content depend only on (tag, dtype, shape, metadata) and are
+    built once and reused: this is the writer's hot path."""
     dt = arr.dtype
     tkey = (tag, dt, arr.shape, metadata)
     tpl = _TEMPLATES.get(tkey)
@@ -88,25 +95,33 @@ def encode_tensor_record(
         if dtype_code(dt) == DT.STRING:
             from smdebug.codec.tfrecord import frame
 
-            return frame(encode_tensor_event(tag, arr, step, metadata, wall_time), payload_crc)
+            return [frame(encode_tensor_event(tag, arr, step, metadata, wall_time), payload_crc)]
         if len(_TEMPLATES) > 50_000:
             _TEMPLATES.clear()
-        head, content = tensor_parts(arr)
+        head, _content = tensor_parts(arr)
         tag_b = ld(1, tag.encode("utf-8"))
         md = ld(9, metadata)
-        tensor_len = len(head) + len(content)
+        tensor_len = len(head) + arr.nbytes
         value_len = len(tag_b) + 1 + len(varint(tensor_len)) + tensor_len + len(md)
         value_head = key(1, LEN) + varint(value_len)
         summary_len = len(value_head) + value_len
         before = b"".join((key(5, LEN), varint(summary_len), value_head, tag_b, key(8, LEN), varint(tensor_len), head))
         tpl = _TEMPLATES[tkey] = (before, md, dt.byteorder == ">")
+    if tpl[2]:
+        content = arr.astype(dt.newbyteorder("<")).tobytes()
+    elif arr.flags.c_contiguous:
+        content = arr.reshape(-1).view(np.uint8)
     else:
-        content = arr.astype(dt.newbyteorder("<")).tobytes() if tpl[2] else arr.tobytes()
+        content = arr.tobytes()
     wt = time.time() if wall_time is None else float(wall_time)
-    payload = b"".join((b"\x09", _F64.pack(wt), b"\x10", varint(int(step)), tpl[0], content, tpl[1]))
-    header = _LEN.pack(len(payload))
-    footer = masked_crc32c_bytes(payload) if payload_crc else EVENTS_FOOTER
-    return b"".join((header, masked_crc32c_bytes(header), payload, footer))
+    head = b"".join((b"\x09", _F64.pack(wt), b"\x10", varint(int(step)), tpl[0]))
+    length = _LEN.pack(len(head) + arr.nbytes + len(tpl[1]))
+    if payload_crc:
+        crc = crc32c(tpl[1], crc32c(content, crc32c(head)))
+        footer = struct.pack("<I", mask(crc))
+    else:
+        footer = EVENTS_FOOTER
+    return [b"".join((length, masked_crc32c_bytes(length), head)), content, tpl[1] + footer]
 
 
 def scalar_value(tag: str, value: float) -> bytes:

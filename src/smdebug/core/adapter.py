@@ -13,13 +13,20 @@ __all__ = ["NumpyAdapter"]
 class NumpyAdapter:
     """Values the hook keeps until the end of a step must not change when training goes on:
     ``snapshot`` copies; ``reduce`` computes now; ``materialize`` turns what both returned into
-    numpy arrays, once per step, so that a framework can batch its device-to-host copies."""
+    numpy arrays, once per step on the writer thread, so that a framework can batch its
+    device-to-host copies and compute reductions off the training thread."""
 
     def snapshot(self, value):
         return np.array(to_numpy(value), copy=True)
 
-    def reduce(self, value, op: str, abs: bool):
-        return np.asarray(get_numpy_reduction(op, to_numpy(value), abs))
+    def reductions(self, value, snap, ops) -> list:
+        """One object per (op, abs) of ``ops``; ``snap`` is the value's snapshot or None."""
+        data = to_numpy(snap if snap is not None else value)
+        return [np.asarray(get_numpy_reduction(op, data, is_abs)) for op, is_abs in ops]
+
+    def reductions_need_snapshot(self, value) -> bool:
+        """Whether reductions are computed later from a snapshot (True) or right away (False)."""
+        return False
 
     def shape(self, value) -> tuple:
         return tuple(np.shape(value)) if not np.isscalar(value) else (1,)

@@ -276,20 +276,7 @@ class BaseHook:
         scalars, self._scalar_cache = self._scalar_cache, []
         if not self.writes:
             return
-        values = self.adapter.materialize([p[2] for p in pending if p[0] in ("tensor", "hist", "tb_scalar")])
-        rec = StepRecords(self.step, self.mode, self.mode_steps[self.mode])
-        it = iter(values)
-        for kind, name, _obj, extra in pending:
-            if kind == "shape":
-                rec.shapes.append((name, extra))
-                continue
-            value = next(it)
-            if kind == "tensor":
-                rec.tensors.append((name, value, extra))
-            elif kind == "hist":
-                rec.tb_histograms.append((name, value))
-            elif kind == "tb_scalar":
-                rec.tb_scalars.append((name, float(value.ravel()[0]), None))
+        rec = StepRecords(self.step, self.mode, self.mode_steps[self.mode], pending=pending, adapter=self.adapter)
         for name, value, wall_time in scalars:
             rec.tensors.append((name, value, wall_time))
             if self.tensorboard_dir:
@@ -318,28 +305,30 @@ class BaseHook:
         pending = self._pending
         if any(c.reduction_config.save_shape for c in colls):
             pending.append(("shape", name, None, ad.shape(value)))
-        done = set()
+        ops: list = []
         for c in colls:
             if c.name in SCALAR_COLLECTIONS:
                 continue
-            for op, is_abs in c.reduction_config.all_reductions():
-                if (op, is_abs) not in done:
-                    done.add((op, is_abs))
-                    tag = get_reduction_tensor_name(name, op, is_abs)
-                    pending.append(("tensor", tag, ad.reduce(value, op, is_abs), None))
+            for red in c.reduction_config.all_reductions():
+                if red not in ops:
+                    ops.append(red)
         raw = any(c.reduction_config.save_raw_tensor for c in colls)
         hist = self.tensorboard_dir and any(
             c.save_histogram and c.name not in NON_HISTOGRAM_COLLECTIONS for c in colls
         ) and not ad.is_bool(value)
         tb_scalar = self.tensorboard_dir and any(c.name in SCALAR_COLLECTIONS for c in colls) and ad.size(value) == 1
-        if raw or hist or tb_scalar:
+        snap = None
+        if raw or hist or tb_scalar or (ops and ad.reductions_need_snapshot(value)):
             snap = ad.snapshot(value)
-            if raw:
-                pending.append(("tensor", name, snap, None))
-            if hist:
-                pending.append(("hist", f"{next(c.name for c in colls if c.save_histogram)}/{name}", snap, None))
-            if tb_scalar:
-                pending.append(("tb_scalar", name, snap, None))
+        if ops:
+            for (op, is_abs), obj in zip(ops, ad.reductions(value, snap, ops)):
+                pending.append(("tensor", get_reduction_tensor_name(name, op, is_abs), obj, None))
+        if raw:
+            pending.append(("tensor", name, snap, None))
+        if hist:
+            pending.append(("hist", f"{next(c.name for c in colls if c.save_histogram)}/{name}", snap, None))
+        if tb_scalar:
+            pending.append(("tb_scalar", name, snap, None))
 
     def _write_indexed(self, module_name: str, value, suffix: str) -> None:
         """Save module inputs/outputs as <module><suffix><i>, numbering every tensor of the step."""

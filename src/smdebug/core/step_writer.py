@@ -34,9 +34,32 @@ class StepRecords:
     shapes: list = field(default_factory=list)  # (name, shape tuple)
     tb_scalars: list = field(default_factory=list)  # (tag, float, wall_time or None)
     tb_histograms: list = field(default_factory=list)  # (tag, ndarray)
+    pending: list = field(default_factory=list)  # (kind, name, lazy value, extra) from the hook
+    adapter: object = None  # turns the lazy values into numpy arrays
 
     def __bool__(self):
-        return bool(self.tensors or self.shapes or self.tb_scalars or self.tb_histograms)
+        return bool(self.pending or self.tensors or self.shapes or self.tb_scalars or self.tb_histograms)
+
+    def materialize(self) -> None:
+        """Turn the hook's pending entries into arrays (on the writer thread)."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        lazy = [p[2] for p in pending if p[0] != "shape"]
+        it = iter(self.adapter.materialize(lazy) if lazy else [])
+        tensors = []
+        for kind, name, _obj, extra in pending:
+            if kind == "shape":
+                self.shapes.append((name, extra))
+                continue
+            value = next(it)
+            if kind == "tensor":
+                tensors.append((name, value, extra))
+            elif kind == "hist":
+                self.tb_histograms.append((name, value))
+            elif kind == "tb_scalar":
+                self.tb_scalars.append((name, float(np.asarray(value).ravel()[0]), None))
+        self.tensors[:0] = tensors
 
 
 class StepWriter:
@@ -80,6 +103,7 @@ class StepWriter:
 
     def _write(self, rec: StepRecords) -> None:
         try:
+            rec.materialize()
             if rec.tensors or rec.shapes:
                 fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store)
                 for name, arr, wall_time in rec.tensors:

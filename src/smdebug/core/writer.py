@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from smdebug.codec.event import encode_tensor_record, mode_metadata
+import numpy as np
+
+from smdebug.codec.event import encode_tensor_record_chunks, mode_metadata
 from smdebug.codec.index import encode_index
 from smdebug.codec.tensor import to_numpy
 from smdebug.core.locations import event_key, index_key
@@ -73,13 +75,14 @@ class FileWriter:
         md = self._md_cache.get((mode, mode_step))
         if md is None:
             md = self._md_cache[(mode, mode_step)] = mode_metadata(mode, mode_step)
-        record = encode_tensor_record(tname, arr, self.step, md, timestamp, self.write_checksum)
+        chunks = encode_tensor_record_chunks(tname, arr, self.step, md, timestamp, self.write_checksum)
+        length = sum(c.nbytes if isinstance(c, np.ndarray) else len(c) for c in chunks)
         if write_index:
             if self._meta is None or "event_file_name" not in self._meta:
                 self._meta = {"mode": mode.name, "mode_step": mode_step, "event_file_name": self._event_key}
-            self._entries.append({"tensorname": tname, "start_idx": self._offset, "length": len(record)})
-        self._chunks.append(record)
-        self._offset += len(record)
+            self._entries.append({"tensorname": tname, "start_idx": self._offset, "length": length})
+        self._chunks.extend(chunks)
+        self._offset += length
 
     def write_shape(self, name, shape, mode=ModeKeys.GLOBAL, mode_step=None, original_name=None):
         mode, mode_step = self._check(mode, mode_step)
@@ -104,7 +107,7 @@ class FileWriter:
             return
         self._closed = True
         if self._chunks:
-            self._store.write(self._event_key, b"".join(self._chunks))
+            self._store.write_chunks(self._event_key, self._chunks)
         if self._meta is not None and (self._entries or self._shapes):
             self._store.write(self._index_key, encode_index(self._meta, self._entries, self._shapes))
         self._chunks = []

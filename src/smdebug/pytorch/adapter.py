@@ -23,6 +23,59 @@ def _to_numpy(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
+class _Reduction:
+    """A reduction to compute later from a snapshot."""
+
+    __slots__ = ("src", "op", "abs")
+
+    def __init__(self, src, op, is_abs):
+        self.src, self.op, self.abs = src, op, is_abs
+
+
+class _Stats:
+    """Reductions of one tensor, each computed by the torch op of that name (so the values are
+    exactly torch's), sharing what can be shared: min and max in one pass, |t| computed once."""
+
+    def __init__(self, t: torch.Tensor):
+        if t.dtype in _LOW_PRECISION or not (t.is_floating_point() or t.is_complex()):
+            t = t.float()
+        self.t = t
+        self._cache: dict = {}
+        self._abs = None
+
+    def get(self, op: str, is_abs: bool):
+        key = (op, is_abs)
+        c = self._cache
+        if key in c:
+            return c[key]
+        if is_abs:
+            if self._abs is None:
+                self._abs = _Stats(self.t.abs())
+            c[key] = self._abs.get(op, False)
+            return c[key]
+        t = self.t
+        if op in ("min", "max"):
+            c[("min", False)], c[("max", False)] = torch.aminmax(t)
+        elif op in _OPS:
+            c[key] = _OPS[op](t)
+        else:
+            from smdebug.exceptions import SMDebugValueError
+
+            raise SMDebugValueError(f"Invalid reduction {op!r}")
+        return c[key]
+
+
+_OPS = {
+    "mean": torch.Tensor.mean,
+    "std": torch.Tensor.std,
+    "variance": torch.Tensor.var,
+    "sum": torch.Tensor.sum,
+    "prod": torch.Tensor.prod,
+    "l1": lambda t: torch.linalg.vector_norm(t, ord=1),
+    "l2": lambda t: torch.linalg.vector_norm(t, ord=2),
+}
+
+
 class TorchAdapter(NumpyAdapter):
     def snapshot(self, value):
         if isinstance(value, torch.Tensor):
@@ -30,31 +83,19 @@ class TorchAdapter(NumpyAdapter):
             return value.detach().clone()
         return super().snapshot(value)
 
-    def reduce(self, value, op: str, abs: bool):
+    def reductions_need_snapshot(self, value) -> bool:
+        # on the CPU a copy is cheaper than the reductions: they run later on the writer thread;
+        # on an accelerator they run right away, on the device
+        return isinstance(value, torch.Tensor) and value.device.type == "cpu"
+
+    def reductions(self, value, snap, ops) -> list:
         if not isinstance(value, torch.Tensor):
-            return super().reduce(value, op, abs)
-        t = value.detach()
-        if t.dtype in _LOW_PRECISION or not (t.is_floating_point() or t.is_complex()):
-            t = t.float()
-        if abs:
-            t = t.abs()
-        if op == "min":
-            return t.min()
-        if op == "max":
-            return t.max()
-        if op == "mean":
-            return t.mean()
-        if op == "std":
-            return t.std()
-        if op == "variance":
-            return t.var()
-        if op == "sum":
-            return t.sum()
-        if op == "prod":
-            return t.prod()
-        if op in ("l1", "l2"):
-            return torch.linalg.vector_norm(t, ord=int(op[1]))
-        return super().reduce(value.detach().cpu().numpy(), op, abs)
+            return super().reductions(value, snap, ops)
+        if value.device.type == "cpu":
+            src = snap if snap is not None else value.detach().clone()
+            return [_Reduction(src, op, is_abs) for op, is_abs in ops]
+        stats = _Stats(value.detach())
+        return [stats.get(op, is_abs) for op, is_abs in ops]
 
     def shape(self, value) -> tuple:
         return tuple(value.shape) if isinstance(value, torch.Tensor) else super().shape(value)
@@ -69,7 +110,13 @@ class TorchAdapter(NumpyAdapter):
         out: list = [None] * len(objs)
         scalars = defaultdict(list)  # (device, dtype) -> indices of 0-d tensors (reductions)
         device_tensors = defaultdict(list)  # accelerator tensors, copied in one go per dtype
+        stats: dict = {}
         for i, o in enumerate(objs):
+            if isinstance(o, _Reduction):
+                st = stats.get(id(o.src))
+                if st is None:
+                    st = stats[id(o.src)] = _Stats(o.src)
+                o = objs[i] = st.get(o.op, o.abs)
             if not isinstance(o, torch.Tensor):
                 out[i] = np.asarray(o)
             elif o.dim() == 0:

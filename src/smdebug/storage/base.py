@@ -54,6 +54,10 @@ class Store(ABC):
     def write(self, key: str, data: bytes) -> None:
         """Write a whole object; readers never see a partial one."""
 
+    def write_chunks(self, key: str, chunks: Sequence) -> None:
+        """Write an object given as bytes-like pieces (backends may avoid joining them)."""
+        self.write(key, b"".join(bytes(c) if not isinstance(c, bytes) else c for c in chunks))
+
     @abstractmethod
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:
         """Keys under ``prefix`` (recursively), sorted, only those greater than ``start_after``."""

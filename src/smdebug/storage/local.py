@@ -56,12 +56,16 @@ class LocalStore(Store):
         return out
 
     def write(self, key: str, data: bytes) -> None:
+        self.write_chunks(key, (data,))
+
+    def write_chunks(self, key: str, chunks) -> None:
         path = self._path(key)
         tmp = path + ".tmp"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(tmp, "wb") as f:
-                f.write(data)
+                for c in chunks:
+                    f.write(c)
             os.replace(tmp, path)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from exc

@@ -1,0 +1,71 @@
+"""Hook overhead: the training step with our hook and with smdebug 1.0.34's, against no hook.
+
+MLP 256-512-512-512-10, batch 128, CPU, one thread, saving every step (a) weights, biases,
+gradients and losses as raw tensors, (b) the same collections as reductions only (min, max,
+mean, std, abs mean, l2). Each configuration runs in a fresh process; the step time counts the
+training loop plus hook.close() (which waits for the background writer), divided by the steps.
+Prints a table and writes bench/out/hook.json.
+
+usage: python bench/bench_hook.py [--steps 300] [--repeat 3]
+environment: SMDEBUG_PEER_PYTHON = python of the 1.0.34 virtualenv with torch (make bench sets it up)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def run(python: str, config: str, out_dir: str, steps: int) -> float:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if python == sys.executable:
+        env["PYTHONPATH"] = str(REPO / "src")
+    p = subprocess.run([python, str(HERE / "hook_workload.py"), config, out_dir, str(steps)],
+                       capture_output=True, text=True, env=env, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"{python} {config} failed:\n{p.stderr[-3000:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    return (r["loop_s"] + r["close_s"]) / r["steps"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
+    base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))
+    impls = {"ours": sys.executable, "1.0.34": peer}
+    res: dict = {}
+    for _rep in range(args.repeat):  # interleaved, so that drift on the machine hits every configuration
+        for impl, py in impls.items():
+            for config in ("none", "raw", "reductions"):
+                t = run(py, config, str(base / f"{impl}-{config}"), args.steps)
+                res.setdefault(f"{impl}/{config}", []).append(t)
+    med = {k: statistics.median(v) for k, v in res.items()}
+    print(f"\nstep time, MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat}")
+    print(f"{'configuration':<40}{'ours':>12}{'1.0.34':>12}")
+    rows = []
+    for config, label in (("none", "no hook (ms/step)"), ("raw", "(a) raw tensors (ms/step)"),
+                          ("reductions", "(b) reductions only (ms/step)")):
+        print(f"{label:<40}{med[f'ours/{config}'] * 1e3:>12.2f}{med[f'1.0.34/{config}'] * 1e3:>12.2f}")
+    for config, label in (("raw", "(a) raw: x hookless step"), ("reductions", "(b) reductions: x hookless step")):
+        ours = med[f"ours/{config}"] / med["ours/none"]
+        theirs = med[f"1.0.34/{config}"] / med["1.0.34/none"]
+        rows.append({"configuration": label, "ours": ours, "smdebug_1_0_34": theirs})
+        print(f"{label:<40}{ours:>11.2f}x{theirs:>11.2f}x")
+    (HERE / "out").mkdir(exist_ok=True)
+    (HERE / "out" / "hook.json").write_text(json.dumps({"step_s": med, "ratios": rows, "raw": res}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

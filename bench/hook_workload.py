@@ -1,0 +1,59 @@
+"""Hook overhead workload, runnable by either implementation (ours, or 1.0.34 in its venv).
+
+usage: hook_workload.py CONFIG OUT_DIR STEPS     CONFIG: none | raw | reductions
+prints {"loop_s": ..., "close_s": ..., "steps": ...}
+MLP 256-512-512-512-10, batch 128, CPU, one thread, SGD; the hook saves every step.
+"""
+
+import json
+import logging
+import shutil
+import sys
+import time
+
+logging.disable(logging.CRITICAL)
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+WARMUP = 20
+
+
+def main():
+    config, out_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(128, 256)
+    y = torch.randint(0, 10, (128,))
+    hook = None
+    if config != "none":
+        import smdebug.pytorch as smd
+
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if config == "raw":
+            rc = smd.ReductionConfig(save_raw_tensor=True)
+        else:
+            rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std"], abs_reductions=["mean"],
+                                     norms=["l2"], save_raw_tensor=False)
+        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1), reduction_config=rc,
+                        include_collections=["weights", "biases", "gradients", "losses"])
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+    for i in range(WARMUP + steps):
+        if i == WARMUP:
+            t0 = time.perf_counter()
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    loop = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    if hook is not None:
+        hook.close()
+    print(json.dumps({"loop_s": loop, "close_s": time.perf_counter() - t1, "steps": steps}))
+
+
+if __name__ == "__main__":
+    main()
