@@ -32,11 +32,11 @@ demo: $(VENV)/.installed
 	$(PY) examples/pytorch_digits.py
 
 test: $(VENV)/.installed $(PEER)/.installed
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
 
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
