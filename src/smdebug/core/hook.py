@@ -120,6 +120,8 @@ class BaseHook:
         self._colls_for_step: set | None = None
         self._tensor_colls: dict[str, frozenset] = {}
         self._pending: list = []  # (kind, name, obj, extra) held until the step ends
+        self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, init_step  # the step being recorded
+        self._step_saves = False
         self._written_names: dict[str, int] = {}
         self._scalar_cache: list = []  # (name, value, mode, wall_time, sm_metric)
         self._custom: dict = {}
@@ -190,6 +192,7 @@ class BaseHook:
                 raise InvalidCollectionConfiguration(name)
             if CollectionKeys.ALL in self.include_collections or name in self.include_collections:
                 self._collections_to_save.add(c)
+        self.save_config.merge_default_save_config(SaveConfig())  # modes left out: the default schedule
         for name, c in cm.get_collections().items():
             if name in NON_HISTOGRAM_COLLECTIONS:
                 c.save_histogram = False
@@ -247,6 +250,8 @@ class BaseHook:
     def set_mode(self, mode) -> None:
         if mode not in ALLOWED_MODES:
             raise SMDebugValueError(f"Invalid mode {mode!r}: valid modes are {', '.join(m.name for m in ALLOWED_MODES)}")
+        if mode != self.mode:
+            self._end_step()  # what the current step saved keeps the current step's mode
         self.mode = mode
         self.mode_steps.setdefault(mode, self.init_step)
         self._colls_for_step = None
@@ -258,34 +263,50 @@ class BaseHook:
         self.mode_steps[self.mode] += 1
         if self.mode != ModeKeys.GLOBAL:
             self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
         self._written_names.clear()
         self._colls_for_step = None
         if not self.prepared_collections:
             self._prepare_collections()
+        self._step_saves = bool(self._collections_for_step())
         if self._custom:
             self._save_custom_tensors()
 
     def _end_step(self) -> None:
-        """Hand the step's records to the writer (scalars cached so far go with a saved step)."""
-        saving = self.prepared_collections and self._collections_for_step()
-        if self._pending or (saving and self._scalar_cache):
+        """Hand the step's records to the writer; scalars cached so far go with a saved step."""
+        if self._pending or (self._step_saves and self._scalar_cache):
             self._flush_records()
+        self._step_saves = False
 
-    def _flush_records(self, force_scalars: bool = False) -> None:
+    def _flush_records(self) -> None:
         pending, self._pending = self._pending, []
         scalars, self._scalar_cache = self._scalar_cache, []
         if not self.writes:
             return
-        rec = StepRecords(self.step, self.mode, self.mode_steps[self.mode], pending=pending, adapter=self.adapter)
+        writer = self._step_writer()
+        if self._writer_failed(writer):
+            return
+        rec = StepRecords(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0),
+                          pending=pending, adapter=self.adapter)
         for name, value, wall_time in scalars:
             rec.tensors.append((name, value, wall_time))
             if self.tensorboard_dir:
                 rec.tb_scalars.append((name, float(value.ravel()[0]), wall_time))
         if rec:
             self.last_saved_step = self.step
-            self._step_writer().submit(rec)
+            writer.submit(rec)
             if not self.exported_collections:
                 self.export_collections()
+
+    def _writer_failed(self, writer: StepWriter) -> bool:
+        """An error on the writer thread (logged there once) disables the hook like an error on
+        the training thread, or is raised here when errors propagate."""
+        if not writer.errors:
+            return False
+        if self.propagate_errors:
+            raise writer.errors[0]
+        self.disabled = True
+        return True
 
     # ---------------------------------------------------------------- saving
     def _save_for_tensor(self, tensor_name: str, value, check_before_write=True) -> None:
@@ -388,25 +409,41 @@ class BaseHook:
         self.collection_manager.export(self.out_dir, f"{self.worker}_collections.json")
         self.exported_collections = True
 
-    @guarded()
     def close(self) -> None:
-        """End the last step, write everything, the collections file and the end-of-training marker."""
+        """End the last step, write everything, the collections file and the end-of-training
+        marker. Runs also after an error disabled the hook: what was saved before is kept."""
         if self._closed:
             return
         self._closed = True
-        self._end_step()
-        if self._scalar_cache:
-            self._flush_records()
-        if self._writer is not None:
-            self._writer.flush()
-            self._writer.close()
-        if self.writes:
-            self.export_collections()
-            from smdebug.core.hook_config import is_sagemaker_job
-            from smdebug.storage import open_store
+        try:
+            if not self.disabled:
+                self._end_step()
+                if self._scalar_cache:
+                    self._flush_records()
+        except Exception:
+            if self.propagate_errors:
+                raise
+            logger.exception("smdebug: could not save the last step")
+        self._pending = []
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.flush()
+            writer.close()
+        if writer is not None:
+            self._writer_failed(writer)
+        try:
+            if self.writes:
+                self.export_collections()
+                from smdebug.core.hook_config import is_sagemaker_job
+                from smdebug.storage import open_store
 
-            if not is_sagemaker_job() and (self.worker == CHIEF_WORKER or self.save_all_workers):
-                open_store(self.out_dir).write(END_OF_JOB, b"")
+                if not is_sagemaker_job() and (self.worker == CHIEF_WORKER or self.save_all_workers):
+                    open_store(self.out_dir).write(END_OF_JOB, b"")
+        except Exception:
+            if self.propagate_errors:
+                raise
+            self.disabled = True
+            logger.exception("smdebug: could not finish writing %s", self.out_dir)
 
     def __repr__(self):
         return (

@@ -190,7 +190,6 @@ class Hook(BaseHook):
                     coll.include(name + self.OUTPUT_TENSOR_SUFFIX)
         super()._prepare_collections()
 
-    @guarded()
     def close(self) -> None:
         super().close()
         for h in self._handles:
