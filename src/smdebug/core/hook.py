@@ -119,6 +119,7 @@ class BaseHook:
         self._collections_to_save: set = set()
         self._colls_for_step: set | None = None
         self._tensor_colls: dict[str, frozenset] = {}
+        self._plans: dict = {}
         self._pending: list = []  # (kind, name, obj, extra) held until the step ends
         self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, init_step  # the step being recorded
         self._step_saves = False
@@ -205,6 +206,7 @@ class BaseHook:
             elif c.reduction_config is None:
                 c.reduction_config = self.reduction_config
         self.prepared_collections = True
+        self._plans.clear()
         logger.info("smdebug: saving collections %s", ", ".join(sorted(c.name for c in self._collections_to_save)))
 
     def _collections_for_step(self) -> set:
@@ -316,38 +318,52 @@ class BaseHook:
         if colls:
             self._write_for_tensor(tensor_name, value, colls)
 
+    def _plan(self, name: str, colls) -> tuple:
+        """What to save of a tensor for a set of collections, worked out once per (name, set):
+        (save the shape, [(reduction tag, op, abs)], raw, histogram tag or None, TensorBoard scalar)."""
+        key = (name, colls)
+        plan = self._plans.get(key)
+        if plan is None:
+            ops: list = []
+            for c in colls:
+                if c.name not in SCALAR_COLLECTIONS:
+                    ops.extend(r for r in c.reduction_config.all_reductions() if r not in ops)
+            tb = bool(self.tensorboard_dir)
+            hist_coll = next((c.name for c in colls if c.save_histogram and c.name not in NON_HISTOGRAM_COLLECTIONS), None)
+            plan = self._plans[key] = (
+                any(c.reduction_config.save_shape for c in colls),
+                [(get_reduction_tensor_name(name, op, ab), op, ab) for op, ab in ops],
+                any(c.reduction_config.save_raw_tensor for c in colls),
+                f"{hist_coll}/{name}" if tb and hist_coll else None,
+                tb and any(c.name in SCALAR_COLLECTIONS for c in colls),
+            )
+        return plan
+
     def _write_for_tensor(self, name: str, value, colls) -> None:
         if self.dry_run:
             logger.debug("smdebug dry run: would save %s at step %s", name, self.step)
             return
         ad = self.adapter
-        if ad.size(value) == 0:
+        size = ad.size(value)
+        if size == 0:
             return
+        shape, reds, raw, hist, tb_scalar = self._plan(name, frozenset(colls))
         pending = self._pending
-        if any(c.reduction_config.save_shape for c in colls):
+        if shape:
             pending.append(("shape", name, None, ad.shape(value)))
-        ops: list = []
-        for c in colls:
-            if c.name in SCALAR_COLLECTIONS:
-                continue
-            for red in c.reduction_config.all_reductions():
-                if red not in ops:
-                    ops.append(red)
-        raw = any(c.reduction_config.save_raw_tensor for c in colls)
-        hist = self.tensorboard_dir and any(
-            c.save_histogram and c.name not in NON_HISTOGRAM_COLLECTIONS for c in colls
-        ) and not ad.is_bool(value)
-        tb_scalar = self.tensorboard_dir and any(c.name in SCALAR_COLLECTIONS for c in colls) and ad.size(value) == 1
+        if hist and ad.is_bool(value):
+            hist = None
+        tb_scalar = tb_scalar and size == 1
         snap = None
-        if raw or hist or tb_scalar or (ops and ad.reductions_need_snapshot(value)):
+        if raw or hist or tb_scalar or (reds and ad.reductions_need_snapshot(value)):
             snap = ad.snapshot(value)
-        if ops:
-            for (op, is_abs), obj in zip(ops, ad.reductions(value, snap, ops)):
-                pending.append(("tensor", get_reduction_tensor_name(name, op, is_abs), obj, None))
+        if reds:
+            objs = ad.reductions(value, snap, [(op, ab) for _tag, op, ab in reds])
+            pending.extend(("tensor", tag, obj, None) for (tag, _op, _ab), obj in zip(reds, objs))
         if raw:
             pending.append(("tensor", name, snap, None))
         if hist:
-            pending.append(("hist", f"{next(c.name for c in colls if c.save_histogram)}/{name}", snap, None))
+            pending.append(("hist", hist, snap, None))
         if tb_scalar:
             pending.append(("tb_scalar", name, snap, None))
 
@@ -390,6 +406,7 @@ class BaseHook:
                 self._collections_to_save.add(c)
                 self._colls_for_step = None
         self._tensor_colls.pop(tensor_name, None)
+        self._plans.clear()
         if self.prepared_collections and self.step >= 0:
             self._save_for_tensor(tensor_name, tensor_value)
         else:

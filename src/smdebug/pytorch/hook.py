@@ -27,6 +27,13 @@ def _dist():
     return d if d is not None and d.is_available() and d.is_initialized() else None
 
 
+def _sync_ref(ref) -> None:
+    """Before any optimizer step: the parameter copies of the current step must be complete."""
+    hook = ref()
+    if hook is not None:
+        hook.adapter.sync()
+
+
 def _close_at_exit(ref):
     hook = ref()
     if hook is not None:
@@ -75,6 +82,9 @@ class Hook(BaseHook):
         self._step_module = None
         self._handles: list = []
         self.has_registered_module = False
+        self._trainable = 0  # parameters with a gradient hook
+        self._grads_seen = 0
+        self._opt_handle = None
         self.has_registered_loss_module = False
         set_hook(self)
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -121,6 +131,12 @@ class Hook(BaseHook):
         for pname, p in model.named_parameters():
             if p.requires_grad:  # frozen parameters have no gradient to save
                 self._handles.append(p.register_post_accumulate_grad_hook(self._grad_hook(f"{top}_{pname}")))
+                self._trainable += 1
+        if self._opt_handle is None:
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+            ref = weakref.ref(self)
+            self._opt_handle = register_optimizer_step_pre_hook(lambda *_: _sync_ref(ref))
         self.has_registered_module = True
 
     register_hook = register_module
@@ -137,13 +153,22 @@ class Hook(BaseHook):
     # ---------------------------------------------------------------- callbacks
     @guarded()
     def _forward_pre_hook(self, module, inputs):
+        self.adapter.sync()
         if self.step == self.init_step:
             self.worker = self._get_worker_name()  # torch.distributed may start after the hook
         self._begin_step()
+        self._grads_seen = 0
         if self.saving_this_step():
-            for top, model in self._tops:
-                for pname, p in model.named_parameters():
-                    self._save_for_tensor(f"{top}_{pname}", p.detach())
+            # parameters are copied on the snapshot thread while forward and backward run; the
+            # copies are complete before the optimizer (or anything after backward) changes them
+            self.adapter.deferring = True
+            try:
+                for top, model in self._tops:
+                    for pname, p in model.named_parameters():
+                        self._save_for_tensor(f"{top}_{pname}", p)
+            finally:
+                self.adapter.deferring = False
+            self.adapter.start_deferred()
 
     @guarded()
     def _forward_hook(self, module, inputs, outputs):
@@ -160,6 +185,9 @@ class Hook(BaseHook):
 
         @guarded()
         def on_grad(hook, param):
+            hook._grads_seen += 1
+            if hook._grads_seen >= hook._trainable:
+                hook.adapter.sync()  # backward is over: parameters may change from here on
             if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
                 hook._save_for_tensor(tname, param.grad)
 
@@ -191,7 +219,12 @@ class Hook(BaseHook):
         super()._prepare_collections()
 
     def close(self) -> None:
+        self.adapter.sync()
         super().close()
+        self.adapter.shutdown()
+        if self._opt_handle is not None:
+            self._opt_handle.remove()
+            self._opt_handle = None
         for h in self._handles:
             h.remove()
         self._handles.clear()
