@@ -15,12 +15,34 @@ __all__ = ["TorchAdapter"]
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+def _copy_all(batch) -> None:
+    for d in batch:
+        d.copy = d.live.clone()
+        d.live = None
+
+
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         import ml_dtypes
 
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()
+
+
+class _Deferred:
+    """A copy of a live tensor that the snapshot thread takes while the model runs forward and
+    backward; the hook waits for it before anything can change the tensor (the optimizer's step,
+    the end of backward, the next step)."""
+
+    __slots__ = ("live", "copy", "future")
+
+    def __init__(self, live):
+        self.live, self.copy, self.future = live, None, None
+
+    def result(self):
+        if self.copy is None:
+            self.future.result()
+        return self.copy
 
 
 class _Reduction:
@@ -77,8 +99,44 @@ _OPS = {
 
 
 class TorchAdapter(NumpyAdapter):
+    def __init__(self):
+        self.deferring = False  # set by the hook while it saves parameters at a step's start
+        self._batch: list = []
+        self._future = None
+        self._pool = None
+
+    def start_deferred(self) -> None:
+        """Copy the tensors snapshotted while ``deferring`` on the snapshot thread."""
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smdebug-snapshot")
+        self.sync()
+        self._future = self._pool.submit(_copy_all, batch)
+        for d in batch:
+            d.future = self._future
+
+    def sync(self) -> None:
+        """Wait until the deferred copies are taken (training thread only)."""
+        f, self._future = self._future, None
+        if f is not None:
+            f.result()
+
+    def shutdown(self) -> None:
+        self.sync()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
     def snapshot(self, value):
         if isinstance(value, torch.Tensor):
+            if self.deferring:
+                d = _Deferred(value.detach())
+                self._batch.append(d)
+                return d
             # a copy on the same device: the optimizer may change the tensor before the step ends
             return value.detach().clone()
         return super().snapshot(value)
@@ -91,7 +149,7 @@ class TorchAdapter(NumpyAdapter):
     def reductions(self, value, snap, ops) -> list:
         if not isinstance(value, torch.Tensor):
             return super().reductions(value, snap, ops)
-        if value.device.type == "cpu":
+        if value.device.type == "cpu" or isinstance(snap, _Deferred):
             src = snap if snap is not None else value.detach().clone()
             return [_Reduction(src, op, is_abs) for op, is_abs in ops]
         stats = _Stats(value.detach())
@@ -111,7 +169,11 @@ class TorchAdapter(NumpyAdapter):
         scalars = defaultdict(list)  # (device, dtype) -> indices of 0-d tensors (reductions)
         device_tensors = defaultdict(list)  # accelerator tensors, copied in one go per dtype
         stats: dict = {}
-        for i, o in enumerate(objs):
+        for i, o in enumerate(objs):  # runs on the writer thread: wait for each copy it needs
+            if isinstance(o, _Deferred):
+                o = objs[i] = o.result()
+            elif isinstance(o, _Reduction) and isinstance(o.src, _Deferred):
+                o.src = o.src.result()
             if isinstance(o, _Reduction):
                 st = stats.get(id(o.src))
                 if st is None:
