@@ -4,6 +4,8 @@ MLP 256-512-512-512-10, batch 128, CPU, one thread, saving every step (a) weight
 gradients and losses as raw tensors, (b) the same collections as reductions only (min, max,
 mean, std, abs mean, l2). Each configuration runs in a fresh process; the step time counts the
 training loop plus hook.close() (which waits for the background writer), divided by the steps.
+Runs are interleaved and each starts after os.sync(), so that one run's disk writeback does not
+land in another's timing.
 Prints a table and writes bench/out/hook.json.
 
 usage: python bench/bench_hook.py [--steps 300] [--repeat 3]
@@ -26,6 +28,7 @@ REPO = HERE.parent
 
 
 def run(python: str, config: str, out_dir: str, steps: int) -> float:
+    os.sync()  # start each run without the previous run's dirty pages still being written back
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if python == sys.executable:
         env["PYTHONPATH"] = str(REPO / "src")
@@ -40,7 +43,7 @@ def run(python: str, config: str, out_dir: str, steps: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
     base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))

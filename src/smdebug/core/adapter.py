@@ -37,5 +37,9 @@ class NumpyAdapter:
     def is_bool(self, value) -> bool:
         return to_numpy(value).dtype == bool
 
-    def materialize(self, objs: list) -> list:
+    def materialize(self, objs: list, held: list | None = None) -> list:
+        """``held`` collects what :meth:`release` may recycle once the step is written."""
         return [np.asarray(o) for o in objs]
+
+    def release(self, objs) -> None:
+        """The writer is done with what ``materialize`` put in ``held``."""

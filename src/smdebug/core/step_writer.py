@@ -36,6 +36,7 @@ class StepRecords:
     tb_histograms: list = field(default_factory=list)  # (tag, ndarray)
     pending: list = field(default_factory=list)  # (kind, name, lazy value, extra) from the hook
     adapter: object = None  # turns the lazy values into numpy arrays
+    held: list = field(default_factory=list)  # buffers to give back to the adapter once written
 
     def __bool__(self):
         return bool(self.pending or self.tensors or self.shapes or self.tb_scalars or self.tb_histograms)
@@ -46,7 +47,7 @@ class StepRecords:
         if not pending:
             return
         lazy = [p[2] for p in pending if p[0] != "shape"]
-        it = iter(self.adapter.materialize(lazy) if lazy else [])
+        it = iter(self.adapter.materialize(lazy, self.held) if lazy else [])
         tensors = []
         for kind, name, _obj, extra in pending:
             if kind == "shape":
@@ -120,7 +121,10 @@ class StepWriter:
                 for tag, values in rec.tb_histograms:
                     tb.write_histogram(tag, np.asarray(values), rec.step)
                 tb.close()
-        except Exception as exc:  # noqa: BLE001 - reported by flush(); training goes on
+            if rec.held:
+                rec.adapter.release(rec.held)
+                rec.held = []
+        except Exception as exc:  # noqa: BLE001 - the hook sees self.errors; training goes on
             if not self.errors:
                 logger.exception("smdebug: could not write step %s of %s to %s", rec.step, self.worker, self.out_dir)
             self.errors.append(exc)

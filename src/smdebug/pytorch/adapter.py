@@ -3,6 +3,7 @@ one batched device-to-host copy per step."""
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 
 import numpy as np
@@ -15,9 +16,56 @@ __all__ = ["TorchAdapter"]
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+class _Buffers:
+    """Reused host buffers for copies of large CPU tensors: allocating fresh megabytes every
+    step costs page faults that cost more than the copy itself. A buffer comes back once the
+    writer thread is done with the step that used it."""
+
+    MIN_NUMEL = 1 << 14
+    KEEP = 8  # buffers kept per (shape, dtype)
+
+    def __init__(self):
+        self._free: dict = {}
+        self._lent: set = set()
+        self._lock = threading.Lock()
+
+    def copy(self, t: torch.Tensor) -> torch.Tensor:
+        if t.device.type != "cpu" or t.numel() < self.MIN_NUMEL:
+            return t.clone()
+        return self.copy_like(t).copy_(t)
+
+    def abs(self, t: torch.Tensor) -> torch.Tensor:
+        if t.device.type != "cpu" or t.numel() < self.MIN_NUMEL or t.is_complex():
+            return t.abs()
+        buf = self.copy_like(t)
+        return torch.abs(t, out=buf)
+
+    def copy_like(self, t: torch.Tensor) -> torch.Tensor:
+        key = (tuple(t.shape), t.dtype)
+        with self._lock:
+            free = self._free.get(key)
+            buf = free.pop() if free else None
+            if buf is None:
+                buf = torch.empty(key[0], dtype=t.dtype)
+            self._lent.add(id(buf))
+        return buf
+
+    def give_back(self, tensors) -> None:
+        with self._lock:
+            for t in tensors:
+                if isinstance(t, torch.Tensor) and id(t) in self._lent:
+                    self._lent.discard(id(t))
+                    free = self._free.setdefault((tuple(t.shape), t.dtype), [])
+                    if len(free) < self.KEEP:
+                        free.append(t)
+
+
+_buffers = _Buffers()
+
+
 def _copy_all(batch) -> None:
     for d in batch:
-        d.copy = d.live.clone()
+        d.copy = _buffers.copy(d.live)
         d.live = None
 
 
@@ -72,7 +120,7 @@ class _Stats:
             return c[key]
         if is_abs:
             if self._abs is None:
-                self._abs = _Stats(self.t.abs())
+                self._abs = _Stats(_buffers.abs(self.t))
             c[key] = self._abs.get(op, False)
             return c[key]
         t = self.t
@@ -138,7 +186,7 @@ class TorchAdapter(NumpyAdapter):
                 self._batch.append(d)
                 return d
             # a copy on the same device: the optimizer may change the tensor before the step ends
-            return value.detach().clone()
+            return _buffers.copy(value.detach())
         return super().snapshot(value)
 
     def reductions_need_snapshot(self, value) -> bool:
@@ -150,7 +198,7 @@ class TorchAdapter(NumpyAdapter):
         if not isinstance(value, torch.Tensor):
             return super().reductions(value, snap, ops)
         if value.device.type == "cpu" or isinstance(snap, _Deferred):
-            src = snap if snap is not None else value.detach().clone()
+            src = snap if snap is not None else _buffers.copy(value.detach())
             return [_Reduction(src, op, is_abs) for op, is_abs in ops]
         stats = _Stats(value.detach())
         return [stats.get(op, is_abs) for op, is_abs in ops]
@@ -164,7 +212,11 @@ class TorchAdapter(NumpyAdapter):
     def is_bool(self, value) -> bool:
         return value.dtype == torch.bool if isinstance(value, torch.Tensor) else super().is_bool(value)
 
-    def materialize(self, objs: list) -> list:
+    def release(self, objs) -> None:
+        """The writer is done with a step: its copies go back to the buffer pool."""
+        _buffers.give_back(objs)
+
+    def materialize(self, objs: list, held: list | None = None) -> list:
         out: list = [None] * len(objs)
         scalars = defaultdict(list)  # (device, dtype) -> indices of 0-d tensors (reductions)
         device_tensors = defaultdict(list)  # accelerator tensors, copied in one go per dtype
@@ -178,7 +230,11 @@ class TorchAdapter(NumpyAdapter):
                 st = stats.get(id(o.src))
                 if st is None:
                     st = stats[id(o.src)] = _Stats(o.src)
+                    if held is not None:
+                        held.append(o.src)
                 o = objs[i] = st.get(o.op, o.abs)
+            elif held is not None and isinstance(o, torch.Tensor):
+                held.append(o)
             if not isinstance(o, torch.Tensor):
                 out[i] = np.asarray(o)
             elif o.dim() == 0:
@@ -187,6 +243,8 @@ class TorchAdapter(NumpyAdapter):
                 device_tensors[(o.device, o.dtype)].append(i)
             else:
                 out[i] = _to_numpy(o)
+        if held is not None:
+            held.extend(st._abs.t for st in stats.values() if st._abs is not None)
         for idx in scalars.values():
             host = torch.stack([objs[i] for i in idx]).cpu()
             for j, i in enumerate(idx):
