@@ -9,18 +9,9 @@ import numpy as np
 import pytest
 
 from smdebug.trials import create_trial
-from smdtest import FIXTURES, ORACLE, run_json
+from smdtest import FIXTURES, ORACLE, flatten_oracle, run_json
 
 TRIALS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-
-
-def _flatten(d, prefix=()):
-    if isinstance(d, dict) and "raises" not in d and not {"dtype", "sha"} <= set(d):
-        out = {}
-        for k, v in d.items():
-            out.update(_flatten(v, (*prefix, k)))
-        return out
-    return {prefix: d}
 
 
 def test_all_fixtures_present():
@@ -31,7 +22,7 @@ def test_all_fixtures_present():
 def test_oracle_matches_1_0_34(name, ours_python):
     expected = json.loads((FIXTURES / f"{name}.expected.json").read_text())
     ours = run_json(ours_python, ORACLE, FIXTURES / name)
-    exp_flat, our_flat = _flatten(expected), _flatten(ours)
+    exp_flat, our_flat = flatten_oracle(expected), flatten_oracle(ours)
     assert set(exp_flat) == set(our_flat), set(exp_flat) ^ set(our_flat)
     trial = create_trial(str(FIXTURES / name))
     defects = 0

@@ -7,7 +7,7 @@ import numpy as np
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys
 from smdebug.core.writer import FileWriter
-from smdtest import ORACLE, run_json
+from smdtest import ORACLE, flatten_oracle, run_json
 
 WORKERS = ["worker_0", "worker_1"]
 # dtypes 1.0.34 can read back (fixtures/README.md defect 2 lists the others)
@@ -50,15 +50,6 @@ def write_trial(path):
     (path / "training_job_end.ts").touch()
 
 
-def _flatten(d, prefix=()):
-    if isinstance(d, dict) and "raises" not in d and not {"dtype", "sha"} <= set(d) and "strings" not in d:
-        out = {}
-        for k, v in d.items():
-            out.update(_flatten(v, (*prefix, k)))
-        return out
-    return {prefix: d}
-
-
 def _known_defect(key, ours, theirs) -> bool:
     leaf = key[-1]
     if leaf.startswith("tensor_names_") and theirs == {"raises": "KeyError"}:
@@ -81,7 +72,7 @@ def test_peer_reads_our_filewriter_trial(tmp_path, peer, ours_python):
     assert theirs["workers"] == WORKERS
     assert theirs["modes"] == ["EVAL", "PREDICT", "TRAIN"]
     assert "act/shape_only" in theirs["tensor_names"] and "grad/vec" in theirs["tensor_names"]
-    t_flat, o_flat = _flatten(theirs), _flatten(ours)
+    t_flat, o_flat = flatten_oracle(theirs), flatten_oracle(ours)
     assert set(t_flat) == set(o_flat)
     mismatches = [k for k in t_flat if t_flat[k] != o_flat[k] and not _known_defect(k, o_flat[k], t_flat[k])]
     assert not mismatches, [(k, o_flat[k], t_flat[k]) for k in mismatches[:10]]
