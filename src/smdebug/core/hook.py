@@ -139,23 +139,9 @@ class BaseHook:
         """A hook configured by SageMaker's hook JSON: ``json_file_path``, else
         $SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json; None when no
         file applies."""
-        from smdebug.core.hook_config import load_hook_config
+        from smdebug.core.hook_config import create_hook
 
-        settings = load_hook_config(json_file_path)
-        if settings is None:
-            return None
-        hook = cls(**settings.hook_kwargs())
-        for cs in settings.collections:
-            c = hook.get_collection(cs.name)
-            if cs.include_regex:
-                c.include(cs.include_regex)
-            if cs.save_config is not None:
-                c.save_config = cs.save_config
-            if cs.reduction_config is not None:
-                c.reduction_config = cs.reduction_config
-            if cs.save_histogram is not None:
-                c.save_histogram = cs.save_histogram
-        return hook
+        return create_hook(cls, json_file_path)
 
     # ---------------------------------------------------------------- framework-specific
     def _get_worker_name(self) -> str:

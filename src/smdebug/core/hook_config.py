@@ -311,3 +311,23 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
         settings.tensorboard_dir = _sagemaker_tensorboard_dir()
         settings.export_tensorboard = settings.tensorboard_dir is not None
     return settings
+
+
+def create_hook(hook_cls, path: str | None = None):
+    """A ``hook_cls`` configured by the hook JSON that applies (see :func:`load_hook_config`),
+    with its collection settings applied; None when no file applies."""
+    settings = load_hook_config(path)
+    if settings is None:
+        return None
+    hook = hook_cls(**settings.hook_kwargs())
+    for cs in settings.collections:
+        c = hook.get_collection(cs.name)
+        if cs.include_regex:
+            c.include(cs.include_regex)
+        if cs.save_config is not None:
+            c.save_config = cs.save_config
+        if cs.reduction_config is not None:
+            c.reduction_config = cs.reduction_config
+        if cs.save_histogram is not None:
+            c.save_histogram = cs.save_histogram
+    return hook

@@ -6,11 +6,8 @@ import logging
 import os
 import time
 from bisect import bisect_left
-from collections import defaultdict
 
-from smdebug.codec.event import decode_tensor_record
 from smdebug.codec.index import decode_index
-from smdebug.codec.tfrecord import unframe
 from smdebug.core.collection import Collection
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.locations import (
@@ -24,7 +21,6 @@ from smdebug.core.locations import (
 from smdebug.core.modes import ModeKeys
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
-    EventFileCorrupt,
     IndexReaderException,
     MissingCollectionFiles,
     NoMoreData,
@@ -35,6 +31,7 @@ from smdebug.exceptions import (
 )
 from smdebug.storage import Store
 from smdebug.trials.index_state import IndexState
+from smdebug.trials.records import read_records
 from smdebug.trials.tensor import Tensor
 
 __all__ = ["Trial"]
@@ -381,32 +378,8 @@ class Trial:
                 raise IndexReaderException(msg)
 
     def _read_records(self, requests):
-        """Decode records: ``requests`` is a list of (event key, (start, length), index key).
-
-        Reads are grouped by event file and issued as one batched call.
-        """
-        grouped = defaultdict(list)
-        for i, (ekey, rng, _ikey) in enumerate(requests):
-            grouped[ekey].append((i, rng))
-        order = list(grouped)
-        results = self.store.read_ranges_many([(k, [r for _, r in grouped[k]]) for k in order])
-        out = [None] * len(requests)
-        for ekey, res in zip(order, results):
-            where = self.store.describe(ekey)
-            if isinstance(res, ObjectNotFound):
-                ikey = requests[grouped[ekey][0][0]][2]
-                raise EventFileCorrupt(
-                    f"{where} is missing, but the index {self.store.describe(ikey)} points to it"
-                )
-            if isinstance(res, Exception):
-                raise res
-            for (i, (start, _length)), blob in zip(grouped[ekey], res):
-                payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
-                try:
-                    out[i] = decode_tensor_record(payload)
-                except EventFileCorrupt as exc:
-                    raise EventFileCorrupt(f"{where}: record at byte {start}: {exc}") from None
-        return out
+        """Decode records: ``requests`` is a list of (event key, (start, length), index key)."""
+        return read_records(self.store, requests)
 
     def __repr__(self):
         return f"<smdebug.trials.Trial name={self.name!r} path={self.path!r}>"
