@@ -17,9 +17,9 @@ def open_store(url) -> Store:
     """A Store for a local folder or a URL (``s3://bucket/prefix`` and other fsspec URLs)."""
     url = str(url).strip() if not hasattr(url, "__fspath__") else url.__fspath__()
     if is_remote(url):
-        from smdebug.storage.remote import FsspecStore
+        from smdebug.storage.remote import open_remote
 
-        return FsspecStore(url)
+        return open_remote(url)
     if "://" in url and not url.startswith("file://"):
         from smdebug.exceptions import SMDebugValueError
 

@@ -1,4 +1,7 @@
-"""fsspec-backed storage (s3:// through s3fs, gs://, memory://...). Imported only for such URLs."""
+"""fsspec-backed storage: s3:// (through s3fs, see storage/s3.py), gs://, memory://...
+
+Imported only when such a URL is opened, so ``import smdebug`` pulls in no cloud SDK.
+"""
 
 from __future__ import annotations
 
@@ -7,66 +10,137 @@ from collections.abc import Sequence
 from smdebug.exceptions import MissingDependency, ObjectNotFound, StorageError
 from smdebug.storage.base import Store
 
-__all__ = ["FsspecStore"]
+__all__ = ["FsspecStore", "open_remote"]
+
+def open_remote(url: str) -> Store:
+    """The Store for an fsspec URL: :class:`~smdebug.storage.s3.S3Store` for s3://, else FsspecStore."""
+    protocol = url.partition("://")[0].lower()
+    try:
+        import fsspec  # noqa: F401
+    except ImportError:
+        raise MissingDependency("fsspec", "s3", f"to use {url}") from None
+    if protocol == "s3":
+        try:
+            from smdebug.storage.s3 import S3Store
+        except ImportError as exc:
+            if (exc.name or "").startswith("smdebug"):
+                raise
+            raise MissingDependency((exc.name or "s3fs").split(".")[0], "s3", f"to use {url}") from None
+        return S3Store(url)
+    return FsspecStore(url)
+
+
+def _join(root: str, key: str) -> str:
+    key = key.strip("/")
+    if ".." in key.split("/"):
+        raise StorageError(f"key {key!r} points outside {root}")
+    if not root:
+        return key
+    return f"{root}/{key}" if key else root
 
 
 class FsspecStore(Store):
-    def __init__(self, url: str):
-        try:
-            import fsspec
-        except ImportError:
-            raise MissingDependency("fsspec/s3fs", "s3", f"to use {url}") from None
+    """Any fsspec filesystem, through its generic (batched where fsspec offers it) calls."""
+
+    def __init__(self, url: str, fs=None):
         self.url = url.rstrip("/")
         protocol, _, rest = self.url.partition("://")
-        try:
-            self.fs = fsspec.filesystem(protocol)
-        except ImportError as exc:
-            raise MissingDependency(str(exc.name or protocol), "s3", f"to use {url}") from None
-        self.root = rest
+        self.protocol = protocol
+        self.root = rest.strip("/")
+        if fs is None:
+            import fsspec
 
+            try:
+                fs = fsspec.filesystem(protocol, use_listings_cache=False)
+            except (ImportError, ValueError) as exc:  # fsspec's message names the package to install
+                raise StorageError(f"cannot open {url}: {exc}") from exc
+        self.fs = fs
+        self._fsroot = fs._strip_protocol(self.url).rstrip("/")  # the root as the filesystem spells it
+
+    # ----------------------------------------------------------------- helpers
     def _p(self, key: str) -> str:
-        return f"{self.root}/{key}" if key else self.root
+        return _join(self._fsroot, key)
 
-    def _wrap(self, key: str, exc: Exception) -> Exception:
+    def describe(self, key: str) -> str:
+        return f"{self.protocol}://{_join(self.root, key)}"
+
+    def _wrap(self, key: str, exc: BaseException, verb: str = "access") -> StorageError:
+        """Our error for a backend error: ObjectNotFound for a missing object or bucket."""
+        if isinstance(exc, StorageError):
+            return exc
         if isinstance(exc, FileNotFoundError):
-            return ObjectNotFound(f"{self.describe(key)} does not exist")
-        return StorageError(f"{self.describe(key)}: {type(exc).__name__}: {exc}")
+            err = ObjectNotFound(f"{self.describe(key)} does not exist")
+        else:
+            err = StorageError(f"cannot {verb} {self.describe(key)}: {type(exc).__name__}: {exc}")
+        err.__cause__ = exc
+        return err
 
+    # ------------------------------------------------------------------ reads
     def read(self, key: str) -> bytes:
         try:
-            return self.fs.cat_file(self._p(key))
+            return bytes(self.fs.cat_file(self._p(key)))
         except Exception as exc:  # noqa: BLE001 - translated at the boundary
-            raise self._wrap(key, exc) from exc
+            raise self._wrap(key, exc, "read") from exc
+
+    def read_many(self, keys: Sequence[str]) -> list[bytes | Exception]:
+        if not keys:
+            return []
+        paths = [self._p(k) for k in keys]
+        try:
+            got = self.fs.cat(paths, on_error="return")
+        except Exception:  # noqa: BLE001 - e.g. a path that cannot be expanded: one at a time
+            return super().read_many(keys)
+        if not isinstance(got, dict):  # a single path comes back unwrapped
+            got = {paths[0]: got}
+        out: list[bytes | Exception] = []
+        for k, p in zip(keys, paths):
+            v = got.get(p, FileNotFoundError(p))
+            out.append(self._wrap(k, v, "read") if isinstance(v, BaseException) else bytes(v))
+        return out
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        p = self._p(key)
         try:
-            return [self.fs.cat_file(self._p(key), start=s, end=s + n) for s, n in ranges]
+            return [bytes(self.fs.cat_file(p, start=s, end=s + n)) if n > 0 else b"" for s, n in ranges]
         except Exception as exc:  # noqa: BLE001
-            raise self._wrap(key, exc) from exc
+            raise self._wrap(key, exc, "read") from exc
 
+    def read_ranges_many(
+        self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> list[list[bytes] | Exception]:
+        paths, starts, ends, owner = [], [], [], []
+        for i, (key, ranges) in enumerate(requests):
+            p = self._p(key)
+            for s, n in ranges:
+                paths.append(p)
+                starts.append(int(s))
+                ends.append(int(s) + max(int(n), 0))
+                owner.append(i)
+        out: list[list[bytes] | Exception] = [[] for _ in requests]
+        if not paths:
+            return out
+        try:
+            got = self.fs.cat_ranges(paths, starts, ends, on_error="return")
+        except Exception:  # noqa: BLE001 - one object at a time
+            return super().read_ranges_many(requests)
+        for i, v in zip(owner, got):
+            if isinstance(out[i], Exception):
+                continue
+            if isinstance(v, BaseException):
+                out[i] = self._wrap(requests[i][0], v, "read")
+            else:
+                out[i].append(bytes(v))
+        return out
+
+    # ----------------------------------------------------------------- writes
     def write(self, key: str, data: bytes) -> None:
         try:
-            self.fs.pipe_file(self._p(key), data)
+            self.fs.pipe_file(self._p(key), bytes(data))
         except Exception as exc:  # noqa: BLE001
-            raise self._wrap(key, exc) from exc
+            raise self._wrap(key, exc, "write") from exc
 
-    def list(self, prefix: str, start_after: str | None = None) -> list[str]:
-        base = self._p(prefix.rstrip("/"))
-        try:
-            found = self.fs.find(base)
-        except FileNotFoundError:
-            return []
-        except Exception as exc:  # noqa: BLE001
-            raise self._wrap(prefix, exc) from exc
-        cut = len(self.root) + 1
-        keys = sorted(p[cut:] for p in found)
-        return [k for k in keys if start_after is None or k > start_after]
-
-    def exists(self, key: str) -> bool:
-        try:
-            return bool(self.fs.exists(self._p(key)))
-        except Exception as exc:  # noqa: BLE001
-            raise self._wrap(key, exc) from exc
+    def write_chunks(self, key: str, chunks: Sequence) -> None:
+        self.write(key, b"".join(chunks))
 
     def delete(self, key: str) -> None:
         try:
@@ -74,4 +148,27 @@ class FsspecStore(Store):
         except FileNotFoundError:
             pass
         except Exception as exc:  # noqa: BLE001
-            raise self._wrap(key, exc) from exc
+            raise self._wrap(key, exc, "delete") from exc
+
+    # -------------------------------------------------------------- listings
+    def list(self, prefix: str, start_after: str | None = None) -> list[str]:
+        base = prefix.strip("/")
+        try:
+            found = self.fs.find(self._p(base))
+        except FileNotFoundError:
+            return []
+        except Exception as exc:  # noqa: BLE001
+            raise self._wrap(prefix, exc, "list") from exc
+        top = self._fsroot + "/" if self._fsroot else ""
+        keys = sorted(p[len(top):] for p in map(self.fs._strip_protocol, found) if p.startswith(top))
+        under = base + "/"
+        return [
+            k for k in keys
+            if (not base or k == base or k.startswith(under)) and (start_after is None or k > start_after)
+        ]
+
+    def exists(self, key: str) -> bool:
+        try:
+            return bool(self.fs.exists(self._p(key)))
+        except Exception as exc:  # noqa: BLE001
+            raise self._wrap(key, exc, "check") from exc
