@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from s3server import free_port
 
+from s3server import free_port
 from smdebug.exceptions import ObjectNotFound, SMDebugValueError, StorageError
 from smdebug.storage import open_store
 from smdebug.storage.remote import FsspecStore
