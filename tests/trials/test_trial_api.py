@@ -1,4 +1,5 @@
-"""The Trial and Tensor API on a finished multi-worker, multi-mode trial written by FileWriter."""
+"""The Trial and Tensor API on a finished multi-worker, multi-mode trial written by FileWriter,
+in a local folder and on S3."""
 
 import os
 import pathlib
@@ -105,15 +106,15 @@ def _write_main(path):
 
 
 @pytest.fixture(scope="module")
-def main_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("trials") / "main_job"
-    _write_main(path)
-    return str(path)
+def main(module_root):
+    root = module_root / "main_job"
+    _write_main(root)
+    return root
 
 
 @pytest.fixture(scope="module")
-def trial(main_path):
-    return create_trial(main_path)
+def trial(main):
+    return create_trial(main.url)
 
 
 # ---------------------------------------------------------------------------- trial level
@@ -406,13 +407,13 @@ DTYPE_CASES = {
 
 
 @pytest.fixture(scope="module")
-def dtype_trial(tmp_path_factory):
-    path = tmp_path_factory.mktemp("trials") / "dtypes"
+def dtype_trial(module_root):
+    path = module_root / "dtypes"
     tg.write_collections(path, ["worker_0"])
     tg.write_step(path, 0, "worker_0", dict(DTYPE_CASES), mode=TRAIN, mode_step=0)
     tg.write_step(path, 3, "worker_0", {k: v[::-1].copy() for k, v in DTYPE_CASES.items()})
     tg.end_job(path)
-    return create_trial(str(path))
+    return create_trial(path.url)
 
 
 @pytest.mark.parametrize("name", sorted(DTYPE_CASES))
@@ -437,15 +438,17 @@ def test_no_predict_data_gives_empty_lists(dtype_trial):
 
 
 # ---------------------------------------------------------------------------- create_trial
-def test_create_trial_out_dir_and_name(main_path):
-    a = create_trial(out_dir=main_path)
+def test_create_trial_out_dir_and_name(main):
+    url = main.url
+    a = create_trial(out_dir=url)
     assert a.name == "main_job"
     assert a.steps() == ALL_STEPS
     assert a.tensor_names() == ALL_NAMES
     np.testing.assert_array_equal(a.tensor("w").value(999, worker="worker_2"), expected_value("w", 999, "worker_2"))
-    assert create_trial(main_path + os.sep).name == "main_job"
-    assert create_trial(pathlib.Path(main_path)).name == "main_job"
-    named = create_trial(main_path, name="custom")
+    assert create_trial(url + ("/" if main.is_s3 else os.sep)).name == "main_job"
+    if not main.is_s3:  # a pathlib.Path is a local path only; an s3:// URL has no Path form
+        assert create_trial(pathlib.Path(url)).name == "main_job"
+    named = create_trial(url, name="custom")
     assert named.name == "custom"
     assert named.steps(mode=EVAL) == [0, 1]
-    assert create_trial(path=main_path).steps() == ALL_STEPS
+    assert create_trial(path=url).steps() == ALL_STEPS

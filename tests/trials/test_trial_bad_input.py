@@ -1,4 +1,5 @@
-"""Damaged or odd trial folders: clear exceptions naming the file, every other step still readable."""
+"""Damaged or odd trial folders (local, and the same damage to objects on S3): clear exceptions
+naming the file or object, every other step still readable."""
 
 import json
 import os
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 import trialgen as tg
-from smdebug.core.locations import index_key
+from smdebug.core.locations import event_key, index_key
 from smdebug.exceptions import EventFileCorrupt, IndexReaderException, MissingCollectionFiles
 from smdebug.trials import create_trial
 
@@ -15,19 +16,18 @@ STEPS = [0, 1, 2, 3, 4]
 BAD = 2
 
 
-def _job(path, steps=STEPS, end=True):
-    tg.write_collections(path, ["worker_0"])
+def _job(root, steps=STEPS, end=True):
+    tg.write_collections(root, ["worker_0"])
     for s in steps:
-        tg.write_step(path, s, "worker_0", ["a", "b"])
+        tg.write_step(root, s, "worker_0", ["a", "b"])
     if end:
-        tg.end_job(path)
-    return str(path)
+        tg.end_job(root)
+    return root.url
 
 
-def _records(path, step):
+def _records(root, step):
     """[(start, length)] of the records of a step's event file, from its index."""
-    with open(tg.index_file(path, step)) as f:
-        idx = json.load(f)
+    idx = json.loads(root.read(index_key(step, "worker_0")))
     return {e["tensorname"]: (e["start_idx"], e["length"]) for e in idx["tensor_payload"]}
 
 
@@ -40,28 +40,20 @@ def _check_others(trial, bad_step, names=("a", "b")):
 
 
 # ---------------------------------------------------------------------------- event files
-def _flip(file, offset):
-    with open(file, "r+b") as f:
-        f.seek(offset)
-        byte = f.read(1)
-        f.seek(offset)
-        f.write(bytes([byte[0] ^ 0xFF]))
-
-
 @pytest.mark.parametrize("damage", ["truncate_b", "truncate_a", "length_crc_b", "footer_b", "length_crc_a", "footer_a"])
-def test_corrupt_event_file(tmp_path, damage):
-    path = _job(tmp_path)
-    ev = tg.event_file(path, BAD)
-    recs = _records(path, BAD)
+def test_corrupt_event_file(root, damage):
+    path = _job(root)
+    ev_key = event_key(BAD, "worker_0")
+    ev = tg.event_file(root, BAD)
+    recs = _records(root, BAD)
     which = damage[-1]
     start, length = recs[which]
     if damage.startswith("truncate"):
-        with open(ev, "r+b") as f:
-            f.truncate(start + length // 2)
+        root.truncate(ev_key, start + length // 2)
     elif damage.startswith("length_crc"):
-        _flip(ev, start + 9)
+        root.flip_byte(ev_key, start + 9)
     else:
-        _flip(ev, start + length - 1)
+        root.flip_byte(ev_key, start + length - 1)
     trial = create_trial(path)
     assert trial.steps() == STEPS
     assert trial.tensor_names(step=BAD) == ["a", "b"]
@@ -81,10 +73,11 @@ def test_corrupt_event_file(tmp_path, damage):
         trial.tensor(which).values()
 
 
-def test_event_file_deleted_after_index(tmp_path):
-    path = _job(tmp_path)
-    ev = tg.event_file(path, BAD)
-    os.remove(ev)
+def test_event_file_deleted_after_index(root):
+    path = _job(root)
+    ev = tg.event_file(root, BAD)
+    root.delete(event_key(BAD, "worker_0"))
+    assert not root.exists(event_key(BAD, "worker_0"))
     trial = create_trial(path)
     assert trial.steps() == STEPS
     with pytest.raises(EventFileCorrupt) as ei:
@@ -96,13 +89,9 @@ def test_event_file_deleted_after_index(tmp_path):
 
 
 # ---------------------------------------------------------------------------- index files
-def _rewrite_index(path, step, edit):
-    file = tg.index_file(path, step)
-    with open(file, "rb") as f:
-        data = f.read()
-    with open(file, "wb") as f:
-        f.write(edit(data))
-    return file
+def _rewrite_index(root, step, edit):
+    """Replace the index of (step, worker_0) by ``edit(old bytes)``; its name as messages print it."""
+    return root.rewrite(index_key(step, "worker_0"), edit)
 
 
 def _set_event_name(name):
@@ -141,9 +130,9 @@ INDEX_DAMAGE = {
 
 @pytest.mark.parametrize("end", [True, False])
 @pytest.mark.parametrize("damage", sorted(INDEX_DAMAGE))
-def test_bad_index_file(tmp_path, damage, end):
-    path = _job(tmp_path, end=end)
-    bad_file = _rewrite_index(path, BAD, INDEX_DAMAGE[damage])
+def test_bad_index_file(root, damage, end):
+    path = _job(root, end=end)
+    bad_file = _rewrite_index(root, BAD, INDEX_DAMAGE[damage])
     trial = create_trial(path)
     key = index_key(BAD, "worker_0")
     assert list(trial.bad_index_files) == [key]
@@ -159,38 +148,33 @@ def test_bad_index_file(tmp_path, damage, end):
     assert list(trial.bad_index_files) == [key]
 
 
-def test_bad_index_file_fixed_later_is_read(tmp_path):
+def test_bad_index_file_fixed_later_is_read(root):
     """An index seen half-written is read again on the next refresh."""
-    path = _job(tmp_path, end=False)
-    file = tg.index_file(path, BAD)
-    with open(file, "rb") as f:
-        good = f.read()
-    with open(file, "wb") as f:
-        f.write(good[:10])
+    path = _job(root, end=False)
+    key = index_key(BAD, "worker_0")
+    good = root.read(key)
+    root.write(key, good[:10])
     trial = create_trial(path)
     assert trial.steps(show_incomplete_steps=True) == [0, 1, 3, 4]
-    with open(file, "wb") as f:
-        f.write(good)
+    root.write(key, good)
     assert trial.steps() == STEPS
     assert trial.bad_index_files == {}
     np.testing.assert_array_equal(trial.tensor("b").value(BAD), tg.value("b", BAD, "worker_0"))
 
 
 # ---------------------------------------------------------------------------- stray files
-def test_stray_tmp_files_ignored(tmp_path):
-    path = _job(tmp_path, steps=[0, 1, 2], end=False)
-    stray_index = os.path.join(path, "index", "000000000", "000000000003_worker_0.json.tmp")
-    stray_event_dir = os.path.join(path, "events", "000000000003")
-    os.makedirs(stray_event_dir)
-    with open(stray_index, "w") as f:
-        f.write('{"meta": {"mode": "GLOBAL", "mode_step": 3, "event_file_name": "x"}, "tensor_payload": [')
-    with open(os.path.join(stray_event_dir, "x.tfevents.tmp"), "wb") as f:
-        f.write(b"\x00garbage")
-    with open(os.path.join(stray_event_dir, "000000000003_worker_0.tfevents.tmp"), "wb") as f:
-        f.write(b"\x00garbage")
+def test_stray_tmp_files_ignored(root):
+    """Half-written ``.tmp`` files (local) or ``.tmp`` objects (S3) are not index or event files."""
+    path = _job(root, steps=[0, 1, 2], end=False)
+    root.write(
+        "index/000000000/000000000003_worker_0.json.tmp",
+        '{"meta": {"mode": "GLOBAL", "mode_step": 3, "event_file_name": "x"}, "tensor_payload": [',
+    )
+    root.write("events/000000000003/x.tfevents.tmp", b"\x00garbage")
+    root.write("events/000000000003/000000000003_worker_0.tfevents.tmp", b"\x00garbage")
     # a stray temp file next to a real step does not disturb it
-    with open(tg.index_file(path, 1) + ".tmp", "w") as f:
-        f.write("{")
+    root.write(index_key(1, "worker_0") + ".tmp", "{")
+    assert root.exists("index/000000000/000000000003_worker_0.json.tmp")
     trial = create_trial(path)
     assert trial.steps() == [0, 1, 2]
     assert trial.steps(show_incomplete_steps=True) == [0, 1, 2]
@@ -205,43 +189,52 @@ def test_stray_tmp_files_ignored(tmp_path):
 
 
 # ---------------------------------------------------------------------------- no trial there
-def test_empty_folder(tmp_path):
-    empty = tmp_path / "empty_job"
+def test_empty_folder(root):
+    """An empty folder; on S3 a prefix with no objects under it."""
+    empty = root / "empty_job"
     empty.mkdir()
+    (root / "empty_job_sibling").write("collections/000000000/worker_0_collections.json", b"{}")
+    assert empty.keys() == []
     with pytest.raises(MissingCollectionFiles) as ei:
-        create_trial(str(empty))
-    assert str(empty) in str(ei.value)
+        create_trial(empty.url)
+    assert empty.url in str(ei.value)
 
 
-def test_folder_without_collections(tmp_path):
-    path = tmp_path / "no_coll"
+def test_folder_without_collections(root):
+    path = root / "no_coll"
     tg.write_step(path, 0, "worker_0", ["a"])
     with pytest.raises(MissingCollectionFiles) as ei:
-        create_trial(str(path))
-    assert str(path) in str(ei.value)
+        create_trial(path.url)
+    assert path.url in str(ei.value)
 
 
-def test_missing_path(tmp_path):
-    missing = tmp_path / "does" / "not" / "exist"
+def test_missing_path(root):
+    """A folder that does not exist; on S3 a prefix no object has ever been written under."""
+    missing = root / "does" / "not" / "exist"
     with pytest.raises(MissingCollectionFiles) as ei:
-        create_trial(str(missing))
-    assert str(missing) in str(ei.value)
+        create_trial(missing.url)
+    assert missing.url in str(ei.value)
     with pytest.raises(MissingCollectionFiles) as ei:
-        create_trial(out_dir=str(missing))
-    assert str(missing) in str(ei.value)
+        create_trial(out_dir=missing.url)
+    assert missing.url in str(ei.value)
+    if root.is_s3:  # and under a bucket that does not exist at all
+        no_bucket = f"s3://smd-no-such-bucket-{os.getpid()}/does/not/exist"
+        with pytest.raises(MissingCollectionFiles) as ei:
+            create_trial(no_bucket)
+        assert no_bucket in str(ei.value)
 
 
-def test_bad_index_file_of_one_worker(tmp_path):
+def test_bad_index_file_of_one_worker(root):
     """Two workers, worker_0's index of step 2 is not JSON: worker_1's data of that step stays
     readable, and asking for worker_0's value at that step names the bad index file."""
     workers = tg.workers(2)
-    tg.write_collections(tmp_path, workers)
+    tg.write_collections(root, workers)
     for s in STEPS:
         for w in workers:
-            tg.write_step(tmp_path, s, w, ["a"])
-    tg.end_job(tmp_path)
-    bad_file = _rewrite_index(tmp_path, BAD, INDEX_DAMAGE["not_json"])
-    trial = create_trial(str(tmp_path))
+            tg.write_step(root, s, w, ["a"])
+    tg.end_job(root)
+    bad_file = _rewrite_index(root, BAD, INDEX_DAMAGE["not_json"])
+    trial = create_trial(root.url)
     assert list(trial.bad_index_files) == [index_key(BAD, "worker_0")]
     assert trial.steps() == STEPS
     a = trial.tensor("a")

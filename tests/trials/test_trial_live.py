@@ -1,4 +1,5 @@
-"""A trial read while its job still runs: completeness, has_passed_step, wait_for_steps, the end."""
+"""A trial read while its job still runs: completeness, has_passed_step, wait_for_steps, the end
+(in a local folder and on S3)."""
 
 import numpy as np
 import pytest
@@ -26,8 +27,8 @@ def _write(path, step, workers, mode=ModeKeys.TRAIN):
 
 
 @pytest.fixture
-def running(tmp_path):
-    path = tmp_path / "running_job"
+def running(root):
+    path = root / "running_job"
     tg.write_collections(path, W3)
     for s in range(3):
         _write(path, s, W3)
@@ -38,7 +39,7 @@ def test_running_job_lifecycle(running):
     from smdebug.core.tensor import StepState
 
     path = running
-    trial = create_trial(str(path))
+    trial = create_trial(path.url)
     assert trial.steps() == [0, 1, 2]
     assert trial.workers() == W3
     x = trial.tensor("x")
@@ -124,7 +125,7 @@ def test_value_at_incomplete_step(running):
     """An incomplete step is hidden from steps(); the workers that wrote it can be read (as in
     smdebug 1.0.34), a worker that has not written it yet may still do so."""
     path = running
-    trial = create_trial(str(path))
+    trial = create_trial(path.url)
     _write(path, 3, W3[:2])
     x = trial.tensor("x")
     assert x.steps() == [0, 1, 2]
@@ -141,7 +142,7 @@ def test_wait_for_steps_sees_steps_written_before_wait(running):
     from smdebug.analysis.utils import no_refresh
 
     path = running
-    trial = create_trial(str(path))
+    trial = create_trial(path.url)
     _write(path, 3, W3)
     with no_refresh(trial):
         assert trial.steps() == [0, 1, 2]
@@ -150,15 +151,15 @@ def test_wait_for_steps_sees_steps_written_before_wait(running):
     assert trial.steps() == [0, 1, 2, 3]
 
 
-def test_has_passed_step_eval_mode(tmp_path):
+def test_has_passed_step_eval_mode(root):
     from smdebug.core.tensor import StepState
 
-    path = tmp_path / "eval_job"
+    path = root / "eval_job"
     tg.write_collections(path, W3[:2])
     for g, mode, ms in ((0, ModeKeys.TRAIN, 0), (1, ModeKeys.EVAL, 0), (2, ModeKeys.TRAIN, 1), (4, ModeKeys.EVAL, 2)):
         for w in W3[:2]:
             tg.write_step(path, g, w, ["x"], mode=mode, mode_step=ms)
-    trial = create_trial(str(path))
+    trial = create_trial(path.url)
     assert trial.steps(mode=ModeKeys.EVAL) == [0, 2]
     assert trial.has_passed_step(0, mode=ModeKeys.EVAL) == StepState.AVAILABLE
     assert trial.has_passed_step(1, mode=ModeKeys.EVAL) == StepState.UNAVAILABLE
@@ -181,25 +182,25 @@ def _straggler(path):
         tg.write_step(path, s, "worker_1", ["x"])
 
 
-def test_default_window_waits_for_straggler(tmp_path):
+def test_default_window_waits_for_straggler(root):
     from smdebug.core.tensor import StepState
 
-    _straggler(tmp_path)
-    trial = create_trial(str(tmp_path))
+    _straggler(root)
+    trial = create_trial(root.url)
     for _ in range(3):
         assert trial.steps() == [0, 1]
     assert trial.steps(show_incomplete_steps=True) == list(range(10))
     assert trial.has_passed_step(2) == StepState.NOT_YET_AVAILABLE
 
 
-def test_incomplete_step_window(tmp_path, monkeypatch):
+def test_incomplete_step_window(root, monkeypatch):
     """Window 4, steps 2..9 pending (8 > 4): the oldest pending steps count as complete, 4 // 2
     at a time, until no more than 4 are pending (6..9)."""
     from smdebug.core.tensor import StepState
 
     monkeypatch.setenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", "4")
-    _straggler(tmp_path)
-    trial = create_trial(str(tmp_path))
+    _straggler(root)
+    trial = create_trial(root.url)
     assert trial.last_complete_step == 5
     for _ in range(4):
         assert trial.steps() == [0, 1, 2, 3, 4, 5]
@@ -213,11 +214,11 @@ def test_incomplete_step_window(tmp_path, monkeypatch):
 
     # worker_0 keeps going: the window slides on, in one refresh
     for s in range(10, 14):
-        tg.write_step(tmp_path, s, "worker_0", ["x"])
+        tg.write_step(root, s, "worker_0", ["x"])
     assert trial.steps() == list(range(10))
     assert trial.steps() == list(range(10))
     assert trial.has_passed_step(10) == StepState.NOT_YET_AVAILABLE
 
     # the straggler catches up on a later step: everything before it is complete
-    tg.write_step(tmp_path, 12, "worker_1", ["x"])
+    tg.write_step(root, 12, "worker_1", ["x"])
     assert trial.steps() == list(range(13))

@@ -1,4 +1,4 @@
-"""range_steps, and refresh / no_refresh."""
+"""range_steps, and refresh / no_refresh (in a local folder and on S3)."""
 
 import numpy as np
 import pytest
@@ -13,15 +13,15 @@ STEPS = [0, 1, 2, 3, 4, 5, 6, 7, 998, 999, 1000, 1001, 2500]
 
 
 @pytest.fixture(scope="module")
-def ranged_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("trials") / "ranged"
+def ranged_path(module_root):
+    path = module_root / "ranged"
     workers = tg.workers(2)
     tg.write_collections(path, workers)
     for s in STEPS:
         for w in workers:
             tg.write_step(path, s, w, ["x"], mode=ModeKeys.TRAIN, mode_step=s)
     tg.end_job(path)
-    return str(path)
+    return path.url
 
 
 @pytest.mark.parametrize(
@@ -74,14 +74,14 @@ def _job(path, steps, workers=("worker_0",)):
             tg.write_step(path, s, w, ["x"])
 
 
-def test_no_refresh_hides_new_steps(tmp_path):
-    _job(tmp_path, [0, 1])
-    trial = create_trial(str(tmp_path))
+def test_no_refresh_hides_new_steps(root):
+    _job(root, [0, 1])
+    trial = create_trial(root.url)
     x = trial.tensor("x")
     assert trial.steps() == [0, 1]
     with no_refresh(trial) as got:
         assert got is trial
-        tg.write_step(tmp_path, 2, "worker_0", ["x", "y"])
+        tg.write_step(root, 2, "worker_0", ["x", "y"])
         assert trial.steps() == [0, 1]
         assert x.steps() == [0, 1]
         assert trial.tensor_names() == ["x"]
@@ -95,16 +95,16 @@ def test_no_refresh_hides_new_steps(tmp_path):
     np.testing.assert_array_equal(trial.tensor("y").value(2), tg.value("y", 2, "worker_0"))
 
 
-def test_refresh_nesting_restores_previous(tmp_path):
-    _job(tmp_path, [0])
-    trial = create_trial(str(tmp_path))
+def test_refresh_nesting_restores_previous(root):
+    _job(root, [0])
+    trial = create_trial(root.url)
     with no_refresh(trial):
         with refresh(trial):
             assert trial.dynamic_refresh is True
-            tg.write_step(tmp_path, 1, "worker_0", ["x"])
+            tg.write_step(root, 1, "worker_0", ["x"])
             assert trial.steps() == [0, 1]
             with no_refresh(trial):
-                tg.write_step(tmp_path, 2, "worker_0", ["x"])
+                tg.write_step(root, 2, "worker_0", ["x"])
                 assert trial.steps() == [0, 1]
             assert trial.dynamic_refresh is True
         assert trial.dynamic_refresh is False
@@ -116,9 +116,9 @@ def test_refresh_nesting_restores_previous(tmp_path):
     assert trial.steps() == [0, 1, 2]
 
 
-def test_refresh_restores_on_exception(tmp_path):
-    _job(tmp_path, [0])
-    trial = create_trial(str(tmp_path))
+def test_refresh_restores_on_exception(root):
+    _job(root, [0])
+    trial = create_trial(root.url)
     with pytest.raises(RuntimeError, match="boom"):
         with no_refresh(trial):
             raise RuntimeError("boom")
@@ -137,11 +137,11 @@ def test_refresh_restores_on_exception(tmp_path):
     assert trial.dynamic_refresh is False
 
 
-def test_no_refresh_with_list_of_trials(tmp_path):
-    a_path, b_path = tmp_path / "a", tmp_path / "b"
+def test_no_refresh_with_list_of_trials(root):
+    a_path, b_path = root / "a", root / "b"
     _job(a_path, [0])
     _job(b_path, [0, 1])
-    a, b = create_trial(str(a_path)), create_trial(str(b_path))
+    a, b = create_trial(a_path.url), create_trial(b_path.url)
     b.dynamic_refresh = False
     with no_refresh([a, b]):
         assert (a.dynamic_refresh, b.dynamic_refresh) == (False, False)

@@ -16,6 +16,8 @@ class Store(ABC):
     """
 
     url: str
+    # a request costs a round trip (object storage): readers fetch larger windows and cache them
+    remote: bool = False
 
     @abstractmethod
     def read(self, key: str) -> bytes:

@@ -40,6 +40,8 @@ def _join(root: str, key: str) -> str:
 
 
 class FsspecStore(Store):
+    remote = True
+
     """Any fsspec filesystem, through its generic (batched where fsspec offers it) calls."""
 
     def __init__(self, url: str, fs=None):

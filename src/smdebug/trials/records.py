@@ -1,39 +1,112 @@
-"""Reading tensor records: ranged reads batched per event file, decoded, errors naming the file."""
+"""Reading tensor records: ranged reads batched per event file, decoded, errors naming the file.
+
+On object storage every request is a round trip, so reads there fetch a window of the event file
+(small files whole) and keep it in a bounded cache: the tensors of one step, read one by one,
+cost one request per event file, and ranges that lie close together are merged into one request.
+Event files are written whole and never change, so cached bytes stay valid.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 
 from smdebug.codec.event import decode_tensor_record
 from smdebug.codec.tfrecord import unframe
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 from smdebug.storage import Store
 
-__all__ = ["read_records"]
+__all__ = ["read_records", "WindowCache"]
+
+WINDOW = 256 * 1024  # bytes fetched around a requested record on object storage
 
 
-def read_records(store: Store, requests) -> list:
+class WindowCache:
+    """Byte windows of event files, least recently used dropped beyond ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024):
+        self.max_bytes = max_bytes
+        self._windows: OrderedDict = OrderedDict()  # (key, start) -> bytes
+        self._by_key: dict = defaultdict(set)
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str, start: int, length: int) -> bytes | None:
+        with self._lock:
+            for ws in self._by_key.get(key, ()):
+                data = self._windows[(key, ws)]
+                if ws <= start and start + length <= ws + len(data):
+                    self._windows.move_to_end((key, ws))
+                    return data[start - ws : start - ws + length]
+        return None
+
+    def put(self, key: str, start: int, data: bytes) -> None:
+        with self._lock:
+            if (key, start) in self._windows:
+                return
+            self._windows[(key, start)] = data
+            self._by_key[key].add(start)
+            self._size += len(data)
+            while self._size > self.max_bytes and self._windows:
+                (k, s), old = self._windows.popitem(last=False)
+                self._by_key[k].discard(s)
+                self._size -= len(old)
+
+
+def _windows_for(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merge the ranges of one object into windows of at least WINDOW bytes."""
+    out: list[list[int]] = []
+    for start, length in sorted(ranges):
+        end = start + length
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+            continue
+        ws = 0 if start < WINDOW else start
+        if out and ws < out[-1][1]:
+            ws = out[-1][1]
+        out.append([ws, max(end, ws + WINDOW)])
+    return [(s, e - s) for s, e in out]
+
+
+def read_records(store: Store, requests, cache: WindowCache | None = None) -> list:
     """Values of records: ``requests`` is a list of (event key, (start, length), index key).
 
     Reads are grouped by event file and issued as one batched call (concurrent on S3).
     """
     grouped = defaultdict(list)
+    blobs: list = [None] * len(requests)
     for i, (ekey, rng, _ikey) in enumerate(requests):
-        grouped[ekey].append((i, rng))
+        hit = cache.get(ekey, *rng) if cache is not None else None
+        if hit is not None and len(hit) == rng[1]:
+            blobs[i] = hit
+        else:
+            grouped[ekey].append((i, rng))
     order = list(grouped)
-    results = store.read_ranges_many([(k, [r for _, r in grouped[k]]) for k in order])
-    out = [None] * len(requests)
-    for ekey, res in zip(order, results):
+    windowed = cache is not None and store.remote
+    wanted = [(k, _windows_for([r for _, r in grouped[k]]) if windowed else [r for _, r in grouped[k]]) for k in order]
+    results = store.read_ranges_many(wanted) if wanted else []
+    for (ekey, ranges), res in zip(wanted, results):
         where = store.describe(ekey)
         if isinstance(res, ObjectNotFound):
             ikey = requests[grouped[ekey][0][0]][2]
             raise EventFileCorrupt(f"{where} is missing, but the index {store.describe(ikey)} points to it")
         if isinstance(res, Exception):
             raise res
-        for (i, (start, _length)), blob in zip(grouped[ekey], res):
-            payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
-            try:
-                out[i] = decode_tensor_record(payload)
-            except EventFileCorrupt as exc:
-                raise EventFileCorrupt(f"{where}: record at byte {start}: {exc}") from None
+        if windowed:
+            for (ws, _n), data in zip(ranges, res):
+                cache.put(ekey, ws, data)
+            for i, (start, length) in grouped[ekey]:
+                ws, data = next((ws, d) for (ws, n), d in zip(ranges, res) if ws <= start < ws + n)
+                blobs[i] = data[start - ws : start - ws + length]
+        else:
+            for (i, _rng), blob in zip(grouped[ekey], res):
+                blobs[i] = blob
+    out = []
+    for (ekey, (start, _length), _ikey), blob in zip(requests, blobs):
+        where = store.describe(ekey)
+        payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
+        try:
+            out.append(decode_tensor_record(payload))
+        except EventFileCorrupt as exc:
+            raise EventFileCorrupt(f"{where}: record at byte {start}: {exc}") from None
     return out

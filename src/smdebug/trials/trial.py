@@ -31,7 +31,7 @@ from smdebug.exceptions import (
 )
 from smdebug.storage import Store
 from smdebug.trials.index_state import IndexState
-from smdebug.trials.records import read_records
+from smdebug.trials.records import WindowCache, read_records
 from smdebug.trials.tensor import Tensor
 
 __all__ = ["Trial"]
@@ -112,6 +112,7 @@ class Trial:
         self._index = IndexState()
         self._seen_keys: set[str] = set()
         self._tensors: dict[str, Tensor] = {}
+        self._windows = WindowCache() if store.remote else None
         self._list_after: str | None = None
         if self.range_steps and self.range_steps[0]:
             first = self.range_steps[0] - 1
@@ -379,7 +380,7 @@ class Trial:
 
     def _read_records(self, requests):
         """Decode records: ``requests`` is a list of (event key, (start, length), index key)."""
-        return read_records(self.store, requests)
+        return read_records(self.store, requests, self._windows)
 
     def __repr__(self):
         return f"<smdebug.trials.Trial name={self.name!r} path={self.path!r}>"
