@@ -253,9 +253,6 @@ class S3Store(FsspecStore):
         data = data if isinstance(data, (bytes, bytearray)) else bytes(data)
         self._do(key, "write", self.fs._pipe_file, f"{self.bucket}/{self._k(key)}", data)
 
-    def write_chunks(self, key: str, chunks: Sequence) -> None:
-        self.write(key, b"".join(chunks))
-
     def delete(self, key: str) -> None:
         try:
             self._run(self._call, "delete_object", Key=self._k(key))
