@@ -72,3 +72,26 @@ def test_hook_loses_nothing_through_a_faulty_endpoint(bucket, proxy, tmp_path):
     for step, expected in weights.items():
         np.testing.assert_array_equal(w.value(step), expected)
     assert len(trial.tensor_names(collection="gradients")) == 4
+
+
+def test_an_outage_loses_only_the_steps_written_during_it(bucket, proxy, caplog):
+    """Storage errors don't disable the hook: steps written after the endpoint is back are kept."""
+    url = f"s3://{bucket}/outage"
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 2))
+    hook = smd.Hook(out_dir=url, save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"])
+    hook.register_module(model)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        model(x)
+    hook._writer.flush()  # steps 0 and 1 are written
+    proxy.configure(error_rate=1.0, fault_attempts=100)  # every request fails, retries included
+    model(x)  # step 3 starts: step 2 is handed to the writer and cannot be written
+    hook._writer.flush()
+    proxy.configure()
+    for _ in range(3):
+        model(x)
+    hook.close()
+    assert not hook.disabled
+    assert any("could not write step 2" in r.getMessage() for r in caplog.records)
+    assert create_trial(url).steps() == [0, 1, 3, 4, 5, 6]

@@ -434,6 +434,9 @@ class BaseHook:
             writer.close()
         if writer is not None:
             self._writer_failed(writer)
+            if writer.failed_steps:
+                logger.error("smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
+                             len(writer.failed_steps), self.worker, self.out_dir, writer.failed_steps[0])
         try:
             if self.writes:
                 self.export_collections()

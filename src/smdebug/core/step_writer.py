@@ -17,6 +17,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.core.writer import FileWriter
+from smdebug.exceptions import StorageError
 
 __all__ = ["StepRecords", "StepWriter"]
 
@@ -75,7 +76,8 @@ class StepWriter:
         self.tensorboard_dir = tensorboard_dir
         self.store = open_store(out_dir)
         self.tb_store = open_store(tensorboard_dir) if tensorboard_dir else None
-        self.errors: list[BaseException] = []
+        self.errors: list[BaseException] = []  # failures that disable the hook
+        self.failed_steps: list[int] = []  # steps the store could not take (storage errors)
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
         if background:
@@ -124,6 +126,12 @@ class StepWriter:
             if rec.held:
                 rec.adapter.release(rec.held)
                 rec.held = []
+        except StorageError as exc:
+            # the store already retried; the storage may come back, so later steps are still tried
+            if not self.failed_steps:
+                logger.error("smdebug: could not write step %s of %s (later steps are still tried): %s",
+                             rec.step, self.worker, exc)
+            self.failed_steps.append(rec.step)
         except Exception as exc:  # noqa: BLE001 - the hook sees self.errors; training goes on
             if not self.errors:
                 logger.exception("smdebug: could not write step %s of %s to %s", rec.step, self.worker, self.out_dir)
