@@ -107,3 +107,21 @@ def test_tensorboard_scalars_and_histograms(tmp_path):
     assert "weights/Sequential_0.weight" in hist_tags
     # the trial itself is unaffected by the TensorBoard export
     assert create_trial(str(tmp_path / "run")).steps() == list(range(6))
+
+
+def test_inputs_and_outputs_collections_on_demand(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "io"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["inputs", "outputs"])
+    _train(hook, steps=2)
+    trial = create_trial(str(tmp_path / "io"))
+    assert {"inputs", "outputs"} <= set(trial.collections())
+    ins, outs = trial.tensor_names(collection="inputs"), trial.tensor_names(collection="outputs")
+    assert "0_input_0" in ins and "Sequential_input_0" in ins
+    assert "2_output_0" in outs and "MSELoss_output_0" in outs
+    x = trial.tensor("Sequential_input_0").value(0)
+    assert x.shape == (6, 4)
+    # a hook that does not ask for them writes 1.0.34's collections
+    hook = smd.Hook(out_dir=str(tmp_path / "plain"), save_config=smd.SaveConfig(save_interval=1))
+    _train(hook, steps=1)
+    assert set(create_trial(str(tmp_path / "plain")).collections()) == {
+        "all", "default", "weights", "biases", "gradients", "losses"}

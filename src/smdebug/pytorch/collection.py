@@ -24,6 +24,13 @@ DEFAULT_REGEXES = {
     CollectionKeys.LOSSES: "[Ll]oss_(?!input).*output",
 }
 
+# created when asked for (include_collections or get_collection), so that a trial that does not
+# use them has the same collections file as one written by 1.0.34
+ON_DEMAND_REGEXES = {
+    CollectionKeys.INPUTS: "_input_",
+    CollectionKeys.OUTPUTS: "_output_",
+}
+
 
 class Collection(BaseCollection):
     """A collection that can also hold a module's inputs and/or outputs."""

@@ -14,7 +14,7 @@ from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.pytorch.adapter import TorchAdapter
-from smdebug.pytorch.collection import DEFAULT_PYTORCH_COLLECTIONS, CollectionManager
+from smdebug.pytorch.collection import DEFAULT_PYTORCH_COLLECTIONS, ON_DEMAND_REGEXES, CollectionManager
 
 __all__ = ["Hook"]
 
@@ -64,7 +64,7 @@ class Hook(BaseHook):
         super().__init__(
             collection_manager=CollectionManager(),
             default_include_collections=DEFAULT_INCLUDE_COLLECTIONS,
-            default_collections=DEFAULT_PYTORCH_COLLECTIONS,
+            default_collections=DEFAULT_PYTORCH_COLLECTIONS | set(ON_DEMAND_REGEXES),
             out_dir=out_dir,
             export_tensorboard=export_tensorboard,
             tensorboard_dir=tensorboard_dir,
@@ -209,6 +209,12 @@ class Hook(BaseHook):
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
 
     def _prepare_collections(self) -> None:
+        cm = self.collection_manager
+        for name, regex in ON_DEMAND_REGEXES.items():
+            if name in self.include_collections or name in cm.get_collections():
+                c = cm.get(name)
+                if not c.include_regex and not c.tensor_names and not getattr(c, "modules", None):
+                    c.include(regex)
         for coll in self.collection_manager.get_collections().values():
             for m, (inputs, outputs) in getattr(coll, "modules", {}).items():
                 name = self._names.get(m, m._get_name())
