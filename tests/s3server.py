@@ -110,6 +110,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         proxy = self.server.proxy
+        with proxy._lock:
+            proxy.in_flight += 1
+            proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
+        try:
+            self._serve(proxy)
+        finally:
+            with proxy._lock:
+                proxy.in_flight -= 1
+
+    def _serve(self, proxy) -> None:
         body = self._body()
         kind = kind_of(self.command, self.path, self.headers)
         fault = proxy._record(kind, self.headers.get("amz-sdk-request", ""))
@@ -162,6 +172,7 @@ class S3Proxy:
         self.target = (parts.hostname, parts.port)
         self.counts: Counter = Counter()
         self.faults: Counter = Counter()
+        self.in_flight = self.max_in_flight = 0  # requests being answered now / at most so far
         self.error_rate = self.reset_rate = self.slow_rate = 0.0
         self.delay_s = 0.0
         self.fault_attempts = 3
@@ -192,6 +203,7 @@ class S3Proxy:
         with self._lock:
             self.counts.clear()
             self.faults.clear()
+            self.max_in_flight = self.in_flight
 
     def snapshot(self) -> dict:
         with self._lock:
