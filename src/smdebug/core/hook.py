@@ -329,6 +329,8 @@ class BaseHook:
         if self.dry_run:
             logger.debug("smdebug dry run: would save %s at step %s", name, self.step)
             return
+        if not self.writes:  # a worker that does not write (include_workers="one") copies nothing
+            return
         ad = self.adapter
         size = ad.size(value)
         if size == 0:
