@@ -158,3 +158,15 @@ def test_no_refresh_with_list_of_trials(root):
     with refresh((a, b)):
         assert b.steps() == [0, 1, 2]
     assert b.dynamic_refresh is False
+
+
+def test_mode_none_means_global(root):
+    """trial.steps(mode=None), as the documents write it, is the global steps."""
+    tg.write_collections(root, ["worker_0"])
+    for s in range(3):
+        tg.write_step(root, s, "worker_0", ["x"], mode=ModeKeys.TRAIN, mode_step=s)
+    trial = create_trial(root.url)
+    assert trial.steps(mode=None) == trial.steps() == [0, 1, 2]
+    assert trial.tensor_names(mode=None) == ["x"]
+    assert trial.tensor("x").steps(mode=None) == [0, 1, 2]
+    assert trial.tensor("x").value(1, mode=None).shape == trial.tensor("x").value(1).shape

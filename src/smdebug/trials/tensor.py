@@ -64,7 +64,7 @@ class Tensor:
             self._sorted.clear()
 
     def _global_of(self, step_num, mode):
-        if mode == ModeKeys.GLOBAL:
+        if mode is None or mode == ModeKeys.GLOBAL:
             return step_num
         g = self.trial._index.mode_to_global.get(mode, {}).get(step_num)
         if g is None:
@@ -124,6 +124,7 @@ class Tensor:
 
     # ------------------------------------------------------------------ steps
     def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
+        mode = mode or ModeKeys.GLOBAL
         self.trial.maybe_refresh()
         self._sync()
         out = self._sorted.get(mode)
@@ -133,6 +134,7 @@ class Tensor:
         return out
 
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
+        mode = mode or ModeKeys.GLOBAL
         steps = self._all_steps(mode)
         if show_incomplete_steps:
             return list(steps)

@@ -245,6 +245,7 @@ class Trial:
     def tensor_names(self, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None, *, show_prefixed_tensors=False) -> list:
         """Names of saved tensors, filtered by step (of ``mode``), mode, regex or collection."""
         self.maybe_refresh()
+        mode = mode or ModeKeys.GLOBAL
         idx = self._index
         if regex is not None and collection is not None:
             raise ValueError("Only one of `regex` or `collection` can be passed to this method")
@@ -283,17 +284,20 @@ class Trial:
         )
 
     def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
+        mode = mode or ModeKeys.GLOBAL
         self.maybe_refresh()
         if mode == ModeKeys.GLOBAL:
             return sorted(self._index.global_to_mode)
         return sorted(self._index.mode_to_global.get(mode, ()))
 
     def _global_step_currently(self, mode, mode_step):
-        if mode == ModeKeys.GLOBAL:
+        if mode is None or mode == ModeKeys.GLOBAL:
             return mode_step
         return self._index.mode_to_global.get(mode, {}).get(mode_step)
 
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
+        """Complete steps: global steps, or mode steps of ``mode`` (None means GLOBAL)."""
+        mode = mode or ModeKeys.GLOBAL
         steps = self._all_steps(mode)
         if show_incomplete_steps:
             return steps
