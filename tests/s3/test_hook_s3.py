@@ -24,9 +24,9 @@ def test_reader_sees_every_step_exactly_once_while_training_writes_to_s3(bucket,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         trial = create_trial(url, collection_wait_timeout=120)
-        (tmp_path / "reader_opened").touch()
         seen: list[list[int]] = [trial.steps()]
-        assert not trial.loaded_all_steps  # opened while the job runs (it waits for this file)
+        assert not trial.loaded_all_steps  # opened while the job runs (it waits for the file below)
+        (tmp_path / "reader_opened").touch()
         for s in range(steps):
             trial.wait_for_steps([s], timeout=120)
             now = trial.steps()
