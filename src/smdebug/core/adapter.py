@@ -12,9 +12,10 @@ __all__ = ["NumpyAdapter"]
 
 class NumpyAdapter:
     """Values the hook keeps until the end of a step must not change when training goes on:
-    ``snapshot`` copies; ``reduce`` computes now; ``materialize`` turns what both returned into
-    numpy arrays, once per step on the writer thread, so that a framework can batch its
-    device-to-host copies and compute reductions off the training thread."""
+    ``snapshot`` copies; ``reductions`` computes (or schedules) reductions; ``materialize``
+    turns what both returned into numpy arrays, once per step on the writer thread, so that a
+    framework can batch its device-to-host copies and compute reductions off the training
+    thread."""
 
     def snapshot(self, value):
         return np.array(to_numpy(value), copy=True)
