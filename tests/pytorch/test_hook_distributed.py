@@ -43,8 +43,12 @@ def test_two_process_gloo_run(tmp_path, include_workers):
     assert trial.workers() == expected_workers
     assert trial.num_workers == len(expected_workers)
     assert trial.steps() == [0, 1, 2]
-    coll_files = sorted(p.name for p in (out / "collections" / "000000000").iterdir())
+    names = sorted(p.name for p in (out / "collections" / "000000000").iterdir())
+    coll_files = [n for n in names if n.endswith("_collections.json")]
     assert coll_files == [f"{w}_collections.json" for w in expected_workers]
+    # with "all", each worker says it is done; the chief marks the end after all of them
+    done = [n for n in names if n.endswith("_done.ts")]
+    assert done == ([f"{w}_done.ts" for w in expected_workers] if include_workers == "all" else [])
     assert json.loads((out / "collections" / "000000000" / coll_files[0]).read_text())["_meta"]["num_workers"] == len(
         expected_workers)
     w = "DistributedDataParallel_module.0.weight"
@@ -60,3 +64,39 @@ def test_two_process_gloo_run(tmp_path, include_workers):
         # ... but each rank saw its own data, so the losses differ
         loss = trial.tensor("MSELoss_output_0")
         assert loss.value(0, worker="worker_0") != loss.value(0, worker="worker_1")
+
+
+def test_chief_marks_the_end_only_when_every_worker_is_done(tmp_path, monkeypatch):
+    """With include_workers="all", a reader must not see the end of training while a slower
+    worker still writes: the chief writes the marker after every worker's done-file."""
+    import threading
+
+    import torch
+    from torch import nn
+
+    import smdebug.pytorch as smd
+
+    monkeypatch.setenv("SMDEBUG_END_OF_JOB_WAIT", "60")
+    out = tmp_path / "run"
+    hooks, models = [], []
+    for w in ("worker_0", "worker_1"):
+        h = smd.Hook(out_dir=str(out), include_workers="all", save_config=smd.SaveConfig(save_interval=1),
+                     include_collections=["weights"])
+        h._get_num_workers = lambda: 2
+        h._get_worker_name = lambda w=w: w
+        m = nn.Linear(3, 2)
+        h.register_module(m)
+        hooks.append(h)
+        models.append(m)
+    for m in models:
+        for _ in range(2):
+            m(torch.randn(4, 3))
+    chief = threading.Thread(target=hooks[0].close)
+    chief.start()
+    assert not (out / "training_job_end.ts").exists()  # worker_1 has not finished
+    hooks[1].close()
+    chief.join(timeout=60)
+    assert not chief.is_alive()
+    assert (out / "training_job_end.ts").exists()
+    trial = create_trial(str(out))
+    assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]

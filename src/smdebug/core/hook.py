@@ -22,7 +22,7 @@ from smdebug.core.collection import (
 )
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.guard import guarded, propagate_default
-from smdebug.core.locations import END_OF_JOB
+from smdebug.core.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key
 from smdebug.core.modes import ALLOWED_MODES, ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import get_reduction_tensor_name
@@ -442,16 +442,42 @@ class BaseHook:
         try:
             if self.writes:
                 self.export_collections()
-                from smdebug.core.hook_config import is_sagemaker_job
-                from smdebug.storage import open_store
-
-                if not is_sagemaker_job() and (self.worker == CHIEF_WORKER or self.save_all_workers):
-                    open_store(self.out_dir).write(END_OF_JOB, b"")
+                self._mark_end_of_training()
         except Exception:
             if self.propagate_errors:
                 raise
             self.disabled = True
             logger.exception("smdebug: could not finish writing %s", self.out_dir)
+
+    def _mark_end_of_training(self) -> None:
+        """Write training_job_end.ts. When every worker writes (include_workers="all"), each one
+        leaves a done-file beside its collections file and only the chief writes the marker,
+        once all workers are done (or after $SMDEBUG_END_OF_JOB_WAIT seconds, default 120), so
+        that readers don't stop reading while a slower worker is still writing."""
+        from smdebug.core.hook_config import is_sagemaker_job
+        from smdebug.storage import open_store
+
+        if is_sagemaker_job():
+            return
+        store = open_store(self.out_dir)
+        workers = self._get_num_workers() if self.save_all_workers else 1
+        if workers > 1:
+            store.write(done_key(self.worker), b"")
+            if self.worker != CHIEF_WORKER:
+                return
+            wait = float(os.getenv("SMDEBUG_END_OF_JOB_WAIT", "120"))
+            deadline = time.monotonic() + wait
+            while True:
+                done = [k for k in store.list(COLLECTIONS_PREFIX) if k.endswith(DONE_SUFFIX)]
+                if len(done) >= workers:
+                    break
+                if time.monotonic() >= deadline:
+                    logger.warning("smdebug: %d of %d workers finished within %.0f s; marking the end of "
+                                   "training anyway", len(done), workers, wait)
+                    break
+                time.sleep(0.05)  # polling storage for the other workers' done-files, bounded
+        if self.worker == CHIEF_WORKER or workers == 1:
+            store.write(END_OF_JOB, b"")
 
     def __repr__(self):
         return (

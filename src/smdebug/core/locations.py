@@ -47,6 +47,14 @@ def collections_key(worker: str) -> str:
     return f"{COLLECTIONS_PREFIX}{serialize_worker(worker)}_collections.json"
 
 
+# a worker's "I have written everything" file (readers, 1.0.34's too, ignore it)
+DONE_SUFFIX = "_done.ts"
+
+
+def done_key(worker: str) -> str:
+    return f"{COLLECTIONS_PREFIX}{serialize_worker(worker)}{DONE_SUFFIX}"
+
+
 def event_key(step: int, worker: str) -> str:
     return f"{EVENTS_PREFIX}{step:012d}/{step:012d}_{serialize_worker(worker)}.tfevents"
 
