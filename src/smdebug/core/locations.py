@@ -13,7 +13,6 @@ __all__ = [
     "event_key",
     "index_key",
     "index_bucket_key",
-    "parse_step_worker",
     "worker_from_collections_key",
     "serialize_worker",
     "deserialize_worker",
@@ -27,7 +26,6 @@ TENSORBOARD_PREFIX = "tensorboard/"
 END_OF_JOB = "training_job_end.ts"
 INDEX_BUCKET = 1000
 
-_STEP_WORKER = re.compile(r"(?:^|/)(\d+)_(.+)\.(?:json|tfevents)$")
 _INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
 _COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
 
@@ -70,13 +68,6 @@ def index_key(step: int, worker: str) -> str:
 def parse_index_key(key: str) -> tuple[int, str] | None:
     """(global step, worker) of an index key, or None for anything else (.tmp files...)."""
     m = _INDEX_KEY.match(key)
-    if m is None:
-        return None
-    return int(m.group(1)), deserialize_worker(m.group(2))
-
-
-def parse_step_worker(name: str) -> tuple[int, str] | None:
-    m = _STEP_WORKER.search(name)
     if m is None:
         return None
     return int(m.group(1)), deserialize_worker(m.group(2))
