@@ -34,6 +34,19 @@ def _sync_ref(ref) -> None:
         hook.adapter.sync()
 
 
+def _end_of_backward(ref) -> None:
+    hook = ref()
+    if hook is not None:
+        hook._backward_callback = False
+        hook.adapter.sync()
+
+
+def _queue_end_of_backward(ref) -> None:
+    from torch.autograd import Variable
+
+    Variable._execution_engine.queue_callback(lambda: _end_of_backward(ref))
+
+
 def _close_at_exit(ref):
     hook = ref()
     if hook is not None:
@@ -82,8 +95,7 @@ class Hook(BaseHook):
         self._step_module = None
         self._handles: list = []
         self.has_registered_module = False
-        self._trainable = 0  # parameters with a gradient hook
-        self._grads_seen = 0
+        self._backward_callback = False  # an end-of-backward callback is queued
         self._opt_handle = None
         self.has_registered_loss_module = False
         set_hook(self)
@@ -131,7 +143,6 @@ class Hook(BaseHook):
         for pname, p in model.named_parameters():
             if p.requires_grad:  # frozen parameters have no gradient to save
                 self._handles.append(p.register_post_accumulate_grad_hook(self._grad_hook(f"{top}_{pname}")))
-                self._trainable += 1
         if self._opt_handle is None:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
 
@@ -157,7 +168,7 @@ class Hook(BaseHook):
         if self.step == self.init_step:
             self.worker = self._get_worker_name()  # torch.distributed may start after the hook
         self._begin_step()
-        self._grads_seen = 0
+        self._backward_callback = False
         if self.saving_this_step():
             # parameters are copied on the snapshot thread while forward and backward run; the
             # copies are complete before the optimizer (or anything after backward) changes them
@@ -185,11 +196,22 @@ class Hook(BaseHook):
 
         @guarded()
         def on_grad(hook, param):
-            hook._grads_seen += 1
-            if hook._grads_seen >= hook._trainable:
-                hook.adapter.sync()  # backward is over: parameters may change from here on
-            if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
+            saving = hook.step >= 0 and param.grad is not None and hook.saving_this_step()
+            if not hook._backward_callback and (saving or hook.adapter.copying()):
+                # parameters and gradients are copied on the snapshot thread while backward goes
+                # on; the copies are complete when backward ends, before gradient clipping, the
+                # optimizer or the next backward can change them
+                hook._backward_callback = True
+                _queue_end_of_backward(ref)
+            if not saving:
+                return
+            ad = hook.adapter
+            ad.deferring = True
+            try:
                 hook._save_for_tensor(tname, param.grad)
+            finally:
+                ad.deferring = False
+            ad.start_deferred()
 
         ref = weakref.ref(self)
 
