@@ -196,22 +196,15 @@ class Hook(BaseHook):
 
         @guarded()
         def on_grad(hook, param):
-            saving = hook.step >= 0 and param.grad is not None and hook.saving_this_step()
-            if not hook._backward_callback and (saving or hook.adapter.copying()):
-                # parameters and gradients are copied on the snapshot thread while backward goes
-                # on; the copies are complete when backward ends, before gradient clipping, the
-                # optimizer or the next backward can change them
+            if not hook._backward_callback and hook.adapter.copying():
+                # the parameters are still being copied on the snapshot thread: the copies must
+                # be complete when backward ends, before a manual update or the next backward
                 hook._backward_callback = True
                 _queue_end_of_backward(ref)
-            if not saving:
-                return
-            ad = hook.adapter
-            ad.deferring = True
-            try:
+            if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
+                # copied right here: copying on the snapshot thread while backward goes on
+                # measured slower (the threads hand the GIL back and forth at every gradient)
                 hook._save_for_tensor(tname, param.grad)
-            finally:
-                ad.deferring = False
-            ad.start_deferred()
 
         ref = weakref.ref(self)
 
