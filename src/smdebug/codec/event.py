@@ -238,3 +238,91 @@ def decode_tensor_record(payload: bytes) -> np.ndarray:
         if sv.tensor is not None:
             return sv.tensor
     raise EventFileCorrupt("record holds no tensor")
+
+
+class _StepLayout:
+    """The bytes of a whole event file whose records have given (tag, dtype, shape)s, with the
+    places that change from one step to the next: each record's wall time, the step, the mode
+    metadata and the small tensors' contents. Large contents stay out of the buffer (written
+    from the arrays themselves)."""
+
+    LARGE = 4096  # contents of more bytes than this are separate chunks
+
+    def __init__(self, tags, arrays, step: int, metadata: bytes):
+        buf = bytearray()
+        wt, st, md, small, self.large, self.lengths = [], [], [], [], [], []
+        for tag, arr in zip(tags, arrays):
+            head, content, tail = encode_tensor_record_chunks(tag, arr, step, metadata, 0.0)
+            start = len(buf)
+            wt.append(start + 13)  # length (8), its crc (4), field 1 key: the wall time's 8 bytes
+            st.append(start + 22)  # then field 2 key: the step's varint
+            buf += head
+            n = arr.nbytes
+            if n > self.LARGE:
+                self.large.append((len(buf), len(self.lengths)))
+            else:
+                small.append(np.arange(len(buf), len(buf) + n))
+                buf += bytes(n)
+            md.append(len(buf) + len(tail) - len(EVENTS_FOOTER) - len(metadata))  # tail: ld(9, md) + footer
+            buf += tail
+            self.lengths.append(len(head) + n + len(tail))
+        self.template = np.frombuffer(bytes(buf), dtype=np.uint8)
+        self.wt_idx = (np.asarray(wt)[:, None] + np.arange(8)).ravel()
+        self.st_idx = (np.asarray(st)[:, None] + np.arange(len(varint(step)))).ravel()
+        self.md_idx = (np.asarray(md)[:, None] + np.arange(len(metadata))).ravel()
+        self.small_idx = np.concatenate(small) if small else None
+        self.n = len(self.lengths)
+
+    def fill(self, arrays, wall_times, step: int, metadata: bytes) -> list:
+        b = self.template.copy()
+        b[self.wt_idx] = np.asarray(wall_times, dtype="<f8").view(np.uint8)
+        b[self.st_idx] = np.tile(np.frombuffer(varint(int(step)), dtype=np.uint8), self.n)
+        b[self.md_idx] = np.tile(np.frombuffer(metadata, dtype=np.uint8), self.n)
+        large = {i for _pos, i in self.large}
+        if self.small_idx is not None:
+            b[self.small_idx] = np.concatenate(
+                [_content(a) for i, a in enumerate(arrays) if i not in large] if large else [_content(a) for a in arrays]
+            )
+        chunks, prev = [], 0
+        for pos, i in self.large:
+            chunks.append(b[prev:pos])
+            chunks.append(_content(arrays[i]))
+            prev = pos
+        chunks.append(b[prev:])
+        return chunks
+
+
+def _content(arr: np.ndarray) -> np.ndarray:
+    return (arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)).reshape(-1).view(np.uint8)
+
+
+_LAYOUTS: dict = {}
+
+
+def encode_step_records(tags, arrays, step: int, metadata: bytes, wall_times=None) -> tuple[list, list[int]] | None:
+    """Many records of one step as file chunks, and each record's length; None where the
+    records need the one-by-one path (string or big-endian tensors).
+
+    Training saves the same tensors at every step, so an event file's bytes are the same from
+    one step to the next but for the wall times, the step, the mode metadata and the contents:
+    the layout is worked out once and each step fills it in with a few numpy operations (this
+    is the hook writer's hot path: a hundred reductions a step cost microseconds, not a
+    millisecond of Python)."""
+    specs = []
+    for a in arrays:
+        dt = a.dtype
+        if dt.byteorder == ">" or dtype_code(dt) == DT.STRING:
+            return None
+        specs.append((dt, a.shape))
+    key = (tuple(tags), tuple(specs), len(metadata), len(varint(int(step))))
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) >= 64:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _StepLayout(tags, arrays, step, metadata)
+    if wall_times is None:
+        wall_times = [time.time()] * layout.n
+    else:
+        now = time.time()
+        wall_times = [now if w is None else float(w) for w in wall_times]
+    return layout.fill(arrays, wall_times, step, metadata), layout.lengths

@@ -109,8 +109,7 @@ class StepWriter:
             rec.materialize()
             if rec.tensors or rec.shapes:
                 fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store)
-                for name, arr, wall_time in rec.tensors:
-                    fw.write_tensor(arr, name, mode=rec.mode, mode_step=rec.mode_step, timestamp=wall_time)
+                fw.write_tensors(rec.tensors, mode=rec.mode, mode_step=rec.mode_step)
                 for name, shape in rec.shapes:
                     fw.write_shape(name, shape, mode=rec.mode, mode_step=rec.mode_step)
                 fw.close()

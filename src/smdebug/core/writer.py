@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdebug.codec.event import encode_tensor_record_chunks, mode_metadata
+from smdebug.codec.event import encode_step_records, encode_tensor_record_chunks, mode_metadata
 from smdebug.codec.index import encode_index
 from smdebug.codec.tensor import to_numpy
 from smdebug.core.locations import event_key, index_key
@@ -83,6 +83,32 @@ class FileWriter:
             self._entries.append({"tensorname": tname, "start_idx": self._offset, "length": length})
         self._chunks.extend(chunks)
         self._offset += length
+
+    def write_tensors(self, records, mode=ModeKeys.GLOBAL, mode_step=None) -> None:
+        """Write many tensors of one mode step: ``records`` is a list of (name, array, wall time
+        or None). The same as one write_tensor per record, but far faster when the same tensors
+        are saved at every step."""
+        mode, mode_step = self._check(mode, mode_step)
+        records = [(name, to_numpy(arr), wt) for name, arr, wt in records]
+        enc = None
+        if records and not self.write_checksum and not self._chunks:
+            md = mode_metadata(mode, mode_step)
+            enc = encode_step_records([r[0] for r in records], [r[1] for r in records], self.step, md,
+                                      [r[2] for r in records])
+        if enc is None:
+            for name, arr, wt in records:
+                self.write_tensor(arr, name, mode=mode, mode_step=mode_step, timestamp=wt)
+            return
+        chunks, lengths = enc
+        if self._meta is None or "event_file_name" not in self._meta:
+            self._meta = {"mode": mode.name, "mode_step": mode_step, "event_file_name": self._event_key}
+        offset = self._offset
+        entries = self._entries
+        for (name, _arr, _wt), length in zip(records, lengths):
+            entries.append({"tensorname": name, "start_idx": offset, "length": length})
+            offset += length
+        self._chunks.extend(chunks)
+        self._offset = offset
 
     def write_shape(self, name, shape, mode=ModeKeys.GLOBAL, mode_step=None, original_name=None):
         mode, mode_step = self._check(mode, mode_step)

@@ -253,10 +253,10 @@ class TorchAdapter(NumpyAdapter):
                 out[i] = _to_numpy(o)
         if held is not None:
             held.extend(st._abs.t for st in stats.values() if st._abs is not None)
-        for idx in scalars.values():
-            host = torch.stack([objs[i] for i in idx]).cpu()
+        for idx in scalars.values():  # one stack and one host copy; 0-d views of it
+            host = _to_numpy(torch.stack([objs[i] for i in idx]).cpu())
             for j, i in enumerate(idx):
-                out[i] = _to_numpy(host[j])
+                out[i] = host[j, ...]
         for idx in device_tensors.values():
             flat = torch.cat([objs[i].reshape(-1) for i in idx]).cpu()
             offset = 0

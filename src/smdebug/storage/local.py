@@ -11,10 +11,38 @@ from smdebug.storage.base import Store
 __all__ = ["LocalStore"]
 
 
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+_IOV_MAX = 512
+
+
+def _write_all(fd: int, chunks) -> None:
+    """Write every chunk (bytes-like, possibly numpy views) with as few system calls as can be."""
+    views = [memoryview(c).cast("B") for c in chunks]
+    views = [v for v in views if v.nbytes]
+    if not hasattr(os, "writev"):
+        for v in views:
+            while v.nbytes:
+                v = v[os.write(fd, v) :]
+        return
+    while views:
+        batch = views[:_IOV_MAX]
+        n = os.writev(fd, batch)
+        done = 0
+        for v in batch:  # drop what was written; a partial write leaves the rest of a chunk
+            if n >= v.nbytes:
+                n -= v.nbytes
+                done += 1
+            else:
+                views[done] = v[n:]
+                break
+        del views[:done]
+
+
 class LocalStore(Store):
     def __init__(self, root: str):
         self.root = os.path.abspath(os.path.expanduser(root))
         self.url = self.root
+        self._folders: set[str] = set()  # folders known to exist
 
     def _path(self, key: str) -> str:
         if ".." in key.split("/"):
@@ -61,11 +89,22 @@ class LocalStore(Store):
     def write_chunks(self, key: str, chunks) -> None:
         path = self._path(key)
         tmp = path + ".tmp"
+        folder = os.path.dirname(path)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "wb") as f:
-                for c in chunks:
-                    f.write(c)
+            if folder not in self._folders:
+                os.makedirs(folder, exist_ok=True)
+                if len(self._folders) > 4096:
+                    self._folders.clear()
+                self._folders.add(folder)
+            try:
+                fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+            except FileNotFoundError:  # the folder was removed since: make it again
+                os.makedirs(folder, exist_ok=True)
+                fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+            try:
+                _write_all(fd, chunks)
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from exc
