@@ -41,6 +41,9 @@ logger = logging.getLogger("smdebug")
 CHIEF_WORKER = "worker_0"
 
 
+_NO_PLAN = object()
+
+
 def tensorboard_dir_for(export_tensorboard, tensorboard_dir, out_dir):
     if tensorboard_dir is not None:
         return os.path.expanduser(tensorboard_dir) if "://" not in tensorboard_dir else tensorboard_dir
@@ -120,6 +123,8 @@ class BaseHook:
         self._colls_for_step: set | None = None
         self._tensor_colls: dict[str, frozenset] = {}
         self._plans: dict = {}
+        self._step_plans: dict = {}  # tensor name -> plan (or None) for the collections of this step
+        self._step_plans_for: frozenset | None = None  # ... which are these
         self._pending: list = []  # (kind, name, obj, extra) held until the step ends
         self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, init_step  # the step being recorded
         self._step_saves = False
@@ -193,6 +198,7 @@ class BaseHook:
                 c.reduction_config = self.reduction_config
         self.prepared_collections = True
         self._plans.clear()
+        self._step_plans.clear()
         logger.info("smdebug: saving collections %s", ", ".join(sorted(c.name for c in self._collections_to_save)))
 
     def _collections_for_step(self) -> set:
@@ -209,6 +215,9 @@ class BaseHook:
                 if c.save_config.should_save_step(mode, ms):
                     out.add(c)
             self._colls_for_step = out
+            if out != self._step_plans_for:
+                self._step_plans.clear()
+                self._step_plans_for = frozenset(out)
         return self._colls_for_step
 
     def _collections_with_tensor(self, name: str) -> frozenset:
@@ -298,11 +307,18 @@ class BaseHook:
 
     # ---------------------------------------------------------------- saving
     def _save_for_tensor(self, tensor_name: str, value, check_before_write=True) -> None:
-        colls = self._collections_with_tensor(tensor_name)
-        if check_before_write:
-            colls = colls & self._collections_for_step()
-        if colls:
-            self._write_for_tensor(tensor_name, value, colls)
+        if not check_before_write:
+            colls = self._collections_with_tensor(tensor_name)
+            if colls:
+                self._write_for_tensor(tensor_name, value, colls)
+            return
+        step_colls = self._collections_for_step()  # (re)sets _step_plans when they change
+        plan = self._step_plans.get(tensor_name, _NO_PLAN)
+        if plan is _NO_PLAN:  # worked out once while the step's collections stay the same
+            colls = self._collections_with_tensor(tensor_name) & step_colls
+            plan = self._step_plans[tensor_name] = self._plan(tensor_name, frozenset(colls)) if colls else None
+        if plan is not None:
+            self._write_planned(tensor_name, value, plan)
 
     def _plan(self, name: str, colls) -> tuple:
         """What to save of a tensor for a set of collections, worked out once per (name, set):
@@ -322,10 +338,14 @@ class BaseHook:
                 any(c.reduction_config.save_raw_tensor for c in colls),
                 f"{hist_coll}/{name}" if tb and hist_coll else None,
                 tb and any(c.name in SCALAR_COLLECTIONS for c in colls),
+                [(op, ab) for op, ab in ops],
             )
         return plan
 
     def _write_for_tensor(self, name: str, value, colls) -> None:
+        self._write_planned(name, value, self._plan(name, frozenset(colls)))
+
+    def _write_planned(self, name: str, value, plan) -> None:
         if self.dry_run:
             logger.debug("smdebug dry run: would save %s at step %s", name, self.step)
             return
@@ -335,7 +355,7 @@ class BaseHook:
         size = ad.size(value)
         if size == 0:
             return
-        shape, reds, raw, hist, tb_scalar = self._plan(name, frozenset(colls))
+        shape, reds, raw, hist, tb_scalar, ops = plan
         pending = self._pending
         if shape:
             pending.append(("shape", name, None, ad.shape(value)))
@@ -346,8 +366,8 @@ class BaseHook:
         if raw or hist or tb_scalar or (reds and ad.reductions_need_snapshot(value)):
             snap = ad.snapshot(value)
         if reds:
-            objs = ad.reductions(value, snap, [(op, ab) for _tag, op, ab in reds])
-            pending.extend(("tensor", tag, obj, None) for (tag, _op, _ab), obj in zip(reds, objs))
+            objs = ad.reductions(value, snap, ops)
+            pending.extend([("tensor", tag, obj, None) for (tag, _op, _ab), obj in zip(reds, objs)])
         if raw:
             pending.append(("tensor", name, snap, None))
         if hist:
@@ -395,6 +415,7 @@ class BaseHook:
                 self._colls_for_step = None
         self._tensor_colls.pop(tensor_name, None)
         self._plans.clear()
+        self._step_plans.clear()
         if self.prepared_collections and self.step >= 0:
             self._save_for_tensor(tensor_name, tensor_value)
         else:

@@ -64,9 +64,19 @@ _buffers = _Buffers()
 
 
 def _copy_all(batch) -> None:
+    copies, pooled_dst, pooled_src = [], [], []
     for d in batch:
-        d.copy = _buffers.copy(d.live)
-        d.live = None
+        t = d.live
+        if t.device.type == "cpu" and t.numel() >= _Buffers.MIN_NUMEL:
+            copies.append(_buffers.copy_like(t))
+            pooled_dst.append(copies[-1])
+            pooled_src.append(t)
+        else:
+            copies.append(_buffers.copy(t))
+    if pooled_dst:  # one call (one release of the GIL) for all the large copies
+        torch._foreach_copy_(pooled_dst, pooled_src)
+    for d, c in zip(batch, copies):  # a copy is visible only once it is complete
+        d.copy, d.live = c, None
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
