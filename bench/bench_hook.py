@@ -4,8 +4,8 @@ MLP 256-512-512-512-10, batch 128, CPU, one thread, saving every step (a) weight
 gradients and losses as raw tensors, (b) the same collections as reductions only (min, max,
 mean, std, abs mean, l2). Each configuration runs in a fresh process; the step time counts the
 training loop plus hook.close() (which waits for the background writer), divided by the steps.
-Runs are interleaved and each starts after os.sync(), so that one run's disk writeback does not
-land in another's timing.
+Runs are interleaved and each starts after its previous output is deleted and os.sync(), so that
+one run's file deletion and disk writeback do not land in another's timing.
 Prints a table and writes bench/out/hook.json.
 
 usage: python bench/bench_hook.py [--steps 300] [--repeat 3]
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,7 +29,10 @@ REPO = HERE.parent
 
 
 def run(python: str, config: str, out_dir: str, steps: int) -> float:
-    os.sync()  # start each run without the previous run's dirty pages still being written back
+    # start each run without the previous run's output: deleting 1.6 GB of files and writing the
+    # previous run's dirty pages back both cost the kernel CPU time that would land in the timing
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.sync()
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if python == sys.executable:
         env["PYTHONPATH"] = str(REPO / "src")
