@@ -8,7 +8,7 @@ Runs are interleaved and each starts after its previous output is deleted and os
 one run's file deletion and disk writeback do not land in another's timing.
 Prints a table and writes bench/out/hook.json.
 
-usage: python bench/bench_hook.py [--steps 300] [--repeat 3]
+usage: python bench/bench_hook.py [--steps 300] [--repeat 5] [--warmup-rounds 1]
 environment: SMDEBUG_PEER_PYTHON = python of the 1.0.34 virtualenv with torch (make bench sets it up)
 """
 
@@ -48,16 +48,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--warmup-rounds", type=int, default=1,
+                    help="untimed rounds of every configuration first (on a VM, the first runs pay for "
+                         "memory the host has not backed yet: a first raw run measured 2x a later one)")
     args = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
     base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))
     impls = {"ours": sys.executable, "1.0.34": peer}
     res: dict = {}
-    for _rep in range(args.repeat):  # interleaved, so that drift on the machine hits every configuration
+    for rep in range(args.warmup_rounds + args.repeat):  # interleaved: drift on the machine hits every configuration
         for impl, py in impls.items():
             for config in ("none", "raw", "reductions"):
                 t = run(py, config, str(base / f"{impl}-{config}"), args.steps)
-                res.setdefault(f"{impl}/{config}", []).append(t)
+                if rep >= args.warmup_rounds:
+                    res.setdefault(f"{impl}/{config}", []).append(t)
     med = {k: statistics.median(v) for k, v in res.items()}
     print(f"\nstep time, MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat}")
     print(f"{'configuration':<40}{'ours':>12}{'1.0.34':>12}")
