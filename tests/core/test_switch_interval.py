@@ -9,12 +9,15 @@ import torch
 import torch.nn as nn
 
 import smdebug.pytorch as smd
+from smdebug.core import step_writer
 from smdebug.core.step_writer import SWITCH_INTERVAL_ENV, StepWriter
 
 
 @pytest.fixture(autouse=True)
 def default_interval(monkeypatch):
     monkeypatch.delenv(SWITCH_INTERVAL_ENV, raising=False)
+    # a fresh count of running writers: a hook another test left open must not hide the change
+    monkeypatch.setattr(step_writer, "switch_interval", step_writer._SwitchInterval())
     before = sys.getswitchinterval()
     sys.setswitchinterval(0.005)
     yield
