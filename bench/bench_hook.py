@@ -56,12 +56,15 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))
     impls = {"ours": sys.executable, "1.0.34": peer}
     res: dict = {}
-    for rep in range(args.warmup_rounds + args.repeat):  # interleaved: drift on the machine hits every configuration
-        for impl, py in impls.items():
-            for config in ("none", "raw", "reductions"):
-                t = run(py, config, str(base / f"{impl}-{config}"), args.steps)
-                if rep >= args.warmup_rounds:
-                    res.setdefault(f"{impl}/{config}", []).append(t)
+    try:
+        for rep in range(args.warmup_rounds + args.repeat):  # interleaved: drift hits every configuration
+            for impl, py in impls.items():
+                for config in ("none", "raw", "reductions"):
+                    t = run(py, config, str(base / f"{impl}-{config}"), args.steps)
+                    if rep >= args.warmup_rounds:
+                        res.setdefault(f"{impl}/{config}", []).append(t)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)  # the raw runs leave gigabytes
     med = {k: statistics.median(v) for k, v in res.items()}
     print(f"\nstep time, MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat}")
     print(f"{'configuration':<40}{'ours':>12}{'1.0.34':>12}")

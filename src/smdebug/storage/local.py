@@ -10,15 +10,36 @@ from smdebug.storage.base import Store
 
 __all__ = ["LocalStore"]
 
-
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+_SMALL = 1 << 16  # chunks under this size are joined before writing
+
+
 def _write_all(fd: int, chunks) -> None:
-    """Write every chunk (bytes-like, possibly numpy views), one system call per chunk (measured
-    faster than one writev of them all: 4 ms against 7 ms for a 5 MB step file here)."""
+    """Write every chunk (bytes-like, possibly numpy views): small ones joined, large ones straight
+    from their memory, one system call each (measured faster than a single writev of them all:
+    4 ms against 7 ms for a 5 MB step file here)."""
+    small: list = []
+    size = 0
     for c in chunks:
         v = memoryview(c).cast("B")
-        while v.nbytes:
-            v = v[os.write(fd, v) :]
+        if v.nbytes < _SMALL:
+            small.append(v)
+            size += v.nbytes
+            if size < _SMALL:
+                continue
+            v = b"".join(small)
+        elif small:
+            _write_fully(fd, b"".join(small))
+        small, size = [], 0
+        _write_fully(fd, v)
+    if small:
+        _write_fully(fd, b"".join(small))
+
+
+def _write_fully(fd: int, data) -> None:
+    v = memoryview(data)
+    while v.nbytes:
+        v = v[os.write(fd, v) :]
 
 
 class LocalStore(Store):
