@@ -15,29 +15,23 @@ _SMALL = 1 << 16  # chunks under this size are joined before writing
 
 
 def _write_all(fd: int, chunks) -> None:
-    """Write every chunk (bytes-like, possibly numpy views): small ones joined, large ones straight
-    from their memory, one system call each (measured faster than a single writev of them all:
-    4 ms against 7 ms for a 5 MB step file here)."""
-    small: list = []
-    size = 0
-    for c in chunks:
-        v = memoryview(c).cast("B")
-        if v.nbytes < _SMALL:
-            small.append(v)
-            size += v.nbytes
-            if size < _SMALL:
-                continue
-            v = b"".join(small)
-        elif small:
-            _write_fully(fd, b"".join(small))
-        small, size = [], 0
-        _write_fully(fd, v)
-    if small:
-        _write_fully(fd, b"".join(small))
+    """Write every chunk (bytes-like, possibly numpy views): runs of small ones joined, large ones
+    straight from their memory, one system call each (measured faster than a single writev of
+    them all: 4 ms against 7 ms for a 5 MB step file here)."""
+    chunks = list(chunks)
+    start = 0
+    for i, c in enumerate(chunks):
+        if len(c) >= _SMALL:
+            if i > start:
+                _write_fully(fd, b"".join(chunks[start:i]))
+            _write_fully(fd, c)
+            start = i + 1
+    if start < len(chunks):
+        _write_fully(fd, b"".join(chunks[start:]) if len(chunks) - start > 1 else chunks[start])
 
 
 def _write_fully(fd: int, data) -> None:
-    v = memoryview(data)
+    v = memoryview(data).cast("B")
     while v.nbytes:
         v = v[os.write(fd, v) :]
 
