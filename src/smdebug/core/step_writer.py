@@ -125,11 +125,24 @@ class StepWriter:
         self.failed_steps: list[int] = []  # steps the store could not take (storage errors)
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
+        self.gate: threading.Event | None = None  # see open_gate
         if background:
             self._queue = queue.Queue(maxsize=max_pending)
             self._thread = threading.Thread(target=self._run, name="smdebug-writer", daemon=True)
             self._thread.start()
             switch_interval.acquire()
+
+    GATE_TIMEOUT = 0.05  # seconds a step waits for the gate (a training loop with no backward)
+
+    def open_gate(self) -> None:
+        """Tell the background thread that now is a good time to work: the training thread is in
+        a stretch that hardly needs the GIL (PyTorch: backward, which runs in C++). Once a
+        framework hook calls this, each handed-over step waits for the next call (at most
+        GATE_TIMEOUT, and not at all when more steps are queued), so that the writer's Python does
+        not run while the model's Python-heavy forward pass does."""
+        if self.gate is None:
+            self.gate = threading.Event()
+        self.gate.set()
 
     def submit(self, rec: StepRecords) -> None:
         if not rec:
@@ -137,6 +150,8 @@ class StepWriter:
         if self._queue is None:
             self._write(rec)
         else:
+            if self.gate is not None:
+                self.gate.clear()
             self._queue.put(rec)
 
     def _run(self) -> None:
@@ -146,6 +161,9 @@ class StepWriter:
             try:
                 if rec is None:
                     return
+                gate = self.gate
+                if gate is not None and q.empty():
+                    gate.wait(self.GATE_TIMEOUT)
                 self._write(rec)
             finally:
                 q.task_done()
@@ -185,9 +203,13 @@ class StepWriter:
     def flush(self) -> None:
         """Wait until everything submitted is written."""
         if self._queue is not None:
+            if self.gate is not None:
+                self.gate.set()
             self._queue.join()
 
     def close(self) -> None:
+        if self.gate is not None:
+            self.gate.set()
         if self._queue is not None and self._thread is not None and self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()

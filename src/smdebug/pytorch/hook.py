@@ -196,11 +196,13 @@ class Hook(BaseHook):
 
         @guarded()
         def on_grad(hook, param):
-            if not hook._backward_callback and hook.adapter.copying():
-                # the parameters are still being copied on the snapshot thread: the copies must
-                # be complete when backward ends, before a manual update or the next backward
+            if not hook._backward_callback:  # the first gradient of a backward pass
+                # the parameters may still be being copied on the snapshot thread: the copies
+                # must be complete when backward ends, before a manual update or the next backward
                 hook._backward_callback = True
                 _queue_end_of_backward(ref)
+                if hook._writer is not None:
+                    hook._writer.open_gate()  # backward runs in C++: the writer's turn (measured 1.13x -> 1.08x)
             if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
                 # copied right here: copying on the snapshot thread while backward goes on
                 # measured slower (the threads hand the GIL back and forth at every gradient)
