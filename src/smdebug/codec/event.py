@@ -271,6 +271,8 @@ class _StepLayout:
         self.st_idx = (np.asarray(st)[:, None] + np.arange(len(varint(step)))).ravel()
         self.md_idx = (np.asarray(md)[:, None] + np.arange(len(metadata))).ravel()
         self.small_idx = np.concatenate(small) if small else None
+        large = {i for _pos, i in self.large}
+        self.small_arrays = [i for i in range(len(self.lengths)) if i not in large]  # whose bytes go in buf
         self.n = len(self.lengths)
 
     def fill(self, arrays, wall_times, step: int, metadata: bytes) -> list:
@@ -278,11 +280,8 @@ class _StepLayout:
         b[self.wt_idx] = np.asarray(wall_times, dtype="<f8").view(np.uint8)
         b[self.st_idx] = np.tile(np.frombuffer(varint(int(step)), dtype=np.uint8), self.n)
         b[self.md_idx] = np.tile(np.frombuffer(metadata, dtype=np.uint8), self.n)
-        large = {i for _pos, i in self.large}
         if self.small_idx is not None:
-            b[self.small_idx] = np.concatenate(
-                [_content(a) for i, a in enumerate(arrays) if i not in large] if large else [_content(a) for a in arrays]
-            )
+            b[self.small_idx] = np.concatenate([_content(arrays[i]) for i in self.small_arrays])
         chunks, prev = [], 0
         for pos, i in self.large:
             chunks.append(b[prev:pos])

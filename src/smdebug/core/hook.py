@@ -338,7 +338,7 @@ class BaseHook:
                 any(c.reduction_config.save_raw_tensor for c in colls),
                 f"{hist_coll}/{name}" if tb and hist_coll else None,
                 tb and any(c.name in SCALAR_COLLECTIONS for c in colls),
-                [(op, ab) for op, ab in ops],
+                list(ops),  # (op, abs) pairs, as the adapter takes them
             )
         return plan
 
