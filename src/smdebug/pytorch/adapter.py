@@ -178,10 +178,6 @@ class TorchAdapter(NumpyAdapter):
         for d in batch:
             d.future = future
 
-    def copying(self) -> bool:
-        """Whether deferred copies may still be running."""
-        return self._future is not None
-
     def sync(self) -> None:
         """Wait until every deferred copy is taken (training thread only). A failed copy is
         raised by the writer thread, which needs it; here it only must not be waited for twice."""
