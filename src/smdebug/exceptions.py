@@ -31,6 +31,8 @@ __all__ = [
     "NoMoreData",
     "RuleEvaluationConditionMet",
     "InsufficientInformationForRuleInvocation",
+    "RuleConfigurationError",
+    "TrainingStopRequested",
 ]
 
 
@@ -237,3 +239,32 @@ class InsufficientInformationForRuleInvocation(SMDebugError):
 
     def __str__(self):
         return f"Insufficient information to invoke rule {self.rule_name}: {self.message}"
+
+
+class RuleConfigurationError(SMDebugValueError):
+    """A rule, its parameters or its actions were given bad input; raised when the rule is built."""
+
+    def __init__(self, rule_name, parameter, message):
+        self.rule_name = rule_name
+        self.parameter = parameter
+        self.message = message
+
+    def __str__(self):
+        where = f" parameter {self.parameter!r}" if self.parameter else ""
+        return f"rule {self.rule_name}{where}: {self.message}"
+
+
+class TrainingStopRequested(SMDebugError):
+    """A rule asked training to stop (the StopTraining action); raised by a hook at a step boundary.
+
+    Everything the hook held was written before it is raised. A training loop may catch it.
+    """
+
+    def __init__(self, rule_name, step, reason=""):
+        self.rule_name = rule_name
+        self.step = step
+        self.reason = reason
+
+    def __str__(self):
+        why = f": {self.reason}" if self.reason else ""
+        return f"training stopped at the request of rule {self.rule_name} (fired at step {self.step}){why}"

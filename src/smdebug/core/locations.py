@@ -17,6 +17,9 @@ __all__ = [
     "serialize_worker",
     "deserialize_worker",
     "tensorboard_key",
+    "SMDEBUG_PREFIX",
+    "STOP_REQUEST_KEY",
+    "CONSOLIDATED_PREFIX",
 ]
 
 COLLECTIONS_PREFIX = "collections/000000000/"
@@ -25,6 +28,12 @@ EVENTS_PREFIX = "events/"
 TENSORBOARD_PREFIX = "tensorboard/"
 END_OF_JOB = "training_job_end.ts"
 INDEX_BUCKET = 1000
+# our own objects beside smdebug's layout, under a prefix that smdebug 1.0.34 never lists
+SMDEBUG_PREFIX = "_smdebug/"
+# a rule's request that training stop (JSON: rule, step, reason, time); hooks look for it
+STOP_REQUEST_KEY = f"{SMDEBUG_PREFIX}stop_training.json"
+# consolidated index objects, one per (index bucket, worker)
+CONSOLIDATED_PREFIX = f"{SMDEBUG_PREFIX}index/"
 
 _INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
 _COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")

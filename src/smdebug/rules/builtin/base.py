@@ -1,0 +1,99 @@
+"""What every built-in rule shares: declared parameters, their parsing, and tensor selection."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from smdebug.exceptions import RuleConfigurationError, TensorUnavailableForStep
+from smdebug.rules.rule import Rule
+
+__all__ = ["Param", "HookCollection", "BuiltinRule", "select_tensor_names"]
+
+logger = logging.getLogger("smdebug")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One documented rule parameter: its name, parser (from rules/params.py) and default string."""
+
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class HookCollection:
+    """A collection a hook must save for a rule (SageMaker's CollectionConfigurations entry)."""
+
+    name: str
+    parameters: dict = field(default_factory=dict)
+
+
+class BuiltinRule(Rule):
+    """Base of the 21 built-in rules: ``RuleName(base_trial, action_str="", **params)``.
+
+    Subclasses declare ``params`` (a tuple of :class:`Param`) and ``hook_collections``; every
+    parameter is parsed when the rule is built and set as an attribute of the same name, so bad
+    input fails at construction with a :class:`RuleConfigurationError` naming the parameter.
+    Rules comparing trials set ``uses_other_trials = True`` and take ``other_trials=``.
+    """
+
+    params: ClassVar[tuple[Param, ...]] = ()
+    hook_collections: ClassVar[tuple[HookCollection, ...]] = ()
+    uses_other_trials: ClassVar[bool] = False
+
+    def __init__(self, base_trial, action_str="", other_trials=None, **kwargs):
+        name = type(self).__name__
+        if other_trials and not self.uses_other_trials:
+            raise RuleConfigurationError(name, "other_trials", "this rule reads only the base trial")
+        known = {p.name for p in self.params}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            accepted = ", ".join(sorted(known)) or "none"
+            raise RuleConfigurationError(name, unknown[0], f"unknown parameter (accepted: {accepted})")
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials)
+        for p in self.params:
+            raw = kwargs.get(p.name, p.default)
+            try:
+                value = p.parse(raw)
+            except ValueError as exc:
+                raise RuleConfigurationError(name, p.name, str(exc)) from None
+            setattr(self, p.name, value)
+
+    @classmethod
+    def param_defaults(cls) -> dict:
+        return {p.name: p.default for p in cls.params}
+
+
+def select_tensor_names(trial, step, collection_names=(), tensor_regex=(), *, mode=None, rule_name="rule") -> list:
+    """Names in ``collection_names`` ∪ those matching any of ``tensor_regex`` that have data at ``step``.
+
+    With neither given, every tensor of the trial (builtin-rules.md §1.4, logged once by the
+    caller if it wants). ``tensor_regex`` items are compiled patterns or strings (``re.search``).
+    """
+    from smdebug.modes import ModeKeys
+
+    mode = ModeKeys.GLOBAL if mode is None else mode
+    names: set = set()
+    if not collection_names and not tensor_regex:
+        return sorted(trial.tensor_names(step=step, mode=mode))
+    for c in collection_names:
+        names.update(trial.tensor_names(step=step, mode=mode, collection=c))
+    for r in tensor_regex:
+        pattern = r.pattern if hasattr(r, "pattern") else r
+        names.update(trial.tensor_names(step=step, mode=mode, regex=pattern))
+    return sorted(names)
+
+
+def value_or_none(trial, name, step, mode=None):
+    """The tensor's value at ``step``, or None when it was not saved there."""
+    from smdebug.modes import ModeKeys
+
+    try:
+        return trial.tensor(name).value(step, mode=ModeKeys.GLOBAL if mode is None else mode)
+    except TensorUnavailableForStep:
+        return None
