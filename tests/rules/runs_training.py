@@ -71,9 +71,11 @@ def train(
     lr: float = 0.1,
     optimizer: str = "sgd",
     hook_kwargs: dict | None = None,
+    before_step: Callable[[int, nn.Module], None] | None = None,
 ) -> Run:
     """One step per letter of ``schedule`` (T: train, E: eval without gradients); ``batch(letter, i)``
-    gives the step's (x, y), i counting steps of that letter. Everything is saved at every step."""
+    gives the step's (x, y), i counting steps of that letter; ``before_step(global step, model)``
+    may change the model. Everything is saved at every step."""
     kwargs = {"save_config": EVERY, "include_collections": ["losses"], **(hook_kwargs or {})}
     hook = smd.Hook(out_dir=str(path), **kwargs)
     loss_fn = nn.CrossEntropyLoss()
@@ -84,7 +86,10 @@ def train(
     run = Run(trial=None, model=model)
     counts = {"T": 0, "E": 0}
     mode = None
-    for letter in schedule:
+    for g, letter in enumerate(schedule):
+        if before_step is not None:
+            with torch.no_grad():
+                before_step(g, model)
         if MODES[letter] != mode:
             mode = MODES[letter]
             hook.set_mode(mode)
