@@ -294,3 +294,53 @@ def test_bad_parameters_are_refused_at_construction(small_trial, cls, params, ba
     with pytest.raises(RuleConfigurationError) as info:
         cls(small_trial, **params)
     assert info.value.parameter == bad and repr(bad) in str(info.value)
+
+
+# ---------------------------------------------------------------- hand-written trials
+def _written(path, series: dict, end=True):
+    """A trial holding scalar series {name: {global step: value}} (GLOBAL mode), as FileWriter writes."""
+    from smdebug.core.collection_manager import CollectionManager
+    from smdebug.core.writer import FileWriter
+
+    cm = CollectionManager()
+    cm.add("default")
+    cm.set_num_workers(1)
+    cm.export(str(path), "worker_0_collections.json")
+    for step in sorted({s for values in series.values() for s in values}):
+        with FileWriter(str(path), step=step) as fw:
+            for name, values in series.items():
+                if step in values:
+                    fw.write_tensor(np.asarray(values[step], dtype=np.float32), name)
+    if end:
+        (path / "training_job_end.ts").write_bytes(b"")
+    return create_trial(str(path))
+
+
+def test_loss_not_decreasing_pinned_schedule(tmp_path):
+    """The historic test: losses at steps 0, 4, ..., 16, num_steps 10: fires at 12 (equal to step 0's)."""
+    losses = {0: 0.30, 4: 0.33, 8: 0.31, 12: 0.30, 16: 0.28}
+    trial = _written(tmp_path / "t", {"loss": losses, "weights": {s: [1.0, 2.0] for s in losses}})
+    for params in ({"tensor_regex": "loss, losses"}, {}):  # no selection, no losses collection: every scalar
+        rule = LossNotDecreasing(trial, **params)
+        assert fired_at(rule) == 12
+        assert fired_at(rule, start_step=13) is None  # the same rule object goes on: next check at 22
+    assert fired_at(LossNotDecreasing(trial, tensor_regex="weights")) is None  # not a scalar
+
+
+def test_overfit_and_overtraining_on_xgboost_metric_names(tmp_path):
+    """No modes: train-<metric> against validation-<metric>; auc is not a loss."""
+    train_rmse = [1.0, 0.8, 0.6, 0.5, 0.4, 0.35, 0.33, 0.32, 0.315, 0.312]
+    val_rmse = [1.0, 0.82, 0.63, 0.54, 0.47, 0.45, 0.45, 0.46, 0.46, 0.47]
+    auc = [0.5 + 0.01 * s for s in range(10)]
+    series = {"train-rmse": dict(enumerate(train_rmse)), "validation-rmse": dict(enumerate(val_rmse)),
+              "train-auc": dict(enumerate(auc)), "validation-auc": dict(enumerate(auc[::-1]))}
+    trial = _written(tmp_path / "t", series)
+    ratio = [(v - t) / t for t, v in zip(train_rmse, val_rmse)]
+    assert fired_at(Overfit(trial)) == next(s for s, r in enumerate(ratio) if r > 0.1) == 4
+    assert fired_at(Overfit(trial, patience="3")) == 6
+    # validation-rmse best 0.45 at step 5 (0.45 at 6 is no improvement by 0.01): waits 6..9 = 4 steps
+    assert fired_at(Overtraining(trial, patience_validation="4", patience_train="100")) == 9
+    assert fired_at(Overtraining(trial, patience_validation="5", patience_train="100")) is None
+    # train-rmse: best 0.35 at 5; 0.33 (wait 1); 0.32 a new best; 0.315, 0.312 (wait 2 at step 9)
+    assert fired_at(Overtraining(trial, patience_train="2", patience_validation="100")) == 9
+    assert fired_at(Overtraining(trial, patience_train="3", patience_validation="100")) is None

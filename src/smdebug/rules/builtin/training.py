@@ -12,10 +12,13 @@ import time
 
 import numpy as np
 
+from smdebug.analysis.utils import no_refresh, refresh
 from smdebug.core.modes import ModeKeys
+from smdebug.core.stop_request import write_stop_request
 from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names, value_or_none
 from smdebug.rules.params import as_bool, as_float, as_int, as_mode, as_regex_list, as_str, as_str_list, optional
+from smdebug.trials.trial import StepState
 
 __all__ = ["LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"]
 
@@ -34,14 +37,9 @@ def _require(rule, name, ok, message):
 class _LossRule(BuiltinRule):
     """What the loss rules share: which tensors are losses, and their scalar values."""
 
-    def _init_losses(self):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._scalar: dict = {}  # tensor name -> whether its values have one element
-
-    def _has_losses_collection(self) -> bool:
-        try:
-            return LOSSES in self.base_trial.collections()
-        except Exception:  # noqa: BLE001 - no collections loaded: no losses collection
-            return False
 
     def _scalar_value(self, name, step, mode):
         """The tensor's value at (step, mode) as a float; None if not saved there or not a scalar."""
@@ -57,7 +55,7 @@ class _LossRule(BuiltinRule):
 
     def _loss_names(self, step, collection_names=(), tensor_regex=(), use_losses=True) -> list:
         colls = list(collection_names)
-        if use_losses and LOSSES not in colls and self._has_losses_collection():
+        if use_losses and LOSSES not in colls and LOSSES in self.base_trial.collections():
             colls.append(LOSSES)
         return select_tensor_names(self.base_trial, step, colls, tensor_regex, rule_name=self.rule_name)
 
@@ -93,7 +91,6 @@ class LossNotDecreasing(_LossRule):
         _require(self, "diff_percent", 0 <= self.diff_percent < 100, f"must be in [0, 100), got {self.diff_percent}")
         _require(self, "increase_threshold_percent", self.increase_threshold_percent >= 0,
                  f"must be at least 0, got {self.increase_threshold_percent}")
-        self._init_losses()
         self.last_checked: dict = {}
         self._mode = self.mode
 
@@ -144,21 +141,17 @@ class LossNotDecreasing(_LossRule):
                 continue
             self.last_checked[n] = s
             if self.not_decreasing(prev, cur):
-                self.logger.info("%s: %s went from %s (%s step %s) to %s (step %s)", self.rule_name, n, prev,
-                                 mode.name, max(older), cur, s)
+                self.logger.info("%s: %s %s -> %s (%s steps %s -> %s)", self.rule_name, n, prev, cur, mode.name,
+                                 max(older), s)
                 return True
         return False
 
 
 def _phase(mode, name) -> str | None:
     """'train' or 'validation' for a loss saved in ``mode`` under ``name``; None for PREDICT."""
-    if mode == ModeKeys.EVAL:
-        return "validation"
-    if mode == ModeKeys.TRAIN:
-        return "train"
     if mode == ModeKeys.GLOBAL:
         return "validation" if _VALID_METRIC.match(name) else "train"
-    return None
+    return {ModeKeys.TRAIN: "train", ModeKeys.EVAL: "validation"}.get(mode)
 
 
 class Overfit(_LossRule):
@@ -186,7 +179,6 @@ class Overfit(_LossRule):
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         _require(self, "patience", self.patience >= 1, f"must be at least 1, got {self.patience}")
         _require(self, "start_step", self.start_step >= 0, f"must be at least 0, got {self.start_step}")
-        self._init_losses()
         self._buf = {"train": {}, "validation": {}}
         self._count: dict = {}
 
@@ -225,10 +217,7 @@ class Overfit(_LossRule):
         pairs = [(n, n) for n in sorted(train) if n in val]
         if not pairs and len(train) == 1 and len(val) == 1:  # differently named, one each
             pairs = [(next(iter(train)), next(iter(val)))]
-        fired = False
-        for tn, vn in pairs:
-            fired |= self._exceeds(tn, float(np.mean(train[tn])), float(np.mean(val[vn])))
-        return fired
+        return any([self._exceeds(tn, float(np.mean(train[tn])), float(np.mean(val[vn]))) for tn, vn in pairs])
 
     def _check_metrics(self, step, names) -> bool:
         train = {m.group(1): n for n in names if (m := _TRAIN_METRIC.match(n)) and not _NOT_A_LOSS.search(m.group(1))}
@@ -266,7 +255,6 @@ class Overtraining(_LossRule):
         for p in ("patience_train", "patience_validation"):
             _require(self, p, getattr(self, p) >= 1, f"must be at least 1, got {getattr(self, p)}")
         _require(self, "delta", self.delta >= 0, f"must be at least 0, got {self.delta}")
-        self._init_losses()
         self.best: dict = {}
         self.wait: dict = {}
 
@@ -291,8 +279,7 @@ class Overtraining(_LossRule):
                 self.wait[key] = self.wait.get(key, 0) + 1
             patience = self.patience_train if phase == "train" else self.patience_validation
             if self.wait[key] >= patience:
-                self.logger.info("%s: %s loss %s has not improved on %s for %d saved steps", self.rule_name, phase,
-                                 n, self.best[key], self.wait[key])
+                self.logger.info("%s: %s not below %s for %d %s steps", self.rule_name, n, self.best[key], patience, phase)
                 fired = True
         return fired
 
@@ -330,8 +317,6 @@ class StalledTrainingRule(BuiltinRule):
 
     def _observe(self) -> float:
         """Refresh the trial, note progress, return the time now."""
-        from smdebug.analysis.utils import refresh
-
         trial = self.base_trial
         with refresh(trial):
             steps = trial.steps(show_incomplete_steps=True)
@@ -344,9 +329,6 @@ class StalledTrainingRule(BuiltinRule):
         return now
 
     def invoke(self, step) -> None:
-        from smdebug.analysis.utils import no_refresh
-        from smdebug.trials.trial import StepState
-
         trial = self.base_trial
         while True:
             now = self._observe()
@@ -362,9 +344,6 @@ class StalledTrainingRule(BuiltinRule):
 
     def _fire(self, idle: float) -> None:
         """Stop training if asked, run the actions (through the base class), raise; evaluation ends."""
-        from smdebug.analysis.utils import no_refresh
-        from smdebug.trials.trial import StepState
-
         reason = f"no new step for {idle:.1f} s (threshold {self.threshold:g} s); last step {self.last_seen_step}"
         self.logger.warning("%s: %s", self.rule_name, reason)
         self.last_progress = self.clock()  # if evaluation goes on, the next fire is a threshold later
@@ -388,13 +367,10 @@ class StalledTrainingRule(BuiltinRule):
         if self.training_job_name_prefix:
             stop_sagemaker_job(self.training_job_name_prefix, self.logger)
         else:
-            from smdebug.core.stop_request import write_stop_request
-
             write_stop_request(self.base_trial.store, self.rule_name, self.last_seen_step, reason)
 
     def invoke_at_step(self, step) -> bool:
-        if step > self.last_seen_step:
-            self.last_seen_step = step
+        self.last_seen_step = max(self.last_seen_step, step)
         return self._stalled
 
 
@@ -407,20 +383,12 @@ def stop_sagemaker_job(prefix: str, logger) -> bool:
 
     try:
         client = boto3.client("sagemaker", region_name=os.getenv("AWS_REGION", "us-east-1"))
-        names, token = [], None
-        for _ in range(50):
-            kwargs = {"NameContains": prefix, "StatusEquals": "InProgress", "SortBy": "CreationTime"}
-            if token:
-                kwargs["NextToken"] = token
-            page = client.list_training_jobs(**kwargs)
-            names += [j["TrainingJobName"] for j in page.get("TrainingJobSummaries", [])]
-            token = page.get("NextToken")
-            if not token:
-                break
-        names = [n for n in names if n.startswith(prefix)]
+        pages = client.get_paginator("list_training_jobs").paginate(
+            NameContains=prefix, StatusEquals="InProgress", PaginationConfig={"MaxItems": 5000})
+        names = [j["TrainingJobName"] for page in pages for j in page.get("TrainingJobSummaries", [])
+                 if j["TrainingJobName"].startswith(prefix)]
         if len(names) != 1:
-            logger.warning("StalledTrainingRule: %d training jobs in progress start with %r; stopping none",
-                           len(names), prefix)
+            logger.warning("StalledTrainingRule: %d jobs in progress start with %r; stopping none", len(names), prefix)
             return False
         client.stop_training_job(TrainingJobName=names[0])
         logger.info("StalledTrainingRule: stopped training job %s", names[0])
@@ -428,4 +396,3 @@ def stop_sagemaker_job(prefix: str, logger) -> bool:
     except Exception as exc:  # noqa: BLE001 - a failed stop is reported, the rule still fires
         logger.error("StalledTrainingRule: could not stop a training job with prefix %r: %s", prefix, exc)
         return False
-
