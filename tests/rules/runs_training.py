@@ -130,32 +130,34 @@ def full_batch(x, y, x_val=None, y_val=None, eval_batches=1):
 class Trainer:
     """A PyTorch training process that trains only when told to, through its stdin.
 
-    ``step(n)`` trains n steps and returns once every step but the last one (still in flight:
-    the hook writes a step when the next one begins) is on disk; ``end()`` closes the hook
-    (the trial's end-of-job marker) and waits for the process to exit.
+    One process serves several jobs in turn (importing torch is the slow part): ``open(out_dir)``
+    starts a job (a new model and hook), ``step(n)`` trains n steps and returns once every step
+    but the last one (still in flight: the hook writes a step when the next one begins) is on
+    disk, ``end()`` closes the hook (the trial's end-of-job marker); ``quit()`` ends the process.
     """
 
-    def __init__(self, out_dir):
+    def __init__(self):
         import os
         import subprocess
         import sys
 
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        self.proc = subprocess.Popen([sys.executable, __file__, str(out_dir)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env)
         self.trained = 0
-        assert self._read() == "ready"
-
-    def _read(self) -> str:
-        line = self.proc.stdout.readline().strip()
-        if not line:
-            raise RuntimeError(f"the trainer ended (exit code {self.proc.wait()})")
-        return line
+        self.open_job = False
 
     def _send(self, line: str) -> str:
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
-        return self._read()
+        reply = self.proc.stdout.readline().strip()
+        if not reply:
+            raise RuntimeError(f"the trainer ended (exit code {self.proc.wait()})")
+        return reply
+
+    def open(self, out_dir) -> None:
+        assert self._send(f"open {out_dir}") == "ready"
+        self.trained, self.open_job = 0, True
 
     def step(self, n: int = 1) -> int:
         """Train n steps; the last step on disk."""
@@ -164,15 +166,18 @@ class Trainer:
         return int(reply.split()[1])
 
     def end(self) -> None:
-        if self.proc.poll() is None:
+        if self.open_job:
             assert self._send("end") == "closed"
-            self.proc.stdin.close()
-            self.proc.wait(timeout=60)
+            self.open_job = False
 
-    def kill(self) -> None:
+    def quit(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=60)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
 
 
 def _wait_for_index(out_dir, step: int, deadline_s: float = 60.0) -> None:
@@ -189,22 +194,25 @@ def _wait_for_index(out_dir, step: int, deadline_s: float = 60.0) -> None:
         time.sleep(0.005)
 
 
-def _trainer_main(out_dir: str) -> None:
+def _trainer_main() -> None:
     import sys
 
-    x, y = digits()
-    xt, yt = torch.from_numpy(x[:100] / 16), torch.from_numpy(y[:100])
-    model = Classifier()
-    hook = smd.Hook(out_dir=out_dir, save_config=EVERY, include_collections=["losses"])
-    loss_fn = nn.CrossEntropyLoss()
-    hook.register_module(model)
-    hook.register_loss(loss_fn)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    step = -1
-    print("ready", flush=True)
+    g = torch.Generator().manual_seed(0)  # random digits-shaped data: no scikit-learn import here
+    xt, yt = torch.rand(100, 64, generator=g), torch.randint(0, 10, (100,), generator=g)
+    hook = out_dir = None
     for line in sys.stdin:
         cmd = line.split()
-        if cmd[0] == "step":
+        if cmd[0] == "open":
+            out_dir = cmd[1]
+            model = Classifier()
+            hook = smd.Hook(out_dir=out_dir, save_config=EVERY, include_collections=["losses"])
+            loss_fn = nn.CrossEntropyLoss()
+            hook.register_module(model)
+            hook.register_loss(loss_fn)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            step = -1
+            print("ready", flush=True)
+        elif cmd[0] == "step":
             for _ in range(int(cmd[1])):
                 opt.zero_grad()
                 loss_fn(model(xt), yt).backward()
@@ -216,10 +224,7 @@ def _trainer_main(out_dir: str) -> None:
         elif cmd[0] == "end":
             hook.close()
             print("closed", flush=True)
-            return
 
 
 if __name__ == "__main__":
-    import sys
-
-    _trainer_main(sys.argv[1])
+    _trainer_main()

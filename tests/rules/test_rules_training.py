@@ -163,11 +163,18 @@ class FakeClock:
         return self.now
 
 
-@pytest.fixture
-def trainer(tmp_path):
-    t = Trainer(tmp_path / "job")
+@pytest.fixture(scope="module")
+def _trainer_process():
+    t = Trainer()
     yield t
-    t.kill()
+    t.quit()
+
+
+@pytest.fixture
+def trainer(_trainer_process, tmp_path):
+    _trainer_process.open(tmp_path / "job")
+    yield _trainer_process
+    _trainer_process.end()
 
 
 def _stalled(trial, clock, sleep, **params):
@@ -344,3 +351,35 @@ def test_overfit_and_overtraining_on_xgboost_metric_names(tmp_path):
     # train-rmse: best 0.35 at 5; 0.33 (wait 1); 0.32 a new best; 0.315, 0.312 (wait 2 at step 9)
     assert fired_at(Overtraining(trial, patience_train="2", patience_validation="100")) == 9
     assert fired_at(Overtraining(trial, patience_train="3", patience_validation="100")) is None
+
+
+def test_stalled_training_with_a_job_prefix_asks_sagemaker_not_the_trial(tmp_path, aws_env, monkeypatch, caplog):
+    """A written trial without its end marker, a fake clock; with training_job_name_prefix the rule
+    asks SageMaker (the moto server) for the jobs in progress: moto's jobs are all Completed, so
+    it stops none (1.0.34's safe mode) and writes no local stop request."""
+    import boto3
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", aws_env)
+    sm = boto3.client("sagemaker", region_name="us-east-1")
+    sm.create_training_job(
+        TrainingJobName="stall-job-1",
+        AlgorithmSpecification={"TrainingImage": "img:latest", "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/x",
+        OutputDataConfig={"S3OutputPath": "s3://b/out"},
+        ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        StoppingCondition={"MaxRuntimeInSeconds": 60},
+    )
+    assert [j["TrainingJobName"] for j in sm.list_training_jobs(NameContains="stall-job")["TrainingJobSummaries"]]
+    trial = _written(tmp_path / "t", {"loss": {0: 1.0, 1: 0.9, 2: 0.8}}, end=False)
+    clock = FakeClock()
+
+    def sleep(dt):
+        clock.now += dt
+
+    rule = StalledTrainingRule(trial, threshold="60", stop_training_on_fire="True",
+                               training_job_name_prefix="stall-job", clock=clock, sleep=sleep)
+    with caplog.at_level("WARNING", logger="smdebug"):
+        assert fired_at(rule) == 2
+    assert 60 < clock.now - 1000 <= 61.1
+    assert "0 jobs in progress start with 'stall-job'; stopping none" in caplog.text
+    assert read_stop_request(trial.store) is None

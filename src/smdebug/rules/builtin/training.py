@@ -1,7 +1,6 @@
 """Rules on the course of training: LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule.
 
-Specification: builtin-rules.md sections 3.7, 3.13, 3.14 and 3.19 and its ambiguity register.
-Loss tensors are scalars; a tensor whose value has more than one element is never treated as a loss.
+Specification: builtin-rules.md 3.7, 3.13, 3.14, 3.19 and its ambiguity register. Losses are scalars.
 """
 
 from __future__ import annotations
@@ -330,7 +329,9 @@ class StalledTrainingRule(BuiltinRule):
 
     def invoke(self, step) -> None:
         trial = self.base_trial
-        while True:
+        with no_refresh(trial):  # a step already read: no listing
+            state = trial.has_passed_step(step)
+        while state == StepState.NOT_YET_AVAILABLE:
             now = self._observe()
             with no_refresh(trial):
                 state = trial.has_passed_step(step)
