@@ -107,8 +107,23 @@ class _Writer(xgb.callback.TrainingCallback):
         return False
 
 
-def write_xgb_trial(path, params, train, validation, num_round, save_interval=1, end=True) -> XgbRun:
-    """Train ``xgboost.train(params, ...)`` on ``train``/``validation`` ((X, y) pairs) and write the trial."""
+class _Schedule(xgb.callback.TrainingCallback):
+    """Changes booster parameters before given rounds (``{round: {param: value}}``), with set_param."""
+
+    def __init__(self, schedule: dict):
+        self.schedule = schedule
+
+    def before_iteration(self, model, epoch, evals_log):
+        for k, v in self.schedule.get(epoch, {}).items():
+            model.set_param(k, v)
+        return False
+
+
+def write_xgb_trial(path, params, train, validation, num_round, save_interval=1, end=True, schedule=None) -> XgbRun:
+    """Train ``xgboost.train(params, ...)`` on ``train``/``validation`` ((X, y) pairs) and write the trial.
+
+    ``schedule`` (``{round: {param: value}}``) changes parameters from a given round on.
+    """
     dtrain = xgb.DMatrix(train[0], label=train[1])
     dval = xgb.DMatrix(validation[0], label=validation[1])
     path = str(path)
@@ -122,7 +137,7 @@ def write_xgb_trial(path, params, train, validation, num_round, save_interval=1,
         evals=[(dtrain, "train"), (dval, "validation")],
         evals_result=evals_result,
         verbose_eval=False,
-        callbacks=[_Writer(run, dval, params, save_interval)],
+        callbacks=[_Schedule(schedule or {}), _Writer(run, dval, params, save_interval)],
     )
     if end:
         end_trial(path)
