@@ -292,7 +292,8 @@ def _classification(data: ReportData) -> list:
         out.append(_section("accuracy-per-class", "Accuracy per class over steps", plot))
     preds = np.asarray(data.predictions)
     if data.problem == BINARY and preds.ndim == 1 and preds.min() >= 0 and preds.max() <= 1:
-        out.append(_section("roc", "ROC curve", _plot_roc(*roc_curve(data.labels, preds))))
+        fpr, tpr, auc = roc_curve(data.labels, preds)
+        out.append(_section("roc", "ROC curve", f"<p>Area under the ROC curve: {auc:.4f}</p>" + _plot_roc(fpr, tpr, auc)))
     return out
 
 
