@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
-from xgb_trials import breast_cancer, digits, split, write_xgb_trial
+from xgb_trials import breast_cancer, digits, end_trial, split, write_collections, write_xgb_trial
 
+from smdebug.core.writer import FileWriter
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules import invoke_rule
 from smdebug.rules.builtin import CreateXgboostReport, required_collections
@@ -187,8 +188,7 @@ def test_binary_report_opens_clean_in_chromium(binary, chromium):
     for img in state["images"]:
         by_section.setdefault(img["section"], []).append(img["alt"])
     assert by_section["metrics"] == ["auc per step", "logloss per step"]
-    assert by_section["feature-importance"] == [f"feature importance {k}" for k in
-                                                ("weight", "gain", "cover", "total_gain", "total_cover")]
+    assert by_section["feature-importance"] == [f"feature importance {k}" for k in ("weight", "gain", "cover")]
     # the numbers shown are those of the last saved round, as scikit-learn computes them
     y, p = binary.labels.astype(int), binary.predictions[4]
     assert f"Accuracy {np.mean((p > 0.5) == y):.4f} on 150 validation samples" in state["text"]
@@ -284,3 +284,23 @@ def test_import_is_light():
             "print(sorted(m for m in ('matplotlib', 'xgboost', 'pandas', 'sklearn') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_report_of_metrics_only(tmp_path):
+    """A trial with only metrics (no collections saved for the report) still gets a report, which says so."""
+    write_collections(str(tmp_path / "job" / "debug-output"))
+    for step in range(3):
+        with FileWriter(trial_dir=str(tmp_path / "job" / "debug-output"), step=step) as fw:
+            fw.write_tensor(np.array([1.0 / (step + 1)]), "train-poisson-nloglik")
+            fw.write_tensor(np.array([2.0 / (step + 1)]), "valid_0-poisson-nloglik")
+    end_trial(str(tmp_path / "job" / "debug-output"))
+    rule, page = report_of(tmp_path / "job" / "debug-output")
+    data = rule._collect()
+    assert [(m.name, m.steps.tolist(), m.values.tolist()) for m in data.metrics] == [
+        ("train-poisson-nloglik", [0, 1, 2], [1.0, 0.5, 1 / 3]),
+        ("valid_0-poisson-nloglik", [0, 1, 2], [2.0, 1.0, 2 / 3]),
+    ]
+    text = page.read_text()
+    assert page == tmp_path / "job" / "rule-output" / "CreateXgboostReport" / "xgboost_report.html"
+    assert 'id="metrics"' in text and "No predictions and labels were saved" in text
+    assert 'id="feature-importance"' not in text and 'id="confusion-matrix"' not in text

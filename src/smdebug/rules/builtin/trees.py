@@ -34,6 +34,8 @@ NODE_TENSOR = "trees/Node"
 # where the report goes under the rule's output path, as SageMaker lays out a job's rule output
 REPORT_KEY = "rule-output/CreateXgboostReport/xgboost_report.html"
 MAX_SCORED_STEPS = 100
+# an XGBoost metric as the hook names it, <evals name>-<metric> (train-logloss, validation-ndcg@5)
+METRIC_REGEX = r"^[a-zA-Z][a-zA-Z0-9_]*-[-a-zA-Z0-9@:_.]+$"
 
 
 def _non_negative_int(value: Any) -> int:
@@ -158,7 +160,7 @@ class CreateXgboostReport(BuiltinRule):
     """Never fires; writes an HTML report of an XGBoost training (spec 3.21).
 
     The report (xgboost_report.py) holds the distribution of the true labels, loss and metrics
-    per step (train and validation), feature importances (weight, gain, cover, ...), and, for
+    per step (train and validation), feature importances (weight, gain, cover), and, for
     classification, the confusion matrix, precision/recall/F1 per class with micro, macro and
     weighted averages, accuracy per class over steps and (binary) the ROC curve with its AUC;
     for regression, the residuals and the absolute error per label bin over steps. The problem
@@ -209,17 +211,17 @@ class CreateXgboostReport(BuiltinRule):
         return self.report_path
 
     # --------------------------------------------------------------------------- reading
-    def _names(self, collection: str, regex: str) -> list:
+    def _names(self, collection: str, regex: str | None = None) -> list:
+        """Names in the hook's collection, and those matching its naming (for trials without the collection)."""
         trial = self.base_trial
-        return sorted(set(trial.tensor_names(collection=collection)) | set(trial.tensor_names(regex=regex)))
+        names = set(trial.tensor_names(collection=collection))
+        return sorted(names | set(trial.tensor_names(regex=regex)) if regex else names)
 
     def _collect(self):
         trial = self.base_trial
         steps = trial.steps()
         metrics = []
-        for name in self._names("metrics", r"^[a-zA-Z]+-[a-zA-Z0-9@:_.]+$") + self._names("losses", r"^$"):
-            if any(m.name == name for m in metrics):
-                continue
+        for name in sorted(set(self._names("metrics", METRIC_REGEX)) | set(self._names("losses"))):
             vals = trial.tensor(name).values()
             st = sorted(vals)
             metrics.append(MetricSeries(name, np.array(st), np.array([float(np.ravel(vals[s])[0]) for s in st])))
@@ -236,9 +238,9 @@ class CreateXgboostReport(BuiltinRule):
 
     def _importance(self, data) -> None:
         trial = self.base_trial
-        names = self._names("feature_importance", r"^feature_importance/")
+        names = set(self._names("feature_importance", r"^feature_importance/"))
         for step in reversed(data.steps):
-            at = [n for n in trial.tensor_names(step=step) if n in set(names)]
+            at = [n for n in trial.tensor_names(step=step) if n in names]
             if not at:
                 continue
             for name in at:

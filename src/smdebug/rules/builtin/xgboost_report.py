@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 BINARY, MULTICLASS, REGRESSION = "binary classification", "multi-class classification", "regression"
-IMPORTANCE_ORDER = ("weight", "gain", "cover", "total_gain", "total_cover")
+IMPORTANCE_SHOWN = ("weight", "gain", "cover")  # as SageMaker's report; total_gain/total_cover are left out
 TOP_FEATURES = 20
 REGRESSION_BINS = 5
 
@@ -328,8 +328,8 @@ def render_report(data: ReportData) -> str:
     if by_metric:
         plots = "".join(_plot_metric(m, sorted(ss, key=lambda s: s.name)) for m, ss in sorted(by_metric.items()))
         parts.append(_section("metrics", "Loss and metrics per step (train and validation)", plots))
-    if data.importance:
-        kinds = [k for k in IMPORTANCE_ORDER if k in data.importance] + sorted(set(data.importance) - set(IMPORTANCE_ORDER))
+    if any(k in data.importance for k in IMPORTANCE_SHOWN):
+        kinds = [k for k in IMPORTANCE_SHOWN if k in data.importance]
         plots = "".join(_plot_importance(k, data.importance[k], data.importance_step) for k in kinds)
         parts.append(_section("feature-importance", "Feature importance", plots))
     if data.labels is not None and data.predictions is not None:
