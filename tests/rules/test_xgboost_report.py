@@ -304,3 +304,16 @@ def test_report_of_metrics_only(tmp_path):
     assert page == tmp_path / "job" / "rule-output" / "CreateXgboostReport" / "xgboost_report.html"
     assert 'id="metrics"' in text and "No predictions and labels were saved" in text
     assert 'id="feature-importance"' not in text and 'id="confusion-matrix"' not in text
+
+
+def test_report_beside_an_s3_trial(bucket, boto_client):
+    """On S3 (the moto server) the report goes beside the trial, as on SageMaker."""
+    X, y = breast_cancer()
+    params = {"objective": "binary:logistic", "max_depth": 2, "nthread": 1}
+    write_xgb_trial(f"s3://{bucket}/job/debug-output", params, *split(X, y, 100), num_round=2)
+    rule, _ = report_of(f"s3://{bucket}/job/debug-output")
+    assert rule.report_path == f"s3://{bucket}/job/rule-output/CreateXgboostReport/xgboost_report.html"
+    body = boto_client.get_object(Bucket=bucket, Key="job/rule-output/CreateXgboostReport/xgboost_report.html")
+    text = body["Body"].read().decode()
+    for section in COMMON_SECTIONS + ["confusion-matrix", "classification-scores", "accuracy-per-class", "roc"]:
+        assert f'<section id="{section}">' in text
