@@ -222,3 +222,17 @@ def test_bad_parameters_raise_at_construction(good, cls, param, value):
         cls(create_trial(good.path), **{param: value})
     assert info.value.parameter == param and info.value.rule_name == cls.__name__
     assert repr(param) in str(info.value)
+
+
+def test_class_imbalance_misprediction_over_labels_with_predictions(tmp_path):
+    write_collections(str(tmp_path))
+    with FileWriter(trial_dir=str(tmp_path), step=0) as fw:  # labels alone
+        fw.write_tensor(np.repeat([0.0, 1.0], 300), "labels")
+    with FileWriter(trial_dir=str(tmp_path), step=1) as fw:  # every class-0 sample predicted as 1
+        fw.write_tensor(np.repeat([0.0, 1.0], 50), "labels")
+        fw.write_tensor(np.full(100, 0.9, np.float32), "predictions")
+    end_trial(str(tmp_path))
+    rule = ClassImbalance(create_trial(str(tmp_path)))
+    assert fired_at(rule) == 1
+    assert rule.counts.tolist() == [350, 350] and rule.judged.tolist() == [50, 50]
+    assert rule.mispredicted.tolist() == [50, 0] and "class 0: mispredicted fraction 1 >" in rule.last_reason

@@ -182,7 +182,7 @@ class ClassImbalance(BuiltinRule):
     (a step is counted once, so a step evaluated again is not counted twice). When at least
     ``samples`` labels have been counted, it fires if the largest class count divided by the
     smallest (over classes seen) exceeds ``threshold_imbalance``, or if a class's mispredicted
-    fraction exceeds ``threshold_misprediction``.
+    fraction (over its labels that came with a prediction) exceeds ``threshold_misprediction``.
 
     Hook collections: none in SageMaker's configuration; we declare ``labels`` and
     ``predictions``, which the default regexes read.
@@ -202,6 +202,7 @@ class ClassImbalance(BuiltinRule):
         super().__init__(base_trial, action_str=action_str, **params)
         self.counts = np.zeros(0, dtype=np.int64)
         self.mispredicted = np.zeros(0, dtype=np.int64)
+        self.judged = np.zeros(0, dtype=np.int64)  # labels counted together with a prediction
         self.total = 0
         self.last_reason = ""
         self._counted: set = set()
@@ -211,9 +212,12 @@ class ClassImbalance(BuiltinRule):
         n = max(self.counts.size, int(labels.max(initial=-1)) + 1)
         self.counts = np.pad(self.counts, (0, n - self.counts.size))
         self.mispredicted = np.pad(self.mispredicted, (0, n - self.mispredicted.size))
-        self.counts += np.bincount(labels, minlength=n)
+        self.judged = np.pad(self.judged, (0, n - self.judged.size))
+        counts = np.bincount(labels, minlength=n)
+        self.counts += counts
         self.total += int(labels.size)
         if preds is not None:
+            self.judged += counts
             self.mispredicted += np.bincount(labels[preds != labels], minlength=n)
 
     def invoke_at_step(self, step) -> bool:
@@ -249,11 +253,14 @@ class ClassImbalance(BuiltinRule):
         big, small = self.counts[seen].max(), self.counts[seen].min()
         if big / small > self.threshold_imbalance:
             return f"largest/smallest class count {big}/{small} = {big / small:.4g} > {self.threshold_imbalance}"
-        frac = self.mispredicted[seen] / self.counts[seen]
+        judged = np.flatnonzero(self.judged)
+        if judged.size == 0:
+            return ""
+        frac = self.mispredicted[judged] / self.judged[judged]
         worst = int(np.argmax(frac))
         if frac[worst] > self.threshold_misprediction:
             return (
-                f"class {seen[worst]}: mispredicted fraction {frac[worst]:.4g} > "
+                f"class {judged[worst]}: mispredicted fraction {frac[worst]:.4g} > "
                 f"threshold_misprediction {self.threshold_misprediction}"
             )
         return ""
