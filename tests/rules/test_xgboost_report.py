@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -57,8 +58,10 @@ class Chromium:
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
                 f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", "about:blank"]
         redirect = f'exec "$@" 3<&{cmd_r} 4>&{res_w} {cmd_r}<&- {res_w}>&-'
+        # stderr to a file (a pipe nobody reads could fill up); its own process group, ended with it
+        self._log = open(user_data_dir.parent / "chromium-stderr.log", "w+b")  # noqa: SIM115
         self.proc = subprocess.Popen(["/bin/bash", "-c", redirect, "bash", *args], pass_fds=(cmd_r, res_w),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True)
         os.close(cmd_r)
         os.close(res_w)
         self._deadline = time.monotonic() + timeout
@@ -85,7 +88,8 @@ class Chromium:
                 raise TimeoutError("Chromium did not answer in time")
             chunk = os.read(self._res_r, 1 << 20)
             if not chunk:
-                raise AssertionError(f"Chromium ended: {self.proc.stderr.read().decode()[-2000:]}")
+                self._log.seek(0)
+                raise AssertionError(f"Chromium ended: {self._log.read().decode(errors='replace')[-2000:]}")
             self._buf += chunk
             *parts, self._buf = self._buf.split(b"\0")
             for p in parts:
@@ -135,11 +139,11 @@ class Chromium:
             self.proc.wait(timeout=30)
         finally:
             if self.proc.poll() is None:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the group this browser started, nothing else
                 self.proc.wait()
             os.close(self._cmd_w)
             os.close(self._res_r)
-            self.proc.stderr.close()
+            self._log.close()
 
 
 @pytest.fixture
