@@ -7,12 +7,12 @@ FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer clean
+.PHONY: demo test lint bench peer clean chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,pytorch]'
+	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost,plot]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -31,7 +31,11 @@ $(PEER)/.torch: $(PEER)/.installed
 demo: $(VENV)/.installed
 	$(PY) examples/pytorch_digits.py
 
-test: $(VENV)/.installed $(PEER)/.installed
+# headless Chromium (Debian's package) opens the HTML report of CreateXgboostReport in the tests
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: $(VENV)/.installed $(PEER)/.installed chromium
 	$(VENV)/bin/ruff check src tests bench examples
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 
