@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from smdebug.analysis.utils import no_refresh
-from smdebug.exceptions import RuleEvaluationConditionMet, SMDebugValueError, TensorUnavailable, TensorUnavailableForStep
+from smdebug.exceptions import (
+    RuleEvaluationConditionMet,
+    SMDebugValueError,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
 from smdebug.rules import RequiredTensors, Rule, invoke_rule
 from smdebug.trials import create_trial
 from smdtest import FIXTURES
