@@ -25,9 +25,9 @@ class Rule(ABC):
 
     def __init__(self, base_trial, action_str="", other_trials=None):
         self.base_trial = base_trial
-        self.other_trials = other_trials
-        self.trials = [base_trial, *(other_trials or [])]
-        self.req_tensors = RequiredTensors(base_trial, other_trials)
+        self.other_trials = list(other_trials) if other_trials else []  # 1.0.34 kept None; a list iterates
+        self.trials = [base_trial, *self.other_trials]
+        self.req_tensors = RequiredTensors(base_trial, self.other_trials)
         self.logger = logging.getLogger("smdebug")
         self.rule_name = self.__class__.__name__
         self.action_str = action_str
