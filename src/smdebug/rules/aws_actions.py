@@ -119,6 +119,15 @@ class SnsMessage:
                          rule_name, TOPIC_NAME, protocol, endpoint, exc)
 
     def _subscribed(self) -> bool:
+        """Whether the endpoint is subscribed already; when listing is not allowed, say no
+        (subscribing the same endpoint again is harmless: SNS answers with the same subscription)."""
+        try:
+            return self._find_subscription()
+        except Exception as exc:
+            logger.debug("smdebug: could not list the subscriptions of %s: %s", self.topic_arn, exc)
+            return False
+
+    def _find_subscription(self) -> bool:
         kwargs: dict = {"TopicArn": self.topic_arn}
         for _ in range(MAX_PAGES):
             res = self.client.list_subscriptions_by_topic(**kwargs)
