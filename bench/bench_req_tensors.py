@@ -1,6 +1,7 @@
-"""A 1.0.34-style custom rule that requires every tensor at every step through req_tensors (an
-ExplodingTensor written as a custom Rule), over the benchmark trial, ours against smdebug 1.0.34,
-same folder, one run.
+"""1.0.34-style custom rules over the benchmark trial, ours against smdebug 1.0.34, same folder, one
+run: every tensor required at every step through req_tensors and checked for NaN/inf (an
+ExplodingTensor written as a custom Rule; ours also without req_tensors), and the abs-mean
+reduction of every tensor at every step (VanishingGradient's logic).
 
 usage: python bench/bench_req_tensors.py [STEPS WORKERS TENSORS]   (default 1000 4 50)
 """
@@ -29,19 +30,24 @@ class AllFinite(Rule):
         self.use_req, self.evaluated = use_req, 0
 
     def set_required_tensors(self, step):
-        if self.use_req:
+        if self.use_req is True:
             for n in self.names:
                 self.req_tensors.add(n, steps=[step])
 
     def invoke_at_step(self, step):
         self.evaluated += 1
+        if self.use_req == "abs_mean":  # VanishingGradient's logic, reductions (saved or computed)
+            for n in self.names:
+                if self.base_trial.tensor(n).reduction_value(step, "mean", abs=True) < 1e-7:
+                    return True
+            return False
         for n in self.names:
             if not np.isfinite(self.base_trial.tensor(n).value(step)).all():
                 return True
         return False
 
 t0 = time.perf_counter()
-rule = AllFinite(create_trial(sys.argv[1]), sys.argv[2] == "req")
+rule = AllFinite(create_trial(sys.argv[1]), {"req": True, "plain": False}.get(sys.argv[2], sys.argv[2]))
 try:
     invoke_rule(rule)
 except NoMoreData:
@@ -69,10 +75,12 @@ def main():
             "ours_req_tensors": run(ours, trial, "req", ours_env),
             "ours_value_reads": run(ours, trial, "plain", ours_env),
             "smdebug_1.0.34_req_tensors": run(peer, trial, "req", peer_env),
+            "ours_abs_mean": run(ours, trial, "abs_mean", ours_env),
+            "smdebug_1.0.34_abs_mean": run(peer, trial, "abs_mean", peer_env),
         }
-    base = res["smdebug_1.0.34_req_tensors"]["s"]
     for k, v in res.items():
-        print(f"{k:30s} {v['s']:8.2f} s  ({v['evaluated']} steps)  {base / v['s']:6.1f}x")
+        base = res["smdebug_1.0.34_" + ("abs_mean" if "abs_mean" in k else "req_tensors")]["s"]
+        print(f"{k:30s} {v['s']:8.2f} s  ({v['evaluated']} steps)  {base / v['s']:6.1f}x vs 1.0.34")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ def test_parse_sdk_escaped_form_and_keep_case():
     one = parse_actions('{"name": "StopTraining", "training_job_prefix": "My-Job"}')
     assert one[0].kind == "stoptraining" and one[0].params == {"training_job_prefix": "My-Job"}
     assert [s.name for s in parse_actions([{"name": "LOG"}, {"name": "stoptraining"}])] == ["Log", "StopTraining"]
+    keys = parse_actions('{"Name": "SMS", "Endpoint": "+15551234567"}')  # 1.0.34 lower-cased keys too
+    assert (keys[0].kind, keys[0].params) == ("sms", {"endpoint": "+15551234567"})
     assert parse_actions("") == parse_actions("  ") == parse_actions(None) == []
 
 

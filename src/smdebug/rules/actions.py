@@ -130,6 +130,7 @@ def parse_actions(action_str, rule_name: str = "rule") -> list[ActionSpec]:
     for item in items:
         if not isinstance(item, dict):
             raise RuleConfigurationError(rule_name, "action_str", f"each action must be an object, got {item!r}")
+        item = {str(k).strip().lower(): v for k, v in item.items()}  # keys as 1.0.34 read them; values kept
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise RuleConfigurationError(rule_name, "action_str", f"action {item!r} has no 'name'")
