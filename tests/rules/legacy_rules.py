@@ -55,3 +55,23 @@ class SmallChange(Rule):
         fired = any(r < self.threshold for r in ratios.values())
         self.calls.append([step, fired, {k: round(v, 9) for k, v in sorted(ratios.items())}])
         return fired
+
+
+class SeedVanishing(Rule):
+    """The seed document's example rule as 1.0.34 can run it (its Rule requires action_str and its
+    Trial has no ``tensors()``), recording the abs mean it compared."""
+
+    def __init__(self, base_trial, threshold=0.0000001):
+        super().__init__(base_trial, action_str="", other_trials=None)
+        self.threshold = float(threshold)
+        self.calls = []
+
+    def invoke_at_step(self, step):
+        for tensorname in self.base_trial.tensor_names(collection='gradients'):
+            tensor = self.base_trial.tensor(tensorname)
+            abs_mean = tensor.reduction_value(step, 'mean', abs=True)
+            self.calls.append([step, tensorname, round(np.asarray(abs_mean).item(), 9)])
+            if abs_mean < self.threshold:
+                return True
+            else:
+                return False

@@ -263,3 +263,14 @@ def test_invoke_rule_jumps_over_unsaved_steps(pt_runs):
     assert run.skipped == 9 + 1 - 1  # steps 1, 11, ..., 81: one wait each, then a jump to the next saved step
     assert len(calls) == 10 + 9 + 1  # saved steps, the 9 gaps, and step 91 (NoMoreData)
     assert run.ended == "no_more_data"
+
+
+@pytest.mark.parametrize("trial, threshold, fired", [
+    ("pytorch_mlp", "0.03", [2, 8, 14]),  # saved abs-mean reductions; EVAL steps have no gradients
+    ("multi_worker_modes", "2.0", [0, 1, 3]),  # computed from raw values, first worker
+    ("reductions_only", "3.0", [0, 5]),  # saved reductions only
+])
+def test_seed_rule_on_fixtures_matches_1034(peer, trial, threshold, fired):
+    ours = _ours("SeedVanishing", FIXTURES / trial, threshold=threshold)
+    assert [c[0] for c in ours if c[2] < float(threshold)] == fired
+    assert ours == _run(peer, "SeedVanishing", FIXTURES / trial, threshold=threshold)
