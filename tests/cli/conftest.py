@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 
-def train_digits(out_dir, steps: int = 12, lr: float = 0.1, nan_at: int | None = None) -> None:
+def train_digits(out_dir, steps: int = 12, lr: float = 0.1, nan_at: int | None = None, same_batch=False) -> None:
     """A small MLP on sklearn's digits with the hook: weights, biases, gradients (raw + l2/mean), losses.
 
-    TRAIN steps 0..steps-1, then 3 EVAL steps. With ``nan_at``, the input of that TRAIN step is NaN.
+    TRAIN steps 0..steps-1, then 3 EVAL steps. With ``nan_at``, the input of that TRAIN step is NaN;
+    with ``same_batch``, every TRAIN step sees the first batch.
     """
     import torch
     import torch.nn as nn
@@ -34,7 +35,8 @@ def train_digits(out_dir, steps: int = 12, lr: float = 0.1, nan_at: int | None =
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
     for i in range(steps):
-        xb, yb = x[i * 32 : (i + 1) * 32], y[i * 32 : (i + 1) * 32]
+        j = 0 if same_batch else i
+        xb, yb = x[j * 32 : (j + 1) * 32], y[j * 32 : (j + 1) * 32]
         if nan_at is not None and i == nan_at:
             xb = torch.full_like(xb, float("nan"))
         opt.zero_grad()
@@ -52,6 +54,14 @@ def train_digits(out_dir, steps: int = 12, lr: float = 0.1, nan_at: int | None =
 def digits_trial(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "digits"
     train_digits(out)
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def flat_trial(tmp_path_factory):
+    """Learning rate 0: the loss never decreases."""
+    out = tmp_path_factory.mktemp("cli") / "flat"
+    train_digits(out, steps=14, lr=0.0, same_batch=True)
     return str(out)
 
 

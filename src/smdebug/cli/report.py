@@ -117,6 +117,10 @@ def _loss_plot(trial) -> str | None:
     return _png(figure(series, "losses per mode", by_mode_step=False))
 
 
+def _section(sid: str, title: str, body: str) -> str:
+    return f"<section id='{sid}'><h2>{html.escape(title)}</h2>{body}</section>"
+
+
 def _table(headers, rows) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
@@ -137,25 +141,21 @@ def render(trial, with_rules: bool = True) -> str:
     from smdebug.cli.info import summarize
 
     info = summarize(trial)
-    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>"]
     ended = "ended" if info["training_ended"] else "still running (no end-of-training marker yet)"
-    parts.append(
+    summary = (
         f"<p class='meta'>{html.escape(info['path'])} &middot; training {ended} &middot; "
         f"{len(info['steps'])} steps &middot; workers: {html.escape(', '.join(info['workers']))} &middot; "
         f"written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
+        + _table(["mode", "steps", "first", "last"],
+                 [(m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()])
     )
-    parts.append(_table(["mode", "steps", "first", "last"], [
-        (m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()
-    ]))
-    parts.append("<h2 id='losses'>Losses</h2>")
+    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", _section("summary", "Summary", summary)]
     loss = _loss_plot(trial)
-    parts.append(f"<img alt='losses' src='{loss}'>" if loss else "<p>No losses were saved.</p>")
+    parts.append(_section("losses", "Losses", f"<img alt='losses' src='{loss}'>" if loss else "<p>No losses were saved.</p>"))
     for coll, title in (("gradients", "Gradient norms (L2) per layer"), ("weights", "Weight norms (L2) per layer")):
-        parts.append(f"<h2 id='{coll}'>{title}</h2>")
         img = _norm_plots(trial, coll, title)
-        parts.append(f"<img alt='{coll}' src='{img}'>" if img else f"<p>No {coll} were saved.</p>")
+        parts.append(_section(coll, title, f"<img alt='{coll}' src='{img}'>" if img else f"<p>No {coll} were saved.</p>"))
     if with_rules:
-        parts.append("<h2 id='rules'>Rules</h2>")
         results = run_applicable_rules(trial)
         if results:
             rows = "".join(
@@ -165,18 +165,18 @@ def render(trial, with_rules: bool = True) -> str:
                 f"<td>{html.escape(r['message'])}</td></tr>"
                 for r in results
             )
-            parts.append("<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
-                         f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
+            body = ("<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
+                    f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
         else:
-            parts.append("<p>No built-in rule applies to what this trial saved.</p>")
-    parts.append("<h2 id='collections'>Collections</h2>")
-    parts.append(_table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()]))
-    parts.append("<h2 id='saved'>What was saved</h2>")
-    parts.append(_table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
+            body = "<p>No built-in rule applies to what this trial saved.</p>"
+        parts.append(_section("rules", "Rules", body))
+    parts.append(_section("collections", "Collections",
+                          _table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
+    parts.append(_section("saved", "What was saved", _table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
         (t["name"], len(t["steps"]), " ".join(f"{m}:{c}" for m, c in t["modes"].items()), "yes" if t["raw"] else "no",
          ", ".join(t["reductions"]) or "-", "x".join(map(str, t["shape"])) if t["shape"] else "-")
         for t in info["tensors"]
-    ]))
+    ])))
     body = "\n".join(parts)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>smdebug report: "
             f"{html.escape(info['trial'])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
