@@ -33,10 +33,12 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed $(PEER)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
 
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import IndexReaderException
+from smdebug.modes import ModeKeys
 
 __all__ = ["ParsedIndex", "encode_index", "decode_index", "decode_collections_json"]
 

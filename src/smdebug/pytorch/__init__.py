@@ -1,7 +1,9 @@
 """PyTorch support: ``import smdebug.pytorch as smd; hook = smd.Hook(out_dir=...)``."""
 
-from smdebug import ReductionConfig, SaveConfig, SaveConfigMode, modes
+from smdebug import modes
 from smdebug.core.collection import CollectionKeys
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.pytorch.collection import Collection, CollectionManager
 from smdebug.pytorch.hook import Hook
 from smdebug.trials import create_trial
