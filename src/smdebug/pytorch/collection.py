@@ -6,7 +6,7 @@ from smdebug.core.collection import Collection as BaseCollection
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.collection_manager import CollectionManager as BaseCollectionManager
 
-__all__ = ["Collection", "CollectionManager", "DEFAULT_PYTORCH_COLLECTIONS"]
+__all__ = ["Collection", "CollectionManager", "CollectionKeys", "DEFAULT_PYTORCH_COLLECTIONS"]
 
 DEFAULT_PYTORCH_COLLECTIONS = {
     CollectionKeys.ALL,

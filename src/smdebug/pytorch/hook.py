@@ -16,7 +16,7 @@ from smdebug.exceptions import SMDebugTypeError
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import DEFAULT_PYTORCH_COLLECTIONS, ON_DEMAND_REGEXES, CollectionManager
 
-__all__ = ["Hook"]
+__all__ = ["Hook", "CollectionKeys"]
 
 logger = logging.getLogger("smdebug")
 DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
