@@ -1,24 +1,10 @@
 """BaseHook: everything a framework hook does that does not depend on the framework.
 
 Steps and modes, the save API (save_tensor, save_scalar), handing saved steps to the writer,
-the collections file, the end of training and stop requests. It is composed of a
-:class:`~smdebug.core.save_plan.Planner` (what is saved at a step), a
-:class:`~smdebug.core.step_buffer.StepBuffer` (what the step holds), a
-:class:`~smdebug.core.step_writer.StepWriter` (the writer thread) and a
-:class:`~smdebug.core.adapter.TensorAdapter` (the framework's tensors).
-
-A framework's Hook subclasses it and adds glue only:
-
-- class attributes: ``collection_defaults`` (a CollectionDefaults: its collections as data)
-  and ``make_adapter`` (a TensorAdapter factory; NumpyAdapter by default);
-- ``_get_worker_name`` / ``_get_num_workers`` when it trains on several processes
-  (``core.locations.worker_name(rank)``), ``_is_tensor`` for what its tensors are;
-- its callbacks: ``_begin_step()`` when a step starts (after ``adapter.sync()``),
-  ``_save_for_tensor(name, value)`` for each tensor, ``_save_deferred(items)`` for values
-  that change only after the step's forward and backward (parameters), ``_write_indexed`` for
-  layer inputs / outputs, ``adapter.sync()`` before values can change, ``open_writer_gate()``
-  when training enters a stretch that hardly needs the GIL, ``stop_requested()`` at each step
-  boundary, ``close()`` at the end (then ``adapter.shutdown()``).
+the collections file, the end of training and stop requests. It is composed of a Planner
+(core.save_plan: what is saved at a step), a StepBuffer (core.step_buffer: what the step
+holds), a StepWriter (core.step_writer: the writer thread) and a TensorAdapter (core.adapter:
+the framework's tensors). How a framework's Hook uses it: see the docstring of smdebug.core.
 """
 
 from __future__ import annotations
@@ -35,12 +21,12 @@ from smdebug.core.collection import Collection, CollectionKeys
 from smdebug.core.collection_defaults import CollectionDefaults
 from smdebug.core.end_of_job import mark_end_of_training
 from smdebug.core.guard import guarded, propagate_default
-from smdebug.core.hook_options import HookOptions, options_signature
+from smdebug.core.hook_options import HookOptions, options_signature, tensorboard_dir_for
 from smdebug.core.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
 from smdebug.core.modes import ALLOWED_MODES, ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
-from smdebug.core.save_plan import Planner
+from smdebug.core.save_plan import Planner, included_collections
 from smdebug.core.step_buffer import StepBuffer
 from smdebug.core.step_writer import StepWriter
 from smdebug.core.stop_request import StopRequest, StopRequestWatcher
@@ -49,14 +35,6 @@ from smdebug.exceptions import SMDebugRuntimeError, SMDebugTypeError, SMDebugVal
 __all__ = ["BaseHook"]
 
 logger = logging.getLogger("smdebug")
-
-
-def tensorboard_dir_for(export_tensorboard, tensorboard_dir, out_dir):
-    if tensorboard_dir is not None:
-        return os.path.expanduser(tensorboard_dir) if "://" not in tensorboard_dir else tensorboard_dir
-    if export_tensorboard:
-        return out_dir.rstrip("/") + "/tensorboard"
-    return None
 
 
 class BaseHook:
@@ -98,21 +76,13 @@ class BaseHook:
         self.include_workers = o.include_workers
         defaults = self.collection_defaults
         self.collection_manager = cm = defaults.manager()
-        names = [o.include_collections] if isinstance(o.include_collections, str) else list(o.include_collections or [])
-        self.include_collections = list(dict.fromkeys([*names, *defaults.include]))
+        self.include_collections = included_collections(cm, defaults, o.include_collections, o.include_regex,
+                                                        self.save_all)
         self.save_config = SaveConfig.parse(o.save_config)
         self.reduction_config = o.reduction_config if o.reduction_config is not None else ReductionConfig(save_raw_tensor=True)
         if not isinstance(self.reduction_config, ReductionConfig):
             raise SMDebugTypeError(f"reduction_config={o.reduction_config!r} must be a ReductionConfig")
         self.include_regex = o.include_regex
-        if o.include_regex:
-            cm.get(CollectionKeys.DEFAULT).include(o.include_regex)
-            if CollectionKeys.DEFAULT not in self.include_collections:
-                self.include_collections.append(CollectionKeys.DEFAULT)
-        if self.save_all:
-            cm.get(CollectionKeys.ALL).include(".*")
-            if CollectionKeys.ALL not in self.include_collections:
-                self.include_collections.append(CollectionKeys.ALL)
         self.planner = Planner(cm, defaults, self.include_collections, self.save_config, self.reduction_config,
                                tensorboard=bool(self.tensorboard_dir))
         self.adapter: TensorAdapter = self.make_adapter()

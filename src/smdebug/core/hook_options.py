@@ -9,12 +9,13 @@ arguments, as keyword arguments before ``**options``.
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass, fields
 
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
 
-__all__ = ["HookOptions", "options_signature"]
+__all__ = ["HookOptions", "options_signature", "tensorboard_dir_for"]
 
 
 @dataclass
@@ -48,3 +49,12 @@ def options_signature(extra: tuple[inspect.Parameter, ...] = ()) -> inspect.Sign
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += list(inspect.signature(HookOptions).parameters.values())
     return inspect.Signature(params + list(extra))
+
+
+def tensorboard_dir_for(export_tensorboard, tensorboard_dir, out_dir: str) -> str | None:
+    """Where TensorBoard files go: ``tensorboard_dir``, else <out_dir>/tensorboard when exported."""
+    if tensorboard_dir is not None:
+        return os.path.expanduser(tensorboard_dir) if "://" not in tensorboard_dir else tensorboard_dir
+    if export_tensorboard:
+        return out_dir.rstrip("/") + "/tensorboard"
+    return None

@@ -26,10 +26,27 @@ from smdebug.core.reductions import get_reduction_tensor_name
 from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import InvalidCollectionConfiguration
 
-__all__ = ["Planner"]
+__all__ = ["Planner", "included_collections"]
 
 logger = logging.getLogger("smdebug")
 _NO_PLAN = object()
+
+
+def included_collections(cm: CollectionManager, defaults: CollectionDefaults, include_collections,
+                         include_regex, save_all: bool) -> list[str]:
+    """The collections a hook saves: those named, the framework's, 'default' with
+    ``include_regex`` added to it, 'all' (every tensor) with ``save_all``."""
+    names = [include_collections] if isinstance(include_collections, str) else list(include_collections or [])
+    out = list(dict.fromkeys([*names, *defaults.include]))
+    if include_regex:
+        cm.get(CollectionKeys.DEFAULT).include(include_regex)
+        if CollectionKeys.DEFAULT not in out:
+            out.append(CollectionKeys.DEFAULT)
+    if save_all:
+        cm.get(CollectionKeys.ALL).include(".*")
+        if CollectionKeys.ALL not in out:
+            out.append(CollectionKeys.ALL)
+    return out
 
 
 class Planner:
