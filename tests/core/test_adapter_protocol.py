@@ -193,3 +193,30 @@ def test_options_are_declared_once(tmp_path):
     assert params == list(inspect.signature(HookOptions).parameters)
     with pytest.raises(TypeError, match="ArrayHook.*'save_everything'"):
         ArrayHook(out_dir=str(tmp_path / "t"), save_everything=True)
+
+
+def test_a_worker_named_by_its_device_writes_flat_keys(tmp_path):
+    """A TensorFlow-style device name is serialised as smdebug 1.0.34 does, in every key."""
+    from smdebug.core import locations
+
+    device = "/job:worker/replica:0/task:0/device:GPU:0"
+    flat = "_job-worker_replica-0_task-0_device-GPU-0"
+    assert locations.serialize_worker(device) == flat
+    assert locations.collections_key(device) == f"collections/000000000/{flat}_collections.json"
+    assert locations.event_key(3, device) == f"events/000000000003/000000000003_{flat}.tfevents"
+    assert locations.index_key(3, device) == f"index/000000000/000000000003_{flat}.json"
+    assert locations.worker_name(2) == "worker_2" and locations.is_chief_worker(locations.CHIEF_WORKER)
+
+    class DeviceHook(ArrayHook):
+        def _get_worker_name(self):
+            return device
+
+    hook = DeviceHook(out_dir=str(tmp_path / "t"), save_config=SaveConfig(save_interval=1), include_workers="all")
+    hook.train_step({"w": np.ones(2, dtype=np.float32)}, {})
+    hook.close()
+    out = tmp_path / "t"
+    assert (out / locations.collections_key(device)).is_file()
+    assert (out / locations.index_key(0, device)).is_file()
+    trial = create_trial(str(out))
+    assert trial.workers() == [device]
+    np.testing.assert_array_equal(trial.tensor("w").value(0, worker=device), np.ones(2, dtype=np.float32))
