@@ -37,10 +37,12 @@ chromium:
 
 test: $(VENV)/.installed $(PEER)/.installed chromium
 	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
 
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py

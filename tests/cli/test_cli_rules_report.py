@@ -27,9 +27,9 @@ def first_firing(path, name, **params):
 
 
 def test_rules_prints_firings_and_exits_1(capsys, flat_trial):
-    want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3")
+    want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3", mode="TRAIN")
     assert want is not None
-    code = main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--rule", "DeadRelu"])
+    code = main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN", "--rule", "DeadRelu"])
     out = capsys.readouterr().out
     assert code == 1
     fired = [line for line in out.splitlines() if line.startswith("FIRED")]
@@ -39,8 +39,8 @@ def test_rules_prints_firings_and_exits_1(capsys, flat_trial):
 
 
 def test_rules_json_and_step_range(capsys, flat_trial):
-    want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3")
-    assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3",
+    want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3", mode="TRAIN")
+    assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN",
                  "--end-step", str(want), "--json"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert events == [{"event": "summary", "rule": "LossNotDecreasing", "fired": False, "steps": [],
@@ -90,7 +90,7 @@ def test_report_opens_clean_in_chromium(tmp_path, chromium, flat_trial):
     assert state["sections"] == ["summary", "losses", "gradients", "weights", "rules", "collections", "saved"]
     shown = {(i["section"], i["alt"]) for i in state["images"] if i["complete"] and i["width"] > 300}
     assert shown == {("losses", "losses"), ("gradients", "gradients"), ("weights", "weights")}
-    want = first_firing(flat_trial, "LossNotDecreasing")
+    want = first_firing(flat_trial, "LossNotDecreasing", mode="TRAIN")
     assert f"LossNotDecreasing\tfired\t{want}" in state["text"]
     assert "gradient/Sequential_0.weight" in state["text"]
 

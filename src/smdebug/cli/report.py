@@ -49,7 +49,10 @@ def applicable_rules(trial) -> list:
             if ok and key in needs:
                 ok = bool(trial.tensor_names(regex=needs[key]))
         if ok:
-            out.append((name, dict(params)))
+            params = dict(params)
+            if name == "LossNotDecreasing" and any(m.name == "TRAIN" for m in trial.modes()):
+                params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
+            out.append((name, params))
     return out
 
 
