@@ -37,6 +37,7 @@ RULES = ("ExplodingTensor", "VanishingGradient")
 def peer_rule(name, trial):
     """The custom Rule running the built-in rule's logic on smdebug 1.0.34."""
     import numpy as np
+
     from smdebug.rules.rule import Rule
 
     class ExplodingTensor(Rule):

@@ -1,0 +1,225 @@
+"""VanishingGradient, ExplodingTensor, AllZero, TensorVariance, SimilarAcrossRuns on real PyTorch runs."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from runs_tensors import deep_sigmoid, fired_at, nonfinite, small, train
+
+from smdebug.exceptions import RuleConfigurationError
+from smdebug.rules.builtin import (
+    AllZero,
+    ExplodingTensor,
+    SimilarAcrossRuns,
+    TensorVariance,
+    VanishingGradient,
+    get_rule_class,
+    required_collections,
+)
+
+
+@pytest.fixture(autouse=True)
+def _logging_on():
+    logging.disable(logging.NOTSET)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The training runs the tests share, trained once."""
+    root = tmp_path_factory.mktemp("runs")
+
+    def zero_fc1_before_3(i, model):
+        if i == 3:
+            model[0].weight.zero_()
+
+    def half_zero_before_2(i, model):
+        if i == 2:
+            model[0].weight[:8].zero_()
+
+    def scale_before_3(i, model):
+        if i == 3:
+            model[0].weight.mul_(100.0)
+
+    return {
+        "healthy": train(root / "healthy", small(seed=0)),
+        "deep_sigmoid": train(root / "deep_sigmoid", deep_sigmoid(), "T" * 4),
+        "huge_lr": train(root / "huge_lr", small(seed=0), "T" * 5, lr=1e20),
+        "zeroed": train(root / "zeroed", small(seed=0), before_step=zero_fc1_before_3),
+        "half_zero": train(root / "half_zero", small(seed=0), "T" * 4, before_step=half_zero_before_2),
+        "scaled": train(root / "scaled", small(seed=0), lr=1e-3, before_step=scale_before_3),
+        "seed0_again": train(root / "seed0_again", small(seed=0)),
+        "seed1": train(root / "seed1", small(seed=1)),
+        "seed0_lr": train(root / "seed0_lr", small(seed=0), lr=0.5),
+    }
+
+
+# ---------------------------------------------------------------------- VanishingGradient
+def test_vanishing_gradient_fires_on_a_deep_sigmoid_net_with_tiny_weights(runs, caplog):
+    run = runs["deep_sigmoid"]
+    first = min(np.abs(g).mean() for g in run.grads[0].values())
+    assert first < 1e-7  # the run itself: the first layer's gradients vanished
+    with caplog.at_level(logging.INFO, logger="smdebug"):
+        assert fired_at(VanishingGradient(run.trial)) == 0
+    assert "gradient/Sequential_0." in caplog.text
+    # started later, it fires at the first step it is given
+    assert fired_at(VanishingGradient(run.trial), start_step=2) == 2
+    # a threshold below every gradient's mean |g| never fires
+    smallest = min(np.abs(g).mean() for step in run.grads for g in step.values())
+    assert smallest > 0
+    assert fired_at(VanishingGradient(run.trial, threshold=str(smallest / 2))) is None
+
+
+def test_vanishing_gradient_does_not_fire_on_a_healthy_net(runs):
+    run = runs["healthy"]
+    assert min(np.abs(g).mean() for step in run.grads for g in step.values()) > 1e-4
+    assert fired_at(VanishingGradient(run.trial)) is None
+    assert [c.name for c in required_collections("VanishingGradient")] == ["gradients"]
+
+
+# ---------------------------------------------------------------------- ExplodingTensor
+def test_exploding_tensor_fires_at_the_first_inf_and_nan_of_a_huge_learning_rate(runs, caplog):
+    run = runs["huge_lr"]
+    assert run.first_step(nonfinite) == 1  # the loss overflows to inf at step 1
+    assert run.first_step(lambda v: np.isnan(v).any()) == 2
+    with caplog.at_level(logging.INFO, logger="smdebug"):
+        assert fired_at(ExplodingTensor(run.trial)) == 1
+    assert "infinite values at step 1" in caplog.text
+    assert fired_at(ExplodingTensor(run.trial, only_nan="True")) == 2
+    # restricted to the parameters: where the parameters themselves first hold inf or NaN
+    expected = run.first_step(nonfinite, kinds=("params",))
+    assert expected is not None and expected > 1
+    assert fired_at(ExplodingTensor(run.trial, collection_names="weights, biases")) == expected
+    assert fired_at(ExplodingTensor(run.trial, tensor_regex=["weight", "bias"])) == expected
+
+
+def test_exploding_tensor_does_not_fire_on_a_healthy_run(runs):
+    run = runs["healthy"]
+    assert run.first_step(nonfinite) is None
+    assert fired_at(ExplodingTensor(run.trial)) is None
+    assert fired_at(ExplodingTensor(run.trial, only_nan="False")) is None
+
+
+# ---------------------------------------------------------------------- AllZero
+def test_all_zero_fires_at_the_step_whose_weights_were_zeroed(runs, caplog):
+    run = runs["zeroed"]
+    assert not run.params[3]["0.weight"].any() and run.params[4]["0.weight"].any()
+    with caplog.at_level(logging.INFO, logger="smdebug"):
+        assert fired_at(AllZero(run.trial, collection_names="weights")) == 3
+    assert "100.0% of Sequential_0.weight is zero at step 3" in caplog.text
+    assert fired_at(AllZero(run.trial, tensor_regex="Sequential_0.weight")) == 3
+    assert fired_at(AllZero(run.trial, collection_names="weights"), start_step=4) is None
+
+
+def test_all_zero_threshold_is_a_percentage_reached_or_exceeded(runs):
+    run = runs["half_zero"]
+    w = run.params[2]["0.weight"]
+    assert np.count_nonzero(w == 0) == w.size // 2
+    assert fired_at(AllZero(run.trial, collection_names="weights")) is None
+    assert fired_at(AllZero(run.trial, collection_names="weights", threshold="50")) == 2
+    assert fired_at(AllZero(run.trial, collection_names="weights", threshold=50.5)) is None
+
+
+def test_all_zero_does_not_fire_on_a_healthy_run_and_warns_without_a_selection(runs, caplog):
+    run = runs["healthy"]
+    assert fired_at(AllZero(run.trial, collection_names="weights,biases,gradients,losses")) is None
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        rule = AllZero(run.trial)
+    assert "inspecting every tensor" in caplog.text
+    assert fired_at(rule) is None
+
+
+# ---------------------------------------------------------------------- TensorVariance
+def test_tensor_variance_fires_above_max_threshold_when_weights_are_scaled(runs):
+    run = runs["scaled"]
+    assert np.var(run.params[2]["0.weight"]) < 0.01 < 1 < np.var(run.params[3]["0.weight"])
+    assert fired_at(TensorVariance(run.trial, collection_names="weights", max_threshold="1")) == 3
+    assert fired_at(TensorVariance(run.trial, tensor_regex="^Sequential_2.weight$", max_threshold="1")) is None
+
+
+def test_tensor_variance_fires_below_min_threshold_on_zeroed_weights(runs):
+    run = runs["zeroed"]
+    assert fired_at(TensorVariance(run.trial, collection_names="weights", min_threshold="1e-8")) == 3
+
+
+def test_tensor_variance_does_not_fire_within_bounds(runs, caplog):
+    run = runs["healthy"]
+    rule = TensorVariance(run.trial, collection_names="weights", max_threshold="1", min_threshold="0.000001")
+    assert fired_at(rule) is None
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        inert = TensorVariance(run.trial, collection_names="weights")
+    assert "never fires" in caplog.text
+    assert fired_at(inert) is None
+
+
+# ---------------------------------------------------------------------- SimilarAcrossRuns
+def test_similar_across_runs_fires_when_seeds_differ(runs):
+    base, other = runs["healthy"], runs["seed1"]
+    assert not np.array_equal(base.params[0]["0.weight"], other.params[0]["0.weight"])
+    assert fired_at(SimilarAcrossRuns(base.trial, other_trials=[other.trial])) == 0
+
+
+def test_similar_across_runs_fires_at_the_first_step_that_differs(runs):
+    base, other = runs["healthy"], runs["seed0_lr"]  # same seed, another learning rate
+    assert all(np.array_equal(base.params[0][k], other.params[0][k]) for k in base.params[0])
+    assert fired_at(SimilarAcrossRuns(base.trial, other_trials=str(other.path))) == 1
+
+
+def test_similar_across_runs_does_not_fire_for_one_seed_twice(runs):
+    base, other = runs["healthy"], runs["seed0_again"]
+    rule = SimilarAcrossRuns(base.trial, other_trials=[str(other.path)], collection_names="weights,gradients,losses")
+    assert fired_at(rule) is None
+    assert fired_at(SimilarAcrossRuns(base.trial, other_trials=[other.trial])) is None
+
+
+# ---------------------------------------------------------------------- string parameters
+def test_defaults_and_string_parameters(runs):
+    trial = runs["healthy"].trial
+    assert VanishingGradient(trial).threshold == 1e-7
+    assert VanishingGradient(trial, threshold="0.001").threshold == 0.001
+    e = ExplodingTensor(trial)
+    assert (e.collection_names, e.tensor_regex, e.only_nan) == ([], [], False)
+    assert ExplodingTensor(trial, only_nan="False").only_nan is False
+    assert ExplodingTensor(trial, only_nan="True").only_nan is True
+    assert ExplodingTensor(trial, only_nan=True).only_nan is True
+    e = ExplodingTensor(trial, collection_names="weights, gradients", tensor_regex=".*relu_output|.*ReLU_output")
+    assert e.collection_names == ["weights", "gradients"]
+    assert [r.pattern for r in e.tensor_regex] == [".*relu_output|.*ReLU_output"]
+    assert AllZero(trial, collection_names="weights").threshold == 100.0
+    t = TensorVariance(trial, collection_names="weights", max_threshold="None", min_threshold="1e-5")
+    assert (t.max_threshold, t.min_threshold) == (None, 1e-5)
+    assert get_rule_class("AllZero") is AllZero
+    assert required_collections("ExplodingTensor") == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "params", "name"),
+    [
+        (VanishingGradient, {"threshold": "abc"}, "threshold"),
+        (ExplodingTensor, {"only_nan": "maybe"}, "only_nan"),
+        (ExplodingTensor, {"tensor_regex": "gradient/(unclosed"}, "tensor_regex"),
+        (ExplodingTensor, {"tensors": "x"}, "tensors"),
+        (AllZero, {"threshold": "150"}, "threshold"),
+        (AllZero, {"threshold": "ten"}, "threshold"),
+        (TensorVariance, {"max_threshold": "big"}, "max_threshold"),
+        (TensorVariance, {"max_threshold": "1", "min_threshold": "2"}, "min_threshold"),
+    ],
+)
+def test_bad_parameters_are_refused_when_the_rule_is_built(runs, rule, params, name):
+    with pytest.raises(RuleConfigurationError) as info:
+        rule(runs["healthy"].trial, **params)
+    assert info.value.parameter == name
+    assert name in str(info.value) and rule.__name__ in str(info.value)
+
+
+def test_similar_across_runs_needs_other_trials(runs, tmp_path):
+    trial = runs["healthy"].trial
+    with pytest.raises(RuleConfigurationError, match="other_trials"):
+        SimilarAcrossRuns(trial)
+    with pytest.raises(RuleConfigurationError, match="other_trials"):
+        SimilarAcrossRuns(trial, other_trials="")
+    with pytest.raises(RuleConfigurationError, match="other_trials"):
+        SimilarAcrossRuns(trial, other_trials=str(tmp_path / "no-such-trial"))
+    with pytest.raises(RuleConfigurationError, match="other_trials"):
+        AllZero(trial, other_trials=[trial])
