@@ -18,6 +18,9 @@ from smdebug.rules.builtin import (
     get_rule_class,
     required_collections,
 )
+from smdebug.rules.builtin.reading import StepReader
+from smdebug.trials import create_trial
+from smdtest import FIXTURES
 
 
 @pytest.fixture(autouse=True)
@@ -223,3 +226,74 @@ def test_similar_across_runs_needs_other_trials(runs, tmp_path):
         SimilarAcrossRuns(trial, other_trials=str(tmp_path / "no-such-trial"))
     with pytest.raises(RuleConfigurationError, match="other_trials"):
         AllZero(trial, other_trials=[trial])
+
+
+# ---------------------------------------------------------------------- the batched reader
+@pytest.mark.parametrize("fixture", ["multi_worker_modes", "pytorch_mlp", "reductions_only", "incomplete_job"])
+def test_step_reader_reads_what_tensor_value_reads_in_files_of_1_0_34(fixture):
+    trial = create_trial(str(FIXTURES / fixture))
+    reader = StepReader()
+    checked = 0
+    for step in trial.steps():
+        names = trial.tensor_names(step=step)
+        for v in reader.step(trial, step, names, reductions_if_no_value=True):
+            t = trial.tensor(v.name)
+            if v.from_reduction:
+                saved = t.reduction_values(step, worker=v.worker)
+                assert any(np.array_equal(v.value, r) for r in saved.values())
+            else:
+                ref = t.value(step, worker=v.worker)
+                assert (ref.dtype, ref.shape) == (v.value.dtype, v.value.shape)
+                np.testing.assert_array_equal(v.value, ref)
+            checked += 1
+        for v in reader.step(trial, step, names, reduction="mean", abs=True):
+            ref = trial.tensor(v.name).reduction_value(step, "mean", worker=v.worker, abs=True)
+            np.testing.assert_allclose(np.ravel(v.value), np.ravel(ref), rtol=1e-6)
+    assert checked > 0
+    assert reader._templates  # the short path was taken
+
+
+def test_step_reader_reads_what_tensor_value_reads_in_our_files(runs):
+    trial = runs["huge_lr"].trial
+    reader = StepReader()
+    for step in trial.steps():
+        got = reader.step(trial, step, trial.tensor_names(step=step))
+        assert len(got) == len(trial.tensor_names(step=step))
+        for v in got:
+            ref = trial.tensor(v.name).value(step)
+            assert (ref.dtype, ref.shape) == (v.value.dtype, v.value.shape)
+            np.testing.assert_array_equal(v.value, ref)
+
+
+def _write_trial(path, steps):
+    """A trial written with FileWriter: ``steps`` is a list of {tensor name: value}."""
+    from smdebug.core.collection_manager import CollectionManager
+    from smdebug.core.writer import FileWriter
+
+    cm = CollectionManager()
+    cm.add("default")
+    cm.set_num_workers(1)
+    cm.export(str(path), "worker_0_collections.json")
+    for step, tensors in enumerate(steps):
+        with FileWriter(trial_dir=str(path), step=step, worker="worker_0") as fw:
+            for name, value in tensors.items():
+                fw.write_tensor(tdata=value, tname=name)
+    (path / "training_job_end.ts").touch()
+
+
+def test_bfloat16_is_checked_and_strings_are_skipped(tmp_path):
+    import ml_dtypes
+
+    bf = ml_dtypes.bfloat16
+    ok = {"w": np.ones(4, dtype=bf), "names": np.array(["a", "b"]), "z": np.zeros(3, dtype=bf)}
+    bad = {"w": np.array([1, np.inf, 2, 3], dtype=bf), "names": np.array(["c", "d"]), "z": np.zeros(3, dtype=bf)}
+    _write_trial(tmp_path / "t", [ok, ok, bad])
+    trial = create_trial(str(tmp_path / "t"))
+    assert trial.tensor("w").value(2).dtype == bf
+    assert fired_at(ExplodingTensor(trial)) == 2
+    assert fired_at(ExplodingTensor(trial, only_nan="True")) is None
+    assert fired_at(AllZero(trial, tensor_regex="^z$")) == 0
+    assert fired_at(AllZero(trial, tensor_regex="names")) is None  # strings are not numbers
+    assert fired_at(TensorVariance(trial, tensor_regex="^w$", min_threshold="1e-6")) == 0
+    # the variance of a tensor holding inf is NaN, which is neither above nor below a bound
+    assert fired_at(TensorVariance(trial, tensor_regex="^w$", max_threshold="1e30")) is None

@@ -78,7 +78,8 @@ def mean_abs(values: list[StepValue]) -> np.ndarray:
         sizes = np.array([a.size for a in arrays])
         offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         flat = np.abs(np.concatenate(arrays).astype(np.float64, copy=False))
-        out[raw] = np.add.reduceat(flat, offsets) / sizes
+        with np.errstate(all="ignore"):
+            out[raw] = np.add.reduceat(flat, offsets) / sizes
     return out
 
 
@@ -111,14 +112,17 @@ class _Template:
 def _with_template(p: bytes, t: _Template):
     """The tensor of ``p`` laid out as ``t`` says, every length checked; None if it is not."""
     size = len(p)
-    if size < 12 or p[0] != 0x09 or p[9] != 0x10:
+    if size < 12 or p[0] != 0x09:
         return None
-    pos = 10
-    while p[pos] & 0x80:  # the step
+    pos = 9
+    if p[9] == 0x10:  # the step (absent when 0, as protobuf writes it)
+        pos = 10
+        while p[pos] & 0x80:
+            pos += 1
         pos += 1
-    if p[pos + 1] != 0x2A:
+    if p[pos] != 0x2A:
         return None
-    n, pos = _varint(p, pos + 2)
+    n, pos = _varint(p, pos + 1)
     if pos + n != size or p[pos] != 0x0A:
         return None
     n, pos = _varint(p, pos + 1)
@@ -138,9 +142,9 @@ def _with_template(p: bytes, t: _Template):
 def _fast_tensor(p: bytes):
     """(tensor, template or None) of an Event{wall_time, step, summary{value{tag, tensor,
     metadata}}} record whose TensorProto holds dtype, shape and raw content only; None otherwise."""
-    if len(p) < 12 or p[0] != 0x09 or p[9] != 0x10:
+    if len(p) < 12 or p[0] != 0x09:
         return None
-    _, pos = _varint(p, 10)  # step
+    pos = _varint(p, 10)[1] if p[9] == 0x10 else 9  # the step, absent when 0
     if p[pos] != 0x2A:  # summary
         return None
     _, pos = _varint(p, pos + 1)
@@ -176,9 +180,15 @@ def _fast_tensor(p: bytes):
                 n, pos = _varint(p, pos + 1)
                 d_end, size = pos + n, 0
                 while pos < d_end:
-                    if p[pos] != 0x08:
+                    if p[pos] == 0x08:
+                        size, pos = _varint(p, pos + 1)
+                    elif p[pos] == 0x12:  # the dimension's name (smdebug 1.0.34 writes one)
+                        n, pos = _varint(p, pos + 1)
+                        pos += n
+                    else:
                         return None
-                    size, pos = _varint(p, pos + 1)
+                if pos != d_end:
+                    return None
                 if size >= 1 << 63:
                     return None
                 shape.append(size)
@@ -331,7 +341,8 @@ class StepReader:
             if compute:
                 if v.size == 0:
                     continue
-                v = get_numpy_reduction(reduction, v, abs)
+                with np.errstate(all="ignore"):  # inf and NaN give NaN or inf, quietly
+                    v = get_numpy_reduction(reduction, v, abs)
             out.append(StepValue(name, step, w, v, is_red))
         return out
 

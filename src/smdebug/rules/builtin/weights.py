@@ -126,7 +126,8 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
                 if old is None or old.shape != now.shape:
                     continue
                 old64 = old.astype(np.float64)
-                ratio = np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon)
+                with np.errstate(all="ignore"):  # inf weights give NaN or inf, quietly
+                    ratio = np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon)
                 if ratio > self.large_threshold or ratio < self.small_threshold:
                     self.logger.info("%s: update ratio of %s is %g at step %d (vs global step %d, %s)",
                                      self.rule_name, name, ratio, step, g_prev, worker)
@@ -222,6 +223,10 @@ class PoorWeightInitialization(_ReadingRule):
         if not values:
             return False
         self.analyzed += 1
+        with np.errstate(all="ignore"):  # inf and NaN give NaN, which fires no check
+            return self._checks(step, values, acts, grads, losses)
+
+    def _checks(self, step, values, acts, grads, losses) -> bool:
         return self._variances(step, [v for v in values if v.name in acts]) or self._gradients(
             step, [v for v in values if v.name in grads]) or self._loss(step, [v for v in values if v.name in losses])
 
