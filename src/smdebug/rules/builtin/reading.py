@@ -21,7 +21,7 @@ from smdebug.codec.tfrecord import unframe
 from smdebug.core.reductions import get_numpy_reduction
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 
-__all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "decode_record_tensor"]
+__all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each", "decode_record_tensor"]
 
 _SPAN_SLACK = 64 * 1024  # records of one file closer than this are fetched in one range
 
@@ -80,6 +80,24 @@ def mean_abs(values: list[StepValue]) -> np.ndarray:
         flat = np.abs(np.concatenate(arrays).astype(np.float64, copy=False))
         with np.errstate(all="ignore"):
             out[raw] = np.add.reduceat(flat, offsets) / sizes
+    return out
+
+
+def close_each(olds: list, news: list, rtol: float, atol: float, equal_nan: bool) -> np.ndarray:
+    """``numpy.allclose(old, new)`` of each pair (same shapes), vectorized over all pairs."""
+    out = np.ones(len(olds), dtype=bool)
+    keep = [i for i, a in enumerate(olds) if a.size]
+    if not keep:
+        return out
+    a = np.concatenate([olds[i].reshape(-1) for i in keep])
+    b = np.concatenate([news[i].reshape(-1) for i in keep])
+    if a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
+        a, b = a.astype(np.float64), b.astype(np.float64)
+    sizes = np.array([olds[i].size for i in keep])
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    with np.errstate(all="ignore"):
+        close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    out[keep] = np.logical_and.reduceat(close, offsets)
     return out
 
 

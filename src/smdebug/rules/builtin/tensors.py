@@ -17,7 +17,7 @@ import numpy as np
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names
-from smdebug.rules.builtin.reading import StepReader, mean_abs, scalar
+from smdebug.rules.builtin.reading import StepReader, close_each, mean_abs, scalar
 from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list, optional
 
 __all__ = [
@@ -212,12 +212,17 @@ class SimilarAcrossRuns(_SelectingRule):
             return False
         for other in self.other_trials:
             there = set(other.tensor_names(step=step, mode=ModeKeys.GLOBAL)) & set(names)
-            for v in self.reader.step(other, step, sorted(there)):
-                a = mine.get((v.name, v.worker))
-                if a is None:
-                    continue
-                if a.shape != v.value.shape or not np.allclose(a, v.value, rtol=1e-5, atol=1e-8, equal_nan=True):
-                    self.logger.info("%s: %s differs from %s in %s at step %d (%s)",
-                                     self.rule_name, v.name, v.name, other.name, step, v.worker)
-                    return True
+            pairs = [(mine[(v.name, v.worker)], v) for v in self.reader.step(other, step, sorted(there))
+                     if (v.name, v.worker) in mine]
+            for a, v in pairs:
+                if a.shape != v.value.shape:
+                    return self._differs(v, other, step, "has another shape")
+            same = close_each([a for a, _ in pairs], [v.value for _, v in pairs], 1e-5, 1e-8, True)
+            for ok, (_, v) in zip(same, pairs):
+                if not ok:
+                    return self._differs(v, other, step, "differs")
         return False
+
+    def _differs(self, v, other, step, how) -> bool:
+        self.logger.info("%s: %s %s in %s at step %d (%s)", self.rule_name, v.name, how, other.name, step, v.worker)
+        return True

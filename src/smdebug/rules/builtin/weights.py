@@ -9,12 +9,14 @@ that walking the steps in order reads each value once. Every worker is checked o
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import HookCollection, Param
-from smdebug.rules.builtin.reading import ValueKey
+from smdebug.rules.builtin.reading import ValueKey, close_each
 from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX, _ReadingRule, _SelectingRule
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, optional
 
@@ -46,8 +48,33 @@ class _RecentValues:
         return self._kept
 
 
+class _SavedSteps:
+    """Each tensor's saved steps of a mode, listed once while the trial has read nothing new."""
+
+    def __init__(self):
+        self._seen = None
+        self._steps: dict = {}
+
+    def up_to(self, trial, name, step, n, mode) -> list:
+        """The last ``n`` saved steps of ``name`` at or before ``step`` (of ``mode``)."""
+        seen = (len(trial._index.files), trial.last_complete_step, trial.loaded_all_steps)
+        if seen != self._seen:
+            self._seen, self._steps = seen, {}
+        steps = self._steps.get((name, mode))
+        if steps is None:
+            steps = self._steps[(name, mode)] = trial.tensor(name).steps(mode=mode)
+        i = bisect_right(steps, step)
+        return steps[max(i - n, 0) : i]
+
+
 class _HistoryRule:
     """Mixin: the mode, mode step and earlier saved steps a history rule compares."""
+
+    def _prev_steps(self, name, step, n, mode) -> list:
+        saved = self.__dict__.get("_saved_steps")
+        if saved is None:
+            saved = self._saved_steps = _SavedSteps()
+        return saved.up_to(self.base_trial, name, step, n, mode)
 
     def _mode_and_step(self, step):
         """(mode, step in that mode) to evaluate at global ``step``, or None to skip it."""
@@ -111,7 +138,7 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
         trial = self.base_trial
         pairs = []
         for name in trial.tensor_names(step=step, collection="weights"):
-            prev = trial.tensor(name).prev_steps(s, 2, mode=mode)
+            prev = self._prev_steps(name, s, 2, mode)
             if len(prev) < 2 or prev[-1] != s:
                 continue
             if self.num_steps is not None and prev[0] < s - self.num_steps:
@@ -164,22 +191,32 @@ class UnchangedTensor(_HistoryRule, _SelectingRule):
         trial = self.base_trial
         histories = []
         for name in self.selected(step):
-            hist = trial.tensor(name).prev_steps(s, self.num_steps, mode=mode)
+            hist = self._prev_steps(name, s, self.num_steps, mode)
             if len(hist) < self.num_steps or hist[-1] != s:
                 continue
             if mode != ModeKeys.GLOBAL:
                 hist = [trial.global_step(mode, h) for h in hist]
             histories.append((name, hist))
         values = self._recent.get(self.reader, trial, [(name, g) for name, hist in histories for g in hist])
+        olds, news, who = [], [], []
         for name, hist in histories:
             for worker, now in values[(name, step)].items():
-                olds = [values[(name, g)].get(worker) for g in hist[:-1]]
-                if any(o is None or o.shape != now.shape for o in olds):
+                before = [values[(name, g)].get(worker) for g in hist[:-1]]
+                if any(o is None or o.shape != now.shape for o in before):
                     continue
-                if all(np.allclose(o, now, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan) for o in olds):
-                    self.logger.info("%s: %s unchanged over global steps %s (%s)",
-                                     self.rule_name, name, hist, worker)
-                    return True
+                olds.extend(before)
+                news.extend([now] * len(before))
+                who.extend([(name, worker, tuple(hist))] * len(before))
+        if not olds:
+            return False
+        close = close_each(olds, news, self.rtol, self.atol, self.equal_nan)
+        unchanged: dict = {}
+        for ok, key in zip(close, who):
+            unchanged[key[:2]] = unchanged.get(key[:2], True) and bool(ok)
+        for (name, worker, hist) in dict.fromkeys(who):
+            if unchanged[(name, worker)]:
+                self.logger.info("%s: %s unchanged over global steps %s (%s)", self.rule_name, name, list(hist), worker)
+                return True
         return False
 
 
