@@ -1,7 +1,8 @@
 """Rule benchmark: ExplodingTensor and VanishingGradient over every step, ours against smdebug 1.0.34.
 
 Writes the trial of bench_trial.py (STEPS x WORKERS x TENSORS of 256 float32; mean, abs mean and
-l2 reductions on even steps; every 4th step EVAL) with workload.py's writer, and adds a
+l2 reductions on even steps; every 4th step EVAL) with workload.py's writer, run by smdebug 1.0.34
+(as bench_trial.py times its reads; --writer ours is quicker to write), and adds a
 ``gradients`` collection holding every tensor to each worker's collections file, so that
 VanishingGradient has gradients to read. Then, each in a fresh process on that one folder, it
 times ``invoke_rule`` from step 0 to the last step with: ours, the built-in rules; 1.0.34, the
@@ -12,7 +13,8 @@ Opening the trial is not timed; each is run --repeat times, interleaved, and the
 (the machine may be shared). The data are standard normal: neither rule fires, so every step
 is evaluated. Prints a table and writes bench/out/rules.json.
 
-usage: python bench/bench_rules.py [--steps 1000] [--workers 4] [--tensors 50] [--dir DIR]
+usage: python bench/bench_rules.py [--steps 1000] [--workers 4] [--tensors 50] [--repeat 3]
+                                  [--writer {1.0.34,ours}] [--dir DIR]
        python bench/bench_rules.py run {ours,1.0.34} TRIAL RULE STEPS     (one timed run, JSON out)
 environment: SMDEBUG_PEER_PYTHON = the python of the 1.0.34 virtualenv (make peer creates .venv-peer)
 """
@@ -128,6 +130,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--tensors", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each (interleaved); the fastest counts")
+    ap.add_argument("--writer", choices=["1.0.34", "ours"], default="1.0.34", help="which FileWriter writes the trial")
     ap.add_argument("--dir", default=None, help="where to write the trial (default: a temp folder)")
     args = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
@@ -135,13 +138,16 @@ def main() -> None:
         raise SystemExit(f"smdebug 1.0.34 interpreter not found at {peer}: run `make peer`")
     base = Path(args.dir or tempfile.mkdtemp(prefix="smdebug-bench-rules-"))
     trial = base / "trial"
-    print(f"writing {args.steps} x {args.workers} x {args.tensors} to {trial} ...", flush=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    subprocess.run([sys.executable, str(HERE / "workload.py"), "write", str(trial), str(args.steps),
+    impls = {"1.0.34": peer, "ours": sys.executable}
+    print(f"writing {args.steps} x {args.workers} x {args.tensors} with {args.writer} to {trial} ...", flush=True)
+    env = dict(os.environ)
+    if args.writer == "ours":
+        env["PYTHONPATH"] = str(REPO / "src")
+    subprocess.run([impls[args.writer], str(HERE / "workload.py"), "write", str(trial), str(args.steps),
                     str(args.workers), str(args.tensors)], check=True, env=env, capture_output=True)
     add_gradients_collection(trial)
-    impls = {"1.0.34": peer, "ours": sys.executable}
-    results: dict = {"workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors},
+    results: dict = {"workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors,
+                                  "written_by": args.writer},
                      "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                      "runs": {}}
     for rule in RULES:
@@ -155,7 +161,8 @@ def main() -> None:
                 results["runs"].setdefault(f"{rule}[{impl}]:all", []).append(r["seconds"])
                 if best is None or r["seconds"] < best["seconds"]:
                     results["runs"][f"{rule}[{impl}]"] = r
-    print(f"\n{args.steps} steps x {args.workers} workers x {args.tensors} tensors, {results['machine']}")
+    print(f"\n{args.steps} steps x {args.workers} workers x {args.tensors} tensors (written by {args.writer}), "
+          f"{results['machine']}, fastest of {args.repeat}")
     print(f"{'rule, every step':<26}{'1.0.34 (s)':>12}{'ours (s)':>12}{'speed-up':>10}")
     table = []
     for rule in RULES:

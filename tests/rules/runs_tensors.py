@@ -97,13 +97,13 @@ class Run:
 
 
 def train(path: Path, model: nn.Module, schedule: str = "T" * 6, lr: float = 0.1, collections=None,
-          regex_collections=None, before_step=None, freeze=()) -> Run:
+          regex_collections=None, before_step=None, freeze=(), hook_kwargs=None) -> Run:
     """Train ``model`` on digits, one full-batch step per letter of ``schedule`` (T train, E eval).
 
     ``collections`` are the hook's include_collections (default: weights, biases, gradients,
     losses); ``regex_collections`` {name: include_regex} adds collections; ``before_step(i, model)``
     runs before step ``i`` (after the previous update); parameters named in ``freeze`` get no
-    gradient.
+    gradient; ``hook_kwargs`` go to the Hook (e.g. a reduction_config).
     """
     x, y = digits()
     for name, p in model.named_parameters():
@@ -111,7 +111,7 @@ def train(path: Path, model: nn.Module, schedule: str = "T" * 6, lr: float = 0.1
             p.requires_grad_(False)
     cols = list(collections or ["weights", "biases", "gradients", "losses"])
     hook = smd.Hook(out_dir=str(path), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=cols + list(regex_collections or {}))
+                    include_collections=cols + list(regex_collections or {}), **(hook_kwargs or {}))
     for name, regex in (regex_collections or {}).items():
         hook.get_collection(name).include(regex)
     loss_fn = nn.CrossEntropyLoss()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from runs_tensors import deep_sigmoid, fired_at, nonfinite, small, train
 
-from smdebug.exceptions import RuleConfigurationError
+from smdebug import ReductionConfig
+from smdebug.exceptions import EventFileCorrupt, RuleConfigurationError
 from smdebug.rules.builtin import (
     AllZero,
     ExplodingTensor,
@@ -21,6 +22,8 @@ from smdebug.rules.builtin import (
 from smdebug.rules.builtin.reading import StepReader
 from smdebug.trials import create_trial
 from smdtest import FIXTURES
+
+REDUCTIONS_ONLY = ReductionConfig(reductions=["mean", "max"], abs_reductions=["mean"], save_raw_tensor=False)
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +52,10 @@ def runs(tmp_path_factory):
         "healthy": train(root / "healthy", small(seed=0)),
         "deep_sigmoid": train(root / "deep_sigmoid", deep_sigmoid(), "T" * 4),
         "huge_lr": train(root / "huge_lr", small(seed=0), "T" * 5, lr=1e20),
+        "huge_lr_reductions": train(root / "huge_lr_reductions", small(seed=0), "T" * 5, lr=1e20,
+                                    hook_kwargs={"reduction_config": REDUCTIONS_ONLY}),
+        "deep_sigmoid_reductions": train(root / "deep_sigmoid_reductions", deep_sigmoid(), "T" * 4,
+                                         hook_kwargs={"reduction_config": REDUCTIONS_ONLY}),
         "zeroed": train(root / "zeroed", small(seed=0), before_step=zero_fc1_before_3),
         "half_zero": train(root / "half_zero", small(seed=0), "T" * 4, before_step=half_zero_before_2),
         "scaled": train(root / "scaled", small(seed=0), lr=1e-3, before_step=scale_before_3),
@@ -74,6 +81,13 @@ def test_vanishing_gradient_fires_on_a_deep_sigmoid_net_with_tiny_weights(runs, 
     assert fired_at(VanishingGradient(run.trial, threshold=str(smallest / 2))) is None
 
 
+def test_vanishing_gradient_reads_the_saved_abs_mean_when_only_reductions_were_saved(runs):
+    trial = runs["deep_sigmoid_reductions"].trial
+    name = "gradient/Sequential_0.bias"
+    assert set(trial.tensor(name).reduction_values(0)) == {("mean", False), ("max", False), ("mean", True)}
+    assert fired_at(VanishingGradient(trial)) == 0
+
+
 def test_vanishing_gradient_does_not_fire_on_a_healthy_net(runs):
     run = runs["healthy"]
     assert min(np.abs(g).mean() for step in run.grads for g in step.values()) > 1e-4
@@ -95,6 +109,14 @@ def test_exploding_tensor_fires_at_the_first_inf_and_nan_of_a_huge_learning_rate
     assert expected is not None and expected > 1
     assert fired_at(ExplodingTensor(run.trial, collection_names="weights, biases")) == expected
     assert fired_at(ExplodingTensor(run.trial, tensor_regex=["weight", "bias"])) == expected
+
+
+def test_exploding_tensor_checks_the_saved_reductions_when_no_value_was_saved(runs):
+    run, trial = runs["huge_lr"], runs["huge_lr_reductions"].trial
+    expected = run.first_step(nonfinite, kinds=("params", "grads"))
+    assert expected is not None
+    rule = ExplodingTensor(trial, collection_names="weights,biases,gradients")
+    assert fired_at(rule) == expected
 
 
 def test_exploding_tensor_does_not_fire_on_a_healthy_run(runs):
@@ -297,3 +319,20 @@ def test_bfloat16_is_checked_and_strings_are_skipped(tmp_path):
     assert fired_at(TensorVariance(trial, tensor_regex="^w$", min_threshold="1e-6")) == 0
     # the variance of a tensor holding inf is NaN, which is neither above nor below a bound
     assert fired_at(TensorVariance(trial, tensor_regex="^w$", max_threshold="1e30")) is None
+
+
+def test_a_corrupt_record_is_reported_not_skipped(tmp_path):
+    steps = [{"w": np.full(8, float(s), dtype=np.float32)} for s in range(4)]
+    _write_trial(tmp_path / "t", steps)
+    trial = create_trial(str(tmp_path / "t"))
+    f = trial._index.by_step[2]["worker_0"]
+    start, _length = f.location(f.layout.tensors["w"][0], "")
+    event = tmp_path / "t" / f.event_key
+    data = bytearray(event.read_bytes())
+    data[start + 9] ^= 0xFF  # the CRC of the record's length
+    event.write_bytes(bytes(data))
+    rule = AllZero(trial, tensor_regex="^w$", threshold="1")
+    assert fired_at(rule, start_step=0) == 0  # step 0 is all zeros, read before the corrupt step
+    rule = AllZero(trial, tensor_regex="^w$", threshold="50")
+    with pytest.raises(EventFileCorrupt, match="bad length CRC"):
+        fired_at(rule, start_step=1)  # step 1 is read (and teaches the layout), step 2 is corrupt

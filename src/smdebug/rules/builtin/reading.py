@@ -2,28 +2,34 @@
 
 A rule over 50 tensors x 4 workers reads 200 records a step. Going through ``Tensor.value`` costs
 a trial look-up, a storage call and a general protobuf decode per record; here the records of a
-step are grouped by event file, each file's span is read with one ranged read, every record's
-framing (lengths and CRCs) is checked by the codec's ``unframe``, and the tensor is taken out of
-the record by a short parser for the layout smdebug's writers produce (raw little-endian
-content). Any record laid out otherwise goes to the codec's general decoder, so nothing is lost.
+step are grouped by event file, each file's span is read with one ranged read, and the tensor is
+taken out of each record by a short parser for the layout smdebug's writers produce (raw
+little-endian content), learnt once per tensor position (a template) and then checked with a few
+byte comparisons: the record header (length and its CRC, as the codec's ``unframe`` checks them),
+the footer, and every length on the way to the content. Any record laid out otherwise goes to
+the codec (``unframe`` and the general decoder), so nothing is lost and corruption is reported
+as the codec reports it.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
+from smdebug.codec.crc import EVENTS_FOOTER, masked_crc32c_bytes
 from smdebug.codec.event import decode_tensor_record
 from smdebug.codec.tensor import numpy_dtype
-from smdebug.codec.tfrecord import unframe
+from smdebug.codec.tfrecord import RECORD_OVERHEAD, unframe
 from smdebug.core.reductions import get_numpy_reduction
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 
 __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each", "decode_record_tensor"]
 
 _SPAN_SLACK = 64 * 1024  # records of one file closer than this are fetched in one range
+_LEN = struct.Struct("<Q")
 
 
 @dataclass(frozen=True)
@@ -127,14 +133,14 @@ class _Template:
         self.marker, self.dtype, self.shape, self.count, self.c_len = marker, dtype, shape, count, c_len
 
 
-def _with_template(p: bytes, t: _Template):
-    """The tensor of ``p`` laid out as ``t`` says, every length checked; None if it is not."""
-    size = len(p)
-    if size < 12 or p[0] != 0x09:
+def _with_template(p: bytes, first: int, size: int, t: _Template):
+    """The tensor of the payload ``p[first:size]`` laid out as ``t`` says, every length checked
+    (a view into ``p``, not a copy); None if it is not laid out so."""
+    if size - first < 12 or p[first] != 0x09:
         return None
-    pos = 9
-    if p[9] == 0x10:  # the step (absent when 0, as protobuf writes it)
-        pos = 10
+    pos = first + 9
+    if p[pos] == 0x10:  # the step (absent when 0, as protobuf writes it)
+        pos += 1
         while p[pos] & 0x80:
             pos += 1
         pos += 1
@@ -238,7 +244,7 @@ def decode_record_tensor(payload: bytes, templates: dict | None = None, key=None
     if templates is not None:
         t = templates.get(key)
         if t is not None:
-            arr = _with_template(payload, t)
+            arr = _with_template(payload, 0, len(payload), t)
             if arr is not None:
                 return arr
     got = _fast_tensor(payload)
@@ -267,6 +273,7 @@ class StepReader:
 
     def __init__(self):
         self._templates: dict = {}  # (index layout, position) -> _Template
+        self._headers: dict = {}  # record length -> its 12 header bytes (payload length, its masked CRC)
 
     def _tensors(self, store, picks) -> list:
         """Tensors of ``picks`` (index file, position), one ranged read per span of an event file."""
@@ -281,21 +288,32 @@ class StepReader:
         spans = [_spans([(s, n) for s, n, _, _ in by_key[k]]) for k in keys]
         results = store.read_ranges_many(list(zip(keys, spans)))
         out: list = [None] * len(picks)
-        templates = self._templates
+        templates, headers = self._templates, self._headers
         for ekey, sp, res in zip(keys, spans, results):
             where = store.describe(ekey)
             if isinstance(res, ObjectNotFound):
                 raise EventFileCorrupt(f"{where} is missing, but the trial's index points to it")
             if isinstance(res, Exception):
                 raise res
-            for start, _length, i, tkey in by_key[ekey]:
+            for start, length, i, tkey in by_key[ekey]:
                 j = len(sp) - 1
                 while sp[j][0] > start:
                     j -= 1
-                payload, _ = unframe(res[j], start - sp[j][0], where)
+                buf, off = res[j], start - sp[j][0]
+                # the framing: the 12-byte header (length and its CRC) is the same bytes for every
+                # record of this length, and smdebug's footer is a constant; anything else goes
+                # through the codec's unframe, which checks the payload's own CRC
+                head = headers.get(length)
+                if head is None:
+                    n = _LEN.pack(length - RECORD_OVERHEAD)
+                    head = headers[length] = n + masked_crc32c_bytes(n)
+                end = off + length - 4
                 t = templates.get(tkey)
-                arr = _with_template(payload, t) if t is not None else None
+                arr = None
+                if t is not None and buf.startswith(head, off) and buf.startswith(EVENTS_FOOTER, end):
+                    arr = _with_template(buf, off + 12, end, t)
                 if arr is None:
+                    payload, _ = unframe(buf, off, where)
                     try:
                         arr = decode_record_tensor(payload, templates, tkey)
                     except EventFileCorrupt as exc:

@@ -10,8 +10,6 @@ at the step is skipped, not the step.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
@@ -27,9 +25,6 @@ __all__ = [
     "TensorVariance",
     "SimilarAcrossRuns",
 ]
-
-logger = logging.getLogger("smdebug")
-
 
 class _ReadingRule(BuiltinRule):
     """A built-in rule reading through its own :class:`StepReader` (it learns record layouts)."""
@@ -74,8 +69,9 @@ _REGEX = Param("tensor_regex", as_regex_list, None, "regexes of tensor names to 
 class VanishingGradient(_ReadingRule):
     """Fires when the mean of the absolute values of a gradient is below ``threshold``.
 
-    Reads the ``gradients`` collection (fixed, as documented) on every worker; the saved
-    ``abs mean`` reduction is used when there is one. NaN never fires (ExplodingTensor does).
+    Reads the ``gradients`` collection (fixed, as documented); the saved ``abs mean`` reduction
+    is used when there is one. NaN never fires (ExplodingTensor does). Unlike the reference
+    (``value(step)``, one worker), every worker's gradients are checked.
     """
 
     params = (Param("threshold", as_float, "0.0000001", "mean |gradient| below which it has vanished"),)
@@ -100,7 +96,7 @@ class ExplodingTensor(_SelectingRule):
     """Fires when a selected tensor holds NaN (or ±Inf unless ``only_nan``).
 
     No selection means every tensor. A tensor saved only as reductions is checked through its
-    saved reductions.
+    saved reductions. Unlike the reference (one worker), every worker's values are checked.
     """
 
     params = (_COLLECTIONS, _REGEX, Param("only_nan", as_bool, "False", "True: NaN only; False: NaN and ±Inf"))
@@ -123,7 +119,9 @@ class ExplodingTensor(_SelectingRule):
 
 
 class AllZero(_SelectingRule):
-    """Fires when at least ``threshold`` percent of a selected tensor's values are zero (per tensor)."""
+    """Fires when at least ``threshold`` percent of a selected tensor's values are zero (per tensor,
+    on every worker). No selection means every tensor, with a warning. ``threshold`` outside
+    0-100 is refused when the rule is built."""
 
     params = (_COLLECTIONS, _REGEX, Param("threshold", _percent, "100", "percent of zeros that fires"))
     warn_on_all = True
@@ -144,8 +142,10 @@ class AllZero(_SelectingRule):
 
 
 class TensorVariance(_SelectingRule):
-    """Fires when a selected tensor's variance (numpy ``var``) is above ``max_threshold`` or below
-    ``min_threshold``; with neither threshold it never fires (a warning says so at construction)."""
+    """Fires when a selected tensor's variance (numpy ``var``, or its saved ``variance`` reduction)
+    is above ``max_threshold`` or below ``min_threshold``, on any worker; with neither threshold it
+    never fires (a warning says so at construction); ``min_threshold > max_threshold`` is refused.
+    A tensor holding inf has a NaN variance, which fires neither bound (ExplodingTensor does)."""
 
     params = (
         _COLLECTIONS,

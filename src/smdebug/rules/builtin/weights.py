@@ -112,7 +112,9 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
     """Fires when ``‖w_s − w_p‖ / (‖w_p‖ + epsilon)`` (L2 norms) of a tensor of the ``weights``
     collection is above ``large_threshold`` or below ``small_threshold``; ``p`` is the previous
     saved step (of TRAIN mode if the trial has TRAIN steps). With ``num_steps``, a previous step
-    older than ``s − num_steps`` is not compared. A frozen layer (no update: ratio 0) fires.
+    older than ``s − num_steps`` is not compared (``num_steps`` counts steps of that mode). A
+    frozen layer (no update: ratio 0) fires. Every worker is checked; ``small_threshold`` above
+    ``large_threshold`` is refused when the rule is built.
     """
 
     params = (
@@ -164,8 +166,11 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
 
 class UnchangedTensor(_HistoryRule, _SelectingRule):
     """Fires when a selected tensor is ``numpy.allclose`` to itself over the last ``num_steps``
-    saved steps (they need not be consecutive): every older step is compared with the current one.
-    Steps are TRAIN steps when the trial has any, else GLOBAL steps.
+    saved steps (they need not be consecutive): every older step is compared with the current one
+    (``allclose`` is not transitive). Steps are TRAIN steps when the trial has any, else GLOBAL
+    steps (the reference's convention for WeightUpdateRatio, applied here too, so that EVAL
+    phases do not fire). Every worker is checked on its own. ``num_steps`` below 2 is refused
+    (nothing to compare). No selection means every tensor, with a warning.
     """
 
     params = (
@@ -229,7 +234,9 @@ class PoorWeightInitialization(_ReadingRule):
     - a tensor of the ``gradients`` collection has ``p95 − p5 < distribution_range``;
     - a scalar tensor of the ``losses`` collection has not improved for ``patience`` analyzed steps.
 
-    A step counts as analyzed when it holds any of those tensors. After ``steps`` the rule is inert.
+    A step counts as analyzed when it holds any of those tensors (``steps`` counts saved steps,
+    not step numbers: with save_interval 500, step numbers would leave one step). After ``steps``
+    the rule is inert. The loss improves when it is below its best so far.
     """
 
     params = (
