@@ -132,6 +132,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each (interleaved); the fastest counts")
     ap.add_argument("--writer", choices=["1.0.34", "ours"], default="1.0.34", help="which FileWriter writes the trial")
     ap.add_argument("--dir", default=None, help="where to write the trial (default: a temp folder)")
+    ap.add_argument("--reuse", action="store_true", help="use DIR/trial if a finished one is there (same sizes!)")
     args = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
     if not Path(peer).exists():
@@ -139,12 +140,15 @@ def main() -> None:
     base = Path(args.dir or tempfile.mkdtemp(prefix="smdebug-bench-rules-"))
     trial = base / "trial"
     impls = {"1.0.34": peer, "ours": sys.executable}
-    print(f"writing {args.steps} x {args.workers} x {args.tensors} with {args.writer} to {trial} ...", flush=True)
-    env = dict(os.environ)
-    if args.writer == "ours":
-        env["PYTHONPATH"] = str(REPO / "src")
-    subprocess.run([impls[args.writer], str(HERE / "workload.py"), "write", str(trial), str(args.steps),
-                    str(args.workers), str(args.tensors)], check=True, env=env, capture_output=True)
+    if args.reuse and (trial / "training_job_end.ts").exists():
+        print(f"reusing {trial}", flush=True)
+    else:
+        print(f"writing {args.steps} x {args.workers} x {args.tensors} with {args.writer} to {trial} ...", flush=True)
+        env = dict(os.environ)
+        if args.writer == "ours":
+            env["PYTHONPATH"] = str(REPO / "src")
+        subprocess.run([impls[args.writer], str(HERE / "workload.py"), "write", str(trial), str(args.steps),
+                        str(args.workers), str(args.tensors)], check=True, env=env, capture_output=True)
     add_gradients_collection(trial)
     results: dict = {"workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors,
                                   "written_by": args.writer},
