@@ -1,0 +1,317 @@
+"""Built-in rules that follow tensors over steps (builtin-rules.md §3.4, 3.6, 3.16).
+
+WeightUpdateRatio, UnchangedTensor and PoorWeightInitialization. Rules that compare a tensor with
+its own history run on TRAIN steps when the trial has any (EVAL-phase weights do not change and
+must not fire), else on GLOBAL steps (§1.5). History comes from the trial, so a rule started at
+step 500 sees the steps before it; values read for one step are kept for the next evaluation, so
+that walking the steps in order reads each value once. Every worker is checked on its own.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+import numpy as np
+
+from smdebug.exceptions import RuleConfigurationError
+from smdebug.modes import ModeKeys
+from smdebug.rules.builtin.base import HookCollection, Param
+from smdebug.rules.builtin.reading import ValueKey, close_each
+from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX, _ReadingRule, _SelectingRule
+from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, optional
+
+__all__ = ["WeightUpdateRatio", "UnchangedTensor", "PoorWeightInitialization"]
+
+
+def history_mode(trial):
+    """TRAIN when the trial saved TRAIN steps, else GLOBAL (builtin-rules.md §1.5)."""
+    return ModeKeys.TRAIN if ModeKeys.TRAIN in trial.modes() else ModeKeys.GLOBAL
+
+
+class _RecentValues:
+    """Values of (tensor, global step) for every worker, kept from one evaluation to the next."""
+
+    def __init__(self):
+        self._kept: dict = {}  # (name, global step) -> {worker: value}
+
+    def get(self, reader, trial, wanted) -> dict:
+        """{(name, global step): {worker: value}} for ``wanted`` (name, global step) pairs; the
+        ones not kept are read in one batched read. Only ``wanted`` is kept afterwards."""
+        wanted = list(dict.fromkeys(wanted))
+        missing = [w for w in wanted if w not in self._kept]
+        if missing:
+            got: dict = {w: {} for w in missing}
+            for v in reader.values(trial, [ValueKey(name, step) for name, step in missing]):
+                got[(v.name, v.step)][v.worker] = v.value
+            self._kept.update(got)
+        self._kept = {w: self._kept[w] for w in wanted}
+        return self._kept
+
+
+class _SavedSteps:
+    """Each tensor's saved steps of a mode, listed once while the trial has read nothing new."""
+
+    def __init__(self):
+        self._seen = None
+        self._steps: dict = {}
+
+    def up_to(self, trial, name, step, n, mode) -> list:
+        """The last ``n`` saved steps of ``name`` at or before ``step`` (of ``mode``)."""
+        seen = (len(trial._index.files), trial.last_complete_step, trial.loaded_all_steps)
+        if seen != self._seen:
+            self._seen, self._steps = seen, {}
+        steps = self._steps.get((name, mode))
+        if steps is None:
+            steps = self._steps[(name, mode)] = trial.tensor(name).steps(mode=mode)
+        i = bisect_right(steps, step)
+        return steps[max(i - n, 0) : i]
+
+
+class _HistoryRule:
+    """Mixin: the mode, mode step and earlier saved steps a history rule compares."""
+
+    def _prev_steps(self, name, step, n, mode) -> list:
+        saved = self.__dict__.get("_saved_steps")
+        if saved is None:
+            saved = self._saved_steps = _SavedSteps()
+        return saved.up_to(self.base_trial, name, step, n, mode)
+
+    def _mode_and_step(self, step):
+        """(mode, step in that mode) to evaluate at global ``step``, or None to skip it."""
+        trial = self.base_trial
+        mode = history_mode(trial)
+        if mode == ModeKeys.GLOBAL:
+            return mode, step
+        if trial.mode(step) != mode:
+            return None
+        return mode, trial.mode_step(step)
+
+
+def _positive_int(value) -> int:
+    n = as_int(value)
+    if n < 1:
+        raise ValueError(f"expected a positive whole number, got {value!r}")
+    return n
+
+
+def _at_least_two(value) -> int:
+    n = as_int(value)
+    if n < 2:
+        raise ValueError(f"expected a whole number of at least 2 (steps to compare), got {value!r}")
+    return n
+
+
+def _non_negative(value) -> float:
+    f = as_float(value)
+    if f < 0:
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return f
+
+
+class WeightUpdateRatio(_HistoryRule, _ReadingRule):
+    """Fires when ``‖w_s − w_p‖ / (‖w_p‖ + epsilon)`` (L2 norms) of a tensor of the ``weights``
+    collection is above ``large_threshold`` or below ``small_threshold``; ``p`` is the previous
+    saved step (of TRAIN mode if the trial has TRAIN steps). With ``num_steps``, a previous step
+    older than ``s − num_steps`` is not compared (``num_steps`` counts steps of that mode). A
+    frozen layer (no update: ratio 0) fires. Every worker is checked; ``small_threshold`` above
+    ``large_threshold`` is refused when the rule is built.
+    """
+
+    params = (
+        Param("num_steps", optional(_positive_int), None, "compare only with a step at most this far back"),
+        Param("large_threshold", as_float, "10.0", "ratio above which the rule fires"),
+        Param("small_threshold", as_float, "0.00000001", "ratio below which the rule fires"),
+        Param("epsilon", _non_negative, "0.000000001", "added to the weight norm"),
+    )
+    hook_collections = (HookCollection("weights", {"save_interval": "500"}),)
+
+    def __init__(self, base_trial, action_str="", **params):
+        super().__init__(base_trial, action_str=action_str, **params)
+        if self.small_threshold > self.large_threshold:
+            raise RuleConfigurationError(self.rule_name, "small_threshold",
+                                         f"{self.small_threshold} is above large_threshold {self.large_threshold}")
+        self._recent = _RecentValues()
+
+    def invoke_at_step(self, step) -> bool:
+        at = self._mode_and_step(step)
+        if at is None:
+            return False
+        mode, s = at
+        trial = self.base_trial
+        pairs = []
+        for name in trial.tensor_names(step=step, collection="weights"):
+            prev = self._prev_steps(name, s, 2, mode)
+            if len(prev) < 2 or prev[-1] != s:
+                continue
+            if self.num_steps is not None and prev[0] < s - self.num_steps:
+                continue
+            g_prev = prev[0] if mode == ModeKeys.GLOBAL else trial.global_step(mode, prev[0])
+            pairs.append((name, g_prev))
+        values = self._recent.get(self.reader, trial, [p for name, g in pairs for p in ((name, g), (name, step))])
+        for name, g_prev in pairs:
+            before = values[(name, g_prev)]
+            for worker, now in values[(name, step)].items():
+                old = before.get(worker)
+                if old is None or old.shape != now.shape:
+                    continue
+                old64 = old.astype(np.float64)
+                with np.errstate(all="ignore"):  # inf weights give NaN or inf, quietly
+                    ratio = np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon)
+                if ratio > self.large_threshold or ratio < self.small_threshold:
+                    self.logger.info("%s: update ratio of %s is %g at step %d (vs global step %d, %s)",
+                                     self.rule_name, name, ratio, step, g_prev, worker)
+                    return True
+        return False
+
+
+class UnchangedTensor(_HistoryRule, _SelectingRule):
+    """Fires when a selected tensor is ``numpy.allclose`` to itself over the last ``num_steps``
+    saved steps (they need not be consecutive): every older step is compared with the current one
+    (``allclose`` is not transitive). Steps are TRAIN steps when the trial has any, else GLOBAL
+    steps (the reference's convention for WeightUpdateRatio, applied here too, so that EVAL
+    phases do not fire). Every worker is checked on its own. ``num_steps`` below 2 is refused
+    (nothing to compare). No selection means every tensor, with a warning.
+    """
+
+    params = (
+        _COLLECTIONS,
+        _REGEX,
+        Param("num_steps", _at_least_two, "3", "how many saved steps must be alike"),
+        Param("rtol", _non_negative, "1e-05", "numpy.allclose rtol"),
+        Param("atol", _non_negative, "1e-08", "numpy.allclose atol"),
+        Param("equal_nan", as_bool, "False", "numpy.allclose equal_nan"),
+    )
+    warn_on_all = True
+
+    def __init__(self, base_trial, action_str="", **params):
+        super().__init__(base_trial, action_str=action_str, **params)
+        self._check_selection()
+        self._recent = _RecentValues()
+
+    def invoke_at_step(self, step) -> bool:
+        at = self._mode_and_step(step)
+        if at is None:
+            return False
+        mode, s = at
+        trial = self.base_trial
+        histories = []
+        for name in self.selected(step):
+            hist = self._prev_steps(name, s, self.num_steps, mode)
+            if len(hist) < self.num_steps or hist[-1] != s:
+                continue
+            if mode != ModeKeys.GLOBAL:
+                hist = [trial.global_step(mode, h) for h in hist]
+            histories.append((name, hist))
+        values = self._recent.get(self.reader, trial, [(name, g) for name, hist in histories for g in hist])
+        olds, news, who = [], [], []
+        for name, hist in histories:
+            for worker, now in values[(name, step)].items():
+                before = [values[(name, g)].get(worker) for g in hist[:-1]]
+                if any(o is None or o.shape != now.shape for o in before):
+                    continue
+                olds.extend(before)
+                news.extend([now] * len(before))
+                who.extend([(name, worker, tuple(hist))] * len(before))
+        if not olds:
+            return False
+        close = close_each(olds, news, self.rtol, self.atol, self.equal_nan)
+        unchanged: dict = {}
+        for ok, key in zip(close, who):
+            unchanged[key[:2]] = unchanged.get(key[:2], True) and bool(ok)
+        for (name, worker, hist) in dict.fromkeys(who):
+            if unchanged[(name, worker)]:
+                self.logger.info("%s: %s unchanged over global steps %s (%s)", self.rule_name, name, list(hist), worker)
+                return True
+        return False
+
+
+class PoorWeightInitialization(_ReadingRule):
+    """During the first ``steps`` analyzed (saved) steps, fires when any of three checks does:
+
+    - the largest variance of the activation inputs (``activation_inputs_regex``, one tensor per
+      layer) is more than ``threshold`` times the smallest (or the smallest is 0 and the largest
+      not), per worker;
+    - a tensor of the ``gradients`` collection has ``p95 − p5 < distribution_range``;
+    - a scalar tensor of the ``losses`` collection has not improved for ``patience`` analyzed steps.
+
+    A step counts as analyzed when it holds any of those tensors (``steps`` counts saved steps,
+    not step numbers: with save_interval 500, step numbers would leave one step). After ``steps``
+    the rule is inert. The loss improves when it is below its best so far.
+    """
+
+    params = (
+        Param("activation_inputs_regex", as_regex_list, ".*relu_input", "activation inputs, one tensor per layer"),
+        Param("threshold", as_float, "10.0", "max/min ratio of the layers' activation-input variances"),
+        Param("distribution_range", _non_negative, "0.001", "smallest allowed p95 - p5 of a gradient"),
+        Param("patience", _positive_int, "5", "analyzed steps without loss improvement that fire"),
+        Param("steps", _positive_int, "10", "how many saved steps are analyzed"),
+    )
+    hook_collections = (HookCollection("relu_input", {"include_regex": ".*relu_input", "save_interval": "500"}),)
+
+    def __init__(self, base_trial, action_str="", **params):
+        super().__init__(base_trial, action_str=action_str, **params)
+        self.analyzed = 0
+        self._best: dict = {}  # (loss name, worker) -> best loss so far
+        self._waited: dict = {}  # (loss name, worker) -> analyzed steps without improvement
+
+    def invoke_at_step(self, step) -> bool:
+        if self.analyzed >= self.steps:
+            return False
+        trial = self.base_trial
+        acts: set = set()
+        for r in self.activation_inputs_regex:
+            acts.update(trial.tensor_names(step=step, regex=r.pattern))
+        grads = set(trial.tensor_names(step=step, collection="gradients"))
+        losses = set(trial.tensor_names(step=step, collection="losses"))
+        values = self.reader.step(trial, step, sorted(acts | grads | losses))
+        if not values:
+            return False
+        self.analyzed += 1
+        with np.errstate(all="ignore"):  # inf and NaN give NaN, which fires no check
+            return self._checks(step, values, acts, grads, losses)
+
+    def _checks(self, step, values, acts, grads, losses) -> bool:
+        return self._variances(step, [v for v in values if v.name in acts]) or self._gradients(
+            step, [v for v in values if v.name in grads]) or self._loss(step, [v for v in values if v.name in losses])
+
+    def _variances(self, step, values) -> bool:
+        per_worker: dict = {}
+        for v in values:
+            if v.value.size:
+                per_worker.setdefault(v.worker, {})[v.name] = float(np.var(v.value, dtype=np.float64))
+        for worker, var in per_worker.items():
+            if len(var) < 2:
+                continue
+            lo, hi = min(var.values()), max(var.values())
+            if (lo == 0 < hi) or (lo > 0 and hi / lo > self.threshold):
+                self.logger.info("%s: activation-input variances range from %g to %g at step %d (%s): %s",
+                                 self.rule_name, lo, hi, step, worker, var)
+                return True
+        return False
+
+    def _gradients(self, step, values) -> bool:
+        for v in values:
+            if v.value.size == 0:
+                continue
+            p5, p95 = np.percentile(v.value.astype(np.float64, copy=False), [5, 95])
+            if p95 - p5 < self.distribution_range:
+                self.logger.info("%s: %s has p95 - p5 = %g at step %d (%s)",
+                                 self.rule_name, v.name, p95 - p5, step, v.worker)
+                return True
+        return False
+
+    def _loss(self, step, values) -> bool:
+        for v in values:
+            if v.value.size != 1:
+                continue
+            key, loss = (v.name, v.worker), float(v.value.ravel()[0])
+            best = self._best.get(key)
+            if best is None or loss < best:
+                self._best[key], self._waited[key] = loss, 0
+                continue
+            self._waited[key] += 1
+            if self._waited[key] >= self.patience:
+                self.logger.info("%s: %s has not improved on %g for %d analyzed steps (step %d, %s)",
+                                 self.rule_name, v.name, best, self._waited[key], step, v.worker)
+                return True
+        return False
