@@ -313,10 +313,11 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
     return settings
 
 
-def create_hook(hook_cls, path: str | None = None):
+def create_hook(hook_cls, path: str | None = None, *, default_values: dict | None = None):
     """A ``hook_cls`` configured by the hook JSON that applies (see :func:`load_hook_config`),
-    with its collection settings applied; None when no file applies."""
-    settings = load_hook_config(path)
+    with its collection settings applied; None when no file applies. ``default_values``: as
+    :func:`parse_hook_config`'s."""
+    settings = load_hook_config(path, default_values=default_values)
     if settings is None:
         return None
     hook = hook_cls(**settings.hook_kwargs())
