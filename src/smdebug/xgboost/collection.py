@@ -23,13 +23,19 @@ DEFAULT_XGBOOST_COLLECTIONS = {
     CollectionKeys.TREES,
 }
 
-# 1.0.34's regexes, except average_shap and full_shap: 1.0.34 wrote `^average_shap/.*[^/bias]$`,
-# a character class that leaves out every feature whose name ends in a, b, i, s or "/"
-# (e.g. sklearn's "mean radius"); these leave out only the bias term, as intended.
+# 1.0.34's regexes, except where they drop what the collection's name promises:
+# - metrics / losses: 1.0.34's `^[a-zA-z]+-[a-zA-z0-9]+$` misses every data set or metric name with
+#   a digit, "@" or "." before / after the "-" (scikit-learn's "validation_0-logloss", "ndcg@5",
+#   "error@0.7"); here a metric is any name "<data set>-<metric>" without "/". Losses leave out the
+#   metrics that grow as the model improves: auc and map as in 1.0.34, and aucpr, ndcg and pre.
+# - average_shap / full_shap: 1.0.34's `^average_shap/.*[^/bias]$` is a character class that
+#   leaves out every feature whose name ends in a, b, i, s or "/" (e.g. "mean radius"); here
+#   only the bias term is left out, as intended.
+_INCREASING = "(auc|aucpr|map|ndcg|pre)(@[^/]*)?$"
 DEFAULT_REGEXES = {
     CollectionKeys.HYPERPARAMETERS: "^hyperparameters/.*$",
-    CollectionKeys.METRICS: "^[a-zA-z]+-[a-zA-z0-9]+$",
-    CollectionKeys.LOSSES: "^[a-zA-z]+-.+(?<!(auc|map))$",  # metrics that decrease as the model improves
+    CollectionKeys.METRICS: "^[^/]+-[^/]+$",
+    CollectionKeys.LOSSES: f"^[^/]+-(?!{_INCREASING})[^/]+$",
     CollectionKeys.PREDICTIONS: "^predictions$",
     CollectionKeys.LABELS: "^labels$",
     CollectionKeys.FEATURE_IMPORTANCE: "^feature_importance/.*",
@@ -38,12 +44,12 @@ DEFAULT_REGEXES = {
     CollectionKeys.TREES: "^trees/.*",
 }
 
-_INCREASING_METRIC = re.compile("^[a-zA-z]+-(auc|map)$")
+_LOSS = re.compile(DEFAULT_REGEXES[CollectionKeys.LOSSES])
 
 
 def is_loss_metric(name: str) -> bool:
-    """Whether a metric name ('<evals name>-<metric>') is a loss (not auc or map), as in 1.0.34."""
-    return not _INCREASING_METRIC.match(name)
+    """Whether a metric name ("<data set>-<metric>") is a loss: not one that grows as the model improves."""
+    return bool(_LOSS.search(name))
 
 
 class CollectionManager(BaseCollectionManager):

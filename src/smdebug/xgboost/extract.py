@@ -197,8 +197,10 @@ def as_dmatrix(data, arg: str):
         raise SMDebugValueError(f"{arg}: content type {data[1]!r} is not one of {', '.join(_FORMATS)}")
     if not os.path.isfile(path):
         raise SMDebugValueError(f"{arg}: {path} is not a file (only local files are read)")
-    uri = f"{path}?format=csv&label_column=0" if fmt == "csv" else f"{path}?format=libsvm"
     try:
-        return xgb.DMatrix(uri)
-    except xgb.core.XGBoostError as exc:
-        raise SMDebugValueError(f"{arg}: XGBoost cannot read {path} as {fmt}: {exc}") from None
+        if fmt == "csv":  # label in the first column, as SageMaker's XGBoost reads CSV
+            arr = np.loadtxt(path, delimiter=",", ndmin=2)
+            return xgb.DMatrix(arr[:, 1:], label=arr[:, 0])
+        return xgb.DMatrix(f"{path}?format=libsvm")
+    except (ValueError, xgb.core.XGBoostError) as exc:
+        raise SMDebugValueError(f"{arg}: cannot read {path} as {fmt}: {exc}") from None

@@ -153,14 +153,19 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     @guarded(default=False)
     def _after_iteration(self, model, epoch, evals_log) -> bool:
+        if self._closed:  # closed when its training ended: its trial is complete
+            self._have(False, "a training run of its own (this one's ended; make a new hook)")
+            return False
         if self._trees_kind is None:
             self._before_training(model)
         self._end_step()
         self.step = self.mode_steps[self.mode] = epoch - 1  # the step is the boosting round, as in 1.0.34
         self._begin_step()
-        if self._step_saves:
-            self._save_round(model, evals_log, {c.name for c in self._collections_for_step()})
-        self._end_step()  # the round goes to the writer now, while XGBoost builds the next one
+        try:
+            if self._step_saves:
+                self._save_round(model, evals_log, {c.name for c in self._collections_for_step()})
+        finally:  # the round goes to the writer now, while XGBoost builds the next one (after an
+            self._end_step()  # error too: what the round saved before it is kept)
         req = self._stop.check() if self._stop is not None else None
         if req is not None:
             logger.warning("smdebug: rule %s asked training to stop at step %s: %s", req.rule, req.step, req.reason)
