@@ -12,7 +12,7 @@ TORCH := torch==2.13.0
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,pytorch]'
+	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -30,6 +30,7 @@ $(PEER)/.torch: $(PEER)/.installed
 
 demo: $(VENV)/.installed
 	$(PY) examples/pytorch_digits.py
+	$(PY) examples/xgboost_digits.py
 
 test: $(VENV)/.installed $(PEER)/.installed
 	$(VENV)/bin/ruff check src tests bench examples

@@ -64,7 +64,7 @@ def test_sklearn_estimator_with_the_hook_as_callback(tmp_path):
     Xv, yv = t.valid.get_data().toarray(), t.valid.get_label()
     hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=1),
                     include_collections=["metrics", "predictions", "labels"], validation_data=xgb.DMatrix(Xv, yv))
-    clf = xgb.XGBClassifier(n_estimators=3, max_depth=2, eval_metric="mlogloss", callbacks=[hook])
+    clf = xgb.XGBClassifier(n_estimators=3, max_depth=2, n_jobs=1, eval_metric="mlogloss", callbacks=[hook])
     clf.fit(X, y, eval_set=[(Xv, yv)], verbose=False)
     trial = create_trial(str(tmp_path))
     assert trial.steps() == [0, 1, 2]
