@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import xgboost as xgb
+
 from smdebug.xgboost import Hook, SaveConfig
 
 
