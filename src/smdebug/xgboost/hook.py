@@ -172,11 +172,11 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         return req is not None
 
     def _save_round(self, model, evals_log, saves: set) -> None:
-        save = self._save_for_tensor
+        save = self._save_for_tensor  # values go as arrays: np.size of a Python float costs microseconds
         if CK.METRICS in saves or CK.LOSSES in saves:
             for name, value in extract.evaluation_metrics(evals_log).items():
                 if CK.METRICS in saves or is_loss_metric(name):
-                    save(name, value)
+                    save(name, np.array([value]))
         if CK.HYPERPARAMETERS in saves and self._have(bool(self.hyperparameters), "hyperparameters"):
             for key, value in self.hyperparameters.items():
                 save(f"hyperparameters/{key}", extract.hyperparameter_value(value))
@@ -189,7 +189,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             if CK.FEATURE_IMPORTANCE in saves:
                 for kind, scores in extract.feature_importances(model).items():
                     for feature, value in scores.items():
-                        save(f"feature_importance/{kind}/{feature}", value)
+                        save(f"feature_importance/{kind}/{feature}", np.array([value]))
             if CK.TREES in saves:
                 for column, values in extract.round_trees(model).items():
                     save(f"trees/{column}", values)
@@ -197,7 +197,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             shap = extract.shap_values(model, self.train_data)
             if CK.AVERAGE_SHAP in saves:
                 for name, value in zip(shap.names, shap.average()):
-                    save(f"average_shap/{name}", value)
+                    save(f"average_shap/{name}", value.reshape(1))
             if CK.FULL_SHAP in saves:
                 for i, name in enumerate(shap.names):
                     save(f"full_shap/{name}", shap.column(i))
