@@ -233,3 +233,14 @@ def smd_errors():
     import smdebug.exceptions
 
     return smdebug.exceptions
+
+
+def test_xgb_cv_is_not_supported_but_runs_to_the_end(tmp_path, caplog):
+    t = task("binary")
+    hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=1))
+    with caplog.at_level(logging.ERROR, logger="smdebug"):
+        res = xgb.cv(t.params, t.train, num_boost_round=3, nfold=2, callbacks=[hook])
+    assert len(res) == 3
+    assert hook.disabled
+    errors = [r for r in caplog.records if r.exc_info]
+    assert len(errors) == 1 and "xgb.cv" in str(errors[0].exc_info[1])
