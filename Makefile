@@ -51,6 +51,7 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_hook.py
+	$(PY) bench/bench_xgboost.py
 
 clean:
 	rm -rf $(VENV) $(PEER) build *.egg-info src/*.egg-info

@@ -6,7 +6,9 @@ none; metrics + feature importance every round (target <= 1.10x); metrics + feat
 + predictions + labels every round. Each run is a fresh process, configurations interleaved;
 the time is ``xgb.train`` (which includes the hook closing itself: waiting for the writer), as
 wall-clock and as process CPU time (all threads: the writer's too; steadier on a shared machine).
-Prints the per-round times and the ratios, and writes bench/out/xgboost.json.
+Then the hook's own CPU time per round, measured without training noise (the hook's callbacks
+on an already trained booster). Prints the per-round times and the ratios, and writes
+bench/out/xgboost.json.
 
 usage: python bench/bench_xgboost.py [--rounds 30] [--repeat 3]
 """
@@ -33,7 +35,7 @@ CONFIGS = {
 }
 
 
-def workload(config: str, out_dir: str, rounds: int) -> dict:
+def data():
     import numpy as np
     import xgboost as xgb
 
@@ -45,6 +47,13 @@ def workload(config: str, out_dir: str, rounds: int) -> dict:
     dtrain, dvalid = xgb.DMatrix(X[:n], y[:n]), xgb.DMatrix(X[n:], y[n:])
     params = {"objective": "binary:logistic", "tree_method": "hist", "max_depth": 6, "nthread": 1,
               "eval_metric": ["logloss", "auc"]}
+    return dtrain, dvalid, params
+
+
+def workload(config: str, out_dir: str, rounds: int) -> dict:
+    import xgboost as xgb
+
+    dtrain, dvalid, params = data()
     callbacks = []
     if CONFIGS[config] is not None:
         import smdebug.xgboost as smd
@@ -55,6 +64,34 @@ def workload(config: str, out_dir: str, rounds: int) -> dict:
     xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")], callbacks=callbacks,
               verbose_eval=False)
     return {"train_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "rounds": rounds}
+
+
+def hook_cost(out_dir: str, rounds: int) -> dict:
+    """The hook's own CPU time per round, without training noise: a trained booster handed to the
+    hook's round callback ``rounds`` times (with that round's evals log), then hook.close()."""
+    import xgboost as xgb
+
+    import smdebug.xgboost as smd
+
+    dtrain, dvalid, params = data()
+    log: dict = {}
+    booster = xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")],
+                        evals_result=log, verbose_eval=False)
+    out = {}
+    for config, colls in CONFIGS.items():
+        if colls is None:
+            continue
+        shutil.rmtree(out_dir, ignore_errors=True)
+        hook = smd.Hook(out_dir=out_dir, include_collections=colls, validation_data=dvalid,
+                        save_config=smd.SaveConfig(save_interval=1))
+        booster = hook.before_training(booster)
+        c0 = time.process_time()
+        for epoch in range(rounds):
+            round_log = {d: {m: v[: epoch + 1] for m, v in ms.items()} for d, ms in log.items()}
+            hook.after_iteration(booster, epoch, round_log)
+        hook.after_training(booster)
+        out[config] = (time.process_time() - c0) / rounds
+    return out
 
 
 def run(config: str, out_dir: str, rounds: int) -> dict:
@@ -93,10 +130,19 @@ def main() -> None:
         w, cp = med[c]["wall"], med[c]["cpu"]
         print(f"{c:<32} {w * 1000:14.1f} {w / med['none']['wall']:6.2f}x {cp * 1000:13.1f} "
               f"{cp / med['none']['cpu']:6.2f}x")
+    env_path = str(REPO / "src")
+    if env_path not in sys.path:
+        sys.path.insert(0, env_path)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    cost = hook_cost(str(base / "hook-only"), args.rounds)
+    shutil.rmtree(base, ignore_errors=True)
+    print("\nthe hook's own CPU time per round (same booster, no training), against no hook's CPU per round:")
+    for c, v in cost.items():
+        print(f"{c:<32} {v * 1000:8.2f} ms  {(med['none']['cpu'] + v) / med['none']['cpu']:6.3f}x")
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     (out / "xgboost.json").write_text(json.dumps({"rounds": args.rounds, "repeat": args.repeat, "runs": res,
-                                                  "median_s": med}, indent=1))
+                                                  "median_s": med, "hook_cpu_s_per_round": cost}, indent=1))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ def main():
                     include_collections=["metrics", "predictions"], validation_data=dvalid)
     with xgb.collective.CommunicatorContext(**json.loads(args), dmlc_task_id=str(rank)):
         res = {}
-        booster = xgb.train({"objective": "binary:logistic", "max_depth": 2, "eval_metric": "logloss", "nthread": 1}, dtrain, 3,
+        params = {"objective": "binary:logistic", "max_depth": 2, "eval_metric": "logloss", "nthread": 1}
+        booster = xgb.train(params, dtrain, 3,
                             evals=[(dtrain, "train"), (dvalid, "validation")], evals_result=res, callbacks=[hook],
                             verbose_eval=False)
     np.save(os.path.join(result_dir, f"pred_{rank}.npy"), booster.predict(dvalid))

@@ -67,7 +67,8 @@ def test_metrics_equal_evals_result(run):
 def test_predictions_and_labels_equal_booster_predict_at_that_round(run):
     _kind, t, r, trial = run
     for s in STEPS:
-        np.testing.assert_array_equal(value(trial, "predictions", s), r.booster.predict(t.valid, iteration_range=(0, s + 1)))
+        expected = r.booster.predict(t.valid, iteration_range=(0, s + 1))
+        np.testing.assert_array_equal(value(trial, "predictions", s), expected)
         np.testing.assert_array_equal(value(trial, "labels", s), t.valid.get_label())
 
 
@@ -107,7 +108,8 @@ def test_trees_equal_trees_to_dataframe_rows_of_that_round(run):
         for col in TREE_COLUMNS:
             saved = value(trial, f"trees/{col}", s)
             if saved.dtype.kind == "U":
-                expected = ["nan" if x is None or (isinstance(x, float) and math.isnan(x)) else str(x) for x in rows[col]]
+                expected = ["nan" if x is None or (isinstance(x, float) and math.isnan(x)) else str(x)
+                            for x in rows[col]]
                 assert saved.tolist() == expected, col
             else:
                 np.testing.assert_array_equal(saved, rows[col].to_numpy(dtype=saved.dtype), err_msg=col)

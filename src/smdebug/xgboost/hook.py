@@ -154,7 +154,8 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     @guarded(default=False)
     def _after_iteration(self, model, epoch, evals_log) -> bool:
         if self._closed:  # closed when its training ended: its trial is complete
-            self._have(False, "a training run of its own (this one's ended; make a new hook)")
+            self._warn_once("closed", "smdebug: this hook's training run ended and its trial is complete; "
+                            "make a new hook for another run (nothing is saved)")
             return False
         if self._trees_kind is None:
             self._before_training(model)
@@ -180,12 +181,13 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         if CK.HYPERPARAMETERS in saves and self._have(bool(self.hyperparameters), "hyperparameters"):
             for key, value in self.hyperparameters.items():
                 save(f"hyperparameters/{key}", extract.hyperparameter_value(value))
-        if (CK.PREDICTIONS in saves or CK.LABELS in saves) and self._have(self.validation_data is not None, "validation_data"):
+        given_valid = self.validation_data is not None
+        if (CK.PREDICTIONS in saves or CK.LABELS in saves) and self._have(given_valid, "validation_data"):
             out = extract.validation_outputs(model, self.validation_data)
             save("predictions", out.predictions)
             save("labels", out.labels)
-        trees = saves & {CK.FEATURE_IMPORTANCE, CK.TREES}
-        if trees and self._have(bool(self._trees_kind), "a tree booster (gbtree or dart)"):
+        trees = bool(self._trees_kind)
+        if saves & {CK.FEATURE_IMPORTANCE, CK.TREES} and self._have(trees, "a tree booster (gbtree or dart)"):
             if CK.FEATURE_IMPORTANCE in saves:
                 for kind, scores in extract.feature_importances(model).items():
                     for feature, value in scores.items():
@@ -193,7 +195,8 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             if CK.TREES in saves:
                 for column, values in extract.round_trees(model).items():
                     save(f"trees/{column}", values)
-        if (CK.FULL_SHAP in saves or CK.AVERAGE_SHAP in saves) and self._have(self.train_data is not None, "train_data"):
+        if (CK.FULL_SHAP in saves or CK.AVERAGE_SHAP in saves) and self._have(self.train_data is not None,
+                                                                               "train_data"):
             shap = extract.shap_values(model, self.train_data)
             if CK.AVERAGE_SHAP in saves:
                 for name, value in zip(shap.names, shap.average()):
@@ -204,9 +207,11 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     def _have(self, given: bool, needed: str) -> bool:
         """Whether a collection's input was given; if not, say so once."""
-        if given:
-            return True
-        if needed not in self._warned:
-            self._warned.add(needed)
-            logger.warning("smdebug: a collection asked for needs %s, which the hook was not given", needed)
-        return False
+        if not given:
+            self._warn_once(needed, f"smdebug: a collection asked for needs {needed}, which the hook was not given")
+        return given
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message)
