@@ -74,6 +74,14 @@ def test_sklearn_estimator_with_the_hook_as_callback(tmp_path):
     assert (tmp_path / END_OF_JOB).exists()
 
 
+def test_sklearn_clone_keeps_the_hook(tmp_path):
+    from sklearn.base import clone
+
+    hook = smd.Hook(out_dir=str(tmp_path), validation_data=task("binary").valid)
+    clf = xgb.XGBClassifier(n_estimators=2, callbacks=[hook])
+    assert clone(clf).callbacks[0] is hook  # a DMatrix cannot be copied; one hook, one trial
+
+
 def _json_config(path, out_dir, **params):
     doc = {"LocalPath": str(out_dir), "HookParameters": {k: str(v) for k, v in params.items()},
            "CollectionConfigurations": [{"CollectionName": "metrics"}, {"CollectionName": "feature_importance"},

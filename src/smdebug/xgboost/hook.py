@@ -113,6 +113,11 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         set_hook(self)
         atexit.register(_close_at_exit, weakref.ref(self))
 
+    def __deepcopy__(self, memo):
+        """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
+        copy of an estimator this hook, which saves the first run (one trial per hook)."""
+        return self
+
     @classmethod
     def create_from_json_file(cls, json_file_path=None):
         """A hook configured by SageMaker's hook JSON (save_interval 10 where it gives none)."""
