@@ -253,3 +253,15 @@ def test_xgb_cv_is_not_supported_but_runs_to_the_end(tmp_path, caplog):
     assert hook.disabled
     errors = [r for r in caplog.records if r.exc_info]
     assert len(errors) == 1 and "xgb.cv" in str(errors[0].exc_info[1])
+
+
+def test_include_regex_saves_matching_tensors_in_default(tmp_path):
+    t = task("binary")
+    hook = smd.Hook(out_dir=str(tmp_path), include_regex=["^validation-", "^feature_importance/gain/"],
+                    save_config=smd.SaveConfig(save_interval=1))
+    train(t, hook, rounds=2)
+    trial = create_trial(str(tmp_path))
+    assert trial.tensor_names(collection="default") == ["validation-auc", "validation-error", "validation-logloss"]
+    # as in 1.0.34, a collection's tensors are computed when that collection is saved: no feature
+    # importance here, as the feature_importance collection is not
+    assert not any(n.startswith("feature_importance/") for n in trial.tensor_names())
