@@ -7,12 +7,12 @@ FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer peer-xgboost clean
+.PHONY: demo test lint bench peer peer-xgboost clean chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost]'
+	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost,plot]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -41,12 +41,18 @@ demo: $(VENV)/.installed
 	$(PY) examples/pytorch_digits.py
 	$(PY) examples/xgboost_digits.py
 
-test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost
+# headless Chromium (Debian's package) opens the HTML report of CreateXgboostReport in the tests
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost chromium
 	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
 
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py

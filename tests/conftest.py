@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from chromium import Chromium
 from s3server import MotoServer, S3Proxy
 from smdtest import peer_python
 
@@ -87,3 +88,11 @@ def proxy(_proxy, aws_env, monkeypatch) -> S3Proxy:
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", _proxy.url)
     yield _proxy
     _proxy.reset()
+
+
+# ---------------------------------------------------------------- headless Chromium (tests/chromium.py)
+@pytest.fixture
+def chromium(tmp_path):
+    browser = Chromium(tmp_path / "chromium-profile")
+    yield browser
+    browser.close()

@@ -5,7 +5,7 @@ A leaf module: it imports nothing from the rest of the package except the mode e
 
 from __future__ import annotations
 
-from smdebug.core.modes import ModeKeys
+from smdebug.modes import ModeKeys
 
 __all__ = [
     "SMDebugError",

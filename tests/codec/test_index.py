@@ -132,8 +132,6 @@ def _bad_cases():
     url["meta"]["event_file_name"] = "s3://other-bucket/x.tfevents"
     missing_efn = _doc()
     del missing_efn["meta"]["event_file_name"]
-    empty_efn = _doc()
-    empty_efn["meta"]["event_file_name"] = ""
     non_str_efn = _doc()
     non_str_efn["meta"]["event_file_name"] = 7
     no_tensorname = _doc()
@@ -167,7 +165,6 @@ def _bad_cases():
         "event-file-dotdot-inner": _raw(escaping_inner),
         "event-file-url": _raw(url),
         "event-file-missing": _raw(missing_efn),
-        "event-file-empty": _raw(empty_efn),
         "event-file-not-string": _raw(non_str_efn),
         "tensorname-missing": _raw(no_tensorname),
         "start-idx-missing": _raw(no_start),
@@ -188,6 +185,16 @@ def test_rejects_with_where(data):
         decode_index(data, WHERE)
     assert WHERE in str(ei.value)
     assert WHERE in ei.value.message
+
+
+def test_empty_event_file_name_keeps_the_entries():
+    """1.0.34 lists such a step and its tensors; only reading a value fails (in the trial)."""
+    d = _doc()
+    d["meta"]["event_file_name"] = ""
+    p = decode_index(_raw(d), WHERE)
+    assert p.event_file_name is None
+    assert p.tags == ("fc1.weight", "smdebug/reductions/mean/fc1.weight")
+    assert (p.mode, p.mode_step) == (ModeKeys.EVAL, 5)
 
 
 def test_escaping_message_names_the_path():

@@ -81,7 +81,7 @@ class _Ordered:
 
 def _lazy_hook(path, model, loss_fn, **kwargs):
     hook = make_hook(path, model, loss_fn, save_config=EVERY, **kwargs)
-    hook.adapter._pool = LazyPool()
+    hook.adapter.copier._pool = LazyPool()
     return hook
 
 

@@ -11,8 +11,8 @@ import numpy as np
 from smdebug.codec.crc import EVENTS_FOOTER, crc32c, mask, masked_crc32c_bytes
 from smdebug.codec.tensor import DT, decode_tensor, dtype_code, encode_tensor, tensor_parts
 from smdebug.codec.wire import I32, I64, LEN, VARINT, double, iter_fields, key, ld, varint
-from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import EventFileCorrupt
+from smdebug.modes import ModeKeys
 
 __all__ = [
     "SummaryValue",

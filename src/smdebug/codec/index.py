@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import IndexReaderException
+from smdebug.modes import ModeKeys
 
 __all__ = ["ParsedIndex", "encode_index", "decode_index", "decode_collections_json"]
 
@@ -73,9 +73,10 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         lengths = [e["length"] for e in tp]
     except (KeyError, TypeError):
         raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
-    if tp:
+    if tp and meta.get("event_file_name") != "":
         # start_idx / length are checked when a record is read (IndexFile.location), so that
-        # opening a trial does no per-entry work beyond collecting the tags
+        # opening a trial does no per-entry work beyond collecting the tags. An empty name keeps
+        # the step and its tensors listed (as in 1.0.34): reading a value fails, naming the index
         event_file_name = safe_relative_key(meta.get("event_file_name"), where)
     shapes = {}
     for e in sp:

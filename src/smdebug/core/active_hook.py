@@ -1,12 +1,17 @@
-"""The active-hook slot that ``get_hook()`` / ``set_hook()`` / ``del_hook()`` use: the only global state."""
+"""The active-hook slot that ``get_hook()`` / ``set_hook()`` / ``del_hook()`` use: the only global
+state. Each framework package re-exports the three functions bound to its Hook class
+(:func:`bind`); a hook registers itself here when it is made, and is closed at interpreter exit."""
 
 from __future__ import annotations
 
+import atexit
 import logging
+import weakref
+from types import SimpleNamespace
 
 from smdebug.exceptions import SMDebugTypeError
 
-__all__ = ["get_hook", "set_hook", "del_hook"]
+__all__ = ["get_hook", "set_hook", "del_hook", "bind", "close_at_exit"]
 
 logger = logging.getLogger("smdebug")
 _active = None
@@ -36,3 +41,35 @@ def set_hook(custom_hook) -> None:
 def del_hook() -> None:
     global _active
     _active = None
+
+
+def bind(hook_class) -> SimpleNamespace:
+    """``get_hook`` / ``set_hook`` / ``del_hook`` for a framework package, bound to its Hook:
+    ``get_hook, set_hook, del_hook = vars(bind(Hook)).values()``."""
+
+    def get_hook_for(json_config_path=None, create_if_not_exists: bool = False):
+        """The active hook; with ``create_if_not_exists``, made from SageMaker's hook JSON."""
+        return get_hook(json_config_path=json_config_path, hook_class=hook_class,
+                        create_if_not_exists=create_if_not_exists)
+
+    def set_hook_for(hook) -> None:
+        """Make ``hook`` the active hook."""
+        set_hook(hook)
+
+    def del_hook_for() -> None:
+        """Forget the active hook."""
+        del_hook()
+
+    get_hook_for.__name__, set_hook_for.__name__, del_hook_for.__name__ = "get_hook", "set_hook", "del_hook"
+    return SimpleNamespace(get_hook=get_hook_for, set_hook=set_hook_for, del_hook=del_hook_for)
+
+
+def _close(ref) -> None:
+    hook = ref()
+    if hook is not None:
+        hook.close()
+
+
+def close_at_exit(hook) -> None:
+    """Close ``hook`` at interpreter exit (if it still exists), so its last step is written."""
+    atexit.register(_close, weakref.ref(hook))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
@@ -46,6 +47,9 @@ SUMMARIES_COLLECTIONS = {CollectionKeys.TENSORFLOW_SUMMARIES}
 SM_METRIC_COLLECTIONS = {CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS}
 NON_REDUCTION_COLLECTIONS = SCALAR_COLLECTIONS | SUMMARIES_COLLECTIONS
 NON_HISTOGRAM_COLLECTIONS = SCALAR_COLLECTIONS | SUMMARIES_COLLECTIONS
+# collections a mode never saves (evaluation and prediction compute no gradients)
+_NOT_IN_EVALUATION = frozenset({CollectionKeys.GRADIENTS, CollectionKeys.OPTIMIZER_VARIABLES})
+MODE_SKIPS = {ModeKeys.EVAL: _NOT_IN_EVALUATION, ModeKeys.PREDICT: _NOT_IN_EVALUATION}
 
 
 class Collection:
@@ -66,6 +70,18 @@ class Collection:
         self.reduction_config = reduction_config
         self.save_config = save_config
         self.save_histogram = bool(save_histogram)
+        self._modules: dict = {}
+
+    # -- framework modules (layers) -----------------------------------------------------------
+    def add_module_tensors(self, module, inputs=False, outputs=True) -> None:
+        """Save a module's (layer's) inputs and/or outputs in this collection; the hook turns the
+        module into its name when the collections are prepared."""
+        self._modules[module] = (inputs, outputs)
+
+    @property
+    def modules(self) -> dict:
+        """module -> (inputs, outputs) given to :meth:`add_module_tensors`."""
+        return self._modules
 
     # -- tensor names -------------------------------------------------------------------------
     @property

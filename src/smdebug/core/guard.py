@@ -6,6 +6,8 @@ import functools
 import logging
 import os
 
+from smdebug.exceptions import TrainingStopRequested
+
 __all__ = ["guarded", "PROPAGATE_ERRORS_ENV"]
 
 logger = logging.getLogger("smdebug")
@@ -18,7 +20,8 @@ def propagate_default() -> bool:
 
 def guarded(default=None):
     """Decorate a hook method: when it raises, log the error once, disable the hook and return
-    ``default`` — unless ``hook.propagate_errors`` is set (or $SMDEBUG_PROPAGATE_ERRORS=1)."""
+    ``default`` — unless ``hook.propagate_errors`` is set (or $SMDEBUG_PROPAGATE_ERRORS=1).
+    TrainingStopRequested always goes through: it is how a hook stops training."""
 
     def deco(method):
         @functools.wraps(method)
@@ -27,6 +30,8 @@ def guarded(default=None):
                 return default
             try:
                 return method(self, *args, **kwargs)
+            except TrainingStopRequested:  # not an error of the hook: training is to stop
+                raise
             except Exception:
                 if getattr(self, "propagate_errors", False):
                     raise

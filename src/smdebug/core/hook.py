@@ -1,9 +1,10 @@
 """BaseHook: everything a framework hook does that does not depend on the framework.
 
-Steps and modes, which collections are saved at a step, what is saved of a tensor (raw value,
-reductions, shape, TensorBoard scalar / histogram), scalars, the collections file and the
-end-of-training marker. A framework package adds only glue: when a step starts, which tensors
-exist, and an adapter that copies and reduces its tensors.
+Steps and modes, the save API (save_tensor, save_scalar), handing saved steps to the writer,
+the collections file, the end of training and stop requests. It is composed of a Planner
+(core.save_plan: what is saved at a step), a StepBuffer (core.step_buffer: what the step
+holds), a StepWriter (core.step_writer: the writer thread) and a TensorAdapter (core.adapter:
+the framework's tensors). How a framework's Hook uses it: see the docstring of smdebug.core.
 """
 
 from __future__ import annotations
@@ -12,44 +13,28 @@ import logging
 import os
 import time
 
-from smdebug.core.adapter import NumpyAdapter
-from smdebug.core.collection import (
-    NON_HISTOGRAM_COLLECTIONS,
-    NON_REDUCTION_COLLECTIONS,
-    SCALAR_COLLECTIONS,
-    Collection,
-    CollectionKeys,
-)
-from smdebug.core.collection_manager import CollectionManager
+import numpy as np
+
+from smdebug.core import active_hook
+from smdebug.core.adapter import NumpyAdapter, TensorAdapter
+from smdebug.core.collection import Collection, CollectionKeys
+from smdebug.core.collection_defaults import CollectionDefaults
+from smdebug.core.end_of_job import mark_end_of_training
 from smdebug.core.guard import guarded, propagate_default
-from smdebug.core.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key
+from smdebug.core.hook_options import HookOptions, options_signature, tensorboard_dir_for
+from smdebug.core.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
 from smdebug.core.modes import ALLOWED_MODES, ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.reductions import get_reduction_tensor_name
 from smdebug.core.save_config import SaveConfig
-from smdebug.core.step_writer import StepRecords, StepWriter
-from smdebug.exceptions import (
-    InvalidCollectionConfiguration,
-    SMDebugRuntimeError,
-    SMDebugTypeError,
-    SMDebugValueError,
-)
+from smdebug.core.save_plan import Planner, included_collections
+from smdebug.core.step_buffer import StepBuffer
+from smdebug.core.step_writer import StepWriter
+from smdebug.core.stop_request import StopRequest, StopRequestWatcher
+from smdebug.exceptions import SMDebugRuntimeError, SMDebugTypeError, SMDebugValueError
 
 __all__ = ["BaseHook"]
 
 logger = logging.getLogger("smdebug")
-CHIEF_WORKER = "worker_0"
-
-
-_NO_PLAN = object()
-
-
-def tensorboard_dir_for(export_tensorboard, tensorboard_dir, out_dir):
-    if tensorboard_dir is not None:
-        return os.path.expanduser(tensorboard_dir) if "://" not in tensorboard_dir else tensorboard_dir
-    if export_tensorboard:
-        return out_dir.rstrip("/") + "/tensorboard"
-    return None
 
 
 class BaseHook:
@@ -57,86 +42,68 @@ class BaseHook:
     SCALAR_PREFIX = "scalar/"
     INPUT_TENSOR_SUFFIX = "_input_"
     OUTPUT_TENSOR_SUFFIX = "_output_"
+    INIT_STEP = -1
+    collection_defaults = CollectionDefaults(created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None})
+    make_adapter = NumpyAdapter
 
-    def __init__(
-        self,
-        collection_manager: CollectionManager,
-        default_include_collections,
-        default_collections,
-        out_dir=None,
-        export_tensorboard=False,
-        tensorboard_dir=None,
-        dry_run=False,
-        reduction_config=None,
-        save_config=None,
-        include_regex=None,
-        include_collections=None,
-        save_all=False,
-        include_workers="one",
-        init_step=-1,
-        adapter=None,
-    ):
+    def __init__(self, *args, **kwargs):
+        self._configure(HookOptions.from_call(type(self).__name__, args, kwargs))
+        active_hook.set_hook(self)
+        active_hook.close_at_exit(self)
+
+    __init__.__signature__ = options_signature()
+
+    def _configure(self, o: HookOptions) -> None:
         from smdebug.storage import is_remote, open_store
 
-        if out_dir is None:
+        if o.out_dir is None:
             raise SMDebugRuntimeError("out_dir is a required argument of the hook")
-        out_dir = str(out_dir)
+        out_dir = str(o.out_dir)
         self.out_dir = out_dir if is_remote(out_dir) else os.path.abspath(os.path.expanduser(out_dir))
-        if open_store(self.out_dir).exists(END_OF_JOB):
+        self.store = open_store(self.out_dir)
+        if self.store.exists(END_OF_JOB):
             raise SMDebugRuntimeError(
                 f"{self.out_dir} holds a finished trial ({END_OF_JOB} exists): "
                 "give the hook a new out_dir, so that two jobs' tensors are not mixed"
             )
-        if include_workers not in ("one", "all"):
-            raise SMDebugValueError(f"include_workers={include_workers!r} must be 'one' or 'all'")
-        self.tensorboard_dir = tensorboard_dir_for(export_tensorboard, tensorboard_dir, self.out_dir)
-        self.export_tensorboard = bool(export_tensorboard or tensorboard_dir)
-        self.dry_run = bool(dry_run)
-        self.save_all = bool(save_all)
-        self.save_all_workers = include_workers == "all"
-        self.include_workers = include_workers
-        self.collection_manager = collection_manager
-        self._default_collections = set(default_collections)
-        names = [include_collections] if isinstance(include_collections, str) else list(include_collections or [])
-        self.include_collections = list(dict.fromkeys([*names, *default_include_collections]))
-        self.save_config = SaveConfig.parse(save_config)
-        self.reduction_config = reduction_config if reduction_config is not None else ReductionConfig(save_raw_tensor=True)
+        if o.include_workers not in ("one", "all"):
+            raise SMDebugValueError(f"include_workers={o.include_workers!r} must be 'one' or 'all'")
+        self.tensorboard_dir = tensorboard_dir_for(o.export_tensorboard, o.tensorboard_dir, self.out_dir)
+        self.export_tensorboard = bool(o.export_tensorboard or o.tensorboard_dir)
+        self.dry_run = bool(o.dry_run)
+        self.save_all = bool(o.save_all)
+        self.save_all_workers = o.include_workers == "all"
+        self.include_workers = o.include_workers
+        defaults = self.collection_defaults
+        self.collection_manager = cm = defaults.manager()
+        self.include_collections = included_collections(cm, defaults, o.include_collections, o.include_regex,
+                                                        self.save_all)
+        self.save_config = SaveConfig.parse(o.save_config)
+        self.reduction_config = o.reduction_config if o.reduction_config is not None else ReductionConfig(save_raw_tensor=True)
         if not isinstance(self.reduction_config, ReductionConfig):
-            raise SMDebugTypeError(f"reduction_config={reduction_config!r} must be a ReductionConfig")
-        self.include_regex = include_regex
-        if include_regex:
-            collection_manager.get(CollectionKeys.DEFAULT).include(include_regex)
-            if CollectionKeys.DEFAULT not in self.include_collections:
-                self.include_collections.append(CollectionKeys.DEFAULT)
-        if self.save_all:
-            collection_manager.get(CollectionKeys.ALL).include(".*")
-            if CollectionKeys.ALL not in self.include_collections:
-                self.include_collections.append(CollectionKeys.ALL)
-        self.adapter = adapter or NumpyAdapter()
-        self.init_step = init_step
-        self.step = init_step
+            raise SMDebugTypeError(f"reduction_config={o.reduction_config!r} must be a ReductionConfig")
+        self.include_regex = o.include_regex
+        self.planner = Planner(cm, defaults, self.include_collections, self.save_config, self.reduction_config,
+                               tensorboard=bool(self.tensorboard_dir))
+        self.adapter: TensorAdapter = self.make_adapter()
+        self.buffer = StepBuffer(self.adapter)
+        self.init_step = self.INIT_STEP
+        self.step = self.init_step
         self.mode = ModeKeys.GLOBAL
-        self.mode_steps = {ModeKeys.GLOBAL: init_step}
+        self.mode_steps = {ModeKeys.GLOBAL: self.init_step}
+        self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, self.init_step  # the step being recorded
         self.last_saved_step = None
-        self.prepared_collections = False
-        self._collections_to_save: set = set()
-        self._colls_for_step: set | None = None
-        self._tensor_colls: dict[str, frozenset] = {}
-        self._plans: dict = {}
-        self._step_plans: dict = {}  # tensor name -> plan (or None) for the collections of this step
-        self._step_plans_for: frozenset | None = None  # ... which are these
-        self._pending: list = []  # (kind, name, obj, extra) held until the step ends
-        self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, init_step  # the step being recorded
         self._step_saves = False
-        self._written_names: dict[str, int] = {}
-        self._scalar_cache: list = []  # (name, value, mode, wall_time, sm_metric)
-        self._custom: dict = {}
+        self._custom: dict = {}  # save_tensor before the first step
+        self._module_names: dict = {}  # framework module -> its name in tensor names
         self.exported_collections = False
         self.disabled = False
         self.propagate_errors = propagate_default()
         self.worker = self._get_worker_name()
         self._writer: StepWriter | None = None
         self._closed = False
+        self.stop_watcher = StopRequestWatcher(self.store)
+        self._stop_seen = False
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -155,15 +122,29 @@ class BaseHook:
     def _get_num_workers(self) -> int:
         return 1
 
+    def _is_tensor(self, value) -> bool:
+        """Whether a leaf of a layer's inputs / outputs is a tensor the hook saves."""
+        return isinstance(value, np.ndarray)
+
+    @property
+    def prepared_collections(self) -> bool:
+        return self.planner.prepared
+
     @property
     def writes(self) -> bool:
         """Whether this process writes (with include_workers='one', only the chief does)."""
-        return not self.dry_run and (self.save_all_workers or self.worker == CHIEF_WORKER)
+        return not self.dry_run and (self.save_all_workers or is_chief_worker(self.worker))
 
     def _step_writer(self) -> StepWriter:
         if self._writer is None:
-            self._writer = StepWriter(self.out_dir, self.worker, self.tensorboard_dir)
+            self._writer = StepWriter(self.out_dir, self.worker, self.tensorboard_dir, adapter=self.adapter)
         return self._writer
+
+    def open_writer_gate(self) -> None:
+        """Tell the writer thread that training is in a stretch that hardly needs the GIL (see
+        StepWriter.open_gate); from the first call on, handed-over steps wait for the next."""
+        if self._writer is not None:
+            self._writer.open_gate()
 
     # ---------------------------------------------------------------- collections
     def get_collection(self, name, create=True) -> Collection:
@@ -177,70 +158,33 @@ class BaseHook:
             raise SMDebugTypeError(f"collection must be a Collection, not {type(collection).__name__}")
         self.collection_manager.add(collection)
 
-    def _prepare_collections(self) -> None:
-        cm = self.collection_manager
-        for name, c in cm.get_collections().items():
-            if name not in self._default_collections and not c.include_regex and not c.tensor_names:
-                raise InvalidCollectionConfiguration(name)
-            if CollectionKeys.ALL in self.include_collections or name in self.include_collections:
-                self._collections_to_save.add(c)
-        self.save_config.merge_default_save_config(SaveConfig())  # modes left out: the default schedule
-        for name, c in cm.get_collections().items():
-            if name in NON_HISTOGRAM_COLLECTIONS:
-                c.save_histogram = False
-            if c.save_config is None:
-                c.save_config = self.save_config
-            else:
-                c.save_config.merge_default_save_config(self.save_config)
-            if name in NON_REDUCTION_COLLECTIONS:
-                c.reduction_config = ReductionConfig(save_raw_tensor=True)
-            elif c.reduction_config is None:
-                c.reduction_config = self.reduction_config
-        self.prepared_collections = True
-        self._plans.clear()
-        self._step_plans.clear()
-        logger.info("smdebug: saving collections %s", ", ".join(sorted(c.name for c in self._collections_to_save)))
+    def _name_modules(self, top: str, model, named_modules) -> None:
+        """Name a registered model ``top`` and each of its ``(name, module)`` descendants by its
+        path in it (the first name wins for a module reached twice)."""
+        if model in self._module_names:
+            raise SMDebugTypeError(f"module {top} is registered twice")
+        for name, sub in named_modules:
+            self._module_names.setdefault(sub, name)
+        self._module_names[model] = top
+
+    def _module_name(self, module) -> str:
+        return self._module_names.get(module) or type(module).__name__
 
     def _collections_for_step(self) -> set:
-        if self._colls_for_step is None:
-            if not self.prepared_collections:
-                self._prepare_collections()
-            mode, ms = self.mode, self.mode_steps[self.mode]
-            out = set()
-            for c in self._collections_to_save:
-                if mode in (ModeKeys.EVAL, ModeKeys.PREDICT) and c.name in (
-                    CollectionKeys.GRADIENTS, CollectionKeys.OPTIMIZER_VARIABLES
-                ):
-                    continue
-                if c.save_config.should_save_step(mode, ms):
-                    out.add(c)
-            self._colls_for_step = out
-            if out != self._step_plans_for:
-                self._step_plans.clear()
-                self._step_plans_for = frozenset(out)
-        return self._colls_for_step
-
-    def _collections_with_tensor(self, name: str) -> frozenset:
-        colls = self._tensor_colls.get(name)
-        if colls is None:
-            matched = set()
-            for c in self._collections_to_save:
-                if c.matches(name):
-                    c.add_tensor_name(name)
-                    matched.add(c)
-            colls = self._tensor_colls[name] = frozenset(matched)
-        return colls
+        if not self.planner.prepared:
+            self.planner.prepare(self._module_name)
+        return self.planner.due(self.mode, self.mode_steps[self.mode])
 
     def saving_this_step(self) -> bool:
         return bool(self._collections_for_step())
 
     def should_save_tensor_or_collection(self, tensor_name: str, collection_name: str) -> bool:
-        if not self.prepared_collections:
+        if not self.planner.prepared:
             return False
         c = self.collection_manager.get(collection_name)
         if c in self._collections_for_step():
             return not c.include_regex or c.matches(tensor_name)
-        return bool(self._collections_with_tensor(tensor_name) & self._collections_for_step())
+        return bool(self.planner.collections_with(tensor_name) & self._collections_for_step())
 
     # ---------------------------------------------------------------- steps and modes
     @guarded()
@@ -251,7 +195,7 @@ class BaseHook:
             self._end_step()  # what the current step saved keeps the current step's mode
         self.mode = mode
         self.mode_steps.setdefault(mode, self.init_step)
-        self._colls_for_step = None
+        self.planner.new_step()
 
     def _begin_step(self) -> None:
         """End the current step and start the next one (called by the framework glue)."""
@@ -261,34 +205,27 @@ class BaseHook:
         if self.mode != ModeKeys.GLOBAL:
             self.mode_steps[ModeKeys.GLOBAL] = self.step
         self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
-        self._written_names.clear()
-        self._colls_for_step = None
-        if not self.prepared_collections:
-            self._prepare_collections()
+        self.buffer.new_step()
+        self.planner.new_step()
         self._step_saves = bool(self._collections_for_step())
         if self._custom:
             self._save_custom_tensors()
 
     def _end_step(self) -> None:
         """Hand the step's records to the writer; scalars cached so far go with a saved step."""
-        if self._pending or (self._step_saves and self._scalar_cache):
+        if self.buffer.records or (self._step_saves and self.buffer.scalars):
             self._flush_records()
         self._step_saves = False
 
     def _flush_records(self) -> None:
-        pending, self._pending = self._pending, []
-        scalars, self._scalar_cache = self._scalar_cache, []
         if not self.writes:
+            self.buffer.drop()
             return
         writer = self._step_writer()
         if self._writer_failed(writer):
+            self.buffer.drop()
             return
-        rec = StepRecords(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0),
-                          pending=pending, adapter=self.adapter)
-        for name, value, wall_time in scalars:
-            rec.tensors.append((name, value, wall_time))
-            if self.tensorboard_dir:
-                rec.tb_scalars.append((name, float(value.ravel()[0]), wall_time))
+        rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
             self.last_saved_step = self.step
             writer.submit(rec)
@@ -307,116 +244,62 @@ class BaseHook:
 
     # ---------------------------------------------------------------- saving
     def _save_for_tensor(self, tensor_name: str, value, check_before_write=True) -> None:
-        if not check_before_write:
-            colls = self._collections_with_tensor(tensor_name)
-            if colls:
-                self._write_for_tensor(tensor_name, value, colls)
-            return
-        step_colls = self._collections_for_step()  # (re)sets _step_plans when they change
-        plan = self._step_plans.get(tensor_name, _NO_PLAN)
-        if plan is _NO_PLAN:  # worked out once while the step's collections stay the same
-            colls = self._collections_with_tensor(tensor_name) & step_colls
-            plan = self._step_plans[tensor_name] = self._plan(tensor_name, frozenset(colls)) if colls else None
-        if plan is not None:
-            self._write_planned(tensor_name, value, plan)
-
-    def _plan(self, name: str, colls) -> tuple:
-        """What to save of a tensor for a set of collections, worked out once per (name, set):
-        (save the shape, [(reduction tag, op, abs)], raw, histogram tag or None, TensorBoard scalar)."""
-        key = (name, colls)
-        plan = self._plans.get(key)
+        if check_before_write:
+            if not self.planner.prepared:
+                self.planner.prepare(self._module_name)
+            plan = self.planner.plan_at_step(tensor_name, self.mode, self.mode_steps[self.mode])
+        else:
+            colls = self.planner.collections_with(tensor_name)
+            plan = self.planner.plan(tensor_name, colls) if colls else None
         if plan is None:
-            ops: list = []
-            for c in colls:
-                if c.name not in SCALAR_COLLECTIONS:
-                    ops.extend(r for r in c.reduction_config.all_reductions() if r not in ops)
-            tb = bool(self.tensorboard_dir)
-            hist_coll = next((c.name for c in colls if c.save_histogram and c.name not in NON_HISTOGRAM_COLLECTIONS), None)
-            plan = self._plans[key] = (
-                any(c.reduction_config.save_shape for c in colls),
-                [(get_reduction_tensor_name(name, op, ab), op, ab) for op, ab in ops],
-                any(c.reduction_config.save_raw_tensor for c in colls),
-                f"{hist_coll}/{name}" if tb and hist_coll else None,
-                tb and any(c.name in SCALAR_COLLECTIONS for c in colls),
-                list(ops),  # (op, abs) pairs, as the adapter takes them
-            )
-        return plan
-
-    def _write_for_tensor(self, name: str, value, colls) -> None:
-        self._write_planned(name, value, self._plan(name, frozenset(colls)))
-
-    def _write_planned(self, name: str, value, plan) -> None:
+            return
         if self.dry_run:
-            logger.debug("smdebug dry run: would save %s at step %s", name, self.step)
-            return
-        if not self.writes:  # a worker that does not write (include_workers="one") copies nothing
-            return
-        ad = self.adapter
-        size = ad.size(value)
-        if size == 0:
-            return
-        shape, reds, raw, hist, tb_scalar, ops = plan
-        pending = self._pending
-        if shape:
-            pending.append(("shape", name, None, ad.shape(value)))
-        if hist and ad.is_bool(value):
-            hist = None
-        tb_scalar = tb_scalar and size == 1
-        snap = None
-        if raw or hist or tb_scalar or (reds and ad.reductions_need_snapshot(value)):
-            snap = ad.snapshot(value)
-        if reds:
-            objs = ad.reductions(value, snap, ops)
-            pending.extend([("tensor", tag, obj, None) for (tag, _op, _ab), obj in zip(reds, objs)])
-        if raw:
-            pending.append(("tensor", name, snap, None))
-        if hist:
-            pending.append(("hist", hist, snap, None))
-        if tb_scalar:
-            pending.append(("tb_scalar", name, snap, None))
+            logger.debug("smdebug dry run: would save %s at step %s", tensor_name, self.step)
+        elif self.writes:  # a worker that does not write (include_workers="one") copies nothing
+            self.buffer.add(tensor_name, value, plan)
+
+    def _save_deferred(self, named_values) -> None:
+        """Save ``(name, value)`` pairs whose values change only after the step's forward and
+        backward (parameters): the adapter may copy them on a background thread meanwhile; the
+        glue calls ``adapter.sync()`` before anything can change them."""
+        self.adapter.begin_deferred()
+        try:
+            for name, value in named_values:
+                self._save_for_tensor(name, value)
+        finally:
+            self.adapter.end_deferred()
 
     def _write_indexed(self, module_name: str, value, suffix: str) -> None:
         """Save module inputs/outputs as <module><suffix><i>, numbering every tensor of the step."""
         base = module_name + suffix
-        idx = self._written_names.get(base, 0)
-        for v in self._flatten(value):
-            self._save_for_tensor(f"{base}{idx}", v)
-            idx += 1
-        self._written_names[base] = idx
+        values = list(self._flatten(value))
+        first = self.buffer.number(base, len(values))
+        for i, v in enumerate(values):
+            self._save_for_tensor(f"{base}{first + i}", v)
 
     def _flatten(self, value):
-        """The framework tensors in a (nested) tuple / list; subclasses decide what a tensor is."""
+        """The tensors in a (nested) tuple / list, as ``_is_tensor`` tells them."""
         if isinstance(value, (tuple, list)):
             for v in value:
                 yield from self._flatten(v)
+        elif self._is_tensor(value):
+            yield value
 
     @guarded()
     def save_scalar(self, name, value, sm_metric=False, timestamp: float | None = None) -> None:
         """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard)."""
-        import numpy as np
-
         arr = np.asarray(self.adapter.materialize([self.adapter.snapshot(value)])[0], dtype=np.float64).reshape(-1)
         if arr.size != 1:
             raise SMDebugTypeError(f"save_scalar({name!r}): value of type {type(value).__name__} is not a scalar")
-        self._scalar_cache.append((self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time()))
+        self.buffer.add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
 
     @guarded()
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""
         names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
-        for cname in names:
-            c = self.collection_manager.get(cname, create=True)
-            c.add_tensor_name(tensor_name)
-            if self.prepared_collections and c not in self._collections_to_save:
-                c.save_config = c.save_config or self.save_config
-                c.reduction_config = c.reduction_config or self.reduction_config
-                self._collections_to_save.add(c)
-                self._colls_for_step = None
-        self._tensor_colls.pop(tensor_name, None)
-        self._plans.clear()
-        self._step_plans.clear()
-        if self.prepared_collections and self.step >= 0:
+        self.planner.add_tensor(tensor_name, [self.collection_manager.get(n, create=True) for n in names])
+        if self.planner.prepared and self.step >= 0:
             self._save_for_tensor(tensor_name, tensor_value)
         else:
             self._custom[tensor_name] = (tensor_value, names)
@@ -426,13 +309,44 @@ class BaseHook:
         for name, (value, colls) in custom.items():
             self.save_tensor(name, value, colls)
 
+    # ---------------------------------------------------------------- stop requests
+    def stop_requested(self) -> StopRequest | None:
+        """A rule's request that training stop (see core.stop_request), once: the framework glue
+        calls this at each step boundary and ends training its own way when it gets one. The
+        look at storage is rate limited; when a request is first seen, everything the hook
+        holds is written before it is returned. Works on a disabled hook too."""
+        if self._stop_seen:
+            return None
+        req = self.stop_watcher.check()
+        if req is None:
+            return None
+        self._stop_seen = True
+        logger.warning("smdebug: rule %s asked training to stop (step %s): %s", req.rule, req.step, req.reason)
+        self._write_held()
+        return req
+
+    def _write_held(self) -> None:
+        """End the current step and wait until the writer has written everything handed over."""
+        try:
+            self.adapter.sync()
+            if not self.disabled:
+                self._end_step()
+            if self._writer is not None:
+                self._writer.flush()
+                self._writer_failed(self._writer)
+        except Exception:
+            if self.propagate_errors:
+                raise
+            self.disabled = True
+            logger.exception("smdebug: could not write the steps held before stopping")
+
     # ---------------------------------------------------------------- output files
     def export_collections(self) -> None:
         if not self.writes:
             return
         num_workers = self._get_num_workers() if self.save_all_workers else 1
         self.collection_manager.set_num_workers(num_workers)
-        self.collection_manager.export(self.out_dir, f"{self.worker}_collections.json")
+        self.collection_manager.export(self.out_dir, collections_file_name(self.worker))
         self.exported_collections = True
 
     def close(self) -> None:
@@ -442,20 +356,20 @@ class BaseHook:
             return
         self._closed = True
         try:
+            self.adapter.sync()
             if not self.disabled:
                 self._end_step()
-                if self._scalar_cache:
+                if self.buffer.scalars:
                     self._flush_records()
         except Exception:
             if self.propagate_errors:
                 raise
             logger.exception("smdebug: could not save the last step")
-        self._pending = []
+        self.buffer.drop()
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.flush()
             writer.close()
-        if writer is not None:
             self._writer_failed(writer)
             if writer.failed_steps:
                 logger.error("smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
@@ -463,42 +377,14 @@ class BaseHook:
         try:
             if self.writes:
                 self.export_collections()
-                self._mark_end_of_training()
+                mark_end_of_training(self.store, self.worker, self._get_num_workers() if self.save_all_workers else 1)
         except Exception:
             if self.propagate_errors:
                 raise
             self.disabled = True
             logger.exception("smdebug: could not finish writing %s", self.out_dir)
-
-    def _mark_end_of_training(self) -> None:
-        """Write training_job_end.ts. When every worker writes (include_workers="all"), each one
-        leaves a done-file beside its collections file and only the chief writes the marker,
-        once all workers are done (or after $SMDEBUG_END_OF_JOB_WAIT seconds, default 120), so
-        that readers don't stop reading while a slower worker is still writing."""
-        from smdebug.core.hook_config import is_sagemaker_job
-        from smdebug.storage import open_store
-
-        if is_sagemaker_job():
-            return
-        store = open_store(self.out_dir)
-        workers = self._get_num_workers() if self.save_all_workers else 1
-        if workers > 1:
-            store.write(done_key(self.worker), b"")
-            if self.worker != CHIEF_WORKER:
-                return
-            wait = float(os.getenv("SMDEBUG_END_OF_JOB_WAIT", "120"))
-            deadline = time.monotonic() + wait
-            while True:
-                done = [k for k in store.list(COLLECTIONS_PREFIX) if k.endswith(DONE_SUFFIX)]
-                if len(done) >= workers:
-                    break
-                if time.monotonic() >= deadline:
-                    logger.warning("smdebug: %d of %d workers finished within %.0f s; marking the end of "
-                                   "training anyway", len(done), workers, wait)
-                    break
-                time.sleep(0.05)  # polling storage for the other workers' done-files, bounded
-        if self.worker == CHIEF_WORKER or workers == 1:
-            store.write(END_OF_JOB, b"")
+        finally:
+            self.adapter.shutdown()
 
     def __repr__(self):
         return (

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from smdebug.core.hook_options import HookOptions
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
@@ -59,34 +60,16 @@ class CollectionSettings:
 
 
 @dataclass
-class HookSettings:
-    out_dir: str
-    export_tensorboard: bool = False
-    tensorboard_dir: str | None = None
-    dry_run: bool = False
-    save_config: SaveConfig | None = None
-    reduction_config: ReductionConfig | None = None
-    include_regex: list[str] | None = None
-    include_workers: str = "one"
-    save_all: bool = False
+class HookSettings(HookOptions):
+    """The hook options a JSON document gives (HookOptions, declared there) plus its collections."""
+
     include_collections: list[str] = field(default_factory=list)
     collections: list[CollectionSettings] = field(default_factory=list)
 
     def hook_kwargs(self) -> dict:
         """Keyword arguments for a ``Hook(...)`` constructor (collections are applied separately)."""
-        return {
-            "out_dir": self.out_dir,
-            "export_tensorboard": self.export_tensorboard,
-            "tensorboard_dir": self.tensorboard_dir,
-            "dry_run": self.dry_run,
-            "reduction_config": self.reduction_config,
-            "save_config": self.save_config,
-            "include_regex": self.include_regex,
-            # an empty list and None both mean "the framework's defaults" to a 1.0.34 hook
-            "include_collections": list(self.include_collections) or None,
-            "save_all": self.save_all,
-            "include_workers": self.include_workers,
-        }
+        # an empty list and None both mean "the framework's defaults" to a 1.0.34 hook
+        return {**self.kwargs(), "include_collections": list(self.include_collections) or None}
 
 
 class _Parser:
@@ -314,9 +297,8 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
 
 
 def create_hook(hook_cls, path: str | None = None, *, default_values: dict | None = None):
-    """A ``hook_cls`` configured by the hook JSON that applies (see :func:`load_hook_config`),
-    with its collection settings applied; None when no file applies. ``default_values``: as
-    :func:`parse_hook_config`'s."""
+    """A ``hook_cls`` configured by the hook JSON that applies (see :func:`load_hook_config`,
+    also for ``default_values``), with its collection settings applied; None when no file applies."""
     settings = load_hook_config(path, default_values=default_values)
     if settings is None:
         return None

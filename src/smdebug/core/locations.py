@@ -16,6 +16,11 @@ __all__ = [
     "worker_from_collections_key",
     "serialize_worker",
     "deserialize_worker",
+    "CHIEF_WORKER",
+    "worker_name",
+    "is_chief_worker",
+    "collections_file_name",
+    "done_key",
     "tensorboard_key",
     "SMDEBUG_PREFIX",
     "STOP_REQUEST_KEY",
@@ -39,8 +44,24 @@ _INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
 _COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
 
 
+# the worker that writes when include_workers="one", and the end-of-job marker
+CHIEF_WORKER = "worker_0"
+
+
+def worker_name(rank: int) -> str:
+    """The name of the worker of a process rank (PyTorch, XGBoost, Horovod): 'worker_<rank>'.
+    A TensorFlow worker may be named by its device instead (see :func:`serialize_worker`)."""
+    return f"worker_{int(rank)}"
+
+
+def is_chief_worker(worker: str) -> bool:
+    return worker == CHIEF_WORKER
+
+
 def serialize_worker(worker: str) -> str:
-    """TensorFlow device names hold '/' and ':' which cannot go in a file name."""
+    """A worker name as it goes into a key: TensorFlow device names hold '/' and ':' which
+    cannot go in a file name ('/job:worker/replica:0/task:0/device:GPU:0' ->
+    '_job-worker_replica-0_task-0_device-GPU-0', as smdebug 1.0.34 writes it)."""
     return worker.replace("/", "_").replace(":", "-")
 
 
@@ -50,8 +71,13 @@ def deserialize_worker(name: str) -> str:
     return name
 
 
+def collections_file_name(worker: str) -> str:
+    """The name of a worker's collections file inside COLLECTIONS_PREFIX."""
+    return f"{serialize_worker(worker)}_collections.json"
+
+
 def collections_key(worker: str) -> str:
-    return f"{COLLECTIONS_PREFIX}{serialize_worker(worker)}_collections.json"
+    return COLLECTIONS_PREFIX + collections_file_name(worker)
 
 
 # a worker's "I have written everything" file (readers, 1.0.34's too, ignore it)

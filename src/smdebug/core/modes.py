@@ -1,30 +1,14 @@
-"""Training modes, as smdebug 1.0.34 numbers them on disk."""
+"""``smdebug.core.modes``: the documented path of :class:`ModeKeys`, defined in the leaf module
+:mod:`smdebug.modes`."""
 
-from __future__ import annotations
+from smdebug.modes import (
+    ALLOWED_MODE_NAMES,
+    ALLOWED_MODES,
+    MODE_PLUGIN_NAME,
+    MODE_STEP_PLUGIN_NAME,
+    ModeKeys,
+    str_to_mode_keys,
+)
 
-from enum import Enum
-
-__all__ = ["ModeKeys", "ALLOWED_MODES", "ALLOWED_MODE_NAMES", "str_to_mode_keys"]
-
-
-class ModeKeys(Enum):
-    TRAIN = 1  # training/fitting mode
-    EVAL = 2  # testing/evaluation mode
-    PREDICT = 3  # prediction/inference mode
-    GLOBAL = 4
-
-
-ALLOWED_MODES = [ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT, ModeKeys.GLOBAL]
-ALLOWED_MODE_NAMES = [m.name for m in ALLOWED_MODES]
-MODE_STEP_PLUGIN_NAME = "mode_step"
-MODE_PLUGIN_NAME = "mode"
-
-
-def str_to_mode_keys(mode_str: str) -> ModeKeys:
-    """'train' / 'eval' / 'predict' / 'global' (any case) to a ModeKeys member."""
-    try:
-        return ModeKeys[str(mode_str).strip().upper()]
-    except KeyError:
-        raise ValueError(
-            f"Invalid mode {mode_str!r}: expected one of train, eval, predict, global"
-        ) from None
+__all__ = ["ModeKeys", "ALLOWED_MODES", "ALLOWED_MODE_NAMES", "str_to_mode_keys",
+           "MODE_PLUGIN_NAME", "MODE_STEP_PLUGIN_NAME"]

@@ -1,9 +1,10 @@
 """Writing a hook's steps off the training thread.
 
-The training thread hands over one :class:`StepRecords` per saved step (numpy arrays it already
-copied); a single background thread encodes them and writes the event file, the index and the
-TensorBoard files. The queue is bounded, so a slow disk slows training down instead of filling
-memory, and nothing handed over is dropped.
+The training thread hands over one :class:`StepRecords` per saved step (the values its adapter
+snapshotted or reduced); a single background thread turns them into numpy arrays with the same
+adapter, encodes them and writes the event file, the index and the TensorBoard files. The
+queue is bounded, so a slow disk slows training down instead of filling memory, and nothing
+handed over is dropped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from smdebug.core.adapter import NumpyAdapter, TensorAdapter
 from smdebug.core.modes import ModeKeys
+from smdebug.core.records import LAZY_KINDS, PendingRecord, RecordKind
 from smdebug.core.writer import FileWriter
 from smdebug.exceptions import StorageError
 
@@ -72,51 +75,61 @@ switch_interval = _SwitchInterval()
 
 @dataclass
 class StepRecords:
-    """Everything one worker saves for one global step."""
+    """Everything one worker saves for one global step: the hook's records (values as the
+    adapter left them), turned by :meth:`materialize` into what FileWriter and TensorBoardWriter
+    take (on the writer thread)."""
 
     step: int
     mode: ModeKeys
     mode_step: int
-    tensors: list = field(default_factory=list)  # (name, ndarray, wall_time or None)
+    records: list[PendingRecord] = field(default_factory=list)
+    tensors: list = field(default_factory=list)  # (name, ndarray, wall_time or None), FileWriter.write_tensors
     shapes: list = field(default_factory=list)  # (name, shape tuple)
     tb_scalars: list = field(default_factory=list)  # (tag, float, wall_time or None)
     tb_histograms: list = field(default_factory=list)  # (tag, ndarray)
-    pending: list = field(default_factory=list)  # (kind, name, lazy value, extra) from the hook
-    adapter: object = None  # turns the lazy values into numpy arrays
     held: list = field(default_factory=list)  # buffers to give back to the adapter once written
 
     def __bool__(self):
-        return bool(self.pending or self.tensors or self.shapes or self.tb_scalars or self.tb_histograms)
+        return bool(self.records or self.tensors or self.shapes or self.tb_scalars or self.tb_histograms)
 
-    def materialize(self) -> None:
-        """Turn the hook's pending entries into arrays (on the writer thread)."""
-        pending, self.pending = self.pending, []
-        if not pending:
+    def materialize(self, adapter: TensorAdapter) -> None:
+        """Turn the records into arrays: one ``adapter.materialize`` call for the step. Tensors
+        keep their order, scalars (save_scalar) come after them; TensorBoard scalars of
+        save_scalar come before those of tensors."""
+        records, self.records = self.records, []
+        if not records:
             return
-        lazy = [p[2] for p in pending if p[0] != "shape"]
-        it = iter(self.adapter.materialize(lazy, self.held) if lazy else [])
-        tensors = []
-        for kind, name, _obj, extra in pending:
-            if kind == "shape":
-                self.shapes.append((name, extra))
-                continue
-            value = next(it)
-            if kind == "tensor":
-                tensors.append((name, value, extra))
-            elif kind == "hist":
-                self.tb_histograms.append((name, value))
-            elif kind == "tb_scalar":
-                self.tb_scalars.append((name, float(np.asarray(value).ravel()[0]), None))
+        lazy = [r.value for r in records if r.kind in LAZY_KINDS]
+        values = iter(adapter.materialize(lazy, self.held) if lazy else [])
+        tensors, scalars, tb_scalars = [], [], []
+        for r in records:
+            kind = r.kind
+            if kind is RecordKind.SHAPE:
+                self.shapes.append((r.name, r.shape))
+            elif kind is RecordKind.SCALAR:
+                scalars.append((r.name, r.value, r.wall_time))
+                self.tb_scalars.append((r.name, float(r.value.ravel()[0]), r.wall_time))
+            else:
+                value = next(values)
+                if kind is RecordKind.TENSOR:
+                    tensors.append((r.name, value, None))
+                elif kind is RecordKind.HISTOGRAM:
+                    self.tb_histograms.append((r.name, value))
+                else:
+                    tb_scalars.append((r.name, float(np.asarray(value).ravel()[0]), None))
         self.tensors[:0] = tensors
+        self.tensors.extend(scalars)
+        self.tb_scalars.extend(tb_scalars)
 
 
 class StepWriter:
     """Writes StepRecords for one worker, in order, on a background thread (or inline)."""
 
     def __init__(self, out_dir: str, worker: str, tensorboard_dir: str | None = None,
-                 background: bool = True, max_pending: int = 4):
+                 background: bool = True, max_pending: int = 4, adapter: TensorAdapter | None = None):
         from smdebug.storage import open_store
 
+        self.adapter = adapter if adapter is not None else NumpyAdapter()
         self.out_dir = out_dir
         self.worker = worker
         self.tensorboard_dir = tensorboard_dir
@@ -171,7 +184,7 @@ class StepWriter:
 
     def _write(self, rec: StepRecords) -> None:
         try:
-            rec.materialize()
+            rec.materialize(self.adapter)
             if rec.tensors or rec.shapes:
                 fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store)
                 fw.write_tensors(rec.tensors, mode=rec.mode, mode_step=rec.mode_step)
@@ -188,7 +201,7 @@ class StepWriter:
                     tb.write_histogram(tag, np.asarray(values), rec.step)
                 tb.close()
             if rec.held:
-                rec.adapter.release(rec.held)
+                self.adapter.release(rec.held)
                 rec.held = []
         except StorageError as exc:
             # the store already retried; the storage may come back, so later steps are still tried

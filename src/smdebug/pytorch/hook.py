@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
 import weakref
 
 import torch
 
-from smdebug.core.active_hook import set_hook
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
-from smdebug.exceptions import SMDebugTypeError
+from smdebug.core.locations import CHIEF_WORKER, worker_name
+from smdebug.exceptions import SMDebugTypeError, TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
-from smdebug.pytorch.collection import DEFAULT_PYTORCH_COLLECTIONS, ON_DEMAND_REGEXES, CollectionManager
+from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
 
-__all__ = ["Hook"]
+__all__ = ["Hook", "CollectionKeys"]
 
 logger = logging.getLogger("smdebug")
-DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
 
 
 def _dist():
@@ -47,50 +45,20 @@ def _queue_end_of_backward(ref) -> None:
     Variable._execution_engine.queue_callback(lambda: _end_of_backward(ref))
 
 
-def _close_at_exit(ref):
-    hook = ref()
-    if hook is not None:
-        hook.close()
-
-
 class Hook(BaseHook):
     """Saves a PyTorch model's tensors while it trains.
 
     ``hook.register_module(model)`` makes every forward call of the model a step: weights and
     biases are saved when the step starts, gradients when backward computes them, layer inputs
-    and outputs as modules run; ``hook.register_loss(loss_fn)`` saves the loss.
+    and outputs as modules run; ``hook.register_loss(loss_fn)`` saves the loss. When a rule asks
+    training to stop, the next forward call of the model raises TrainingStopRequested.
     """
 
-    def __init__(
-        self,
-        out_dir=None,
-        export_tensorboard=False,
-        tensorboard_dir=None,
-        dry_run=False,
-        reduction_config=None,
-        save_config=None,
-        include_regex=None,
-        include_collections=None,
-        save_all=False,
-        include_workers="one",
-    ):
-        super().__init__(
-            collection_manager=CollectionManager(),
-            default_include_collections=DEFAULT_INCLUDE_COLLECTIONS,
-            default_collections=DEFAULT_PYTORCH_COLLECTIONS | set(ON_DEMAND_REGEXES),
-            out_dir=out_dir,
-            export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run,
-            reduction_config=reduction_config,
-            save_config=save_config,
-            include_regex=include_regex,
-            include_collections=include_collections,
-            save_all=save_all,
-            include_workers=include_workers,
-            adapter=TorchAdapter(),
-        )
-        self._names: dict = {}  # module -> name used in tensor names
+    collection_defaults = PYTORCH_COLLECTIONS
+    make_adapter = TorchAdapter
+
+    def _configure(self, options) -> None:
+        super()._configure(options)
         self._tops: list = []  # (name prefix, module) of registered models
         self._step_module = None
         self._handles: list = []
@@ -98,23 +66,18 @@ class Hook(BaseHook):
         self._backward_callback = False  # an end-of-backward callback is queued
         self._opt_handle = None
         self.has_registered_loss_module = False
-        set_hook(self)
-        atexit.register(_close_at_exit, weakref.ref(self))
 
     # ---------------------------------------------------------------- distributed
     def _get_worker_name(self) -> str:
         d = _dist()
-        return f"worker_{d.get_rank()}" if d is not None else "worker_0"
+        return worker_name(d.get_rank()) if d is not None else CHIEF_WORKER
 
     def _get_num_workers(self) -> int:
         d = _dist()
         return d.get_world_size() if d is not None else 1
 
-    def _flatten(self, value):
-        if isinstance(value, torch.Tensor):
-            yield value
-        else:
-            yield from super()._flatten(value)
+    def _is_tensor(self, value) -> bool:
+        return isinstance(value, torch.Tensor)
 
     # ---------------------------------------------------------------- registration
     @guarded()
@@ -125,12 +88,8 @@ class Hook(BaseHook):
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
         compiled = isinstance(inner, torch.nn.Module)
         model = inner if compiled else module
-        if model in self._names:
-            raise SMDebugTypeError(f"module {model._get_name()} is registered twice")
         top = model._get_name()
-        for name, sub in model.named_modules():
-            self._names.setdefault(sub, name)
-        self._names[model] = top
+        self._name_modules(top, model, model.named_modules())
         self._tops.append((top, model))
         if self._step_module is None:
             self._step_module = module
@@ -157,35 +116,35 @@ class Hook(BaseHook):
         """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss."""
         if not isinstance(loss_module, torch.nn.Module):
             raise SMDebugTypeError(f"register_loss needs a torch.nn.Module, not {type(loss_module).__name__}")
-        self._names[loss_module] = loss_module._get_name()
+        self._module_names[loss_module] = loss_module._get_name()
         self._handles.append(loss_module.register_forward_hook(self._forward_hook))
         self.has_registered_loss_module = True
 
     # ---------------------------------------------------------------- callbacks
-    @guarded()
     def _forward_pre_hook(self, module, inputs):
+        req = self.stop_requested()  # outside the guard: it must reach the training loop
+        if req is not None:
+            raise TrainingStopRequested(req.rule, req.step, req.reason)
+        self._start_step()
+
+    @guarded()
+    def _start_step(self) -> None:
         self.adapter.sync()
         if self.step == self.init_step:
             self.worker = self._get_worker_name()  # torch.distributed may start after the hook
         self._begin_step()
         self._backward_callback = False
         if self.saving_this_step():
-            # parameters are copied on the snapshot thread while forward and backward run; the
+            # parameters are copied on the copy thread while forward and backward run; the
             # copies are complete before the optimizer (or anything after backward) changes them
-            self.adapter.deferring = True
-            try:
-                for top, model in self._tops:
-                    for pname, p in model.named_parameters():
-                        self._save_for_tensor(f"{top}_{pname}", p)
-            finally:
-                self.adapter.deferring = False
-            self.adapter.start_deferred()
+            self._save_deferred((f"{top}_{pname}", p) for top, model in self._tops
+                                for pname, p in model.named_parameters())
 
     @guarded()
     def _forward_hook(self, module, inputs, outputs):
         if self.step < 0 or not self.saving_this_step():
             return
-        name = self._names.get(module)
+        name = self._module_names.get(module)
         if name is None:
             return
         self._write_indexed(name, inputs, self.INPUT_TENSOR_SUFFIX)
@@ -197,14 +156,13 @@ class Hook(BaseHook):
         @guarded()
         def on_grad(hook, param):
             if not hook._backward_callback:  # the first gradient of a backward pass
-                # the parameters may still be being copied on the snapshot thread: the copies
+                # the parameters may still be being copied on the copy thread: the copies
                 # must be complete when backward ends, before a manual update or the next backward
                 hook._backward_callback = True
                 _queue_end_of_backward(ref)
-                if hook._writer is not None:
-                    hook._writer.open_gate()  # backward runs in C++: the writer's turn (measured 1.13x -> 1.08x)
+                hook.open_writer_gate()  # backward runs in C++: the writer's turn (measured 1.13x -> 1.08x)
             if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
-                # copied right here: copying on the snapshot thread while backward goes on
+                # copied right here: copying on the copy thread while backward goes on
                 # measured slower (the threads hand the GIL back and forth at every gradient)
                 hook._save_for_tensor(tname, param.grad)
 
@@ -225,26 +183,8 @@ class Hook(BaseHook):
         if self.step >= 0 and self.saving_this_step():
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
 
-    def _prepare_collections(self) -> None:
-        cm = self.collection_manager
-        for name, regex in ON_DEMAND_REGEXES.items():
-            if name in self.include_collections or name in cm.get_collections():
-                c = cm.get(name)
-                if not c.include_regex and not c.tensor_names and not getattr(c, "modules", None):
-                    c.include(regex)
-        for coll in self.collection_manager.get_collections().values():
-            for m, (inputs, outputs) in getattr(coll, "modules", {}).items():
-                name = self._names.get(m, m._get_name())
-                if inputs:
-                    coll.include(name + self.INPUT_TENSOR_SUFFIX)
-                if outputs:
-                    coll.include(name + self.OUTPUT_TENSOR_SUFFIX)
-        super()._prepare_collections()
-
     def close(self) -> None:
-        self.adapter.sync()
         super().close()
-        self.adapter.shutdown()
         if self._opt_handle is not None:
             self._opt_handle.remove()
             self._opt_handle = None

@@ -1,4 +1,4 @@
-"""The Rule base class: a check evaluated step by step over one or more trials."""
+"""The Rule base class: a check evaluated step by step over one or more trials (smdebug 1.0.34's API)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 
 from smdebug.analysis.utils import no_refresh
 from smdebug.exceptions import RuleEvaluationConditionMet
+from smdebug.rules.actions import Actions, Firing
+from smdebug.rules.req_tensors import RequiredTensors
 
 __all__ = ["Rule"]
 
@@ -14,29 +16,53 @@ __all__ = ["Rule"]
 class Rule(ABC):
     """Subclass it and implement ``invoke_at_step(step) -> bool`` (True: the condition is met).
 
-    Constructor arguments other than the trials should be strings, so that rules can be
-    configured from JSON.
+    ``set_required_tensors(step)`` may declare, through ``self.req_tensors.add(name, steps)``, the
+    tensors the step needs; they are read in one batch before ``invoke_at_step``. Constructor
+    arguments other than the trials should be strings, so that rules can be configured from JSON.
+    ``action_str`` (JSON, see :mod:`smdebug.rules.actions`) says what to do when the rule fires;
+    it is checked here, so a malformed one fails when the rule is built.
     """
 
     def __init__(self, base_trial, action_str="", other_trials=None):
         self.base_trial = base_trial
-        self.other_trials = list(other_trials) if other_trials else []
+        self.other_trials = list(other_trials) if other_trials else []  # 1.0.34 kept None; a list iterates
         self.trials = [base_trial, *self.other_trials]
-        self.action_str = action_str
+        self.req_tensors = RequiredTensors(base_trial, self.other_trials)
         self.logger = logging.getLogger("smdebug")
-        self.rule_name = type(self).__name__
+        self.rule_name = self.__class__.__name__
+        self.action_str = action_str
+        self._actions = Actions(action_str, rule_name=self.rule_name)
+        self.report = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
+
+    @property
+    def actions(self) -> Actions:
+        return self._actions
 
     def set_required_tensors(self, step):  # noqa: B027 - optional hook
-        """Hook for subclasses that declare the tensors they need before a step is evaluated."""
+        """Declare with ``self.req_tensors.add(...)`` what evaluating ``step`` reads (optional)."""
 
     @abstractmethod
-    def invoke_at_step(self, step) -> bool: ...
+    def invoke_at_step(self, step) -> bool:
+        """Evaluate the rule at global ``step``; True when the condition is met."""
 
     def invoke(self, step) -> None:
-        """Wait for ``step`` in the base trial, evaluate it with refresh off, raise when met."""
+        """Wait for ``step``, evaluate it with refresh off, run the actions and raise when met.
+
+        Raises StepUnavailable, TensorUnavailable(ForStep) or NoMoreData as the trial does, and
+        RuleEvaluationConditionMet(rule_name, step) when the condition is met.
+        """
+        self.logger.debug("Invoking rule %s for step %s", self.rule_name, step)
         self.base_trial.wait_for_steps([step])
+        # refresh off: what set_required_tensors saw is what invoke_at_step sees
         with no_refresh(self.trials):
-            self.set_required_tensors(step)
-            met = self.invoke_at_step(step)
+            self.req_tensors.clear()
+            try:
+                self.set_required_tensors(step)
+                self.req_tensors.fetch()
+                met = self.invoke_at_step(step)
+            finally:
+                self.req_tensors.release()
         if met:
-            raise RuleEvaluationConditionMet(self.rule_name, step)
+            exc = RuleEvaluationConditionMet(self.rule_name, step)
+            self._actions.invoke(Firing(self.rule_name, step, str(exc), self.base_trial))
+            raise exc

@@ -1,44 +1,108 @@
-"""``invoke_rule``: evaluate a rule at every global step from start_step until end_step (exclusive)."""
+"""``invoke_rule``: evaluate a rule at every global step from start_step until end_step (exclusive).
+
+On a trial that a job is still writing, each step is evaluated once, as soon as it is complete
+(every worker wrote it), and the run ends when the job ends. Steps that were not saved are
+skipped in one jump to the next saved step rather than one wait per global step.
+"""
 
 from __future__ import annotations
 
 import logging
+from bisect import bisect_right
+from dataclasses import dataclass, field
 
+from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
     NoMoreData,
+    NoMoreProfilerData,
     RuleEvaluationConditionMet,
     StepUnavailable,
     TensorUnavailable,
     TensorUnavailableForStep,
 )
 
-__all__ = ["invoke_rule"]
+__all__ = ["invoke_rule", "RuleRun"]
 
 logger = logging.getLogger("smdebug")
 
 
-def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False) -> None:
+@dataclass
+class RuleRun:
+    """What ``invoke_rule`` did: steps evaluated, steps where the rule fired, and why it ended.
+
+    ``ended`` is ``"end_step"``, ``"no_more_data"`` (the job ended), ``"end_of_rule"`` (the rule
+    said so when it fired) or ``"condition_met"`` (raised, with ``raise_eval_cond``).
+    """
+
+    rule_name: str
+    start_step: int
+    next_step: int = 0
+    evaluated: list = field(default_factory=list)
+    fired: list = field(default_factory=list)
+    skipped: int = 0
+    ended: str = ""
+
+
+def _next_saved_step(trial, step):
+    """The first step after ``step`` that may hold data, when every step in between never will."""
+    try:
+        steps = trial.steps(show_incomplete_steps=True)
+    except Exception:  # a trial-like object without it: no jump
+        return step + 1
+    i = bisect_right(steps, step)
+    if i == len(steps) or steps[i] == step + 1:
+        return step + 1
+    nxt = steps[i]
+    if trial.has_passed_step(nxt - 1) == StepState.UNAVAILABLE:
+        return nxt
+    return step + 1
+
+
+def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False) -> RuleRun:
     """Run the rule step by step; with end_step None, until the job ends (NoMoreData).
 
     Steps where a tensor or the step itself is unavailable are skipped. When the condition is
-    met, RuleEvaluationConditionMet is raised if ``raise_eval_cond``, else logged.
+    met the rule's actions have run; RuleEvaluationConditionMet is then raised if
+    ``raise_eval_cond``, else logged and evaluation goes on (it stops if the exception says
+    ``end_of_rule``). Returns a :class:`RuleRun` (smdebug 1.0.34 returned None and let
+    NoMoreData escape; here the end of the job ends the run normally).
     """
-    step = 0 if start_step is None else start_step
+    step = 0 if start_step is None else int(start_step)
     name = type(rule_obj).__name__
+    run = RuleRun(name, step)
     logger.info("Started execution of rule %s at step %s", name, step)
     while end_step is None or step < end_step:
+        nxt = step + 1
         try:
             rule_obj.invoke(step)
-        except (TensorUnavailableForStep, StepUnavailable, TensorUnavailable) as exc:
+            run.evaluated.append(step)
+        except StepUnavailable as exc:
             logger.debug("rule %s, step %s: %s", name, step, exc)
+            run.skipped += 1
+            trial = getattr(rule_obj, "base_trial", None)
+            if exc.step == step and trial is not None:
+                nxt = _next_saved_step(trial, step)
+        except (TensorUnavailableForStep, TensorUnavailable) as exc:
+            logger.debug("rule %s, step %s: %s", name, step, exc)
+            run.skipped += 1
         except RuleEvaluationConditionMet as exc:
+            run.evaluated.append(step)
+            run.fired.append(step)
             if raise_eval_cond:
+                run.ended = "condition_met"
+                run.next_step = step + 1
                 raise
             logger.info("%s", exc)
             if exc.end_of_rule:
+                run.ended = "end_of_rule"
+                step = nxt
                 break
-        except NoMoreData as exc:
+        except (NoMoreData, NoMoreProfilerData) as exc:
             logger.info("rule %s: %s", name, exc)
+            run.ended = "no_more_data"
             break
-        step += 1
-    logger.info("Ended execution of rule %s at step %s", name, step - 1)
+        step = nxt
+    run.next_step = step
+    run.ended = run.ended or "end_step"
+    logger.info("Ended execution of rule %s at end_step %s", name, step - 1)
+    return run

@@ -7,30 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from smdebug.exceptions import MissingDependency, ObjectNotFound, StorageError
+from smdebug.exceptions import ObjectNotFound, StorageError
 from smdebug.storage.base import Store
 
-__all__ = ["FsspecStore", "open_remote"]
-
-def open_remote(url: str) -> Store:
-    """The Store for an fsspec URL: :class:`~smdebug.storage.s3.S3Store` for s3://, else FsspecStore."""
-    protocol = url.partition("://")[0].lower()
-    try:
-        import fsspec  # noqa: F401
-    except ImportError:
-        raise MissingDependency("fsspec", "s3", f"to use {url}") from None
-    if protocol == "s3":
-        try:
-            from smdebug.storage.s3 import S3Store
-        except ImportError as exc:
-            if (exc.name or "").startswith("smdebug"):
-                raise
-            raise MissingDependency((exc.name or "s3fs").split(".")[0], "s3", f"to use {url}") from None
-        return S3Store(url)
-    return FsspecStore(url)
+__all__ = ["FsspecStore", "join_key"]
 
 
-def _join(root: str, key: str) -> str:
+def join_key(root: str, key: str) -> str:
+    """``root/key`` for a key of the store; a key with '..' in it is refused."""
     key = key.strip("/")
     if ".." in key.split("/"):
         raise StorageError(f"key {key!r} points outside {root}")
@@ -61,10 +45,10 @@ class FsspecStore(Store):
 
     # ----------------------------------------------------------------- helpers
     def _p(self, key: str) -> str:
-        return _join(self._fsroot, key)
+        return join_key(self._fsroot, key)
 
     def describe(self, key: str) -> str:
-        return f"{self.protocol}://{_join(self.root, key)}"
+        return f"{self.protocol}://{join_key(self.root, key)}"
 
     def _wrap(self, key: str, exc: BaseException, verb: str = "access") -> StorageError:
         """Our error for a backend error: ObjectNotFound for a missing object or bucket."""

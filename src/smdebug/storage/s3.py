@@ -24,7 +24,7 @@ import fsspec.asyn
 import s3fs
 
 from smdebug.exceptions import SMDebugValueError, StorageError
-from smdebug.storage.remote import FsspecStore, _join
+from smdebug.storage.remote import FsspecStore, join_key
 
 __all__ = ["S3Store", "endpoint_from_env"]
 
@@ -144,7 +144,7 @@ class S3Store(FsspecStore):
             raise SMDebugValueError(f"{url!r} names no bucket: use s3://bucket/prefix")
 
     def _k(self, key: str) -> str:
-        return _join(self.prefix, key)
+        return join_key(self.prefix, key)
 
     def _wrap(self, key: str, exc: BaseException, verb: str = "access") -> StorageError:
         err = super()._wrap(key, exc, verb)

@@ -54,6 +54,8 @@ class IndexFile:
         self.shapes = parsed.shapes
 
     def location(self, pos: int, where: str) -> tuple[int, int]:
+        if self.event_key is None:
+            raise IndexReaderException(f"{where}: the index names no event file (event_file_name is empty)")
         start, length = self.starts[pos], self.lengths[pos]
         if type(start) is not int or type(length) is not int or start < 0 or length < 16:
             raise IndexReaderException(

@@ -225,6 +225,21 @@ class Tensor:
                 return get_numpy_reduction(reduction_name, self._read([(f, entry[0])])[0], abs)
         raise TensorUnavailableForStep(reduction_name, step_num, mode)
 
+    def saved(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+        """What was saved of this tensor at a step, without reading a value.
+
+        ``{"raw": bool, "reductions": [(name, abs), ...], "shape": tuple or None}``; the shape is
+        the one written beside reductions (None when only the raw tensor holds it).
+        """
+        f = self._file(step_num, mode, worker)
+        entry = f.layout.tensors.get(self.name)
+        saved_shape = f.shapes.get(self.name) if f.shapes else None
+        return {
+            "raw": bool(entry and entry[0] >= 0),
+            "reductions": sorted(entry[1]) if entry else [],
+            "shape": tuple(saved_shape[0]) if saved_shape is not None else None,
+        }
+
     def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> tuple:
         f = self._file(step_num, mode, worker)
         saved = f.shapes.get(self.name)

@@ -222,7 +222,7 @@ class Trial:
 
     # ------------------------------------------------------------------ tensors
     def _tensors_matching_regex(self, regex) -> set:
-        from smdebug.analysis.utils import match_any
+        from smdebug.core.utils import match_any
 
         patterns = regex if isinstance(regex, (list, tuple)) else [regex]
         return {n for n in self._index.names if match_any(n, patterns)}
@@ -353,7 +353,7 @@ class Trial:
 
         ``timeout`` (seconds, default none) bounds the wait with a TimeoutError.
         """
-        from smdebug.analysis.utils import refresh
+        from smdebug.core.utils import refresh
 
         deadline = None if timeout is None else time.monotonic() + timeout
         with refresh(self):

@@ -1,27 +1,14 @@
-"""XGBoost's default collections and the regexes smdebug 1.0.34 gives them (data only)."""
+"""XGBoost's default collections and the regexes smdebug 1.0.34 gives them, as data (core makes the collections)."""
 
 from __future__ import annotations
 
 import re
 
 from smdebug.core.collection import Collection, CollectionKeys
-from smdebug.core.collection_manager import CollectionManager as BaseCollectionManager
+from smdebug.core.collection_defaults import CollectionDefaults
 
-__all__ = ["Collection", "CollectionManager", "DEFAULT_XGBOOST_COLLECTIONS", "DEFAULT_REGEXES", "is_loss_metric"]
-
-DEFAULT_XGBOOST_COLLECTIONS = {
-    CollectionKeys.ALL,
-    CollectionKeys.DEFAULT,
-    CollectionKeys.HYPERPARAMETERS,
-    CollectionKeys.METRICS,
-    CollectionKeys.LOSSES,
-    CollectionKeys.PREDICTIONS,
-    CollectionKeys.LABELS,
-    CollectionKeys.FEATURE_IMPORTANCE,
-    CollectionKeys.AVERAGE_SHAP,
-    CollectionKeys.FULL_SHAP,
-    CollectionKeys.TREES,
-}
+__all__ = ["Collection", "CollectionManager", "CollectionKeys", "XGBOOST_COLLECTIONS", "DEFAULT_XGBOOST_COLLECTIONS",
+           "DEFAULT_REGEXES", "is_loss_metric"]
 
 # 1.0.34's regexes, except where they drop what the collection's name promises:
 # - metrics / losses: 1.0.34's `^[a-zA-z]+-[a-zA-z0-9]+$` misses every data set or metric name with
@@ -52,11 +39,11 @@ def is_loss_metric(name: str) -> bool:
     return bool(_LOSS.search(name))
 
 
-class CollectionManager(BaseCollectionManager):
-    def __init__(self, create_default=True):
-        super().__init__()
-        if create_default:
-            for name in sorted(DEFAULT_XGBOOST_COLLECTIONS):
-                self.create_collection(name)
-            for name, regex in DEFAULT_REGEXES.items():
-                self.get(name).include(regex)
+# every collection exists from the start, as in 1.0.34's collections file; metrics saved by default
+XGBOOST_COLLECTIONS = CollectionDefaults(
+    created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None, **DEFAULT_REGEXES},
+    include=(CollectionKeys.METRICS,),
+)
+DEFAULT_XGBOOST_COLLECTIONS = set(XGBOOST_COLLECTIONS.created)
+CollectionManager = XGBOOST_COLLECTIONS.manager_class()
+CollectionManager.__module__ = __name__

@@ -6,40 +6,29 @@ The only module of smdebug.xgboost that uses BaseHook: what is saved comes from
 
 from __future__ import annotations
 
-import atexit
+import inspect
 import logging
-import weakref
+from dataclasses import replace
 
 import numpy as np
 import xgboost as xgb
 
-from smdebug.core.active_hook import set_hook
-from smdebug.core.adapter import NumpyAdapter
 from smdebug.core.collection import CollectionKeys as CK
 from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
+from smdebug.core.hook_options import HookOptions, options_signature
+from smdebug.core.locations import worker_name
 from smdebug.core.save_config import SaveConfig
 from smdebug.xgboost import extract
-from smdebug.xgboost.collection import DEFAULT_XGBOOST_COLLECTIONS, CollectionManager, is_loss_metric
+from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 
 __all__ = ["Hook"]
 
 logger = logging.getLogger("smdebug")
-DEFAULT_INCLUDE_COLLECTIONS = [CK.METRICS]
 DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: 100)
 JSON_DEFAULT_VALUES = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
-
-
-class _Adapter(NumpyAdapter):
-    # to core: numpy adapter. Text tensors (trees/*, list-valued hyperparameters) get no histogram.
-    def is_bool(self, value) -> bool:
-        return np.asarray(value).dtype.kind in "bUSO"
-
-
-def _close_at_exit(ref) -> None:
-    hook = ref()
-    if hook is not None:
-        hook.close()
+_EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+               for name in ("hyperparameters", "train_data", "validation_data"))
 
 
 class Hook(BaseHook, xgb.callback.TrainingCallback):
@@ -71,47 +60,27 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     ``include_workers="one"`` only rank 0 writes.
     """
 
-    def __init__(
-        self,
-        out_dir=None,
-        export_tensorboard=False,
-        tensorboard_dir=None,
-        dry_run=False,
-        reduction_config=None,
-        save_config=None,
-        include_regex=None,
-        include_collections=None,
-        save_all=False,
-        include_workers="one",
-        hyperparameters=None,
-        train_data=None,
-        validation_data=None,
-    ):
-        if reduction_config is not None:
-            logger.warning("smdebug: reduction_config is not supported by the XGBoost hook and is ignored")
-        super().__init__(
-            collection_manager=CollectionManager(),
-            default_include_collections=DEFAULT_INCLUDE_COLLECTIONS,
-            default_collections=DEFAULT_XGBOOST_COLLECTIONS,
-            out_dir=out_dir,
-            export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run,
-            save_config=SaveConfig(save_interval=DEFAULT_SAVE_INTERVAL) if save_config is None else save_config,
-            include_regex=include_regex,
-            include_collections=include_collections,
-            save_all=save_all,
-            include_workers=include_workers,
-            adapter=_Adapter(),
-        )
+    collection_defaults = XGBOOST_COLLECTIONS
+    # numpy arrays; text tensors (trees/*, list-valued hyperparameters) get no histogram
+    # (core's NumpyAdapter.is_bool says so for text)
+
+    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, **kwargs):
+        # checked before the hook exists: a bad argument leaves no folder and no active hook behind
         self.hyperparameters = dict(hyperparameters) if hyperparameters else None
         self.train_data = extract.as_dmatrix(train_data, "train_data")
         self.validation_data = extract.as_dmatrix(validation_data, "validation_data")
+        super().__init__(*args, **kwargs)
+
+    __init__.__signature__ = options_signature(_EXTRA)
+
+    def _configure(self, o: HookOptions) -> None:
+        if o.reduction_config is not None:
+            logger.warning("smdebug: reduction_config is not supported by the XGBoost hook and is ignored")
+        if o.save_config is None:
+            o = replace(o, save_config=SaveConfig(save_interval=DEFAULT_SAVE_INTERVAL))
+        super()._configure(replace(o, reduction_config=None))
         self._trees_kind = None  # whether the booster is made of trees, known at before_training
         self._warned: set = set()
-        self._stop = None
-        set_hook(self)
-        atexit.register(_close_at_exit, weakref.ref(self))
 
     def __deepcopy__(self, memo):
         """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
@@ -126,7 +95,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         return create_hook(cls, json_file_path, default_values=JSON_DEFAULT_VALUES)
 
     def _get_worker_name(self) -> str:
-        return f"worker_{xgb.collective.get_rank()}"
+        return worker_name(xgb.collective.get_rank())
 
     def _get_num_workers(self) -> int:
         return xgb.collective.get_world_size()
@@ -138,7 +107,9 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     def after_iteration(self, model, epoch, evals_log) -> bool:
         """Save the round; True (stop training) only when a rule asked for it."""
-        return bool(self._after_iteration(model, epoch, evals_log))
+        self._after_iteration(model, epoch, evals_log)
+        # outside the guard: a request stops training even when an error disabled the hook
+        return self.stop_requested() is not None
 
     def after_training(self, model):
         self.close()
@@ -150,18 +121,13 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             raise TypeError(f"the XGBoost hook saves a Booster's training, not a {type(model).__name__} (xgb.cv)")
         self.worker = self._get_worker_name()  # the collective may start after the hook is made
         self._trees_kind = extract.booster_kind(model) in extract.TREE_BOOSTERS
-        if self.writes:
-            from smdebug.core.stop_request import StopRequestWatcher
-            from smdebug.storage import open_store
 
-            self._stop = StopRequestWatcher(open_store(self.out_dir))
-
-    @guarded(default=False)
-    def _after_iteration(self, model, epoch, evals_log) -> bool:
+    @guarded()
+    def _after_iteration(self, model, epoch, evals_log) -> None:
         if self._closed:  # closed when its training ended: its trial is complete
             self._warn_once("closed", "smdebug: this hook's training run ended and its trial is complete; "
                             "make a new hook for another run (nothing is saved)")
-            return False
+            return
         if self._trees_kind is None:
             self._before_training(model)
         self._end_step()
@@ -172,10 +138,6 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
                 self._save_round(model, evals_log, {c.name for c in self._collections_for_step()})
         finally:  # the round goes to the writer now, while XGBoost builds the next one (after an
             self._end_step()  # error too: what the round saved before it is kept)
-        req = self._stop.check() if self._stop is not None else None
-        if req is not None:
-            logger.warning("smdebug: rule %s asked training to stop at step %s: %s", req.rule, req.step, req.reason)
-        return req is not None
 
     def _save_round(self, model, evals_log, saves: set) -> None:
         save = self._save_for_tensor  # values go as arrays: np.size of a Python float costs microseconds

@@ -1,0 +1,195 @@
+"""``smdebug report TRIAL -o report.html``: one self-contained HTML page about a trial.
+
+Losses per mode, gradient and weight norms per layer, the built-in rules that apply to what was
+saved and where they fired, workers, collections, and what was saved. Plots are inline PNG
+images; the page fetches nothing (no fonts, scripts or images from elsewhere).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import time
+
+from smdebug.cli.common import CliError, add_trial_argument, check_writable, open_trial
+
+# rule -> (collections or regexes that must hold tensors, parameters); checked in this order
+_APPLICABLE = (
+    ("VanishingGradient", {"collection": "gradients"}, {}),
+    ("ExplodingTensor", {}, {}),
+    ("LossNotDecreasing", {"collection": "losses"}, {}),
+    ("WeightUpdateRatio", {"collection": "weights"}, {}),
+    ("DeadRelu", {"regex": ".*relu_output"}, {}),
+    ("SaturatedActivation", {"regex": ".*tanh_input|.*sigmoid_input"}, {}),
+    ("ClassImbalance", {"regex": ".*labels", "regex2": ".*predictions"}, {}),
+    ("TreeDepth", {"regex": "^trees/"}, {}),
+    ("FeatureImportanceOverweight", {"regex": ".*feature_importance/weight"}, {}),
+)
+
+
+def add(sub) -> None:
+    p = sub.add_parser("report", help="write one self-contained HTML report (plots, rules, what was saved)")
+    add_trial_argument(p)
+    p.add_argument("-o", "--output", required=True, help="the .html file to write")
+    p.add_argument("--no-rules", action="store_true", help="leave the rules out")
+    p.set_defaults(func=run)
+
+
+def applicable_rules(trial) -> list:
+    """``[(rule name, params)]`` of the built-in rules whose inputs the trial holds."""
+    out = []
+    colls = trial.collections()
+    for name, needs, params in _APPLICABLE:
+        ok = True
+        if "collection" in needs:
+            c = needs["collection"]
+            ok = c in colls and bool(trial.tensor_names(collection=c))
+        for key in ("regex", "regex2"):
+            if ok and key in needs:
+                ok = bool(trial.tensor_names(regex=needs[key]))
+        if ok:
+            params = dict(params)
+            if name == "LossNotDecreasing" and any(m.name == "TRAIN" for m in trial.modes()):
+                params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
+            out.append((name, params))
+    return out
+
+
+def run_applicable_rules(trial) -> list:
+    """Each applicable rule over every step: dicts with rule, status, steps and message."""
+    from smdebug.cli.rules import build_rules, evaluate_step
+
+    results = []
+    for name, params in applicable_rules(trial):
+        try:
+            runs = build_rules(trial, [[name, params]])
+        except CliError as exc:
+            results.append({"rule": name, "status": "error", "steps": [], "message": str(exc)})
+            continue
+        try:
+            for step in trial.steps():
+                evaluate_step(runs, trial, step)
+                if runs[0].done:
+                    break
+        except Exception as exc:  # noqa: BLE001 - one rule's failure is reported, not fatal
+            results.append({"rule": name, "status": "error", "steps": [], "message": f"{type(exc).__name__}: {exc}"})
+            continue
+        r = runs[0]
+        if r.firings:
+            f = r.firings[0]
+            results.append({"rule": name, "status": "fired", "steps": [x.step for x in r.firings], "message": f.message})
+        else:
+            results.append({"rule": name, "status": "no issue", "steps": [], "message": f"{r.evaluated} steps evaluated"})
+    return results
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _norm_plots(trial, collection: str, title: str) -> str | None:
+    from smdebug.cli.plot import figure
+    from smdebug.cli.series import tensor_series
+
+    if collection not in trial.collections():
+        return None
+    names = trial.tensor_names(collection=collection)[:20]
+    modes = [m for m in trial.modes() if m.name in ("TRAIN", "GLOBAL")] or trial.modes()
+    series = []
+    for n in names:
+        for m in modes[:1]:
+            s = tensor_series(trial, n, m, "l2")
+            if s is not None:
+                s.label = n
+                series.append(s)
+    if not series:
+        return None
+    return _png(figure(series, title, by_mode_step=False))
+
+
+def _loss_plot(trial) -> str | None:
+    from smdebug.cli.plot import collect, figure
+
+    try:
+        series = collect(trial)
+    except CliError:
+        return None
+    return _png(figure(series, "losses per mode", by_mode_step=False))
+
+
+def _section(sid: str, title: str, body: str) -> str:
+    return f"<section id='{sid}'><h2>{html.escape(title)}</h2>{body}</section>"
+
+
+def _table(headers, rows) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
+th{background:#f4f4f4}.fired{color:#b00020;font-weight:bold}.ok{color:#1b7a1b}.error{color:#a66}
+img{max-width:100%;border:1px solid #eee}.meta{color:#555}
+"""
+
+
+def render(trial, with_rules: bool = True) -> str:
+    """The report's HTML."""
+    from smdebug.cli.info import summarize
+
+    info = summarize(trial)
+    ended = "ended" if info["training_ended"] else "still running (no end-of-training marker yet)"
+    summary = (
+        f"<p class='meta'>{html.escape(info['path'])} &middot; training {ended} &middot; "
+        f"{len(info['steps'])} steps &middot; workers: {html.escape(', '.join(info['workers']))} &middot; "
+        f"written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
+        + _table(["mode", "steps", "first", "last"],
+                 [(m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()])
+    )
+    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", _section("summary", "Summary", summary)]
+    loss = _loss_plot(trial)
+    parts.append(_section("losses", "Losses", f"<img alt='losses' src='{loss}'>" if loss else "<p>No losses were saved.</p>"))
+    for coll, title in (("gradients", "Gradient norms (L2) per layer"), ("weights", "Weight norms (L2) per layer")):
+        img = _norm_plots(trial, coll, title)
+        parts.append(_section(coll, title, f"<img alt='{coll}' src='{img}'>" if img else f"<p>No {coll} were saved.</p>"))
+    if with_rules:
+        results = run_applicable_rules(trial)
+        if results:
+            rows = "".join(
+                f"<tr><td>{html.escape(r['rule'])}</td>"
+                f"<td class='{'fired' if r['status'] == 'fired' else ('error' if r['status'] == 'error' else 'ok')}'>"
+                f"{html.escape(r['status'])}</td><td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
+                f"<td>{html.escape(r['message'])}</td></tr>"
+                for r in results
+            )
+            body = ("<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
+                    f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
+        else:
+            body = "<p>No built-in rule applies to what this trial saved.</p>"
+        parts.append(_section("rules", "Rules", body))
+    parts.append(_section("collections", "Collections",
+                          _table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
+    parts.append(_section("saved", "What was saved", _table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
+        (t["name"], len(t["steps"]), " ".join(f"{m}:{c}" for m, c in t["modes"].items()), "yes" if t["raw"] else "no",
+         ", ".join(t["reductions"]) or "-", "x".join(map(str, t["shape"])) if t["shape"] else "-")
+        for t in info["tensors"]
+    ])))
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>smdebug report: "
+            f"{html.escape(info['trial'])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
+
+
+def run(args) -> int:
+    out = check_writable(args.output)
+    trial = open_trial(args.trial)
+    page = render(trial, with_rules=not args.no_rules)
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    print(f"wrote {out}; open it with: xdg-open {out}")
+    return 0

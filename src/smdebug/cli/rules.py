@@ -1,0 +1,190 @@
+"""``smdebug rules`` (a finished trial) and ``smdebug watch`` (a running job): built-in rules over steps.
+
+Several rules run in one pass over the steps. Exit status: 1 when any rule fired, 0 when none did,
+2 on bad input (unknown rule or parameter, bad value, not a trial).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+
+from smdebug.cli.common import CliError, add_trial_argument, open_trial, progress
+
+
+class _RuleAction(argparse.Action):
+    def __call__(self, parser, namespace, value, option_string=None):
+        specs = getattr(namespace, self.dest, None) or []
+        specs.append([value, {}])
+        setattr(namespace, self.dest, specs)
+
+
+class _ParamAction(argparse.Action):
+    def __call__(self, parser, namespace, value, option_string=None):
+        specs = getattr(namespace, "rule", None)
+        if not specs:
+            parser.error("--param comes after the --rule it configures")
+        key, sep, val = value.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--param {value!r}: expected NAME=VALUE")
+        specs[-1][1][key.strip()] = val
+
+
+def _add_rule_options(p) -> None:
+    add_trial_argument(p)
+    p.add_argument("--rule", action=_RuleAction, required=True, metavar="NAME",
+                   help="a built-in rule (VanishingGradient, ExplodingTensor, ...); repeat for several")
+    p.add_argument("--param", action=_ParamAction, metavar="NAME=VALUE",
+                   help="a parameter of the --rule before it (strings as in SageMaker's RuleParameters)")
+    p.add_argument("--start-step", type=int, default=0, help="first global step to evaluate (default 0)")
+    p.add_argument("--end-step", type=int, help="evaluate steps before this one (default: all)")
+    p.add_argument("--all-firings", action="store_true",
+                   help="keep evaluating a rule after it fired (default: a rule stops at its first firing, as on SageMaker)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per firing, then a summary")
+
+
+def add(sub) -> None:
+    p = sub.add_parser("rules", help="run built-in rules over a trial; exit 1 when any fired")
+    _add_rule_options(p)
+    p.set_defaults(func=run_rules)
+    w = sub.add_parser("watch", help="follow a running job and run built-in rules on each new step")
+    _add_rule_options(w)
+    w.add_argument("--stop-training", action="store_true",
+                   help="when a rule fires, ask the job to stop (the StopTraining action)")
+    w.set_defaults(func=run_watch)
+
+
+@dataclass
+class Firing:
+    rule: str
+    step: int
+    mode: str
+    mode_step: int
+    message: str
+
+
+@dataclass
+class RuleRun:
+    """One rule over the steps: its firings and how many steps it evaluated."""
+
+    name: str
+    rule: object
+    firings: list = field(default_factory=list)
+    evaluated: int = 0
+    done: bool = False
+
+
+def build_rules(trial, specs, action_str: str = "") -> list:
+    """RuleRun objects for ``[[name, {param: value}], ...]``; bad input -> CliError naming it."""
+    from smdebug.exceptions import RuleConfigurationError
+    from smdebug.rules.builtin import get_rule_class
+
+    runs = []
+    for name, params in specs:
+        try:
+            cls = get_rule_class(name)
+            rule = cls(trial, action_str=action_str, **params)
+        except RuleConfigurationError as exc:
+            raise CliError(str(exc)) from None
+        runs.append(RuleRun(name=name, rule=rule))
+    return runs
+
+
+def evaluate_step(runs, trial, step, all_firings=False) -> list:
+    """Invoke every active rule at ``step``; the firings it produced."""
+    from smdebug.exceptions import (
+        RuleEvaluationConditionMet,
+        StepUnavailable,
+        TensorUnavailable,
+        TensorUnavailableForStep,
+    )
+
+    fired = []
+    for run in runs:
+        if run.done:
+            continue
+        try:
+            run.rule.invoke(step)
+        except (StepUnavailable, TensorUnavailable, TensorUnavailableForStep):
+            continue
+        except RuleEvaluationConditionMet as exc:
+            mode, mode_step = trial.mode(step), trial.mode_step(step)
+            detail = getattr(run.rule, "reason", None) or getattr(run.rule, "last_reason", None) or ""
+            message = str(exc) + (f": {detail}" if detail else "")
+            f = Firing(run.name, step, getattr(mode, "name", str(mode)), mode_step, message)
+            run.firings.append(f)
+            fired.append(f)
+            if not all_firings or exc.end_of_rule:
+                run.done = True
+        finally:
+            run.evaluated += 1
+    return fired
+
+
+def _print_firing(f: Firing, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"event": "fired", **f.__dict__}), flush=True)
+    else:
+        print(f"FIRED  {f.rule:<26} step {f.step} ({f.mode} step {f.mode_step})  {f.message}", flush=True)
+
+
+def _summary(runs, as_json: bool) -> int:
+    any_fired = any(r.firings for r in runs)
+    for r in runs:
+        if as_json:
+            print(json.dumps({"event": "summary", "rule": r.name, "fired": bool(r.firings),
+                              "steps": [f.step for f in r.firings], "evaluated": r.evaluated}))
+        elif r.firings:
+            steps = ", ".join(str(f.step) for f in r.firings)
+            print(f"{r.name}: fired at step {steps}")
+        else:
+            print(f"{r.name}: no issue found ({r.evaluated} step evaluations)")
+    return 1 if any_fired else 0
+
+
+def run_rules(args) -> int:
+    trial = open_trial(args.trial)
+    runs = build_rules(trial, args.rule)
+    steps = [s for s in trial.steps() if s >= args.start_step and (args.end_step is None or s < args.end_step)]
+    for step in progress(steps, len(steps), "steps"):
+        for f in evaluate_step(runs, trial, step, args.all_firings):
+            _print_firing(f, args.json)
+        if all(r.done for r in runs):
+            break
+    return _summary(runs, args.json)
+
+
+def follow_steps(trial, start: int, end: int | None):
+    """Complete global steps >= start as the job writes them; ends when training has ended."""
+    from smdebug.exceptions import NoMoreData, StepUnavailable
+
+    nxt = start
+    while end is None or nxt < end:
+        ready = [s for s in trial.steps() if s >= nxt and (end is None or s < end)]
+        if ready:
+            yield from ready
+            nxt = ready[-1] + 1
+            continue
+        try:
+            trial.wait_for_steps([nxt])
+        except NoMoreData:
+            return
+        except StepUnavailable:
+            nxt += 1  # skipped by the save schedule; the next listing finds the later steps
+
+
+def run_watch(args) -> int:
+    trial = open_trial(args.trial)
+    action = json.dumps({"name": "StopTraining"}) if args.stop_training else ""
+    runs = build_rules(trial, args.rule, action_str=action)
+    print(f"watching {trial.path} with {', '.join(r.name for r in runs)}", file=sys.stderr, flush=True)
+    for step in follow_steps(trial, args.start_step, args.end_step):
+        for f in evaluate_step(runs, trial, step, args.all_firings):
+            _print_firing(f, args.json)
+            if args.stop_training and not args.json:
+                print(f"asked the job to stop (rule {f.rule}, step {f.step})", flush=True)
+        if all(r.done for r in runs):
+            break
+    return _summary(runs, args.json)

@@ -1,0 +1,163 @@
+""":class:`BatchedAdapter`: the :class:`~smdebug.core.adapter.TensorAdapter` for a framework with
+tensors on devices, written once over the framework's :class:`~smdebug.core.tensor_ops.TensorOps`.
+
+- snapshots are copies on the tensor's own device (large host tensors into reused buffers);
+  between ``begin_deferred`` and ``end_deferred`` they are taken on a background thread;
+- reductions of host tensors are computed later on the writer thread from the snapshot (a
+  copy is cheaper than the reductions); on an accelerator they run right away, on the device;
+- ``materialize`` copies a step's 0-d results in one stack + transfer per device and dtype,
+  and its accelerator tensors in one concatenation + transfer per device and dtype.
+Values other than the framework's tensors (numbers, numpy arrays) go to :class:`NumpyAdapter`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from smdebug.core.adapter import NumpyAdapter
+from smdebug.core.host_buffers import BufferPool, Deferred, DeferredCopier
+from smdebug.core.tensor_ops import TensorOps
+
+__all__ = ["BatchedAdapter", "LazyReduction", "ReductionCache"]
+
+
+class LazyReduction:
+    """A reduction to compute later (writer thread) from a snapshot."""
+
+    __slots__ = ("src", "op", "abs")
+
+    def __init__(self, src, op: str, is_abs: bool):
+        self.src, self.op, self.abs = src, op, is_abs
+
+
+class ReductionCache:
+    """Reductions of one tensor, each by the framework's op of that name (so the values are
+    exactly the framework's), sharing what can be shared: min and max in one pass, |t| once."""
+
+    def __init__(self, t, ops: TensorOps, pool: BufferPool):
+        self.ops, self.pool = ops, pool
+        self.t = ops.reduction_input(t)
+        self._cache: dict = {}
+        self.abs_values: ReductionCache | None = None
+
+    def get(self, op: str, is_abs: bool):
+        key = (op, is_abs)
+        c = self._cache
+        if key in c:
+            return c[key]
+        if is_abs:
+            if self.abs_values is None:
+                self.abs_values = ReductionCache(self.pool.abs(self.t), self.ops, self.pool)
+            c[key] = self.abs_values.get(op, False)
+        elif op in ("min", "max"):
+            c[("min", False)], c[("max", False)] = self.ops.min_max(self.t)
+        else:
+            c[key] = self.ops.reduce(self.t, op)
+        return c[key]
+
+
+class BatchedAdapter(NumpyAdapter):
+    def __init__(self, ops: TensorOps):
+        self.ops = ops
+        self.pool = BufferPool(ops)
+        self.copier = DeferredCopier(self.pool.copy_all)
+        self._deferring = False
+
+    # ---------------------------------------------------------------- training thread
+    def begin_deferred(self) -> None:
+        self._deferring = True
+
+    def end_deferred(self) -> None:
+        self._deferring = False
+        self.copier.start()
+
+    def sync(self) -> None:
+        self.copier.sync()
+
+    def shutdown(self) -> None:
+        self.copier.shutdown()
+
+    def snapshot(self, value):
+        ops = self.ops
+        if not ops.is_tensor(value):
+            return super().snapshot(value)
+        t = ops.detach(value)
+        if self._deferring:
+            return self.copier.defer(t)
+        # a copy: the optimizer may change the tensor before the step ends
+        return self.pool.copy(t)
+
+    def reductions_need_snapshot(self, value) -> bool:
+        # on the host a copy is cheaper than the reductions: they run later on the writer thread
+        # (computed on the copy thread from the live tensors instead, they hold training up for
+        # longer: measured 1.5x against 1.24x with PyTorch)
+        return self.ops.is_tensor(value) and self.ops.is_host(value)
+
+    def reductions(self, value, snap, ops) -> list:
+        fw = self.ops
+        if not fw.is_tensor(value):
+            return super().reductions(value, snap, ops)
+        if fw.is_host(value) or isinstance(snap, Deferred):
+            src = snap if snap is not None else self.pool.copy(fw.detach(value))
+            return [LazyReduction(src, op, is_abs) for op, is_abs in ops]
+        cache = ReductionCache(fw.detach(value), fw, self.pool)
+        return [cache.get(op, is_abs) for op, is_abs in ops]
+
+    def shape(self, value) -> tuple:
+        return tuple(self.ops.shape(value)) if self.ops.is_tensor(value) else super().shape(value)
+
+    def size(self, value) -> int:
+        return self.ops.numel(value) if self.ops.is_tensor(value) else super().size(value)
+
+    def is_bool(self, value) -> bool:
+        return self.ops.is_bool(value) if self.ops.is_tensor(value) else super().is_bool(value)
+
+    # ---------------------------------------------------------------- writer thread
+    def release(self, held) -> None:
+        """The writer is done with a step: its copies go back to the buffer pool."""
+        self.pool.give_back(held)
+
+    def materialize(self, objs: list, held: list | None = None) -> list:
+        fw = self.ops
+        out: list = [None] * len(objs)
+        scalars = defaultdict(list)  # group -> indices of 0-d tensors (reductions)
+        on_device = defaultdict(list)  # group -> indices of accelerator tensors
+        caches: dict = {}
+        for i, o in enumerate(objs):  # wait for each deferred copy it needs
+            if isinstance(o, Deferred):
+                o = objs[i] = o.result()
+            elif isinstance(o, LazyReduction) and isinstance(o.src, Deferred):
+                o.src = o.src.result()
+            if isinstance(o, LazyReduction):
+                cache = caches.get(id(o.src))
+                if cache is None:
+                    cache = caches[id(o.src)] = ReductionCache(o.src, fw, self.pool)
+                    if held is not None:
+                        held.append(o.src)
+                o = objs[i] = cache.get(o.op, o.abs)
+            elif held is not None and fw.is_tensor(o):
+                held.append(o)
+            if not fw.is_tensor(o):
+                out[i] = np.asarray(o)
+            elif fw.ndim(o) == 0:
+                scalars[fw.group_key(o)].append(i)
+            elif not fw.is_host(o):
+                on_device[fw.group_key(o)].append(i)
+            else:
+                out[i] = fw.to_numpy(o)
+        if held is not None:
+            held.extend(c.abs_values.t for c in caches.values() if c.abs_values is not None)
+        for idx in scalars.values():  # one stack and one host copy; 0-d views of it
+            host = fw.to_numpy(fw.to_host(fw.stack([objs[i] for i in idx])))
+            for j, i in enumerate(idx):
+                out[i] = host[j, ...]
+        for idx in on_device.values():
+            flat = fw.to_numpy(fw.to_host(fw.concat_flat([objs[i] for i in idx])))
+            offset = 0
+            for i in idx:
+                n = fw.numel(objs[i])
+                out[i] = flat[offset : offset + n].reshape(tuple(fw.shape(objs[i])))
+                offset += n
+        return out

@@ -1,0 +1,143 @@
+"""Copies of a framework's tensors: reused host buffers and the deferred copy thread.
+
+Both are generic; the framework supplies its :class:`~smdebug.core.tensor_ops.TensorOps`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from smdebug.core.tensor_ops import TensorOps
+
+__all__ = ["BufferPool", "Deferred", "DeferredCopier"]
+
+
+class BufferPool:
+    """Reused host buffers for copies of large host tensors: allocating fresh megabytes every
+    step costs page faults that cost more than the copy itself. A buffer comes back
+    (:meth:`give_back`) once the writer thread is done with the step that used it."""
+
+    MIN_NUMEL = 1 << 14
+    KEEP = 8  # buffers kept per (shape, dtype)
+
+    def __init__(self, ops: TensorOps):
+        self.ops = ops
+        self._free: dict = {}
+        self._lent: set = set()
+        self._lock = threading.Lock()
+
+    def pooled(self, t) -> bool:
+        """Whether copies of ``t`` go into a reused buffer."""
+        return self.ops.is_host(t) and self.ops.numel(t) >= self.MIN_NUMEL
+
+    def take(self, t):
+        """A free buffer of ``t``'s shape and dtype (lent until given back)."""
+        ops = self.ops
+        key = (tuple(ops.shape(t)), ops.dtype(t))
+        with self._lock:
+            free = self._free.get(key)
+            buf = free.pop() if free else None
+            if buf is None:
+                buf = ops.empty_host(key[0], key[1])
+            self._lent.add(id(buf))
+        return buf
+
+    def copy(self, t):
+        if not self.pooled(t):
+            return self.ops.clone(t)
+        buf = self.take(t)
+        self.ops.copy_into([buf], [t])
+        return buf
+
+    def copy_all(self, ts: list) -> list:
+        """Copies of ``ts``: the large ones in one ``copy_into`` call (one release of the GIL)."""
+        copies, dst, src = [], [], []
+        for t in ts:
+            if self.pooled(t):
+                copies.append(self.take(t))
+                dst.append(copies[-1])
+                src.append(t)
+            else:
+                copies.append(self.ops.clone(t))
+        if dst:
+            self.ops.copy_into(dst, src)
+        return copies
+
+    def abs(self, t):
+        if not self.pooled(t) or self.ops.is_complex(t):
+            return self.ops.abs(t)
+        return self.ops.abs(t, out=self.take(t))
+
+    def give_back(self, tensors) -> None:
+        ops = self.ops
+        with self._lock:
+            for t in tensors:
+                if id(t) in self._lent and ops.is_tensor(t):
+                    self._lent.discard(id(t))
+                    free = self._free.setdefault((tuple(ops.shape(t)), ops.dtype(t)), [])
+                    if len(free) < self.KEEP:
+                        free.append(t)
+
+
+class Deferred:
+    """A copy of a live tensor that the copy thread takes while the model runs forward and
+    backward; :meth:`result` (writer thread) waits for it."""
+
+    __slots__ = ("live", "copy", "future")
+
+    def __init__(self, live):
+        self.live, self.copy, self.future = live, None, None
+
+    def result(self):
+        if self.copy is None:
+            self.future.result()
+        return self.copy
+
+
+class DeferredCopier:
+    """Copies batches of :class:`Deferred` on one background thread, in the order started, so
+    that waiting for the newest batch waits for all. ``copy_all`` (list of live tensors ->
+    list of copies) runs on that thread."""
+
+    def __init__(self, copy_all: Callable[[list], list]):
+        self._copy_all = copy_all
+        self._batch: list = []
+        self._future = None
+        self._pool = None  # a ThreadPoolExecutor, started with the first batch
+
+    def defer(self, live) -> Deferred:
+        d = Deferred(live)
+        self._batch.append(d)
+        return d
+
+    def _run(self, batch) -> None:
+        copies = self._copy_all([d.live for d in batch])
+        for d, c in zip(batch, copies):  # a copy is visible only once it is complete
+            d.copy, d.live = c, None
+
+    def start(self) -> None:
+        """Hand the tensors deferred since the last start to the copy thread."""
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smdebug-snapshot")
+        future = self._future = self._pool.submit(self._run, batch)
+        for d in batch:
+            d.future = future
+
+    def sync(self) -> None:
+        """Wait until every started copy is taken. A failed copy is raised on the writer thread,
+        which needs it; here it only must not be waited for twice."""
+        f, self._future = self._future, None
+        if f is not None:
+            f.exception()
+
+    def shutdown(self) -> None:
+        self.sync()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

@@ -1,0 +1,76 @@
+"""The step buffer: what the training thread holds of the current step until it ends.
+
+Tensors are turned into :class:`~smdebug.core.records.PendingRecord` objects as their plan
+says (the adapter snapshots and reduces them); scalars wait for the next saved step. When the
+step ends, :meth:`StepBuffer.take` hands everything over as one StepRecords.
+"""
+
+from __future__ import annotations
+
+from smdebug.core.adapter import TensorAdapter
+from smdebug.core.modes import ModeKeys
+from smdebug.core.records import PendingRecord, RecordKind, SavePlan
+from smdebug.core.step_writer import StepRecords
+
+__all__ = ["StepBuffer"]
+
+_SHAPE, _TENSOR, _HIST, _TB_SCALAR, _SCALAR = (
+    RecordKind.SHAPE, RecordKind.TENSOR, RecordKind.HISTOGRAM, RecordKind.TB_SCALAR, RecordKind.SCALAR,
+)
+
+
+class StepBuffer:
+    def __init__(self, adapter: TensorAdapter):
+        self.adapter = adapter
+        self.records: list[PendingRecord] = []
+        self.scalars: list[PendingRecord] = []  # go with the next saved step
+        self._counts: dict[str, int] = {}  # "<module>_output_" -> tensors numbered so far this step
+
+    def add(self, name: str, value, plan: SavePlan) -> None:
+        """Snapshot / reduce ``value`` on the training thread as ``plan`` says."""
+        ad = self.adapter
+        size = ad.size(value)
+        if size == 0:
+            return
+        records = self.records
+        if plan.save_shape:
+            records.append(PendingRecord(_SHAPE, name, shape=ad.shape(value)))
+        hist = plan.histogram_tag
+        if hist and ad.is_bool(value):
+            hist = None
+        reds, raw = plan.reductions, plan.save_raw
+        tb_scalar = plan.tensorboard_scalar and size == 1
+        snap = None
+        if raw or hist or tb_scalar or (reds and ad.reductions_need_snapshot(value)):
+            snap = ad.snapshot(value)
+        if reds:
+            objs = ad.reductions(value, snap, plan.reduction_ops)
+            records.extend([PendingRecord(_TENSOR, r.tag, obj) for r, obj in zip(reds, objs)])
+        if raw:
+            records.append(PendingRecord(_TENSOR, name, snap))
+        if hist:
+            records.append(PendingRecord(_HIST, hist, snap))
+        if tb_scalar:
+            records.append(PendingRecord(_TB_SCALAR, name, snap))
+
+    def add_scalar(self, name: str, value, wall_time: float) -> None:
+        """A scalar (a one-element numpy array already) for the next saved step."""
+        self.scalars.append(PendingRecord(_SCALAR, name, value, wall_time=wall_time))
+
+    def number(self, base: str, count: int) -> int:
+        """The first of ``count`` consecutive numbers for tensors named ``<base><i>`` this step."""
+        first = self._counts.get(base, 0)
+        self._counts[base] = first + count
+        return first
+
+    def new_step(self) -> None:
+        self._counts.clear()
+
+    def take(self, step: int, mode: ModeKeys, mode_step: int) -> StepRecords:
+        """Everything held (tensors, then scalars), as the records of one step; the buffer is empty after."""
+        records, self.records = self.records, []
+        scalars, self.scalars = self.scalars, []
+        return StepRecords(step, mode, mode_step, records=records + scalars)
+
+    def drop(self) -> None:
+        self.records, self.scalars = [], []

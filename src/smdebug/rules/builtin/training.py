@@ -1,0 +1,399 @@
+"""Rules on the course of training: LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule.
+
+Specification: builtin-rules.md 3.7, 3.13, 3.14, 3.19 and its ambiguity register. Losses are scalars.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+
+import numpy as np
+
+from smdebug.analysis.utils import no_refresh, refresh
+from smdebug.core.modes import ModeKeys
+from smdebug.core.stop_request import write_stop_request
+from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
+from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names, value_or_none
+from smdebug.rules.params import as_bool, as_float, as_int, as_mode, as_regex_list, as_str, as_str_list, optional
+from smdebug.trials.trial import StepState
+
+__all__ = ["LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"]
+
+LOSSES = "losses"
+# XGBoost has no modes: training and validation metrics are told apart by their name's prefix
+_TRAIN_METRIC = re.compile(r"^train-(.+)$")
+_VALID_METRIC = re.compile(r"^(?:validation|valid|eval|test)-(.+)$")
+_NOT_A_LOSS = re.compile(r"(?:auc|map)(?:@.*)?$")
+
+
+def _require(rule, name, ok, message):
+    if not ok:
+        raise RuleConfigurationError(type(rule).__name__, name, message)
+
+
+class _LossRule(BuiltinRule):
+    """What the loss rules share: which tensors are losses, and their scalar values."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._scalar: dict = {}  # tensor name -> whether its values have one element
+
+    def _scalar_value(self, name, step, mode):
+        """The tensor's value at (step, mode) as a float; None if not saved there or not a scalar."""
+        if self._scalar.get(name) is False:
+            return None
+        v = value_or_none(self.base_trial, name, step, mode)
+        if v is None:
+            return None
+        arr = np.asarray(v)
+        ok = arr.size == 1 and arr.dtype.kind in "fiub"
+        self._scalar[name] = ok
+        return float(arr.ravel()[0]) if ok else None
+
+    def _loss_names(self, step, collection_names=(), tensor_regex=(), use_losses=True) -> list:
+        colls = list(collection_names)
+        if use_losses and LOSSES not in colls and LOSSES in self.base_trial.collections():
+            colls.append(LOSSES)
+        return select_tensor_names(self.base_trial, step, colls, tensor_regex, rule_name=self.rule_name)
+
+
+class LossNotDecreasing(_LossRule):
+    """Fires when a loss did not decrease enough over ``num_steps`` steps (spec 3.7).
+
+    ``dec = 100 * (prev - cur) / |prev|``, comparing a loss with its value at the latest saved
+    step at least ``num_steps`` (steps of the evaluated mode) earlier, at most once every
+    ``num_steps`` steps per tensor. Reading 1 of the spec (reference): when the loss decreased
+    (``dec >= 0``) fire iff ``dec < diff_percent``; when it increased fire iff the increase is
+    over ``increase_threshold_percent``. ``strict=True`` (our addition, ambiguity register #1)
+    fires on any increase too (reading 2). ``mode``: absent means EVAL, else TRAIN, else GLOBAL,
+    whichever first has steps of the selected tensors (register #2); an explicit mode is honoured.
+    The reported step is the global step.
+    """
+
+    params = (
+        Param("collection_names", as_str_list, None),
+        Param("tensor_regex", as_regex_list, None),
+        Param("use_losses_collection", as_bool, "True"),
+        Param("num_steps", as_int, "10"),
+        Param("diff_percent", as_float, "0.1"),
+        Param("increase_threshold_percent", as_float, "5"),
+        Param("mode", optional(as_mode), None),
+        Param("strict", as_bool, "False"),
+    )
+    hook_collections = (HookCollection(LOSSES, {"save_interval": "500"}),)
+
+    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+        _require(self, "num_steps", self.num_steps >= 1, f"must be at least 1, got {self.num_steps}")
+        _require(self, "diff_percent", 0 <= self.diff_percent < 100, f"must be in [0, 100), got {self.diff_percent}")
+        _require(self, "increase_threshold_percent", self.increase_threshold_percent >= 0,
+                 f"must be at least 0, got {self.increase_threshold_percent}")
+        self.last_checked: dict = {}
+        self._mode = self.mode
+
+    def _resolve_mode(self, names):
+        if self._mode is not None:
+            return self._mode
+        for m in (ModeKeys.EVAL, ModeKeys.TRAIN, ModeKeys.GLOBAL):
+            if any(self.base_trial.tensor(n).steps(mode=m) for n in names):
+                self._mode = m
+                return m
+        return None
+
+    def not_decreasing(self, prev: float, cur: float) -> bool:
+        if prev == 0:
+            dec = 0.0 if cur == 0 else (math.inf if cur < prev else -math.inf)
+        else:
+            dec = 100.0 * (prev - cur) / abs(prev)
+        if dec >= 0 or self.strict:
+            return dec < self.diff_percent
+        return -dec > self.increase_threshold_percent
+
+    def invoke_at_step(self, step) -> bool:
+        trial = self.base_trial
+        names = self._loss_names(step, self.collection_names, self.tensor_regex, self.use_losses_collection)
+        if not names:
+            return False
+        mode = self._resolve_mode(names)
+        if mode is None:
+            return False
+        if mode != ModeKeys.GLOBAL:
+            if trial.mode(step) != mode:
+                return False
+            s = trial.mode_step(step)
+        else:
+            s = step
+        for n in names:
+            cur = self._scalar_value(n, s, mode)
+            if cur is None:
+                continue
+            last = self.last_checked.get(n)
+            if last is not None and s < last + self.num_steps:
+                continue
+            older = [x for x in trial.tensor(n).steps(mode=mode) if x <= s - self.num_steps]
+            if not older:
+                continue
+            prev = self._scalar_value(n, max(older), mode)
+            if prev is None:
+                continue
+            self.last_checked[n] = s
+            if self.not_decreasing(prev, cur):
+                self.logger.info("%s: %s %s -> %s (%s steps %s -> %s)", self.rule_name, n, prev, cur, mode.name,
+                                 max(older), s)
+                return True
+        return False
+
+
+def _phase(mode, name) -> str | None:
+    """'train' or 'validation' for a loss saved in ``mode`` under ``name``; None for PREDICT."""
+    if mode == ModeKeys.GLOBAL:
+        return "validation" if _VALID_METRIC.match(name) else "train"
+    return {ModeKeys.TRAIN: "train", ModeKeys.EVAL: "validation"}.get(mode)
+
+
+class Overfit(_LossRule):
+    """Fires when validation loss exceeds training loss by ``ratio_threshold`` (relative) for
+    ``patience`` consecutive checks (spec 3.13, reference choice).
+
+    With modes (PyTorch, TF, MXNet): TRAIN and EVAL values of each loss tensor are buffered; at
+    the first TRAIN step after an EVAL phase, ``r = (mean(EVAL phase) - mean(preceding TRAIN
+    phase)) / |mean(TRAIN)|`` is computed per tensor name and both buffers are cleared; the
+    rule fires there when ``patience`` checks in a row had ``r > ratio_threshold``. Without
+    modes (XGBoost), ``train-<metric>`` is compared with ``validation-<metric>`` (also
+    ``valid-``, ``eval-``, ``test-``) at each step, auc and map excluded. Loss tensors:
+    ``tensor_regex`` if given, else the ``losses`` collection, else every scalar tensor.
+    Global steps below ``start_step`` are ignored.
+    """
+
+    params = (
+        Param("tensor_regex", as_regex_list, None),
+        Param("start_step", as_int, "0"),
+        Param("patience", as_int, "1"),
+        Param("ratio_threshold", as_float, "0.1"),
+    )
+
+    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+        _require(self, "patience", self.patience >= 1, f"must be at least 1, got {self.patience}")
+        _require(self, "start_step", self.start_step >= 0, f"must be at least 0, got {self.start_step}")
+        self._buf = {"train": {}, "validation": {}}
+        self._count: dict = {}
+
+    def _exceeds(self, key, train, val) -> bool:
+        if train == 0 or not (math.isfinite(train) and math.isfinite(val)):
+            r = math.inf if val > train else 0.0
+        else:
+            r = (val - train) / abs(train)
+        self._count[key] = self._count.get(key, 0) + 1 if r > self.ratio_threshold else 0
+        self.logger.debug("%s: %s train %s validation %s ratio %s", self.rule_name, key, train, val, r)
+        return self._count[key] >= self.patience
+
+    def invoke_at_step(self, step) -> bool:
+        if step < self.start_step:
+            return False
+        trial = self.base_trial
+        mode = trial.mode(step)
+        if mode is None or mode == ModeKeys.PREDICT:
+            return False
+        names = self._loss_names(step, (), self.tensor_regex, use_losses=not self.tensor_regex)
+        if mode == ModeKeys.GLOBAL:
+            return self._check_metrics(step, names)
+        s = trial.mode_step(step)
+        values = {n: v for n in names if (v := self._scalar_value(n, s, mode)) is not None}
+        fired = False
+        if mode == ModeKeys.TRAIN and self._buf["validation"]:
+            fired = self._check_phases()
+            self._buf = {"train": {}, "validation": {}}
+        phase = self._buf["train" if mode == ModeKeys.TRAIN else "validation"]
+        for n, v in values.items():
+            phase.setdefault(n, []).append(v)
+        return fired
+
+    def _check_phases(self) -> bool:
+        train, val = self._buf["train"], self._buf["validation"]
+        pairs = [(n, n) for n in sorted(train) if n in val]
+        if not pairs and len(train) == 1 and len(val) == 1:  # differently named, one each
+            pairs = [(next(iter(train)), next(iter(val)))]
+        return any([self._exceeds(tn, float(np.mean(train[tn])), float(np.mean(val[vn]))) for tn, vn in pairs])
+
+    def _check_metrics(self, step, names) -> bool:
+        train = {m.group(1): n for n in names if (m := _TRAIN_METRIC.match(n)) and not _NOT_A_LOSS.search(m.group(1))}
+        fired = False
+        for n in names:
+            m = _VALID_METRIC.match(n)
+            if not m or m.group(1) not in train:
+                continue
+            tv = self._scalar_value(train[m.group(1)], step, ModeKeys.GLOBAL)
+            vv = self._scalar_value(n, step, ModeKeys.GLOBAL)
+            if tv is not None and vv is not None:
+                fired |= self._exceeds(m.group(1), tv, vv)
+        return fired
+
+
+class Overtraining(_LossRule):
+    """Fires when a training loss has not improved for ``patience_train`` saved steps, or a
+    validation loss for ``patience_validation`` saved steps (spec 3.14, reference choice).
+
+    Early-stopping style, per loss tensor and phase (TRAIN/GLOBAL = training, EVAL or an XGBoost
+    ``validation-``/``valid-``/``eval-``/``test-`` metric = validation): a value improves when
+    it is below the best so far minus ``delta`` (absolute); each other saved value adds one to
+    the wait. The two conditions are combined with OR (register #8). Loss tensors: the
+    ``losses`` collection, else every scalar tensor.
+    """
+
+    params = (
+        Param("patience_train", as_int, "5"),
+        Param("patience_validation", as_int, "10"),
+        Param("delta", as_float, "0.01"),
+    )
+
+    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+        for p in ("patience_train", "patience_validation"):
+            _require(self, p, getattr(self, p) >= 1, f"must be at least 1, got {getattr(self, p)}")
+        _require(self, "delta", self.delta >= 0, f"must be at least 0, got {self.delta}")
+        self.best: dict = {}
+        self.wait: dict = {}
+
+    def invoke_at_step(self, step) -> bool:
+        trial = self.base_trial
+        mode = trial.mode(step)
+        if mode is None:
+            return False
+        s = trial.mode_step(step) if mode != ModeKeys.GLOBAL else step
+        fired = False
+        for n in self._loss_names(step):
+            phase = _phase(mode, n)
+            if phase is None or (mode == ModeKeys.GLOBAL and _NOT_A_LOSS.search(n)):
+                continue
+            v = self._scalar_value(n, s, mode)
+            if v is None:
+                continue
+            key = (phase, n)
+            if v < self.best.get(key, math.inf) - self.delta:
+                self.best[key], self.wait[key] = v, 0
+            else:
+                self.wait[key] = self.wait.get(key, 0) + 1
+            patience = self.patience_train if phase == "train" else self.patience_validation
+            if self.wait[key] >= patience:
+                self.logger.info("%s: %s not below %s for %d %s steps", self.rule_name, n, self.best[key], patience, phase)
+                fired = True
+        return fired
+
+
+class StalledTrainingRule(BuiltinRule):
+    """Fires when no new step has been written for ``threshold`` seconds (spec 3.19).
+
+    Time-driven: while :func:`invoke_rule` waits for the next step, this rule polls the trial
+    itself (every ``poll_interval`` seconds, at most 1 s) and fires when nothing new (a new
+    step of any mode, or a step becoming complete) appeared for longer than ``threshold``
+    seconds since the last progress (or since its first invocation). The reported step is the
+    last step seen (-1 if none). It ends quietly when training ends. ``stop_training_on_fire``:
+    with ``training_job_name_prefix``, stops the one SageMaker job whose name starts with it
+    (none if several match, as 1.0.34); without a prefix, writes the local stop request the
+    hooks look for. ``clock`` and ``sleep`` (keyword-only, not rule parameters) replace
+    ``time.monotonic`` and ``time.sleep``, for tests.
+    """
+
+    params = (
+        Param("threshold", as_float, "1800"),
+        Param("stop_training_on_fire", as_bool, "False"),
+        Param("training_job_name_prefix", optional(as_str), None),
+    )
+
+    def __init__(self, base_trial, action_str="", other_trials=None, *, clock=None, sleep=None, **params):
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+        _require(self, "threshold", self.threshold > 0, f"must be more than 0 seconds, got {self.threshold}")
+        self.clock = clock or time.monotonic
+        self.sleep = sleep or time.sleep
+        self.poll_interval = min(1.0, max(self.threshold / 10.0, 0.01))
+        self.last_progress: float | None = None
+        self.last_seen_step = -1
+        self._marker = None
+        self._stalled = False
+
+    def _observe(self) -> float:
+        """Refresh the trial, note progress, return the time now."""
+        trial = self.base_trial
+        with refresh(trial):
+            steps = trial.steps(show_incomplete_steps=True)
+        marker = (len(steps), steps[-1] if steps else -1, trial.last_complete_step)
+        now = self.clock()
+        if marker != self._marker or self.last_progress is None:
+            self._marker, self.last_progress = marker, now
+            if steps:
+                self.last_seen_step = max(self.last_seen_step, steps[-1])
+        return now
+
+    def invoke(self, step) -> None:
+        trial = self.base_trial
+        with no_refresh(trial):  # a step already read: no listing
+            state = trial.has_passed_step(step)
+        while state == StepState.NOT_YET_AVAILABLE:
+            now = self._observe()
+            with no_refresh(trial):
+                state = trial.has_passed_step(step)
+            if state != StepState.NOT_YET_AVAILABLE:
+                break  # available, or never will be: the base class evaluates or raises
+            idle = now - self.last_progress
+            if idle > self.threshold:
+                self._fire(idle)
+            self.sleep(min(self.poll_interval, self.threshold - idle + 1e-3))
+        super().invoke(step)
+
+    def _fire(self, idle: float) -> None:
+        """Stop training if asked, run the actions (through the base class), raise; evaluation ends."""
+        reason = f"no new step for {idle:.1f} s (threshold {self.threshold:g} s); last step {self.last_seen_step}"
+        self.logger.warning("%s: %s", self.rule_name, reason)
+        self.last_progress = self.clock()  # if evaluation goes on, the next fire is a threshold later
+        if self.stop_training_on_fire:
+            self._stop_training(reason)
+        step = self.last_seen_step
+        with no_refresh(self.base_trial):
+            complete = step >= 0 and self.base_trial.has_passed_step(step) == StepState.AVAILABLE
+        if complete:
+            self._stalled = True
+            try:
+                super().invoke(step)  # the base class runs the rule's actions and raises
+            except RuleEvaluationConditionMet as exc:
+                exc.end_of_rule = True
+                raise
+            finally:
+                self._stalled = False
+        raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=True)
+
+    def _stop_training(self, reason: str) -> None:
+        if self.training_job_name_prefix:
+            stop_sagemaker_job(self.training_job_name_prefix, self.logger)
+        else:
+            write_stop_request(self.base_trial.store, self.rule_name, self.last_seen_step, reason)
+
+    def invoke_at_step(self, step) -> bool:
+        self.last_seen_step = max(self.last_seen_step, step)
+        return self._stalled
+
+
+def stop_sagemaker_job(prefix: str, logger) -> bool:
+    """Stop the one InProgress SageMaker training job whose name starts with ``prefix``; with none
+    or several, stop nothing (1.0.34's safe mode). Errors are logged, never raised."""
+    import os
+
+    import boto3
+
+    try:
+        client = boto3.client("sagemaker", region_name=os.getenv("AWS_REGION", "us-east-1"))
+        pages = client.get_paginator("list_training_jobs").paginate(
+            NameContains=prefix, StatusEquals="InProgress", PaginationConfig={"MaxItems": 5000})
+        names = [j["TrainingJobName"] for page in pages for j in page.get("TrainingJobSummaries", [])
+                 if j["TrainingJobName"].startswith(prefix)]
+        if len(names) != 1:
+            logger.warning("StalledTrainingRule: %d jobs in progress start with %r; stopping none", len(names), prefix)
+            return False
+        client.stop_training_job(TrainingJobName=names[0])
+        logger.info("StalledTrainingRule: stopped training job %s", names[0])
+        return True
+    except Exception as exc:  # noqa: BLE001 - a failed stop is reported, the rule still fires
+        logger.error("StalledTrainingRule: could not stop a training job with prefix %r: %s", prefix, exc)
+        return False

@@ -1,0 +1,182 @@
+"""RequiredTensors: what a rule needs at a step, declared in ``set_required_tensors`` and fetched at once.
+
+The API is smdebug 1.0.34's. ``fetch`` waits for the required steps of every trial and reads every
+required value of a trial in one batched read (grouped by event file; concurrent on S3). The values
+stay with their tensors until the rule's evaluation of the step ends (``release``), so
+``tensor.value(step)`` inside ``invoke_at_step`` answers from memory.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import SMDebugValueError, TensorUnavailable, TensorUnavailableForStep
+
+__all__ = ["RequiredTensors", "RequiredTensorsForTrial"]
+
+logger = logging.getLogger("smdebug")
+
+
+def _as_steps(steps) -> list:
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        return [steps]
+    return list(steps)
+
+
+class RequiredTensorsForTrial:
+    """The tensors (and their steps) a rule needs from one trial."""
+
+    def __init__(self, trial):
+        self.trial = trial
+        self.logger = logger
+        self._tensor_steps: dict[str, list] = {}
+        self._tensors: dict = {}
+        self._pinned: list = []  # (tensor, cache setting before) of tensors holding fetched values
+
+    def _add_steps_for_tensor(self, name, steps) -> None:
+        self._tensor_steps.setdefault(name, []).extend(steps)
+        if name not in self._tensors:
+            self._tensors[name] = self.trial.tensor(name)
+
+    def add(self, name, steps, should_match_regex=False) -> None:
+        """Require ``name`` (or every tensor matching the regex ``name``) at the global ``steps``."""
+        steps = _as_steps(steps)
+        if should_match_regex:
+            for n in self.trial.tensor_names(regex=[name]):
+                self._add_steps_for_tensor(n, steps)
+            return
+        if not self.trial.has_tensor(name):
+            raise TensorUnavailable(name)
+        self._add_steps_for_tensor(name, steps)
+
+    def get_tensor_steps(self, name) -> list:
+        return self._tensor_steps[name]
+
+    def get_names(self) -> list:
+        return list(self._tensor_steps)
+
+    def get(self) -> list:
+        """The required Tensor objects."""
+        return list(self._tensors.values())
+
+    def clear(self) -> None:
+        self.release()
+        self._tensor_steps.clear()
+        self._tensors.clear()
+
+    def fetch(self) -> None:
+        """Wait for the required steps, then read every required value in one batched read.
+
+        Raises what ``tensor.value(step)`` would: StepUnavailable, TensorUnavailableForStep (a
+        step where only reductions of the tensor were saved), NoMoreData.
+        """
+        wanted = {}
+        for name, steps in self._tensor_steps.items():
+            wanted[name] = sorted(set(steps))
+        required = sorted({s for steps in wanted.values() for s in steps})
+        if not required:
+            return
+        self.logger.debug("Waiting for required_steps: %s", required)
+        self.trial.wait_for_steps(required)
+        if not _batchable(self.trial):
+            for name, steps in wanted.items():  # a trial-like object: one read per value
+                for s in steps:
+                    self._tensors[name].value(s)
+            return
+        picks = []
+        for name, steps in wanted.items():
+            t = self._tensors[name]
+            for s in steps:
+                f = t._file(s, ModeKeys.GLOBAL, None)
+                pos = t._value_pos(f)
+                if pos < 0:
+                    entry = f.layout.tensors.get(name)
+                    raise TensorUnavailableForStep(name, s, ModeKeys.GLOBAL, bool(entry and entry[1]))
+                picks.append((t, f, pos))
+        store = self.trial.store
+        reqs = [(f.event_key, f.location(pos, _Where(store, f.key)), f.key) for _t, f, pos in picks]
+        values = self.trial._read_records(reqs)
+        self.release()
+        pinned = {}
+        for (t, f, pos), v in zip(picks, values):
+            if id(t) not in pinned:
+                pinned[id(t)] = (t, t.cache)
+                t.cache = True
+            t._values[(id(f), pos)] = v
+        self._pinned = list(pinned.values())
+
+    def release(self) -> None:
+        """Drop fetched values from tensors that do not cache values themselves."""
+        for t, cached in self._pinned:
+            if not cached:
+                t.cache = False
+                t._values.clear()
+        self._pinned = []
+
+
+class _Where:
+    """Names an index file in an error message; formatted only when a message is made."""
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store, key):
+        self.store, self.key = store, key
+
+    def __str__(self):
+        return self.store.describe(self.key)
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+
+def _batchable(trial) -> bool:
+    """Whether ``trial`` is this package's Trial, whose tensors can be read in one batch."""
+    from smdebug.trials.trial import Trial
+
+    return isinstance(trial, Trial)
+
+
+class RequiredTensors:
+    """Per trial (the base trial unless ``trial=`` says otherwise), the tensors a rule needs."""
+
+    def __init__(self, base_trial, other_trials=None):
+        self.base_trial = base_trial
+        self._per_trial: list = [(base_trial, RequiredTensorsForTrial(base_trial))]
+        for trial in other_trials or ():
+            if not any(t is trial for t, _ in self._per_trial):
+                self._per_trial.append((trial, RequiredTensorsForTrial(trial)))
+
+    def _for(self, trial) -> RequiredTensorsForTrial:
+        trial = self.base_trial if trial is None else trial
+        for t, req in self._per_trial:
+            if t is trial:
+                return req
+        for t, req in self._per_trial:
+            if t == trial:
+                return req
+        raise SMDebugValueError(f"{trial!r} is neither the rule's base trial nor one of its other_trials")
+
+    def add(self, name, steps, trial=None, should_match_regex=False) -> None:
+        self._for(trial).add(name, steps, should_match_regex=should_match_regex)
+
+    def get_tensor_steps(self, name, trial=None) -> list:
+        return self._for(trial).get_tensor_steps(name)
+
+    def get_names(self, trial=None) -> list:
+        return self._for(trial).get_names()
+
+    def get(self, trial=None) -> list:
+        return self._for(trial).get()
+
+    def clear(self) -> None:
+        for _t, req in self._per_trial:
+            req.clear()
+
+    def fetch(self) -> None:
+        for _t, req in self._per_trial:
+            req.fetch()
+
+    def release(self) -> None:
+        for _t, req in self._per_trial:
+            req.release()

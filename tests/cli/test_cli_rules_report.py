@@ -1,0 +1,108 @@
+"""`smdebug rules` and `smdebug report` on real PyTorch runs: firings, exit codes, the HTML page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from chromium import needs_chromium
+from smdebug.cli import main
+from smdebug.exceptions import RuleEvaluationConditionMet
+from smdebug.rules import invoke_rule
+from smdebug.rules.builtin import get_rule_class
+from smdebug.trials import create_trial
+from smdtest import FIXTURES
+
+
+def first_firing(path, name, **params):
+    rule = get_rule_class(name)(create_trial(path), **params)
+    try:
+        invoke_rule(rule, raise_eval_cond=True)
+    except RuleEvaluationConditionMet as exc:
+        return exc.step
+    return None
+
+
+def test_rules_prints_firings_and_exits_1(capsys, flat_trial):
+    want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3", mode="TRAIN")
+    assert want is not None
+    code = main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN", "--rule", "DeadRelu"])
+    out = capsys.readouterr().out
+    assert code == 1
+    fired = [line for line in out.splitlines() if line.startswith("FIRED")]
+    assert len(fired) == 1 and "LossNotDecreasing" in fired[0] and f"step {want} " in fired[0]
+    assert f"LossNotDecreasing: fired at step {want}" in out
+    assert "DeadRelu: no issue found" in out
+
+
+def test_rules_json_and_step_range(capsys, flat_trial):
+    want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3", mode="TRAIN")
+    assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN",
+                 "--end-step", str(want), "--json"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert events == [{"event": "summary", "rule": "LossNotDecreasing", "fired": False, "steps": [],
+                       "evaluated": len([s for s in create_trial(flat_trial).steps() if s < want])}]
+
+
+def test_rules_none_fired_exits_0(capsys, digits_trial):
+    assert main(["rules", digits_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3"]) == 0
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--rule", "NoSuchRule"], "no such built-in rule"),
+        (["--rule", "LossNotDecreasing", "--param", "bogus=1"], "'bogus': unknown parameter"),
+        (["--rule", "LossNotDecreasing", "--param", "num_steps=abc"], "'num_steps': expected a number"),
+        (["--rule", "DeadRelu", "--param", "tensor_regex=(open"], "'tensor_regex'"),
+    ],
+)
+def test_rules_bad_input_exits_2(digits_trial, extra, needle):
+    proc = subprocess.run([sys.executable, "-m", "smdebug", "rules", digits_trial, *extra], capture_output=True, text=True)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_param_before_rule_is_a_usage_error(digits_trial):
+    proc = subprocess.run([sys.executable, "-m", "smdebug", "rules", digits_trial, "--param", "a=1", "--rule", "DeadRelu"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--param comes after the --rule" in proc.stderr
+
+
+def test_report_lists_applicable_rules(tmp_path, flat_trial):
+    out = tmp_path / "r.html"
+    assert main(["report", flat_trial, "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    assert page.count("data:image/png;base64,") == 3  # losses, gradient norms, weight norms
+    assert "<td>LossNotDecreasing</td><td class='fired'>fired</td>" in page
+
+
+@needs_chromium
+def test_report_opens_clean_in_chromium(tmp_path, chromium, flat_trial):
+    out = tmp_path / "report.html"
+    assert main(["report", flat_trial, "-o", str(out)]) == 0
+    state = chromium.open(out.as_uri())
+    assert chromium.problems() == []
+    assert state["sections"] == ["summary", "losses", "gradients", "weights", "rules", "collections", "saved"]
+    shown = {(i["section"], i["alt"]) for i in state["images"] if i["complete"] and i["width"] > 300}
+    assert shown == {("losses", "losses"), ("gradients", "gradients"), ("weights", "weights")}
+    want = first_firing(flat_trial, "LossNotDecreasing", mode="TRAIN")
+    assert f"LossNotDecreasing\tfired\t{want}" in state["text"]
+    assert "gradient/Sequential_0.weight" in state["text"]
+
+
+def test_report_of_a_fixture_without_rules(tmp_path):
+    out = tmp_path / "f.html"
+    assert main(["report", str(FIXTURES / "reductions_only"), "-o", str(out), "--no-rules"]) == 0
+    page = out.read_text()
+    assert "id='rules'" not in page and "grad/x" in page
+
+
+def test_report_unwritable_output(tmp_path, digits_trial):
+    proc = subprocess.run([sys.executable, "-m", "smdebug", "report", digits_trial, "-o", "/nonexistent-dir/r.html"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,142 @@
+"""create_rule from SageMaker's RuleParameters: parameters parsed when the rule is built, unknown
+keys ignored with one warning, bad input a RuleConfigurationError naming the key."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+
+import numpy as np
+import pytest
+
+from smdebug.exceptions import RuleConfigurationError
+from smdebug.rules import Rule, create_rule, invoke_rule
+from smdebug.rules.builtin import RULE_MODULES, required_collections
+from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names
+from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list
+from smdebug.trials import create_trial
+
+
+class LossAbove(BuiltinRule):
+    """A tiny built-in-style rule: fires when a selected scalar is above ``threshold``."""
+
+    params = (
+        Param("threshold", as_float, "1.0"),
+        Param("tensor_regex", as_regex_list, "CrossEntropyLoss.*"),
+        Param("collection_names", as_str_list, ""),
+        Param("use_abs", as_bool, "False"),
+    )
+    hook_collections = (HookCollection("losses", {"save_interval": "1"}),)
+
+    def invoke_at_step(self, step):
+        for name in select_tensor_names(self.base_trial, step, self.collection_names, self.tensor_regex):
+            v = float(self.base_trial.tensor(name).value(step))
+            if (abs(v) if self.use_abs else v) > self.threshold:
+                return True
+        return False
+
+
+class Compare(BuiltinRule):
+    params = (Param("tensor_regex", as_regex_list, "weight"),)
+    uses_other_trials = True
+
+    def invoke_at_step(self, step):
+        for name in select_tensor_names(self.base_trial, step, (), self.tensor_regex):
+            if not np.allclose(self.base_trial.tensor(name).value(step), self.other_trials[0].tensor(name).value(step)):
+                return True
+        return False
+
+
+class VanishingGradientRule(Rule):  # a custom rule as the docs write it: no action_str
+    def __init__(self, base_trial, threshold=0.0000001):
+        super().__init__(base_trial, other_trials=None)
+        self.threshold = float(threshold)
+
+    def invoke_at_step(self, step):
+        return False
+
+
+CLASSES = [LossAbove, Compare, VanishingGradientRule]
+
+
+def test_parameters_are_parsed_and_unknown_keys_warned_once(pt_runs, caplog):
+    trial = create_trial(pt_runs["a"].path)
+    losses = [float(s.loss) for s in pt_runs["a"].steps]
+    threshold = sorted(losses)[2]  # fires at the steps whose loss is above the third smallest
+    params = {"rule_to_invoke": "LossAbove", "threshold": str(threshold), "use_abs": "False",
+              "collection_names": "", "source_s3_uri": "s3://bucket/rule.py", "instance_type": "ml.t3.medium",
+              "action_json": '{\\"name\\": \\"log\\"}'}
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        rule = create_rule(params, trial, rule_classes=CLASSES)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["smdebug: rule LossAbove: ignoring RuleParameters that are no parameter of the rule: "
+                        "instance_type, source_s3_uri"]
+    assert rule.threshold == threshold and rule.use_abs is False and rule.collection_names == []
+    assert [p.pattern for p in rule.tensor_regex] == ["CrossEntropyLoss.*"]
+    assert [s.kind for s in rule.actions.specs] == ["log"]
+    run = invoke_rule(rule)
+    assert run.fired == [s for s, v in enumerate(losses) if v > threshold] and len(run.fired) == 3
+    assert params["rule_to_invoke"] == "LossAbove"  # the caller's dict is left as it was
+
+
+def test_other_trials_from_paths_in_index_order(pt_runs):
+    base = create_trial(pt_runs["a"].path)
+    params = {"rule_to_invoke": "Compare", "other_trial_10": pt_runs["b"].path, "other_trial_2": pt_runs["a2"].path}
+    rule = create_rule(params, base, rule_classes={"Compare": Compare})
+    assert [t.path for t in rule.other_trials] == [pt_runs["a2"].path, pt_runs["b"].path]
+    assert invoke_rule(rule).fired == []  # a2: the same seed
+    rule = create_rule({"rule_to_invoke": "Compare", "other_trials": pt_runs["b"].path}, pt_runs["a"].path,
+                       rule_classes=CLASSES)
+    assert invoke_rule(rule).fired == list(range(6))  # another seed, from a path given as base_trial too
+
+
+@pytest.mark.parametrize("params, parameter, words", [
+    ({"rule_to_invoke": "LossAbove", "threshold": "abc"}, "threshold", "expected a number, got 'abc'"),
+    ({"rule_to_invoke": "LossAbove", "use_abs": "maybe"}, "use_abs", "expected True or False"),
+    ({"rule_to_invoke": "LossAbove", "tensor_regex": "loss(["}, "tensor_regex", "not a valid regular expression"),
+    ({"rule_to_invoke": "LossAbove", "action_json": "{'name': 'Email'}"}, "action_str", "not valid JSON"),
+    ({"rule_to_invoke": "LossAbove", "action_json": '{"name": "Page"}'}, "action_str", "unknown action 'Page'"),
+    ({"rule_to_invoke": "NoSuchRule"}, "rule_to_invoke", "no such built-in rule; built-in rules: VanishingGradient"),
+    ({"rule_to_invoke": "vanishinggradient"}, "rule_to_invoke", "did you mean 'VanishingGradient'?"),
+    ({"threshold": "1"}, "rule_to_invoke", "missing"),
+    ({"rule_to_invoke": "LossAbove", "other_trial_0": "/nonexistent/trial"}, "other_trial_0", "reads only the base trial"),
+    ({"rule_to_invoke": "Compare", "other_trial_0": "/nonexistent/trial"}, "other_trial_0", "cannot open the trial at /nonexistent/trial"),
+    ({"rule_to_invoke": "VanishingGradientRule", "action_json": '{"name": "Log"}'}, "action_json", "takes no action_str"),
+])
+def test_bad_input_names_the_parameter(pt_runs, params, parameter, words):
+    trial = create_trial(pt_runs["a"].path)
+    if parameter == "other_trial_0" and params["rule_to_invoke"] == "LossAbove":
+        params = {**params, "other_trial_0": pt_runs["b"].path}
+        parameter = "other_trials"
+    with pytest.raises(RuleConfigurationError) as exc:
+        create_rule(params, trial, rule_classes=CLASSES)
+    assert exc.value.parameter == parameter
+    assert words in str(exc.value)
+
+
+def test_custom_rule_takes_its_own_string_parameters(pt_runs):
+    rule = create_rule({"rule_to_invoke": "VanishingGradientRule", "threshold": "0.001", "other": "x"},
+                       create_trial(pt_runs["a"].path), rule_classes=CLASSES)
+    assert rule.threshold == 0.001 and len(rule.actions) == 0
+
+
+def _available():
+    return [n for n, m in RULE_MODULES.items() if importlib.util.find_spec(f"smdebug.rules.builtin.{m}") is not None]
+
+
+def test_every_builtin_rule_builds_from_rule_parameters(pt_runs):
+    names = _available()
+    if not names:
+        pytest.skip("no built-in rule module on this branch yet")
+    from smdebug.rules.builtin import get_rule_class
+
+    for name in names:
+        cls = get_rule_class(name)
+        params = {"rule_to_invoke": name}
+        if cls.uses_other_trials:
+            params["other_trial_0"] = pt_runs["b"].path
+        rule = create_rule(params, create_trial(pt_runs["a"].path))
+        assert type(rule).__name__ == name
+        for p in cls.params:
+            assert hasattr(rule, p.name), (name, p.name)
+        assert all(isinstance(c, HookCollection) for c in required_collections(name))
