@@ -60,9 +60,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     ``include_workers="one"`` only rank 0 writes.
     """
 
-    collection_defaults = XGBOOST_COLLECTIONS
-    # numpy arrays; text tensors (trees/*, list-valued hyperparameters) get no histogram
-    # (core's NumpyAdapter.is_bool says so for text)
+    collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
 
     def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, **kwargs):
         # checked before the hook exists: a bad argument leaves no folder and no active hook behind
