@@ -7,7 +7,7 @@ FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer clean chromium
+.PHONY: demo test lint bench peer peer-xgboost clean chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,15 @@ $(PEER)/.installed:
 
 peer: $(PEER)/.installed
 
+# 1.0.34's XGBoost hook, for tests/xgboost/test_xgb_vs_1034.py: 1.0.34 looks up the distribution
+# named `xgboost` (not xgboost-cpu); --no-deps leaves out its CUDA NCCL requirement
+$(PEER)/.xgboost: $(PEER)/.installed
+	$(PEER)/bin/python -m pip install -q --no-deps xgboost==3.2.0
+	$(PEER)/bin/python -m pip install -q scipy 'numpy<2'
+	touch $@
+
+peer-xgboost: $(PEER)/.xgboost
+
 # 1.0.34's PyTorch hook, for the hook benchmark
 $(PEER)/.torch: $(PEER)/.installed
 	$(PEER)/bin/python -m pip install -q $(TORCH)
@@ -30,12 +39,13 @@ $(PEER)/.torch: $(PEER)/.installed
 
 demo: $(VENV)/.installed
 	$(PY) examples/pytorch_digits.py
+	$(PY) examples/xgboost_digits.py
 
 # headless Chromium (Debian's package) opens the HTML report of CreateXgboostReport in the tests
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-test: $(VENV)/.installed $(PEER)/.installed chromium
+test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost chromium
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
@@ -47,6 +57,7 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_hook.py
+	$(PY) bench/bench_xgboost.py
 
 clean:
 	rm -rf $(VENV) $(PEER) build *.egg-info src/*.egg-info

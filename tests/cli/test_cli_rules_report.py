@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from chromium import needs_chromium
 
+from chromium import needs_chromium
 from smdebug.cli import main
 from smdebug.exceptions import RuleEvaluationConditionMet
 from smdebug.rules import invoke_rule

@@ -56,7 +56,7 @@ class TensorAdapter(Protocol):
         """T: the shape, as saved with ``save_shape``."""
 
     def is_bool(self, value: Any) -> bool:
-        """T: whether the dtype is boolean (no histogram for those)."""
+        """T: whether the dtype is boolean or text (no histogram for those)."""
 
     def snapshot(self, value: Any) -> Any:
         """T: a copy that stays as it is when training changes ``value`` (may be deferred,
@@ -112,7 +112,8 @@ class NumpyAdapter:
         return int(np.size(value))
 
     def is_bool(self, value) -> bool:
-        return to_numpy(value).dtype == bool
+        """Boolean, and text (XGBoost's trees/* columns): neither has a histogram."""
+        return to_numpy(value).dtype.kind in "bUSO"
 
     def begin_deferred(self) -> None:
         """Nothing is deferred: numpy copies are taken at once."""

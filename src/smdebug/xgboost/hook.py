@@ -1,0 +1,182 @@
+"""smdebug.xgboost.Hook: an ``xgboost.callback.TrainingCallback`` glued onto BaseHook.
+
+The only module of smdebug.xgboost that uses BaseHook: what is saved comes from
+:mod:`smdebug.xgboost.extract`, the names and collections are 1.0.34's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import replace
+
+import numpy as np
+import xgboost as xgb
+
+from smdebug.core.collection import CollectionKeys as CK
+from smdebug.core.guard import guarded
+from smdebug.core.hook import BaseHook
+from smdebug.core.hook_options import HookOptions, options_signature
+from smdebug.core.locations import worker_name
+from smdebug.core.save_config import SaveConfig
+from smdebug.xgboost import extract
+from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
+
+__all__ = ["Hook"]
+
+logger = logging.getLogger("smdebug")
+DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: 100)
+JSON_DEFAULT_VALUES = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
+_EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+               for name in ("hyperparameters", "train_data", "validation_data"))
+
+
+class Hook(BaseHook, xgb.callback.TrainingCallback):
+    """Saves what an XGBoost booster does while it trains, one step per boosting round (mode
+    GLOBAL). Pass it as a callback: ``xgboost.train(params, dtrain, callbacks=[hook])`` or
+    ``XGBClassifier(callbacks=[hook])``. It closes itself when training ends (one hook per run).
+
+    Collections (names as smdebug 1.0.34 writes them; ``metrics`` is saved by default, every
+    10 rounds unless ``save_config`` says otherwise):
+
+    - ``metrics``: ``<evals name>-<metric>`` (``train-logloss``, ``validation-auc``), the value of
+      the round; ``losses``: the same names but ``*-auc`` and ``*-map``;
+    - ``hyperparameters``: ``hyperparameters/<key>`` of ``hyperparameters``;
+    - ``predictions`` / ``labels``: ``booster.predict(validation_data)`` and its labels;
+    - ``feature_importance``: ``feature_importance/<weight|gain|cover|total_gain|total_cover>/<feature>``,
+      ``get_score`` divided by the sum over features (tree boosters);
+    - ``average_shap`` / ``full_shap``: ``<collection>/<feature>`` from
+      ``booster.predict(train_data, pred_contribs=True)``; ``average_shap/<f>`` is the mean over
+      rows (and classes). ``full_shap/<f>`` holds feature f's contributions, (rows,) or
+      (rows, classes) — 1.0.34 saved the whole matrix under every name. The ``*/bias`` terms are
+      saved too, in no collection but ``all``, as in 1.0.34;
+    - ``trees``: ``trees/<column>`` for the columns of ``booster.trees_to_dataframe()``, for the
+      trees built in that round (one per class) — 1.0.34 saved the tree whose index is the round
+      number, a wrong tree for multi-class models.
+
+    ``train_data`` / ``validation_data``: an ``xgboost.DMatrix`` or a ``(file path, "csv" |
+    "libsvm")`` tuple. ``reduction_config`` is ignored (a warning), as in 1.0.34: tensors are saved
+    whole. In distributed training (XGBoost's collective) the worker is ``worker_<rank>``; with
+    ``include_workers="one"`` only rank 0 writes.
+    """
+
+    collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
+
+    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, **kwargs):
+        # checked before the hook exists: a bad argument leaves no folder and no active hook behind
+        self.hyperparameters = dict(hyperparameters) if hyperparameters else None
+        self.train_data = extract.as_dmatrix(train_data, "train_data")
+        self.validation_data = extract.as_dmatrix(validation_data, "validation_data")
+        super().__init__(*args, **kwargs)
+
+    __init__.__signature__ = options_signature(_EXTRA)
+
+    def _configure(self, o: HookOptions) -> None:
+        if o.reduction_config is not None:
+            logger.warning("smdebug: reduction_config is not supported by the XGBoost hook and is ignored")
+        if o.save_config is None:
+            o = replace(o, save_config=SaveConfig(save_interval=DEFAULT_SAVE_INTERVAL))
+        super()._configure(replace(o, reduction_config=None))
+        self._trees_kind = None  # whether the booster is made of trees, known at before_training
+        self._warned: set = set()
+
+    def __deepcopy__(self, memo):
+        """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
+        copy of an estimator this hook, which saves the first run (one trial per hook)."""
+        return self
+
+    @classmethod
+    def create_from_json_file(cls, json_file_path=None):
+        """A hook configured by SageMaker's hook JSON (save_interval 10 where it gives none)."""
+        from smdebug.core.hook_config import create_hook
+
+        return create_hook(cls, json_file_path, default_values=JSON_DEFAULT_VALUES)
+
+    def _get_worker_name(self) -> str:
+        return worker_name(xgb.collective.get_rank())
+
+    def _get_num_workers(self) -> int:
+        return xgb.collective.get_world_size()
+
+    # ---------------------------------------------------------------- TrainingCallback
+    def before_training(self, model):
+        self._before_training(model)
+        return model
+
+    def after_iteration(self, model, epoch, evals_log) -> bool:
+        """Save the round; True (stop training) only when a rule asked for it."""
+        self._after_iteration(model, epoch, evals_log)
+        # outside the guard: a request stops training even when an error disabled the hook
+        return self.stop_requested() is not None
+
+    def after_training(self, model):
+        self.close()
+        return model
+
+    @guarded()
+    def _before_training(self, model) -> None:
+        if not isinstance(model, xgb.Booster):
+            raise TypeError(f"the XGBoost hook saves a Booster's training, not a {type(model).__name__} (xgb.cv)")
+        self.worker = self._get_worker_name()  # the collective may start after the hook is made
+        self._trees_kind = extract.booster_kind(model) in extract.TREE_BOOSTERS
+
+    @guarded()
+    def _after_iteration(self, model, epoch, evals_log) -> None:
+        if self._closed:  # closed when its training ended: its trial is complete
+            self._warn_once("closed", "smdebug: this hook's training run ended and its trial is complete; "
+                            "make a new hook for another run (nothing is saved)")
+            return
+        if self._trees_kind is None:
+            self._before_training(model)
+        self._end_step()
+        self.step = self.mode_steps[self.mode] = epoch - 1  # the step is the boosting round, as in 1.0.34
+        self._begin_step()
+        try:
+            if self._step_saves:
+                self._save_round(model, evals_log, {c.name for c in self._collections_for_step()})
+        finally:  # the round goes to the writer now, while XGBoost builds the next one (after an
+            self._end_step()  # error too: what the round saved before it is kept)
+
+    def _save_round(self, model, evals_log, saves: set) -> None:
+        save = self._save_for_tensor  # values go as arrays: np.size of a Python float costs microseconds
+        if CK.METRICS in saves or CK.LOSSES in saves:
+            for name, value in extract.evaluation_metrics(evals_log).items():
+                if CK.METRICS in saves or is_loss_metric(name):
+                    save(name, np.array([value]))
+        if CK.HYPERPARAMETERS in saves and self._have(bool(self.hyperparameters), "hyperparameters"):
+            for key, value in self.hyperparameters.items():
+                save(f"hyperparameters/{key}", extract.hyperparameter_value(value))
+        given_valid = self.validation_data is not None
+        if (CK.PREDICTIONS in saves or CK.LABELS in saves) and self._have(given_valid, "validation_data"):
+            out = extract.validation_outputs(model, self.validation_data)
+            save("predictions", out.predictions)
+            save("labels", out.labels)
+        trees = bool(self._trees_kind)
+        if saves & {CK.FEATURE_IMPORTANCE, CK.TREES} and self._have(trees, "a tree booster (gbtree or dart)"):
+            if CK.FEATURE_IMPORTANCE in saves:
+                for kind, scores in extract.feature_importances(model).items():
+                    for feature, value in scores.items():
+                        save(f"feature_importance/{kind}/{feature}", np.array([value]))
+            if CK.TREES in saves:
+                for column, values in extract.round_trees(model).items():
+                    save(f"trees/{column}", values)
+        if (CK.FULL_SHAP in saves or CK.AVERAGE_SHAP in saves) and self._have(self.train_data is not None,
+                                                                               "train_data"):
+            shap = extract.shap_values(model, self.train_data)
+            if CK.AVERAGE_SHAP in saves:
+                for name, value in zip(shap.names, shap.average()):
+                    save(f"average_shap/{name}", value.reshape(1))
+            if CK.FULL_SHAP in saves:
+                for i, name in enumerate(shap.names):
+                    save(f"full_shap/{name}", shap.column(i))
+
+    def _have(self, given: bool, needed: str) -> bool:
+        """Whether a collection's input was given; if not, say so once."""
+        if not given:
+            self._warn_once(needed, f"smdebug: a collection asked for needs {needed}, which the hook was not given")
+        return given
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message)
