@@ -22,11 +22,19 @@ _BIAS = re.compile(r"^(?!gradient).*bias")
 
 
 def relative_path(var, model_name: str | None = None) -> str:
-    """``sequential/dense/kernel`` -> ``dense/kernel`` (the model's own prefix dropped)."""
+    """``sequential/dense/kernel`` -> ``dense/kernel`` (the model's own prefix dropped).
+
+    Without ``model_name`` (a variable seen by a GradientTape), a path of three components or
+    more is taken to start with the model's name, which is dropped; ``dense/kernel`` (a layer's
+    own variable, or a functional model's) stays as it is.
+    """
     path = getattr(var, "path", None) or getattr(var, "name", "")
     path = path.split(":")[0]
-    if model_name and path.startswith(model_name + "/"):
-        path = path[len(model_name) + 1 :]
+    if model_name:
+        if path.startswith(model_name + "/"):
+            path = path[len(model_name) + 1 :]
+    elif path.count("/") >= 2:
+        path = path.split("/", 1)[1]
     return path
 
 
