@@ -75,12 +75,32 @@ def _instrumented_step(step_fn, stash: Stash, inputs_name: str | None):
         captured, stash.items = stash.items, {}
         if not isinstance(logs, dict):
             return logs
+        captured = _gather_replicas(captured)
         out = dict(logs)
         for k, v in captured.items():
             out[PREFIX + k] = v
         return out
 
     return step
+
+
+def replicas_in_sync() -> int:
+    import tensorflow as tf
+
+    ctx = tf.distribute.get_replica_context()
+    return ctx.num_replicas_in_sync if ctx is not None else 1
+
+
+def _gather_replicas(captured: dict) -> dict:
+    """Under a distribution strategy each replica's values are stacked ``[R, ...]`` (the same
+    stack in every replica, so Keras' reduction of the step outputs leaves it as it is); the
+    hook splits them by replica. Needs equal shapes in every replica."""
+    import tensorflow as tf
+
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return captured
+    return {k: ctx.all_gather(tf.expand_dims(v, 0), axis=0) for k, v in captured.items()}
 
 
 def _wrap_apply(optimizer, stash: Stash, name_of: Callable) -> None:

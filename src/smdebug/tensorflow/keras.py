@@ -27,6 +27,7 @@ from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
 from smdebug.core.hook_options import options_signature
+from smdebug.core.locations import CHIEF_WORKER, worker_name
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.tensorflow import capture, names
@@ -44,6 +45,54 @@ def _numpy(value) -> np.ndarray:
     if hasattr(value, "numpy"):
         value = value.numpy()
     return np.asarray(value)
+
+
+def _assign(hook: BaseHook, name: str, coll: str) -> None:
+    """Put ``name`` into collection ``coll`` of ``hook`` (whether it is saved is the plan's)."""
+    known = hook.__dict__.setdefault("_known", set())
+    if name in known or not coll:
+        return
+    known.add(name)
+    hook.collection_manager.get(coll).add_tensor_name(name)
+    hook.planner.forget(name)
+
+
+def _save(hook: BaseHook, name: str, coll: str, value) -> None:
+    _assign(hook, name, coll)
+    hook._save_for_tensor(name, value)
+
+
+def _tf_config_worker() -> str | None:
+    """``worker_<task index>`` for multi-worker training configured by $TF_CONFIG."""
+    import json
+    import os
+
+    try:
+        task = json.loads(os.environ.get("TF_CONFIG", "") or "{}").get("task") or {}
+    except ValueError:
+        return None
+    index = task.get("index")
+    return worker_name(int(index)) if isinstance(index, int) else None
+
+
+class _Replica(BaseHook):
+    """What one more device of a MirroredStrategy writes (include_workers="all"): the same steps
+    as the hook, under the device's worker name. Built by the hook, never the active hook."""
+
+    collection_defaults = TF_COLLECTIONS
+    make_adapter = NumpyAdapter
+
+    def __init__(self, options, device: str, workers: int):
+        self._configure(options)
+        self.worker = device
+        self._workers = workers
+
+    def _get_num_workers(self) -> int:
+        return self._workers
+
+    @property
+    def writes(self) -> bool:
+        return not self.dry_run
 
 
 class KerasHook(keras.callbacks.Callback, BaseHook):
@@ -64,11 +113,14 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     __init__.__signature__ = options_signature()
 
     def _configure(self, options) -> None:
+        self._options = options
         super()._configure(options)
+        self._replicas: list = []  # _Replica hooks of the other devices (MirroredStrategy, "all")
+        self._n_replicas = 1
+        self._chief = True
         self._stash = capture.Stash()
         self._variables: list = []  # (tensor name, keras variable) read at batch end
         self._optimizer_vars: list = []
-        self._known: set = set()  # tensor names already put into their collection
         self._models: list = []
         self._tape_in_step = False
         self._in_fit = False
@@ -78,16 +130,46 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         return self.save_all or coll in self.include_collections or _K.ALL in self.include_collections
 
     def _assign(self, name: str, coll: str) -> None:
-        """Put ``name`` into collection ``coll`` (whether the collection is saved is the plan's)."""
-        if name in self._known:
-            return
-        self._known.add(name)
-        self.collection_manager.get(coll).add_tensor_name(name)
-        self.planner.forget(name)
+        for h in (self, *self._replicas):
+            _assign(h, name, coll)
 
-    def _save(self, name: str, coll: str, value) -> None:
-        self._assign(name, coll)
-        self._save_for_tensor(name, _numpy(value))
+    def _save(self, name: str, coll: str, value, per_replica: bool = False) -> None:
+        """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
+        value = _numpy(value)
+        if per_replica:
+            _save(self, name, coll, value[0])
+            for i, h in enumerate(self._replicas, start=1):
+                _save(h, name, coll, value[i])
+        else:
+            for h in (self, *self._replicas):
+                _save(h, name, coll, value)
+
+    # ---------------------------------------------------------------- workers
+    def _get_worker_name(self) -> str:
+        return _tf_config_worker() or CHIEF_WORKER
+
+    def _get_num_workers(self) -> int:
+        return max(self._n_replicas, 1)
+
+    @property
+    def writes(self) -> bool:
+        return not self.dry_run and (self.save_all_workers or self._chief)
+
+    def _setup_replicas(self, model) -> None:
+        """Under MirroredStrategy, workers are the devices (1.0.34's GPU naming,
+        ``/job:localhost/replica:0/task:0/device:CPU:0``); the hook writes the first, and with
+        include_workers="all" one _Replica per other device."""
+        devices = list(getattr(model.distribute_strategy.extended, "worker_devices", ()) or ())
+        if len(devices) < 2 or self._n_replicas > 1:
+            return
+        if self._writer is not None:
+            raise SMDebugTypeError("a KerasHook that has written steps cannot start saving a distributed model")
+        self._n_replicas = len(devices)
+        self.worker = devices[0]
+        if self.save_all_workers:
+            self._replicas = [_Replica(self._options, d, len(devices)) for d in devices[1:]]
+            for h in self._replicas:
+                h.set_mode(self.mode)
 
     def _due(self) -> set:
         return {c.name for c in self._collections_for_step()}
@@ -102,6 +184,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         if model in self._models:
             return
         self._models.append(model)
+        self._setup_replicas(model)
         top = model.name
         for layer in model.layers:
             for v in layer.weights:
@@ -126,8 +209,9 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     @guarded()
     def _receive(self, mode: str, captured: dict) -> None:
+        split = self._n_replicas > 1
         for name, value in captured.items():
-            self._save(name, _K.GRADIENTS if name.startswith("gradients/") else _K.LAYERS, value)
+            self._save(name, _K.GRADIENTS if name.startswith("gradients/") else _K.LAYERS, value, per_replica=split)
 
     def _optimizer_variables(self) -> list:
         if not self._optimizer_vars and self._models:
@@ -143,9 +227,10 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     # ---------------------------------------------------------------- callback
     def _batch_begin(self, mode: ModeKeys) -> None:
-        if self.mode != mode:
-            self.set_mode(mode)
-        self._begin_step()
+        for h in (self, *self._replicas):
+            if h.mode != mode:
+                h.set_mode(mode)
+            h._begin_step()
         req = self.stop_requested()
         if req is not None and self.model is not None and mode == ModeKeys.TRAIN:
             self.model.stop_training = True
@@ -161,10 +246,10 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             self._save(key, coll, np.asarray(value))
         if due & {_K.WEIGHTS, _K.BIASES, _K.ALL, _K.DEFAULT}:
             for name, v in self._variables:
-                self._save_for_tensor(name, _numpy(v))
+                self._save(name, None, v)
         if self.mode == ModeKeys.TRAIN and due & {_K.OPTIMIZER_VARIABLES, _K.ALL}:
             for name, v in self._optimizer_variables():
-                self._save_for_tensor(name, _numpy(v))
+                self._save(name, None, v)
 
     @guarded()
     def on_train_batch_begin(self, batch, logs=None):
@@ -266,7 +351,14 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         super().save_tensor(tensor_name, _numpy(tensor_value), collections_to_write)
 
+    def _write_held(self) -> None:
+        for h in self._replicas:
+            h._write_held()
+        super()._write_held()
+
     def close(self) -> None:
+        for h in self._replicas:  # each leaves its done-file; the chief then marks the end
+            h.close()
         for m in self._models:
             try:
                 capture.uninstall(m)
