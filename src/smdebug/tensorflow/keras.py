@@ -159,7 +159,10 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         """Under MirroredStrategy, workers are the devices (1.0.34's GPU naming,
         ``/job:localhost/replica:0/task:0/device:CPU:0``); the hook writes the first, and with
         include_workers="all" one _Replica per other device."""
-        devices = list(getattr(model.distribute_strategy.extended, "worker_devices", ()) or ())
+        try:
+            devices = list(model.distribute_strategy.extended.worker_devices or ())
+        except (RuntimeError, AttributeError):  # the default strategy has no devices to name
+            devices = []
         if len(devices) < 2 or self._n_replicas > 1:
             return
         if self._writer is not None:
