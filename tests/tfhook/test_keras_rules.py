@@ -18,11 +18,13 @@ from smdebug.rules.builtin import get_rule_class
 from smdebug.trials import create_trial
 
 
-def _fit(out, layers, *, lr=0.1, steps=6, colls=("losses",), loss_scale=1.0):
+def _fit(out, layers, *, lr=0.1, steps=6, colls=("losses",), loss_scale=1.0, same_batch=False):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((64,)), *layers, keras.layers.Dense(10, name="head")])
     model.compile(keras.optimizers.SGD(lr), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = digits(32 * steps)
+    if same_batch:  # every step sees the same 32 images: a constant loss when nothing learns
+        x, y = np.tile(x[:32], (steps, 1)), np.tile(y[:32], steps)
     hook = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=1), include_collections=list(colls))
     model.fit(x * loss_scale, y, batch_size=32, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
@@ -78,5 +80,5 @@ def test_exploding_tensor(tmp_path):
 
 @pytest.mark.parametrize("lr, expected", [(0.0, 10), (0.5, None)])
 def test_loss_not_decreasing(tmp_path, lr, expected):
-    trial = _fit(tmp_path / "t", [keras.layers.Dense(32, activation="relu")], lr=lr, steps=12)
+    trial = _fit(tmp_path / "t", [keras.layers.Dense(32, activation="relu")], lr=lr, steps=12, same_batch=True)
     assert fires_at(trial, "LossNotDecreasing") == expected
