@@ -54,8 +54,14 @@ def worker_name(rank: int) -> str:
     return f"worker_{int(rank)}"
 
 
+_TF_CHIEF_DEVICE = re.compile(r"^/job:[^/]+/replica:0/task:0/device:[A-Za-z]+:0$")
+
+
 def is_chief_worker(worker: str) -> bool:
-    return worker == CHIEF_WORKER
+    """``worker_0``, or the first device of the first task when workers are TensorFlow devices
+    (``/job:localhost/replica:0/task:0/device:GPU:0``, MirroredStrategy: smdebug 1.0.34's chief
+    is the sorted-first device)."""
+    return worker == CHIEF_WORKER or bool(_TF_CHIEF_DEVICE.match(worker))
 
 
 def serialize_worker(worker: str) -> str:

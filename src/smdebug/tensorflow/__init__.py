@@ -1,0 +1,21 @@
+"""TensorFlow 2 / Keras 3 support: ``import smdebug.tensorflow as smd; hook = smd.KerasHook(out_dir=...)``.
+
+Importing this package imports TensorFlow and Keras; ``import smdebug`` alone does not.
+"""
+
+from smdebug import modes
+from smdebug.core.active_hook import bind
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.tensorflow.collection import Collection, CollectionManager
+from smdebug.tensorflow.keras import KerasHook
+from smdebug.trials import create_trial
+
+_slot = bind(KerasHook)
+get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook
+
+__all__ = [
+    "KerasHook", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig", "SaveConfigMode",
+    "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+]
