@@ -37,9 +37,16 @@ $(PEER)/.torch: $(PEER)/.installed
 	$(PEER)/bin/python -m pip install -q $(TORCH)
 	touch $@
 
+DEMO := demo-output
+
+# the PyTorch and XGBoost demos, then the built-in rules over the PyTorch trial and its HTML report
 demo: $(VENV)/.installed
-	$(PY) examples/pytorch_digits.py
-	$(PY) examples/xgboost_digits.py
+	$(PY) examples/pytorch_digits.py --out-dir $(DEMO)/pytorch
+	$(PY) examples/xgboost_digits.py --out-dir $(DEMO)/xgboost
+	$(VENV)/bin/smdebug rules $(DEMO)/pytorch --rule VanishingGradient --rule ExplodingTensor \
+		--rule LossNotDecreasing --param mode=TRAIN --rule WeightUpdateRatio || test $$? -eq 1
+	$(VENV)/bin/smdebug report $(DEMO)/pytorch -o $(DEMO)/report.html
+	@echo "open the report with: xdg-open $(CURDIR)/$(DEMO)/report.html"
 
 # headless Chromium (Debian's package) opens the HTML report of CreateXgboostReport in the tests
 chromium:
