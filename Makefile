@@ -24,17 +24,18 @@ $(PEER)/.installed:
 peer: $(PEER)/.installed
 
 # 1.0.34's XGBoost hook, for tests/xgboost/test_xgb_vs_1034.py: 1.0.34 looks up the distribution
-# named `xgboost` (not xgboost-cpu); --no-deps leaves out its CUDA NCCL requirement
+# named `xgboost` (not xgboost-cpu); --no-deps leaves out its CUDA NCCL requirement; it imports
+# pkg_resources, which setuptools 81 removed
 $(PEER)/.xgboost: $(PEER)/.installed
 	$(PEER)/bin/python -m pip install -q --no-deps xgboost==3.2.0
-	$(PEER)/bin/python -m pip install -q scipy 'numpy<2'
+	$(PEER)/bin/python -m pip install -q scipy 'numpy<2' 'setuptools<81'
 	touch $@
 
 peer-xgboost: $(PEER)/.xgboost
 
 # 1.0.34's PyTorch hook, for the hook benchmark
 $(PEER)/.torch: $(PEER)/.installed
-	$(PEER)/bin/python -m pip install -q $(TORCH)
+	$(PEER)/bin/python -m pip install -q $(TORCH) 'setuptools<81'
 	touch $@
 
 DEMO := demo-output
