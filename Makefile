@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PEER := .venv-peer
+MXVENV := .venv-mxnet
 FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
@@ -22,6 +23,17 @@ $(PEER)/.installed:
 	touch $@
 
 peer: $(PEER)/.installed
+
+# MXNet 1.9.1 imports only with numpy < 1.24, so its tests run in their own virtualenv
+# (the main one keeps numpy 2); our package goes in editable with its runtime deps
+$(MXVENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(MXVENV)
+	$(MXVENV)/bin/python -m pip install -q 'mxnet==1.9.1' 'numpy<1.24' 'orjson>=3.9' 'crc32c>=2.3' \
+		'ml-dtypes>=0.3' 'pytest>=8' 'hypothesis>=6.100' 'scikit-learn>=1.3'
+	$(MXVENV)/bin/python -m pip install -q --no-deps -e .
+	touch $@
+
+mxnet-venv: $(MXVENV)/.installed
 
 # 1.0.34's PyTorch hook, for the hook benchmark
 $(PEER)/.torch: $(PEER)/.installed

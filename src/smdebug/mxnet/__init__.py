@@ -1,0 +1,18 @@
+"""MXNet Gluon support: ``import smdebug.mxnet as smd; hook = smd.Hook(out_dir=...)``."""
+
+from smdebug import modes
+from smdebug.core.active_hook import bind
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.mxnet.collection import Collection, CollectionManager
+from smdebug.mxnet.hook import Hook
+from smdebug.trials import create_trial
+
+_slot = bind(Hook)
+get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook
+
+__all__ = [
+    "Hook", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig", "SaveConfigMode",
+    "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+]
