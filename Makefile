@@ -8,7 +8,7 @@ FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer clean
+.PHONY: demo test lint bench peer clean mxnet-venv mxnet-fixture
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ $(MXVENV)/.installed: pyproject.toml
 
 mxnet-venv: $(MXVENV)/.installed
 
+# smdebug 1.0.34 beside mxnet, only to write tests/mxnet/fixtures again (make mxnet-fixture)
+$(MXVENV)-peer/.installed:
+	$(PYTHON) -m venv $(MXVENV)-peer
+	$(MXVENV)-peer/bin/python -m pip install -q 'mxnet==1.9.1' 'numpy<1.24' 'smdebug==1.0.34' 'scikit-learn>=1.3' 'pandas<2.3' requests psutil
+	touch $@
+
+mxnet-fixture: $(MXVENV)-peer/.installed
+	$(MXVENV)-peer/bin/python tests/mxnet/write_fixture.py tests/mxnet/fixtures/names-1.0.34.json
+
 # 1.0.34's PyTorch hook, for the hook benchmark
 $(PEER)/.torch: $(PEER)/.installed
 	$(PEER)/bin/python -m pip install -q $(TORCH)
@@ -57,4 +66,4 @@ bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_hook.py
 
 clean:
-	rm -rf $(VENV) $(PEER) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build *.egg-info src/*.egg-info

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,11 @@ def peer_python() -> str:
 def run_json(python: str, script: Path | str, *args: str, timeout: int = 300):
     import json
 
+    env = None
+    if python != sys.executable:  # another interpreter (smdebug 1.0.34's) must not import our sources
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [python, str(script), *map(str, args)], capture_output=True, text=True, timeout=timeout
+        [python, str(script), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env
     )
     if proc.returncode != 0:
         raise AssertionError(f"{python} {script} {args} failed:\n{proc.stderr[-4000:]}")
