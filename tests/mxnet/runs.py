@@ -83,9 +83,9 @@ class Record:
 
 
 def train(hook, net, loss_fn, x, y, schedule: str = "TTTTE", batch: int = 32, lr: float = 0.1,
-          same_batch: bool = False, record: Record | None = None) -> Record:
+          same_batch: bool = False, record: Record | None = None, step_fn=None) -> Record:
     """One forward per letter of ``schedule``: T trains (autograd.record, backward, SGD step),
-    E evaluates. ``hook`` None: no hook."""
+    E evaluates; ``step_fn(i)`` after step i. ``hook`` None: no hook."""
     record = record if record is not None else Record()
     if hook is not None:
         hook.register_block(net)
@@ -110,6 +110,8 @@ def train(hook, net, loss_fn, x, y, schedule: str = "TTTTE", batch: int = 32, lr
         if m == "T":
             record.grads[i] = {p.name: p.grad().asnumpy() for p in params if p.grad_req != "null"}
             trainer.step(batch)
+        if step_fn is not None:
+            step_fn(i)
     return record
 
 
