@@ -52,10 +52,12 @@ $(PEER)/.torch: $(PEER)/.installed
 demo: $(VENV)/.installed
 	$(PY) examples/pytorch_digits.py
 
-test: $(VENV)/.installed $(PEER)/.installed
+test: $(VENV)/.installed $(PEER)/.installed $(MXVENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
+	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(MXVENV)/bin/python -m pytest -m mxnet \
+		-W ignore::DeprecationWarning tests/mxnet
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples

@@ -43,18 +43,20 @@ def digits(normalize: bool = True, n: int = 512, images: bool = True):
 
 
 def mlp(hidden=(32, 16), bias_init=None, weight_init=None, seed: int = 0):
-    """Dense(h, relu) per hidden size, then Dense(10); ``bias_init`` / ``weight_init``: initializers
-    of the first layer's bias / of every layer's weights (default Xavier, zero bias)."""
+    """Dense(h, relu) per hidden size, then Dense(10); ``bias_init``: the first layer's bias
+    initializer; ``weight_init``: every layer's weight initializer, or a list of one per layer
+    (default Xavier weights, zero biases)."""
+    inits = weight_init if isinstance(weight_init, list) else [weight_init] * (len(hidden) + 1)
     mx.random.seed(seed)
     with mx.name.NameManager():
         net = nn.HybridSequential()
         with net.name_scope():
             for i, h in enumerate(hidden):
                 kw = {"bias_initializer": bias_init} if i == 0 and bias_init is not None else {}
-                net.add(nn.Dense(h, activation="relu", **kw))
-            net.add(nn.Dense(10))
+                net.add(nn.Dense(h, activation="relu", weight_initializer=inits[i], **kw))
+            net.add(nn.Dense(10, weight_initializer=inits[-1]))
         loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    net.initialize(weight_init or mx.init.Xavier())
+    net.initialize(mx.init.Xavier())
     return net, loss_fn
 
 
@@ -151,8 +153,7 @@ def poor_weight_initialization_run(out_dir, bad: bool) -> Record:
     of the ReLU inputs changes by orders of magnitude from layer to layer: the rule fires), or He
     initialisation (variances of one order: silent, and the loss falls at every step)."""
     if bad:
-        init = mx.init.Mixed([".*dense0_weight", ".*weight", ".*"],
-                             [mx.init.Normal(10.0), mx.init.Normal(0.001), mx.init.Zero()])
+        init = [mx.init.Normal(10.0)] + [mx.init.Normal(0.001)] * 3
     else:
         init = mx.init.MSRAPrelu(factor_type="in", slope=0.0)
     net, loss_fn = mlp(hidden=(32, 32, 32), weight_init=init)
