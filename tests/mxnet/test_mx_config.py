@@ -41,16 +41,25 @@ def test_signature_and_methods_are_1_0_34s():
     assert smd.Hook.register_hook is smd.Hook.register_block
 
 
-def test_active_hook_slot(tmp_path):
+def test_active_hook_slot(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(tmp_path / "none.json"))
     smd.del_hook()
     hook = smd.Hook(out_dir=str(tmp_path / "h"))
     assert smd.get_hook() is hook
     smd.del_hook()
-    assert smd.get_hook() is None
+    assert smd.get_hook() is None  # no config file
     smd.set_hook(hook)
     assert smd.get_hook() is hook
     smd.del_hook()
     hook.close()
+    # as 1.0.34's MXNet get_hook: made from SageMaker's JSON when there is no active hook
+    (tmp_path / "cfg.json").write_text(json.dumps({"LocalPath": str(tmp_path / "from_json")}))
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(tmp_path / "cfg.json"))
+    made = smd.get_hook()
+    assert isinstance(made, smd.Hook) and made.out_dir == str(tmp_path / "from_json")
+    assert smd.get_hook(create_if_not_exists=False) is made
+    smd.del_hook()
+    made.close()
 
 
 def test_json_configured_hook_equals_kwargs_configured(tmp_path, monkeypatch):

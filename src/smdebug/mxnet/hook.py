@@ -93,7 +93,7 @@ class Hook(BaseHook):
 
     # ---------------------------------------------------------------- workers
     def _rank_and_size(self) -> tuple[int, int] | None:
-        return _horovod() or _kvstore(p for m in getattr(self, "_models", ()) for p in self._params(m))
+        return _horovod() or _kvstore(self._params().values() if hasattr(self, "_models") else ())
 
     def _get_worker_name(self) -> str:
         rs = self._rank_and_size()
@@ -106,9 +106,9 @@ class Hook(BaseHook):
     def _is_tensor(self, value) -> bool:
         return isinstance(value, mx.nd.NDArray)  # not the Symbols of a hybridized graph being built
 
-    @staticmethod
-    def _params(block) -> list:
-        return list(block.collect_params().values())
+    def _params(self) -> dict:
+        """name -> Parameter of the registered models (a parameter shared by two of them once)."""
+        return {p.name: p for m in self._models for p in m.collect_params().values()}
 
     # ---------------------------------------------------------------- registration
     @guarded()
@@ -137,11 +137,11 @@ class Hook(BaseHook):
         """Register a loss block (e.g. ``gluon.loss.SoftmaxCrossEntropyLoss()``): its output is a loss."""
         if not isinstance(loss_block, mx.gluon.Block):
             raise SMDebugTypeError(f"register_loss needs an mxnet.gluon.Block, not {type(loss_block).__name__}")
-        if block_registered := loss_block in self._module_names:
+        if loss_block in self._module_names:
             logger.warning("smdebug: the hook is already registered to block %s", loss_block.name)
-        if not block_registered:
-            self._register_forward(loss_block)
-            self.has_registered_loss_module = True
+            return
+        self._register_forward(loss_block)
+        self.has_registered_loss_module = True
 
     def _register_forward(self, block) -> None:
         if block not in self._module_names:
@@ -160,10 +160,9 @@ class Hook(BaseHook):
     def _end_of_step(self) -> None:
         """The step's gradients (what its backward computed), then its values to the host."""
         if self._recording and self.step >= 0 and self.saving_this_step():
-            for m in self._models:
-                for p in self._params(m):
-                    if p.grad_req != "null" and _initialized(p):
-                        self._save_for_tensor(self.GRADIENT_PREFIX + p.name, _grad(p))
+            for name, p in self._params().items():
+                if p.grad_req != "null" and _initialized(p):
+                    self._save_for_tensor(self.GRADIENT_PREFIX + name, _grad(p))
         self._recording = False
         self.adapter.sync()
 
@@ -176,9 +175,8 @@ class Hook(BaseHook):
         self._late_params = []
         if self.saving_this_step():
             ready = []
-            for m in self._models:
-                for p in self._params(m):
-                    (ready if _initialized(p) else self._late_params).append(p)
+            for p in self._params().values():
+                (ready if _initialized(p) else self._late_params).append(p)
             self._save_deferred((p.name, _data(p)) for p in ready)
 
     @guarded()
