@@ -27,7 +27,8 @@ MODELS = {"mlp": (runs.mlp, False), "cnn": (runs.cnn, True)}
 @pytest.mark.parametrize("model", ["mlp", "cnn"])
 def test_names_steps_and_collections_equal_those_1_0_34_writes(tmp_path, model):
     """The fixture is what 1.0.34's own MXNet hook wrote for the same model and schedule
-    (`make mxnet-fixture`). One difference, on purpose: 1.0.34 writes the last training step's
+    (`make mxnet-fixture`): names, steps, collections, shapes, the collections file byte for byte
+    as JSON. One difference, on purpose: 1.0.34 writes the last training step's
     gradients again at an EVAL step; ours saves no gradients in EVAL (none are computed there)."""
     theirs = json.loads(FIXTURE.read_text())[model]
     write_fixture.write_trial(tmp_path / model, model)
@@ -154,3 +155,19 @@ def test_default_hook_saves_losses_only_and_steps_count_forward_calls(tmp_path):
     for step in t.steps():
         np.testing.assert_allclose(t.tensor("softmaxcrossentropyloss0_output_0").value(step).mean(), rec.loss[step],
                                    rtol=1e-6)
+
+
+def test_inputs_and_outputs_collections(tmp_path):
+    net, loss_fn = runs.mlp()
+    x, y = runs.digits(images=False)
+    hook = smd.Hook(out_dir=str(tmp_path / "io"), include_collections=["inputs", "outputs"],
+                    save_config=smd.SaveConfig(save_interval=1))
+    runs.train(hook, net, loss_fn, x, y, "TT", batch=16)
+    hook.close()
+    t = create_trial(str(tmp_path / "io"))
+    blocks = ["hybridsequential0", "hybridsequential0_dense0", "hybridsequential0_dense0_relu",
+              "hybridsequential0_dense1", "hybridsequential0_dense1_relu", "hybridsequential0_dense2"]
+    assert t.tensor_names(collection="inputs") == sorted(
+        [f"{b}_input_0" for b in blocks] + ["softmaxcrossentropyloss0_input_0", "softmaxcrossentropyloss0_input_1"])
+    assert t.tensor_names(collection="outputs") == sorted(
+        [f"{b}_output_0" for b in blocks] + ["softmaxcrossentropyloss0_output_0"])

@@ -1,7 +1,7 @@
 """Train the MLP and the CNN of runs.py with whatever ``smdebug`` is importable (smdebug 1.0.34
 in .venv-mxnet-peer: `make mxnet-fixture`; ours in the tests) and dump what its create_trial
 reads back: workers, steps per mode, tensor names, each collection's tensor names, each tensor's
-steps and shape. usage: write_fixture.py OUT.json  (the trials go to a temporary folder)"""
+steps and shape; and the collections file it wrote. usage: write_fixture.py OUT.json  (the trials go to a temporary folder)"""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import smdebug.mxnet as smd  # noqa: E402
 from smdebug.trials import create_trial  # noqa: E402
 
 MODELS = {"mlp": (runs.mlp, False), "cnn": (runs.cnn, True)}
+COLLECTIONS_FILE = "collections/000000000/worker_0_collections.json"
 COLLECTIONS = ("weights", "biases", "gradients", "losses", "all", "default")
 
 
@@ -45,6 +46,7 @@ def dump(out_dir) -> dict:
         "mode_steps": modes,
         "collections": {c: sorted(t.tensor_names(collection=c)) for c in COLLECTIONS},
         "tensors": tensors,
+        "collections_file": json.loads((Path(out_dir) / COLLECTIONS_FILE).read_text()),
     }
 
 
