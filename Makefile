@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PEER := .venv-peer
+MXVENV := .venv-mxnet
 FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer peer-xgboost clean chromium
+.PHONY: demo test lint bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +34,26 @@ $(PEER)/.xgboost: $(PEER)/.installed
 
 peer-xgboost: $(PEER)/.xgboost
 
+# MXNet 1.9.1 imports only with numpy < 1.24, so its tests run in their own virtualenv
+# (the main one keeps numpy 2); our package goes in editable with its runtime deps
+$(MXVENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(MXVENV)
+	$(MXVENV)/bin/python -m pip install -q 'mxnet==1.9.1' 'numpy<1.24' 'orjson>=3.9' 'crc32c>=2.3' \
+		'ml-dtypes>=0.3' 'pytest>=8' 'hypothesis>=6.100' 'scikit-learn>=1.3'
+	$(MXVENV)/bin/python -m pip install -q --no-deps -e .
+	touch $@
+
+mxnet-venv: $(MXVENV)/.installed
+
+# smdebug 1.0.34 beside mxnet, only to write tests/mxnet/fixtures again (make mxnet-fixture)
+$(MXVENV)-peer/.installed:
+	$(PYTHON) -m venv $(MXVENV)-peer
+	$(MXVENV)-peer/bin/python -m pip install -q 'mxnet==1.9.1' 'numpy<1.24' 'smdebug==1.0.34' 'scikit-learn>=1.3' 'pandas<2.3' requests psutil
+	touch $@
+
+mxnet-fixture: $(MXVENV)-peer/.installed
+	$(MXVENV)-peer/bin/python tests/mxnet/write_fixture.py tests/mxnet/fixtures/names-1.0.34.json
+
 # 1.0.34's PyTorch hook, for the hook benchmark
 $(PEER)/.torch: $(PEER)/.installed
 	$(PEER)/bin/python -m pip install -q $(TORCH) 'setuptools<81'
@@ -53,10 +74,12 @@ demo: $(VENV)/.installed
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost chromium
+test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installed chromium
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
+	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(MXVENV)/bin/python -m pytest -m mxnet \
+		-W ignore::DeprecationWarning tests/mxnet
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
@@ -68,4 +91,4 @@ bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	$(PY) bench/bench_xgboost.py
 
 clean:
-	rm -rf $(VENV) $(PEER) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build *.egg-info src/*.egg-info

@@ -1,0 +1,24 @@
+"""MXNet Gluon support: ``import smdebug.mxnet as smd; hook = smd.Hook(out_dir=...)``."""
+
+from smdebug import modes
+from smdebug.core.active_hook import bind
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.mxnet.collection import Collection, CollectionManager
+from smdebug.mxnet.hook import Hook
+from smdebug.trials import create_trial
+
+_slot = bind(Hook)
+set_hook, del_hook = _slot.set_hook, _slot.del_hook
+
+
+def get_hook(json_config_path=None, create_if_not_exists: bool = True):
+    """The active hook; if there is none, one made from SageMaker's hook JSON when a config file
+    applies (1.0.34's MXNet get_hook always did), else None."""
+    return _slot.get_hook(json_config_path=json_config_path, create_if_not_exists=create_if_not_exists)
+
+__all__ = [
+    "Hook", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig", "SaveConfigMode",
+    "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+]
