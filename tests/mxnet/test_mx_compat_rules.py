@@ -114,3 +114,28 @@ def test_rule_runs_save_what_the_rules_read(tmp_path):
         assert (max(v) / min(v) > 10) == (kind == "trigger"), (kind, v)
         if kind == "healthy":  # the loss falls at every step: the rule's patience check stays silent
             assert all(rec.loss[i + 1] < rec.loss[i] for i in range(9)), rec.loss
+
+
+def _fires_at(trial, name, **params):
+    from smdebug.exceptions import RuleEvaluationConditionMet
+    from smdebug.rules import invoke_rule
+    from smdebug.rules.builtin import get_rule_class
+
+    try:
+        invoke_rule(get_rule_class(name)(trial, **params), raise_eval_cond=True)
+    except RuleEvaluationConditionMet as exc:
+        return exc.step
+    return None
+
+
+def test_builtin_rules_on_mxnet_runs(tmp_path):
+    """The rules the documents' examples ran on MXNet, with their default regexes, on MXNet runs
+    built to trigger them (fire, at the step the data says) and on healthy ones (silent)."""
+    trials = {key: create_trial(str(path)) for key, (path, _) in runs.write_rule_runs(tmp_path).items()}
+    # 500 images are seen after the 4th step of 128: CheckInputImages fires at step 3
+    assert _fires_at(trials[("check_input_images", "trigger")], "CheckInputImages") == 3
+    assert _fires_at(trials[("check_input_images", "healthy")], "CheckInputImages") is None
+    assert _fires_at(trials[("dead_relu", "trigger")], "DeadRelu") == 0
+    assert _fires_at(trials[("dead_relu", "healthy")], "DeadRelu") is None
+    assert _fires_at(trials[("poor_weight_initialization", "trigger")], "PoorWeightInitialization") == 0
+    assert _fires_at(trials[("poor_weight_initialization", "healthy")], "PoorWeightInitialization") is None

@@ -66,3 +66,24 @@ class CollectionDefaults:
                 c = manager.get(name)
                 if not c.include_regex and not c.tensor_names and not c.modules:
                     c.include(regex)
+
+
+def module_collections(losses_regex: str) -> CollectionDefaults:
+    """The collections of a framework whose hook names tensors after modules (PyTorch, MXNet):
+    smdebug 1.0.34's regexes for weights, biases and gradients, the framework's for losses, and
+    inputs/outputs created only when asked for (so that a trial that does not use them has the
+    same collections file as 1.0.34's)."""
+    from smdebug.core.collection import CollectionKeys as K
+
+    return CollectionDefaults(
+        created={
+            K.ALL: None,
+            K.DEFAULT: None,
+            K.WEIGHTS: "^(?!gradient).*weight",
+            K.BIASES: "^(?!gradient).*bias",
+            K.GRADIENTS: "^gradient",
+            K.LOSSES: losses_regex,
+        },
+        include=(K.LOSSES,),
+        on_demand={K.INPUTS: "_input_", K.OUTPUTS: "_output_"},
+    )
