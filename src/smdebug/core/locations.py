@@ -20,6 +20,9 @@ __all__ = [
     "SMDEBUG_PREFIX",
     "STOP_REQUEST_KEY",
     "CONSOLIDATED_PREFIX",
+    "consolidated_key",
+    "parse_consolidated_key",
+    "bucket_of",
 ]
 
 COLLECTIONS_PREFIX = "collections/000000000/"
@@ -35,6 +38,7 @@ STOP_REQUEST_KEY = f"{SMDEBUG_PREFIX}stop_training.json"
 # consolidated index objects, one per (index bucket, worker)
 CONSOLIDATED_PREFIX = f"{SMDEBUG_PREFIX}index/"
 
+_CONSOLIDATED_KEY = re.compile(r"^_smdebug/index/(\d{9})/(.+)\.cidx$")
 _INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
 _COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
 
@@ -89,3 +93,21 @@ def worker_from_collections_key(key: str) -> str | None:
 
 def tensorboard_key(mode_name: str, step: int, pid: int, host: str) -> str:
     return f"{TENSORBOARD_PREFIX}{mode_name}/{step:012d}_{pid}_{host}.tfevents"
+
+
+def bucket_of(step: int) -> int:
+    """The index bucket (folder number under index/) of a global step."""
+    return step // INDEX_BUCKET
+
+
+def consolidated_key(bucket: int, worker: str) -> str:
+    """The consolidated index object of one worker's index bucket."""
+    return f"{CONSOLIDATED_PREFIX}{bucket:09d}/{serialize_worker(worker)}.cidx"
+
+
+def parse_consolidated_key(key: str) -> tuple[int, str] | None:
+    """(bucket, worker) of a consolidated index key, or None for anything else."""
+    m = _CONSOLIDATED_KEY.match(key)
+    if m is None:
+        return None
+    return int(m.group(1)), deserialize_worker(m.group(2))
