@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from smdebug.cli.consolidate import add_consolidate
 from smdebug.cli.inspect import add_inspect
 
 __all__ = ["main"]
@@ -14,6 +15,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="smdebug", description="Inspect smdebug trials.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_inspect(sub)
+    add_consolidate(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0

@@ -24,21 +24,24 @@ class Chunk:
     files instead, and every later lookup uses those.
     """
 
-    __slots__ = ("key", "where", "worker", "bucket", "head", "steps", "layouts", "_entries", "_load",
-                 "_fallback", "_files")
+    __slots__ = ("key", "where", "worker", "bucket", "head", "steps", "rows", "live_steps", "layouts", "_entries",
+                 "_load", "_fallback", "_files")
 
-    def __init__(self, key: str, where: str, head: ConsolidatedHead, layouts: list, load, fallback):
+    def __init__(self, key: str, where: str, head: ConsolidatedHead, layouts: list, load, fallback, rows=None):
         self.key, self.where = key, where
         self.worker, self.bucket, self.head = head.worker, head.bucket, head
         self.steps = head.steps
+        # the rows the trial uses (those in its range_steps), and their steps
+        self.rows = np.arange(len(head.steps)) if rows is None else rows
+        self.live_steps = self.steps[self.rows]
         self.layouts = layouts  # Layout per head layout id
         self._entries: ConsolidatedEntries | None = None
         self._load, self._fallback = load, fallback
         self._files: dict | None = None  # step -> per-step IndexFile, after a fallback
 
     def row(self, step: int) -> int | None:
-        i = int(np.searchsorted(self.steps, step))
-        return i if i < len(self.steps) and self.steps[i] == step else None
+        i = int(np.searchsorted(self.live_steps, step))
+        return int(self.rows[i]) if i < len(self.live_steps) and self.live_steps[i] == step else None
 
     def set_entries(self, entries: ConsolidatedEntries) -> None:
         self._entries = entries
@@ -146,8 +149,8 @@ class StepTable:
     def add_chunk(self, chunk: Chunk) -> None:
         self._chunks.setdefault(chunk.bucket, []).append(chunk)
         self._chunk_counts = None
-        if len(chunk.steps):
-            self._max = max(self._max, int(chunk.steps[-1]))
+        if len(chunk.live_steps):
+            self._max = max(self._max, int(chunk.live_steps[-1]))
 
     def get(self, step, default=None):
         view = self._views.get(step)
@@ -177,7 +180,7 @@ class StepTable:
 
     def _counts(self) -> tuple:
         if self._chunk_counts is None:
-            parts = [c.steps for cs in self._chunks.values() for c in cs]
+            parts = [c.live_steps for cs in self._chunks.values() for c in cs]
             allsteps = np.concatenate(parts) if parts else np.empty(0, np.int64)
             self._chunk_counts = np.unique(allsteps, return_counts=True)
         return self._chunk_counts

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from smdebug.codec.consolidated import decode_entries, decode_head, head_size
 from smdebug.codec.index import decode_index
 from smdebug.core.locations import (
@@ -101,7 +103,16 @@ def open_consolidated(store: Store, index: IndexState, workers: set, num_workers
         except IndexReaderException as exc:
             warn(f"consolidated index unusable ({exc})")
             continue
-        chunk = index.add_chunk(key, where, head, _loader(store), _fallback(store, index, warn))
+        rows = None
+        if rng is not None:
+            lo_, hi_ = rng
+            keep = np.ones(len(head.steps), bool)
+            if lo_ is not None:
+                keep &= head.steps >= lo_
+            if hi_ is not None:
+                keep &= head.steps < hi_
+            rows = np.flatnonzero(keep)
+        chunk = index.add_chunk(key, where, head, _loader(store), _fallback(store, index, warn), rows)
         if entries is not None:
             chunk.set_entries(entries)
         by_bucket.setdefault(bucket, set()).add(worker)

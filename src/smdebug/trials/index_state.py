@@ -124,8 +124,9 @@ class IndexState:
         """An IndexFile kept out of the state (a chunk's fallback to its per-step files)."""
         return IndexFile(key, step, worker, parsed, Layout(parsed.tags, tuple(parsed.shapes), where))
 
-    def add_chunk(self, key: str, where, head: ConsolidatedHead, load, fallback) -> Chunk:
-        """Take in a consolidated object's head (see :class:`smdebug.trials.chunks.Chunk`)."""
+    def add_chunk(self, key: str, where, head: ConsolidatedHead, load, fallback, rows=None) -> Chunk:
+        """Take in a consolidated object's head (see :class:`smdebug.trials.chunks.Chunk`); ``rows``:
+        the files to use (all when None)."""
         layouts = []
         for cl in head.layouts:
             shapes = {name: (shape, orig) for name, orig, shape in cl.shapes}
@@ -136,28 +137,29 @@ class IndexState:
                 self.layouts.append(layout)
                 self.names.update(layout.tensors)
             layouts.append(layout)
-        chunk = Chunk(key, str(where), head, layouts, load, fallback)
-        for lid in np.unique(head.layout_ids).tolist():
-            rows = np.flatnonzero(head.layout_ids == lid)
+        chunk = Chunk(key, str(where), head, layouts, load, fallback, rows)
+        live = chunk.rows
+        for lid in np.unique(head.layout_ids[live]).tolist():
+            rows = live[head.layout_ids[live] == lid]
             layouts[lid].chunks.append((chunk, rows))
             for m in np.unique(head.modes[rows]).tolist():
                 mode = ModeKeys(m)
                 if mode != ModeKeys.GLOBAL and (mode, id(layouts[lid])) not in self._mode_layouts_seen:
                     self._mode_layouts_seen.add((mode, id(layouts[lid])))
                     self.mode_names.setdefault(mode, set()).update(layouts[lid].tensors)
-        self._add_steps(head)
+        self._add_steps(head, live)
         self.chunks.append(chunk)
         self.by_step.add_chunk(chunk)
         return chunk
 
-    def _add_steps(self, head: ConsolidatedHead) -> None:
+    def _add_steps(self, head: ConsolidatedHead, rows) -> None:
+        cols = (head.steps[rows], head.modes[rows], head.mode_steps[rows])
         prev = self._bucket_heads.get(head.bucket)
-        if prev is not None and all(np.array_equal(getattr(prev, k), getattr(head, k))
-                                    for k in ("steps", "modes", "mode_steps")):
+        if prev is not None and all(np.array_equal(a, b) for a, b in zip(prev, cols)):
             return  # another worker's chunk of the same steps and modes: nothing new
-        self._bucket_heads.setdefault(head.bucket, head)
+        self._bucket_heads.setdefault(head.bucket, cols)
         g2m, m2g = self.global_to_mode, self.mode_to_global
-        for s, code, ms in zip(head.steps.tolist(), head.modes.tolist(), head.mode_steps.tolist()):
+        for s, code, ms in zip(*(c.tolist() for c in cols)):
             m = _MODES[code]
             if s not in g2m:
                 g2m[s] = (m, ms)
