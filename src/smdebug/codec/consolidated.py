@@ -86,9 +86,9 @@ class ConsolidatedHead:
 
 @dataclass(slots=True)
 class ConsolidatedEntries:
-    starts: np.ndarray  # int64
-    lengths: np.ndarray  # int64
-    crcs: np.ndarray  # int64, -1 where unknown
+    starts: np.ndarray  # uint32 where every value fits, else int64
+    lengths: np.ndarray  # likewise
+    crcs: np.ndarray  # uint32 when every entry has one, else int64 with -1 where unknown
     offsets: np.ndarray  # int64, n_files + 1: file i's entries are offsets[i]:offsets[i + 1]
 
 
@@ -231,4 +231,11 @@ def decode_entries(head: ConsolidatedHead, blob: bytes, where) -> ConsolidatedEn
     cs = np.cumsum(step)
     base = np.repeat(cs[offsets[:-1][counts > 0]] - step[offsets[:-1][counts > 0]], counts[counts > 0])
     starts = cs - base
-    return ConsolidatedEntries(starts, lengths, crcs, offsets)
+    # kept in memory as 32-bit where the values fit (they nearly always do): 12 bytes an entry
+    return ConsolidatedEntries(_narrow(starts), _narrow(lengths), _narrow(crcs), offsets)
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    if len(a) and a.min() >= 0 and a.max() < 2**32:
+        return a.astype(np.uint32)
+    return np.array(a, np.int64)

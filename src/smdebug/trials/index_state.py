@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from smdebug.codec.consolidated import ConsolidatedHead
@@ -14,6 +16,17 @@ from smdebug.trials.chunks import Chunk, StepTable
 __all__ = ["Layout", "IndexFile", "IndexState"]
 
 _MODES = {m.value: m for m in ModeKeys}
+
+
+def _compact(values: list):
+    """8 bytes an entry instead of a Python int object each; the list as is when it holds
+    anything but 64-bit ints (IndexFile.location and crc then name the bad entry)."""
+    if not all(type(v) is int for v in values):
+        return values
+    try:
+        return array("q", values)
+    except OverflowError:
+        return values
 
 
 class Layout:
@@ -61,10 +74,10 @@ class IndexFile:
         self.mode_step = parsed.mode_step
         self.event_key = parsed.event_file_name
         self.layout = layout
-        self.starts = parsed.starts
-        self.lengths = parsed.lengths
+        self.starts = _compact(parsed.starts)
+        self.lengths = _compact(parsed.lengths)
         self.shapes = parsed.shapes
-        self.crcs = parsed.crcs
+        self.crcs = None if parsed.crcs is None else _compact(parsed.crcs)
 
     def crc(self, pos: int) -> int | None:
         """The payload CRC32C our writer put in the index, or None (files of other writers)."""
