@@ -34,32 +34,50 @@ def _write(url):
     store.write("training_job_end.ts", b"")
 
 
-@pytest.mark.parametrize("head_read", [consolidated_reader.HEAD_READ, 40], ids=["small_objects", "large_objects"])
-def test_consolidated_open_range_and_value_request_counts(bucket, proxy, monkeypatch, head_read):
-    # "large_objects": only a 40-byte prefix is read at open, as for objects bigger than HEAD_READ
-    monkeypatch.setattr(consolidated_reader, "HEAD_READ", head_read)
-    extra = int(head_read == 40)  # the rest of a head; a bucket's entries
+# how opening gets the heads: the heads objects (as written); without them, each object's first
+# HEAD_READ bytes (these small objects: whole, entries included); a 40-byte first read (as for
+# objects larger than HEAD_READ: the rest of the head, and the entries when a value needs them)
+CASES = {"heads_objects": None, "whole_objects": consolidated_reader.HEAD_READ, "large_objects": 40}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_consolidated_open_range_and_value_request_counts(bucket, proxy, monkeypatch, case):
     url = f"s3://{bucket}/cons"
     _write(url)
+    store = open_store(url)
+    heads = [k for k in store.list("_smdebug/index/heads/")]
+    assert len(heads) == W
+    if CASES[case] is not None:
+        monkeypatch.setattr(consolidated_reader, "HEAD_READ", CASES[case])
+        for k in heads:
+            store.delete(k)
+    # at open: LISTs of collections/, _smdebug/index/, the bucket folders of index/, index/ after the
+    # last covered bucket; GET of the collections file; then the heads
+    opened = {
+        "heads_objects": {"GET": 1 + W},  # a heads object per worker, nothing of the 3 x W objects
+        "whole_objects": {"GET": 1, "RANGE": 3 * W},
+        "large_objects": {"GET": 1, "RANGE": 2 * 3 * W},
+    }[case]
+    # a value: its record, plus the entries of its bucket and worker unless read at open
+    value = 1 if case == "whole_objects" else 2
     proxy.reset()
     trial = create_trial(url)
-    # LISTs: collections, _smdebug/index/, the bucket folders of index/, index/ after the last
-    # covered bucket; GET: the collections file; RANGE: a head per (bucket, worker); no index file
-    assert proxy.snapshot() == {"LIST": 4, "GET": 1, "RANGE": 3 * W * (1 + extra)}
+    assert proxy.snapshot() == {"LIST": 4, **opened}
     proxy.reset()
     assert trial.steps() == list(STEPS)
     assert proxy.snapshot() == {"HEAD": 1, "LIST": 1}
 
     proxy.reset()
     ranged = create_trial(url, range_steps=(1000, 2000))
-    assert proxy.snapshot() == {"LIST": 4, "GET": 1, "RANGE": W * (1 + extra)}  # the heads of bucket 1 only
+    per_bucket = {k: v // 3 if k == "RANGE" else v for k, v in opened.items()}  # only bucket 1's heads
+    assert proxy.snapshot() == {"LIST": 4, **per_bucket}
     proxy.reset()
     assert ranged.steps() == list(range(1000, 2000, 50))
     assert proxy.snapshot() == {"HEAD": 1, "LIST": 1}
     proxy.reset()
     np.testing.assert_array_equal(ranged.tensor("t2").value(1500, worker="worker_1"),
                                   np.full((3,), 15001.2, dtype=np.float32))
-    assert proxy.snapshot() == {"RANGE": 1 + extra}  # the event file's record (and the bucket's entries)
+    assert proxy.snapshot() == {"RANGE": value}
     proxy.reset()
     assert len(ranged.tensor("t3").values(worker="worker_0")) == 20
-    assert proxy.snapshot() == {"RANGE": 20 + extra}  # a record per step (and worker_0's entries of bucket 1)
+    assert proxy.snapshot() == {"RANGE": 20 + value - 1}  # a record per step (and worker_0's entries)

@@ -13,7 +13,7 @@ import pytest
 
 from smdebug.codec.consolidated import PREFIX_BYTES, head_size
 from smdebug.core.consolidate import BucketConsolidator
-from smdebug.core.locations import CONSOLIDATED_PREFIX, consolidated_key
+from smdebug.core.locations import CONSOLIDATED_PREFIX, parse_consolidated_key, parse_heads_key
 from smdebug.core.modes import ModeKeys
 from smdebug.core.writer import FileWriter
 from smdebug.trials import consolidate, create_trial
@@ -56,6 +56,20 @@ def oracle(url, *rng):
 def trial_objects(root) -> dict:
     """Every object of the trial but ours under _smdebug/, with a digest of its bytes."""
     return {k: hashlib.sha1(root.read(k)).hexdigest() for k in root.keys() if not k.startswith("_smdebug/")}
+
+
+def objects(root) -> list:
+    """(bucket, worker) of each consolidated object."""
+    return sorted(p[:2] for p in map(parse_consolidated_key, root.keys(CONSOLIDATED_PREFIX)) if p)
+
+
+def object_key(root, bucket, worker) -> str:
+    (key,) = [k for k in root.keys(CONSOLIDATED_PREFIX) if (parse_consolidated_key(k) or ())[:2] == (bucket, worker)]
+    return key
+
+
+def heads_keys(root) -> list:
+    return [k for k in root.keys(CONSOLIDATED_PREFIX) if parse_heads_key(k)]
 
 
 def drop_consolidated(root) -> None:
@@ -105,7 +119,7 @@ def test_hook_trial_consolidated_reads_like_per_step(root):
         loss_fn(model(x), y).backward()
         opt.step()
     hook.close()
-    assert sorted(root.keys(CONSOLIDATED_PREFIX)) == [consolidated_key(b, "worker_0") for b in range(3)]
+    assert objects(root) == [(b, "worker_0") for b in range(3)] and len(heads_keys(root)) == 1
     tr = create_trial(root.url)
     assert tr._coverage.chunks == 3 and len(tr.steps()) == 52
     cons = oracle(root.url)
@@ -116,7 +130,7 @@ def test_hook_trial_consolidated_reads_like_per_step(root):
 # ------------------------------------------------------------------ a running job
 def test_running_job_newest_bucket_not_consolidated_shows_every_step(root):
     ws = write_ours(root, range(0, 1500, 25), close=False, ended=False)
-    assert sorted(root.keys(CONSOLIDATED_PREFIX)) == [consolidated_key(0, w) for w in ws]
+    assert objects(root) == [(0, w) for w in ws]
     tr = create_trial(root.url)
     assert tr._coverage.covered == {(0, w) for w in ws}
     assert tr.steps() == list(range(0, 1500, 25))
@@ -153,15 +167,26 @@ def _damage(root, key, kind, blob) -> None:
     elif kind == "flipped_entries":
         root.flip_byte(key, len(blob) - 3)
     elif kind == "stale":  # another worker's object under this key
-        root.write(key, root.read(consolidated_key(1, "worker_0")))
+        root.write(key, root.read(object_key(root, 1, "worker_0")))
+    elif kind == "heads_flipped":  # the heads object of worker_1, not the object
+        (hkey,) = [k for k in heads_keys(root) if k.endswith("worker_1.cidh")]
+        root.flip_byte(hkey, 40)
 
 
-@pytest.mark.parametrize("head_read", [consolidated_reader.HEAD_READ, 40], ids=["whole", "lazy"])
-@pytest.mark.parametrize("kind", DAMAGES)
-def test_damaged_object_falls_back_without_losing_a_step(damaged_trial, kind, head_read, monkeypatch, caplog):
+# how the heads reach the reader: from the heads objects; from each object's first HEAD_READ
+# bytes (these objects are small: whole); from a 40-byte first read, the entries read later (lazy)
+READS = {"heads_object": None, "whole": consolidated_reader.HEAD_READ, "lazy": 40}
+
+
+@pytest.mark.parametrize("kind, reads", [(k, r) for k in DAMAGES for r in READS] + [("heads_flipped", "heads_object")])
+def test_damaged_object_falls_back_without_losing_a_step(damaged_trial, kind, reads, monkeypatch, caplog):
     root = damaged_trial
-    monkeypatch.setattr(consolidated_reader, "HEAD_READ", head_read)
-    key = consolidated_key(1, "worker_1")
+    saved_heads = {k: root.read(k) for k in heads_keys(root)}
+    if READS[reads] is not None:
+        monkeypatch.setattr(consolidated_reader, "HEAD_READ", READS[reads])
+        for k in saved_heads:
+            root.delete(k)
+    key = object_key(root, 1, "worker_1")
     blob = root.read(key)
     _damage(root, key, kind, blob)
     try:
@@ -179,13 +204,15 @@ def test_damaged_object_falls_back_without_losing_a_step(damaged_trial, kind, he
             assert tr.tensor("a/w").reduction_value(1040, "max", worker="worker_1") == 1040.0
             assert tr.tensor("a/w").shape(1040, worker="worker_1") == (2, 3)
         warned = [r for r in caplog.records if r.levelno == logging.WARNING]
-        if kind == "missing":
-            assert not warned
+        if kind == "missing" or (kind == "flipped_head" and reads == "heads_object"):
+            assert not warned  # (the heads object holds a sound copy of that head: nothing to fall back from)
         else:
             assert len(warned) == 1 and "per-step index files instead" in warned[0].getMessage(), warned
-            assert "000000001/worker_1.cidx" in warned[0].getMessage()
+            assert ("/worker_1.cidh" if kind == "heads_flipped" else "000000001/worker_1.") in warned[0].getMessage()
     finally:
         root.write(key, blob)
+        for k, v in saved_heads.items():
+            root.write(k, v)
 
 
 # ------------------------------------------------------------------ integrity of saved values

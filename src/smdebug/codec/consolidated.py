@@ -36,6 +36,9 @@ __all__ = [
     "head_size",
     "decode_head",
     "decode_entries",
+    "object_tag",
+    "encode_heads",
+    "decode_heads",
 ]
 
 MAGIC = b"SMDCIX01"
@@ -200,6 +203,38 @@ def decode_head(buf: bytes, where) -> ConsolidatedHead:
         raise _bad(where, f"head counts {n_entries} entries, its layouts another number")
     return ConsolidatedHead(worker, bucket, layouts, event_names, steps, modes, mode_steps, layout_ids,
                             event_ids, n_entries, end, entries_len, entries_crc)
+
+
+def object_tag(obj: bytes, where="<bytes>") -> int:
+    """CRC32C of the object's fixed prefix and head: names the object in its key."""
+    return crc32c(bytes(obj[: head_size(obj, where)]))
+
+
+_HEADS_MAGIC = b"SMDCIH01"
+
+
+def encode_heads(parts: list) -> bytes:
+    """Several objects' prefixes (fixed part and head, as :func:`object_tag` covers) in one object."""
+    body = b"".join(struct.pack("<I", len(p)) + bytes(p) for p in parts)
+    return _HEADS_MAGIC + struct.pack("<II", len(parts), crc32c(body)) + body
+
+
+def decode_heads(buf: bytes, where) -> list:
+    """The prefixes :func:`encode_heads` gathered; IndexReaderException when damaged."""
+    if len(buf) < 16 or buf[:8] != _HEADS_MAGIC:
+        raise _bad(where, "not a heads object")
+    n, crc = struct.unpack_from("<II", buf, 8)
+    body = bytes(buf[16:])
+    if crc32c(body) != crc:
+        raise _bad(where, "heads object CRC32C mismatch (truncated or corrupt)")
+    out, off = [], 0
+    for _ in range(n):
+        if off + 4 > len(body):
+            raise _bad(where, "heads object truncated")
+        (ln,) = struct.unpack_from("<I", body, off)
+        out.append(body[off + 4 : off + 4 + ln])
+        off += 4 + ln
+    return out
 
 
 def decode_entries(head: ConsolidatedHead, blob: bytes, where) -> ConsolidatedEntries:

@@ -13,15 +13,28 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from smdebug.codec.consolidated import EVENT_NONE, EVENT_STANDARD, FileIndex, encode_consolidated
+from smdebug.codec.consolidated import (
+    EVENT_NONE,
+    EVENT_STANDARD,
+    FileIndex,
+    encode_consolidated,
+    encode_heads,
+    head_size,
+)
+from smdebug.codec.crc import crc32c
 from smdebug.codec.index import decode_index
 from smdebug.core.locations import (
+    CONSOLIDATED_PREFIX,
     END_OF_JOB,
+    HEADS_GROUP,
     INDEX_PREFIX,
     bucket_of,
+    consolidated_bucket_prefix,
     consolidated_key,
     event_key,
+    heads_key,
     index_bucket_key,
+    parse_consolidated_key,
     parse_index_key,
 )
 from smdebug.core.modes import ModeKeys
@@ -68,6 +81,7 @@ class BucketConsolidator:
         self._bucket: int | None = None
         self._files: dict[int, FileIndex] = {}  # step -> its latest index file
         self._warned = False
+        self._heads: dict[int, bytes] = {}  # bucket -> its object's prefix and head (current group)
 
     def _guard(self, what, *args) -> None:
         try:
@@ -87,7 +101,7 @@ class BucketConsolidator:
             self._guard(self._flush)
         self._bucket, self._files = b, {}
         # an object left by an earlier run into this folder would hide what we now write
-        self._guard(self.store.delete, consolidated_key(b, self.worker))
+        self._guard(_delete_objects, self.store, b, self.worker)
 
     def add(self, step: int, meta: dict, entries: list, shapes: list) -> None:
         """The index file of ``step`` was written (``meta``, ``entries``, ``shapes`` as in its JSON)."""
@@ -116,13 +130,26 @@ class BucketConsolidator:
             logger.info("smdebug: bucket %d of %s holds index files this writer did not write; "
                         "not consolidated", b, self.worker)
             return
-        self.store.write(consolidated_key(b, self.worker), encode_consolidated(self.worker, b, files))
+        obj = encode_consolidated(self.worker, b, files)
+        prefix = obj[: head_size(obj, b)]
+        self.store.write(consolidated_key(b, self.worker, crc32c(prefix)), obj)
+        self._heads = {k: v for k, v in self._heads.items() if k // HEADS_GROUP == b // HEADS_GROUP}
+        self._heads[b] = prefix
+        self.store.write(heads_key(b // HEADS_GROUP, self.worker),
+                         encode_heads([self._heads[k] for k in sorted(self._heads)]))
 
     def close(self) -> None:
         """The writer is done: the current bucket is complete."""
         if self._bucket is not None:
             self._guard(self._flush)
         self._bucket = None
+
+
+def _delete_objects(store: Store, bucket: int, worker: str, keep: str | None = None) -> None:
+    for k in store.list(consolidated_bucket_prefix(bucket)):
+        p = parse_consolidated_key(k)
+        if p is not None and p[1] == worker and k != keep:
+            store.delete(k)
 
 
 @dataclass
@@ -151,6 +178,12 @@ def consolidate(path, *, include_incomplete: bool = False) -> ConsolidateReport:
     for b, w in groups:
         last[w] = max(last.get(w, -1), b)
     report = ConsolidateReport()
+    existing: dict = {}
+    for k in store.list(CONSOLIDATED_PREFIX):
+        p = parse_consolidated_key(k)
+        if p is not None:
+            existing.setdefault((p[0], p[1]), []).append(k)
+    heads: dict = {}  # (group, worker) -> [prefix and head of each object]
     for (b, w), keys in sorted(groups.items()):
         if not ended and b == last[w]:
             report.skipped[(b, w)] = "newest bucket of a job that has not ended"
@@ -166,7 +199,15 @@ def consolidate(path, *, include_incomplete: bool = False) -> ConsolidateReport:
             report.skipped[(b, w)] = str(exc)
             continue
         report.index_files += len(files)
-        key = consolidated_key(b, w)
-        store.write(key, encode_consolidated(w, b, files))
+        obj = encode_consolidated(w, b, files)
+        prefix = obj[: head_size(obj, b)]
+        key = consolidated_key(b, w, crc32c(prefix))
+        store.write(key, obj)
+        for old in existing.get((b, w), ()):
+            if old != key:
+                store.delete(old)
+        heads.setdefault((b // HEADS_GROUP, w), []).append(prefix)
         report.written.append(key)
+    for (g, w), parts in heads.items():
+        store.write(heads_key(g, w), encode_heads(parts))
     return report

@@ -1,8 +1,9 @@
 """Opening a trial through its consolidated index objects (``_smdebug/index/``, see
 :mod:`smdebug.codec.consolidated` and :mod:`smdebug.core.consolidate`).
 
-At open: one listing of the consolidated objects, one listing of the bucket folders of index/,
-and one ranged read of each object's head (concurrent on S3). A bucket is *covered* when every
+At open: one listing of the consolidated objects, one read of each heads object (a worker's
+heads of up to 100 buckets), one listing of the bucket folders of index/, and a ranged read of
+the head of each object no heads object vouches for (concurrent on S3). A bucket is *covered* when every
 worker has an object for it; covered buckets' per-step index files are neither listed nor read.
 The per-step listing starts at the first bucket that is not covered. A missing, stale, truncated
 or corrupt object costs nothing but speed: its bucket is read from the per-step files, and the
@@ -16,15 +17,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smdebug.codec.consolidated import decode_entries, decode_head, head_size
+from smdebug.codec.consolidated import decode_entries, decode_head, decode_heads, head_size
+from smdebug.codec.crc import crc32c
 from smdebug.codec.index import decode_index
 from smdebug.core.locations import (
     CONSOLIDATED_PREFIX,
+    HEADS_GROUP,
     INDEX_BUCKET,
     INDEX_PREFIX,
     bucket_of,
     index_bucket_key,
     parse_consolidated_key,
+    parse_heads_key,
     parse_index_key,
 )
 from smdebug.exceptions import IndexReaderException
@@ -71,48 +75,107 @@ def _in_range(bucket: int, rng) -> bool:
     return (lo is None or (bucket + 1) * INDEX_BUCKET > lo) and (hi is None or bucket * INDEX_BUCKET < hi)
 
 
+def _list_objects(store: Store, rng, warn) -> tuple[dict, list]:
+    """{(bucket, worker): (key, tag)} of the objects in range, and the heads objects' keys."""
+    lo = rng[0] if rng and rng[0] else 0
+    after = f"{CONSOLIDATED_PREFIX}{bucket_of(lo) - 1:09d}/~" if bucket_of(lo) > 0 else None
+    found, heads, doubled = {}, [], set()
+    for k in store.list(CONSOLIDATED_PREFIX, start_after=after):
+        p = parse_consolidated_key(k)
+        if p is not None:
+            if _in_range(p[0], rng):
+                if (p[0], p[1]) in found:
+                    doubled.add((p[0], p[1]))  # a writer stopped between writing and cleaning up
+                found[(p[0], p[1])] = (k, p[2])
+            continue
+        g = parse_heads_key(k)
+        if g is not None and _in_range_group(g[0], rng):
+            heads.append(k)
+    for bw in doubled:
+        warn(f"two consolidated index objects for bucket {bw[0]} of {bw[1]}")
+        del found[bw]
+    return found, heads
+
+
+def _in_range_group(group: int, rng) -> bool:
+    if rng is None:
+        return True
+    first = group * HEADS_GROUP * INDEX_BUCKET
+    end = first + HEADS_GROUP * INDEX_BUCKET
+    return (rng[0] is None or end > rng[0]) and (rng[1] is None or first < rng[1])
+
+
+def _heads_from_summaries(store: Store, keys: list, found: dict, warn) -> dict:
+    """{(bucket, worker): head} for the objects whose head a heads object holds (checked by tag)."""
+    out = {}
+    for key, blob in zip(keys, store.read_many(keys)):
+        where = store.describe(key)
+        try:
+            if isinstance(blob, Exception):
+                raise IndexReaderException(f"{where}: {blob}")
+            parts = decode_heads(blob, where)
+        except IndexReaderException as exc:
+            warn(f"heads object unusable ({exc})")
+            continue
+        for part in parts:
+            try:
+                head = decode_head(part, where)
+            except IndexReaderException:
+                continue  # that object's head is read from the object itself
+            hit = found.get((head.bucket, head.worker))
+            if hit is not None and hit[1] == crc32c(part):
+                out[(head.bucket, head.worker)] = head
+    return out
+
+
+def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
+    """(head, entries or None) from the first bytes of an object; IndexReaderException if unusable."""
+    where = store.describe(key)
+    if isinstance(res, Exception):
+        raise IndexReaderException(f"{where}: {res}")
+    buf = res[0]
+    end = head_size(buf, where)
+    if end > len(buf):
+        buf = buf + store.read_ranges(key, [(len(buf), end - len(buf))])[0]
+    head = decode_head(buf, where)
+    if (head.worker, head.bucket) != (worker, bucket) or crc32c(bytes(buf[:end])) != tag:
+        raise IndexReaderException(f"{where}: stale: holds bucket {head.bucket} of {head.worker}, "
+                                   "or a head its name does not match")
+    entries = None
+    if len(buf) >= head.entries_offset + head.entries_len:
+        entries = decode_entries(head, buf[head.entries_offset :], where)
+    return head, entries
+
+
 def open_consolidated(store: Store, index: IndexState, workers: set, num_workers: int, rng) -> Coverage:
     """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None)."""
     cov = Coverage()
     warn = _Warner(cov)
-    lo = rng[0] if rng and rng[0] else 0
-    after = f"{CONSOLIDATED_PREFIX}{bucket_of(lo) - 1:09d}/~" if bucket_of(lo) > 0 else None
-    found = []
-    for k in store.list(CONSOLIDATED_PREFIX, start_after=after):
-        bw = parse_consolidated_key(k)
-        if bw is not None and _in_range(bw[0], rng):
-            found.append((k, bw))
+    found, heads_keys = _list_objects(store, rng, warn)
     if not found:
         return cov
-    by_bucket: dict = {}
-    for (key, (bucket, worker)), res in zip(found, store.read_ranges_many([(k, [(0, HEAD_READ)]) for k, _ in found])):
-        where = store.describe(key)
+    heads = _heads_from_summaries(store, heads_keys, found, warn)
+    rest = [bw for bw in found if bw not in heads]
+    read = store.read_ranges_many([(found[bw][0], [(0, HEAD_READ)]) for bw in rest]) if rest else []
+    got = {bw: (h, None) for bw, h in heads.items()}
+    for bw, res in zip(rest, read):
+        key, tag = found[bw]
         try:
-            if isinstance(res, Exception):
-                raise IndexReaderException(f"{where}: {res}")
-            buf = res[0]
-            end = head_size(buf, where)
-            if end > len(buf):
-                buf = buf + store.read_ranges(key, [(len(buf), end - len(buf))])[0]
-            head = decode_head(buf, where)
-            if (head.worker, head.bucket) != (worker, bucket):
-                raise IndexReaderException(f"{where}: stale: holds bucket {head.bucket} of {head.worker}")
-            entries = None
-            if len(buf) >= head.entries_offset + head.entries_len:
-                entries = decode_entries(head, buf[head.entries_offset :], where)
+            got[bw] = _read_head(store, key, tag, bw[0], bw[1], res)
         except IndexReaderException as exc:
             warn(f"consolidated index unusable ({exc})")
-            continue
+    by_bucket: dict = {}
+    for (bucket, worker), (head, entries) in sorted(got.items()):
+        key = found[(bucket, worker)][0]
         rows = None
         if rng is not None:
-            lo_, hi_ = rng
             keep = np.ones(len(head.steps), bool)
-            if lo_ is not None:
-                keep &= head.steps >= lo_
-            if hi_ is not None:
-                keep &= head.steps < hi_
+            if rng[0] is not None:
+                keep &= head.steps >= rng[0]
+            if rng[1] is not None:
+                keep &= head.steps < rng[1]
             rows = np.flatnonzero(keep)
-        chunk = index.add_chunk(key, where, head, _loader(store), _fallback(store, index, warn), rows)
+        chunk = index.add_chunk(key, store.describe(key), head, _loader(store), _fallback(store, index, warn), rows)
         if entries is not None:
             chunk.set_entries(entries)
         by_bucket.setdefault(bucket, set()).add(worker)
