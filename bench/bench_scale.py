@@ -81,10 +81,19 @@ def write_trial(folder: Path, steps: int, per_step_max: int) -> dict:
     sys.path.insert(0, str(REPO / "src"))
     import numpy as np
 
-    from smdebug.codec.consolidated import EVENT_STANDARD, FileIndex, decode_entries, decode_head, encode_consolidated
+    from smdebug.codec.consolidated import (
+        EVENT_STANDARD,
+        FileIndex,
+        decode_entries,
+        decode_head,
+        encode_consolidated,
+        encode_heads,
+        head_size,
+    )
+    from smdebug.codec.crc import crc32c
     from smdebug.core.collection_manager import CollectionManager
     from smdebug.core.consolidate import BucketConsolidator
-    from smdebug.core.locations import consolidated_key
+    from smdebug.core.locations import HEADS_GROUP, consolidated_bucket_prefix, consolidated_key, heads_key
     from smdebug.core.modes import ModeKeys
     from smdebug.core.writer import FileWriter
     from smdebug.storage import open_store
@@ -112,7 +121,9 @@ def write_trial(folder: Path, steps: int, per_step_max: int) -> dict:
         cons.close()
     for w in range(WORKERS) if steps > real else ():
         worker = f"worker_{w}"
-        blob = store.read(consolidated_key(0, worker))
+        (key0,) = [k for k in store.list(consolidated_bucket_prefix(0)) if f"/{worker}." in k]
+        blob = store.read(key0)
+        heads = {0: blob[: head_size(blob, key0)]}
         head = decode_head(blob, "bucket 0")
         ent = decode_entries(head, blob[head.entries_offset :], "bucket 0")
         tmpl = []
@@ -123,7 +134,11 @@ def write_trial(folder: Path, steps: int, per_step_max: int) -> dict:
         for bucket in range(1, steps // 1000):
             files = [FileIndex(s + 1000 * bucket, ModeKeys.TRAIN.value, ms + 1000 * bucket, EVENT_STANDARD, tags,
                                st, ln, cr, ()) for s, ms, tags, st, ln, cr in tmpl]
-            store.write(consolidated_key(bucket, worker), encode_consolidated(worker, bucket, files))
+            obj = encode_consolidated(worker, bucket, files)
+            heads[bucket] = obj[: head_size(obj, bucket)]
+            store.write(consolidated_key(bucket, worker, crc32c(heads[bucket])), obj)
+        for g in sorted({b // HEADS_GROUP for b in heads}):
+            store.write(heads_key(g, worker), encode_heads([heads[b] for b in sorted(heads) if b // HEADS_GROUP == g]))
     store.write("training_job_end.ts", b"")
     return {"write_s": time.perf_counter() - t0, "per_step_steps": real}
 

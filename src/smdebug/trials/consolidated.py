@@ -148,7 +148,8 @@ def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
 
 
 def open_consolidated(store: Store, index: IndexState, workers: set, num_workers: int, rng) -> Coverage:
-    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None)."""
+    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None); adds their
+    workers to ``workers``."""
     cov = Coverage()
     warn = _Warner(cov)
     found, heads_keys = _list_objects(store, rng, warn)
@@ -183,6 +184,7 @@ def open_consolidated(store: Store, index: IndexState, workers: set, num_workers
     for bucket, ws in by_bucket.items():
         cov.covered.update((bucket, w) for w in ws)
     full = {b for b, ws in by_bucket.items() if len(ws) >= num_workers and ws >= workers}
+    workers.update(w for ws in by_bucket.values() for w in ws)
     folders = [b for b in _bucket_folders(store) if _in_range(b, rng)]
     uncovered = [b for b in folders if b not in full]
     if uncovered:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from array import array
 
 import numpy as np
@@ -16,6 +17,7 @@ from smdebug.trials.chunks import Chunk, StepTable
 __all__ = ["Layout", "IndexFile", "IndexState"]
 
 _MODES = {m.value: m for m in ModeKeys}
+logger = logging.getLogger("smdebug")
 
 
 def _compact(values: list):
@@ -188,6 +190,24 @@ class IndexState:
 
     def counts_after(self, last: int) -> dict:
         return self.by_step.counts_after(last)
+
+    def complete_through(self, last: int, num_workers: int, window: int) -> int:
+        """The last complete step, given the previous one: the highest step all ``num_workers``
+        wrote; with more than ``window`` steps pending after it (a straggling worker), the oldest
+        pending steps count as complete, ``window // 2`` at a time, until at most ``window`` remain."""
+        counts = self.counts_after(last)
+        for step in sorted(counts):
+            if counts[step] >= num_workers:
+                last = step
+        pending = sorted(s for s in counts if s > last)
+        if len(pending) > window:
+            excess = len(pending) - window
+            chunk = max(window // 2, 1)
+            cut = min(-(-excess // chunk) * chunk, len(pending))
+            last = pending[cut - 1]
+            logger.info("smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as "
+                        "complete", len(pending), window, last)
+        return last
 
     def max_step(self) -> int:
         """The highest global step with an index file, -1 when none."""

@@ -155,11 +155,10 @@ class Trial:
 
     def refresh_data(self) -> None:
         """Read index files that appeared since the last refresh."""
-        if self._coverage is None:
-            cov = self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.num_workers,
-                                                     self.range_steps)
-            self._list_after = max(self._list_after or "", cov.list_after or "") or None
-            self.worker_set.update(c.worker for c in self._index.chunks)
+        if self._coverage is None:  # the consolidated index objects, read once at open
+            self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.num_workers,
+                                               self.range_steps)
+            self._list_after = max(self._list_after or "", self._coverage.list_after or "") or None
         keys = self.store.list(INDEX_PREFIX, start_after=self._list_after)
         new = []
         for k in keys:
@@ -194,22 +193,7 @@ class Trial:
             self.worker_set.add(worker)
 
     def _update_completeness(self) -> None:
-        counts = self._index.counts_after(self.last_complete_step)
-        for step in sorted(counts):
-            if counts[step] >= self.num_workers:
-                self.last_complete_step = step
-        pending = sorted(s for s in counts if s > self.last_complete_step)
-        if len(pending) > self._window:
-            # a straggling worker: stop waiting for the oldest pending steps, window // 2 at a
-            # time, until no more than `window` steps are pending
-            excess = len(pending) - self._window
-            chunk = max(self._window // 2, 1)
-            cut = min(-(-excess // chunk) * chunk, len(pending))
-            self.last_complete_step = pending[cut - 1]
-            logger.info(
-                "smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as complete",
-                len(pending), self._window, self.last_complete_step,
-            )
+        self.last_complete_step = self._index.complete_through(self.last_complete_step, self.num_workers, self._window)
         if self.last_complete_step >= 0 and not self.bad_index_files:
             s = self.last_complete_step
             self._list_after = max(self._list_after or "", f"{index_bucket_key(s)}{s:012d}_~")
@@ -390,8 +374,7 @@ class Trial:
                 raise IndexReaderException(msg)
 
     def _read_records(self, requests, checks=None):
-        """Decode records: ``requests`` is a list of (event key, (start, length), index key);
-        ``checks`` (RecordCheck or None per request) verifies payload CRCs."""
+        """Decode records (trials.records.read_records); ``checks`` verifies payload CRCs."""
         return read_records(self.store, requests, self._windows, checks)
 
     def __repr__(self):
