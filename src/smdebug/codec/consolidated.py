@@ -197,10 +197,9 @@ def decode_head(buf: bytes, where) -> ConsolidatedHead:
               or event_ids.min() < EVENT_STANDARD or event_ids.max() >= len(event_names)
               or modes.min() < 1 or modes.max() > 4):
         raise _bad(where, "inconsistent head arrays")
-    if sum(len(layouts[i].tags) for i in np.unique(layout_ids)) and n_entries != int(
-        np.asarray([len(x.tags) for x in layouts], np.int64)[layout_ids].sum()
-    ):
-        raise _bad(where, f"head counts {n_entries} entries, its layouts another number")
+    expected = int(np.asarray([len(x.tags) for x in layouts], np.int64)[layout_ids].sum()) if n else 0
+    if n_entries != expected:
+        raise _bad(where, f"head counts {n_entries} entries, its layouts {expected}")
     return ConsolidatedHead(worker, bucket, layouts, event_names, steps, modes, mode_steps, layout_ids,
                             event_ids, n_entries, end, entries_len, entries_crc)
 
