@@ -16,7 +16,7 @@ import sys
 __all__ = ["main"]
 
 # subcommand modules, in the order --help lists them
-_MODULES = ("info", "show", "plot", "rules", "report", "export")
+_MODULES = ("info", "show", "plot", "rules", "report", "export", "consolidate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,7 @@ class ParsedIndex:
     starts: list
     lengths: list
     shapes: dict  # tag -> (shape tuple, original name), from shape_payload
+    crcs: list | None = None  # payload CRC32C per entry ("crc32c", written by our writer), if present
 
 
 def encode_index(meta: dict, tensor_payload: list, shape_payload: list) -> bytes:
@@ -71,6 +72,7 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         tags = tuple([e["tensorname"] for e in tp])
         starts = [e["start_idx"] for e in tp]
         lengths = [e["length"] for e in tp]
+        crcs = [e.get("crc32c") for e in tp] if tp and "crc32c" in tp[0] else None
     except (KeyError, TypeError):
         raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
     if tp and meta.get("event_file_name") != "":
@@ -87,7 +89,7 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
             )
         except (KeyError, TypeError, ValueError):
             raise _bad(where, f"bad shape_payload entry {e!r}") from None
-    return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes)
+    return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes, crcs)
 
 
 def decode_collections_json(data: bytes, where: str) -> dict:

@@ -25,6 +25,13 @@ __all__ = [
     "SMDEBUG_PREFIX",
     "STOP_REQUEST_KEY",
     "CONSOLIDATED_PREFIX",
+    "consolidated_key",
+    "consolidated_bucket_prefix",
+    "parse_consolidated_key",
+    "heads_key",
+    "parse_heads_key",
+    "HEADS_GROUP",
+    "bucket_of",
 ]
 
 COLLECTIONS_PREFIX = "collections/000000000/"
@@ -40,6 +47,9 @@ STOP_REQUEST_KEY = f"{SMDEBUG_PREFIX}stop_training.json"
 # consolidated index objects, one per (index bucket, worker)
 CONSOLIDATED_PREFIX = f"{SMDEBUG_PREFIX}index/"
 
+_CONSOLIDATED_KEY = re.compile(r"^_smdebug/index/(\d{9})/(.+)\.([0-9a-f]{8})\.cidx$")
+_HEADS_KEY = re.compile(r"^_smdebug/index/heads/(\d{6})/(.+)\.cidh$")
+HEADS_GROUP = 100  # buckets whose heads one heads object of a worker gathers
 _INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
 _COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
 
@@ -121,3 +131,39 @@ def worker_from_collections_key(key: str) -> str | None:
 
 def tensorboard_key(mode_name: str, step: int, pid: int, host: str) -> str:
     return f"{TENSORBOARD_PREFIX}{mode_name}/{step:012d}_{pid}_{host}.tfevents"
+
+
+def bucket_of(step: int) -> int:
+    """The index bucket (folder number under index/) of a global step."""
+    return step // INDEX_BUCKET
+
+
+def consolidated_bucket_prefix(bucket: int) -> str:
+    return f"{CONSOLIDATED_PREFIX}{bucket:09d}/"
+
+
+def consolidated_key(bucket: int, worker: str, tag: int) -> str:
+    """The consolidated index object of one worker's index bucket; ``tag`` identifies its head
+    (a CRC32C), so that a copy of the head kept elsewhere can be checked against the listing."""
+    return f"{consolidated_bucket_prefix(bucket)}{serialize_worker(worker)}.{tag:08x}.cidx"
+
+
+def parse_consolidated_key(key: str) -> tuple[int, str, int] | None:
+    """(bucket, worker, tag) of a consolidated index key, or None for anything else."""
+    m = _CONSOLIDATED_KEY.match(key)
+    if m is None:
+        return None
+    return int(m.group(1)), deserialize_worker(m.group(2)), int(m.group(3), 16)
+
+
+def heads_key(group: int, worker: str) -> str:
+    """The object gathering the heads of a worker's consolidated objects of buckets
+    ``group * HEADS_GROUP`` to ``(group + 1) * HEADS_GROUP - 1``: opening reads it instead of them."""
+    return f"{CONSOLIDATED_PREFIX}heads/{group:06d}/{serialize_worker(worker)}.cidh"
+
+
+def parse_heads_key(key: str) -> tuple[int, str] | None:
+    m = _HEADS_KEY.match(key)
+    if m is None:
+        return None
+    return int(m.group(1)), deserialize_worker(m.group(2))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smdebug.core.adapter import NumpyAdapter, TensorAdapter
+from smdebug.core.consolidate import BucketConsolidator
 from smdebug.core.modes import ModeKeys
 from smdebug.core.records import LAZY_KINDS, PendingRecord, RecordKind
 from smdebug.core.writer import FileWriter
@@ -134,6 +135,7 @@ class StepWriter:
         self.worker = worker
         self.tensorboard_dir = tensorboard_dir
         self.store = open_store(out_dir)
+        self.consolidator = BucketConsolidator(self.store, worker)  # an index object per 1000 steps
         self.tb_store = open_store(tensorboard_dir) if tensorboard_dir else None
         self.errors: list[BaseException] = []  # failures that disable the hook
         self.failed_steps: list[int] = []  # steps the store could not take (storage errors)
@@ -186,7 +188,8 @@ class StepWriter:
         try:
             rec.materialize(self.adapter)
             if rec.tensors or rec.shapes:
-                fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store)
+                fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store,
+                                consolidator=self.consolidator)
                 fw.write_tensors(rec.tensors, mode=rec.mode, mode_step=rec.mode_step)
                 for name, shape in rec.shapes:
                     fw.write_shape(name, shape, mode=rec.mode, mode_step=rec.mode_step)
@@ -227,6 +230,7 @@ class StepWriter:
         if self._queue is not None and self._thread is not None and self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
+        self.consolidator.close()
         if self._queue is not None and self._thread is not None:
             switch_interval.release()
         self._queue = None

@@ -6,6 +6,7 @@ import numpy as np
 
 from smdebug.codec.event import encode_step_records, encode_tensor_record_chunks, mode_metadata
 from smdebug.codec.index import encode_index
+from smdebug.codec.record_crc import payload_crcs
 from smdebug.codec.tensor import to_numpy
 from smdebug.core.locations import event_key, index_key
 from smdebug.core.modes import ModeKeys
@@ -34,6 +35,7 @@ class FileWriter:
         verbose=False,
         write_checksum=False,
         store: Store | None = None,
+        consolidator=None,
     ):
         if wtype != "events":
             raise SMDebugValueError(f"Writer type not supported {wtype!r}: only 'events' here")
@@ -53,6 +55,7 @@ class FileWriter:
         self._meta: dict | None = None
         self._md_cache: dict[tuple, bytes] = {}
         self._closed = False
+        self._consolidator = consolidator  # a core.consolidate.BucketConsolidator of this worker
 
     def __enter__(self):
         return self
@@ -135,5 +138,14 @@ class FileWriter:
         if self._chunks:
             self._store.write_chunks(self._event_key, self._chunks)
         if self._meta is not None and (self._entries or self._shapes):
+            if self._entries:  # each payload's CRC32C: readers verify it (smdebug 1.0.34 ignores the key)
+                crcs = payload_crcs(self._chunks, [e["start_idx"] for e in self._entries],
+                                    [e["length"] for e in self._entries])
+                for e, c in zip(self._entries, crcs):
+                    e["crc32c"] = c
+            if self._consolidator is not None:
+                self._consolidator.before_write(self.step)
             self._store.write(self._index_key, encode_index(self._meta, self._entries, self._shapes))
+            if self._consolidator is not None:
+                self._consolidator.add(self.step, self._meta, self._entries, self._shapes)
         self._chunks = []

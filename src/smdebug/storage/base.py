@@ -64,6 +64,11 @@ class Store(ABC):
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:
         """Keys under ``prefix`` (recursively), sorted, only those greater than ``start_after``."""
 
+    def list_folders(self, prefix: str) -> list[str]:
+        """Names of the folders directly under ``prefix`` (a folder, ending in '/'), sorted."""
+        cut = len(prefix)
+        return sorted({k[cut:].split("/", 1)[0] for k in self.list(prefix) if "/" in k[cut:]})
+
     @abstractmethod
     def exists(self, key: str) -> bool: ...
 

@@ -136,6 +136,14 @@ class LocalStore(Store):
             elif start_after is None or child > start_after:
                 out.append(child)
 
+    def list_folders(self, prefix: str) -> list[str]:
+        try:
+            return sorted(e.name for e in os.scandir(self._path(prefix.rstrip("/"))) if e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {self._path(prefix)}: {exc}") from exc
+
     def exists(self, key: str) -> bool:
         return os.path.exists(self._path(key))
 

@@ -295,6 +295,28 @@ class S3Store(FsspecStore):
             keys = [k for k in keys if k > start_after]
         return keys
 
+    def list_folders(self, prefix: str) -> list[str]:
+        """One ListObjectsV2 with Delimiter '/' per 1000 folders."""
+        base = prefix.strip("/")
+        s3_prefix = self._k(base) + "/" if base else (self.prefix + "/" if self.prefix else "")
+
+        async def run():
+            names: list[str] = []
+            kw = {"Prefix": s3_prefix, "Delimiter": "/"}
+            while True:
+                page = await self._call("list_objects_v2", **kw)
+                names.extend(p["Prefix"][len(s3_prefix) :].rstrip("/") for p in page.get("CommonPrefixes", ()))
+                if not page.get("IsTruncated") or not page.get("NextContinuationToken"):
+                    return names
+                kw["ContinuationToken"] = page["NextContinuationToken"]
+
+        try:
+            return sorted(self._run(run))
+        except FileNotFoundError:
+            return []
+        except Exception as exc:  # noqa: BLE001
+            raise self._wrap(base, exc, "list") from exc
+
     def exists(self, key: str) -> bool:
         if not key.strip("/"):  # the root itself: one LIST of one key
             root = self.prefix + "/" if self.prefix else ""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
+from smdebug.core.consolidate import consolidate
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.storage import is_remote, open_store
 from smdebug.trials.tensor import Tensor
 from smdebug.trials.trial import Trial
 
-__all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial", "Tensor"]
+__all__ = ["create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor"]
 
 
 class LocalTrial(Trial):

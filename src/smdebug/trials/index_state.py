@@ -2,24 +2,50 @@
 
 from __future__ import annotations
 
+import logging
+from array import array
+
+import numpy as np
+
+from smdebug.codec.consolidated import ConsolidatedHead
 from smdebug.codec.index import ParsedIndex
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import REDUCTIONS_PREFIX, reverse_reduction_tensor_name
 from smdebug.exceptions import IndexReaderException
+from smdebug.trials.chunks import Chunk, StepTable
 
 __all__ = ["Layout", "IndexFile", "IndexState"]
+
+_MODES = {m.value: m for m in ModeKeys}
+logger = logging.getLogger("smdebug")
+
+
+def _compact(values: list):
+    """8 bytes an entry instead of a Python int object each; the list as is when it holds
+    anything but 64-bit ints (IndexFile.location and crc then name the bad entry)."""
+    if not all(type(v) is int for v in values):
+        return values
+    try:
+        return array("q", values)
+    except OverflowError:
+        return values
 
 
 class Layout:
     """The tag layout of an index file, shared by every file with the same tags in the same order.
 
     ``tensors`` maps a tensor name to (position of its raw value or -1, {(op, abs): position}).
+    A layout from a consolidated object also carries its shapes ({name: (shape, original name)})
+    and ``chunks``: (chunk, rows of the chunk with this layout) pairs.
     """
 
-    __slots__ = ("tensors", "files")
+    __slots__ = ("tensors", "files", "tags", "shapes", "chunks")
 
-    def __init__(self, tags: tuple, shape_names: tuple, where: str):
+    def __init__(self, tags: tuple, shape_names: tuple, where: str, shapes: dict | None = None):
         self.files: list[IndexFile] = []  # every file with this layout, in the order read
+        self.tags = tags
+        self.shapes = shapes
+        self.chunks: list = []
         tensors: dict[str, list] = {}
         for pos, tag in enumerate(tags):
             if type(tag) is not str:
@@ -39,7 +65,8 @@ class Layout:
 class IndexFile:
     """One index file: one global step of one worker, one mode."""
 
-    __slots__ = ("key", "step", "worker", "mode", "mode_step", "event_key", "layout", "starts", "lengths", "shapes")
+    __slots__ = ("key", "step", "worker", "mode", "mode_step", "event_key", "layout", "starts", "lengths", "shapes",
+                 "crcs")
 
     def __init__(self, key: str, step: int, worker: str, parsed: ParsedIndex, layout: Layout):
         self.key = key
@@ -49,9 +76,19 @@ class IndexFile:
         self.mode_step = parsed.mode_step
         self.event_key = parsed.event_file_name
         self.layout = layout
-        self.starts = parsed.starts
-        self.lengths = parsed.lengths
+        self.starts = _compact(parsed.starts)
+        self.lengths = _compact(parsed.lengths)
         self.shapes = parsed.shapes
+        self.crcs = None if parsed.crcs is None else _compact(parsed.crcs)
+
+    def crc(self, pos: int) -> int | None:
+        """The payload CRC32C our writer put in the index, or None (files of other writers)."""
+        if self.crcs is None:
+            return None
+        c = self.crcs[pos]
+        if type(c) is not int or not 0 <= c < 2**32:
+            raise IndexReaderException(f"{self.key}: crc32c {c!r} of entry {pos} is not a 32-bit unsigned int")
+        return c
 
     def location(self, pos: int, where: str) -> tuple[int, int]:
         if self.event_key is None:
@@ -69,7 +106,7 @@ class IndexState:
 
     def __init__(self):
         self.files: list[IndexFile] = []
-        self.by_step: dict[int, dict[str, IndexFile]] = {}
+        self.by_step = StepTable()  # step -> {worker: IndexFile or ChunkFile}
         self.global_to_mode: dict[int, tuple[ModeKeys, int]] = {}
         self.mode_to_global: dict[ModeKeys, dict[int, int]] = {}
         self.names: set[str] = set()
@@ -77,6 +114,8 @@ class IndexState:
         self._layouts: dict[tuple, Layout] = {}
         self.layouts: list[Layout] = []  # in order of first appearance
         self._mode_layouts_seen: set[tuple] = set()
+        self.chunks: list[Chunk] = []
+        self._bucket_heads: dict = {}  # bucket -> the first chunk head taken in for it
 
     def add(self, key: str, step: int, worker: str, parsed: ParsedIndex, where: str) -> IndexFile:
         lkey = (parsed.tags, tuple(parsed.shapes)) if parsed.shapes else parsed.tags
@@ -88,7 +127,7 @@ class IndexState:
         f = IndexFile(key, step, worker, parsed, layout)
         layout.files.append(f)
         self.files.append(f)
-        self.by_step.setdefault(step, {})[worker] = f
+        self.by_step.add(step, worker, f)
         mode, mode_step = f.mode, f.mode_step
         if mode != ModeKeys.GLOBAL:
             self.mode_to_global.setdefault(mode, {}).setdefault(mode_step, step)
@@ -97,6 +136,88 @@ class IndexState:
             self._mode_layouts_seen.add((mode, id(layout)))
             self.mode_names.setdefault(mode, set()).update(layout.tensors)
         return f
+
+    def make_file(self, key: str, step: int, worker: str, parsed: ParsedIndex, where) -> IndexFile:
+        """An IndexFile kept out of the state (a chunk's fallback to its per-step files)."""
+        return IndexFile(key, step, worker, parsed, Layout(parsed.tags, tuple(parsed.shapes), where))
+
+    def add_chunk(self, key: str, where, head: ConsolidatedHead, load, fallback, rows=None) -> Chunk:
+        """Take in a consolidated object's head (see :class:`smdebug.trials.chunks.Chunk`); ``rows``:
+        the files to use (all when None)."""
+        layouts = []
+        for cl in head.layouts:
+            shapes = {name: (shape, orig) for name, orig, shape in cl.shapes}
+            lkey = ("chunk", cl.tags, cl.shapes)
+            layout = self._layouts.get(lkey)
+            if layout is None:
+                layout = self._layouts[lkey] = Layout(cl.tags, tuple(shapes), where, shapes)
+                self.layouts.append(layout)
+                self.names.update(layout.tensors)
+            layouts.append(layout)
+        chunk = Chunk(key, str(where), head, layouts, load, fallback, rows)
+        live = chunk.rows
+        for lid in np.unique(head.layout_ids[live]).tolist():
+            rows = live[head.layout_ids[live] == lid]
+            layouts[lid].chunks.append((chunk, rows))
+            for m in np.unique(head.modes[rows]).tolist():
+                mode = ModeKeys(m)
+                if mode != ModeKeys.GLOBAL and (mode, id(layouts[lid])) not in self._mode_layouts_seen:
+                    self._mode_layouts_seen.add((mode, id(layouts[lid])))
+                    self.mode_names.setdefault(mode, set()).update(layouts[lid].tensors)
+        self._add_steps(head, live)
+        self.chunks.append(chunk)
+        self.by_step.add_chunk(chunk)
+        return chunk
+
+    def _add_steps(self, head: ConsolidatedHead, rows) -> None:
+        cols = (head.steps[rows], head.modes[rows], head.mode_steps[rows])
+        prev = self._bucket_heads.get(head.bucket)
+        if prev is not None and all(np.array_equal(a, b) for a, b in zip(prev, cols)):
+            return  # another worker's chunk of the same steps and modes: nothing new
+        self._bucket_heads.setdefault(head.bucket, cols)
+        g2m, m2g = self.global_to_mode, self.mode_to_global
+        for s, code, ms in zip(*(c.tolist() for c in cols)):
+            m = _MODES[code]
+            if s not in g2m:
+                g2m[s] = (m, ms)
+            if m is not ModeKeys.GLOBAL:
+                d = m2g.get(m)
+                if d is None:
+                    d = m2g[m] = {}
+                if ms not in d:
+                    d[ms] = s
+
+    def worker_count(self, step: int) -> int:
+        return self.by_step.worker_count(step)
+
+    def counts_after(self, last: int) -> dict:
+        return self.by_step.counts_after(last)
+
+    def complete_through(self, last: int, num_workers: int, window: int) -> int:
+        """The last complete step, given the previous one: the highest step all ``num_workers``
+        wrote; with more than ``window`` steps pending after it (a straggling worker), the oldest
+        pending steps count as complete, ``window // 2`` at a time, until at most ``window`` remain."""
+        counts = self.counts_after(last)
+        for step in sorted(counts):
+            if counts[step] >= num_workers:
+                last = step
+        pending = sorted(s for s in counts if s > last)
+        if len(pending) > window:
+            excess = len(pending) - window
+            chunk = max(window // 2, 1)
+            cut = min(-(-excess // chunk) * chunk, len(pending))
+            last = pending[cut - 1]
+            logger.info("smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as "
+                        "complete", len(pending), window, last)
+        return last
+
+    def max_step(self) -> int:
+        """The highest global step with an index file, -1 when none."""
+        return self.by_step.max_step()
+
+    def nbytes(self) -> int:
+        """Memory held by the consolidated chunks' arrays."""
+        return sum(c.nbytes() for c in self.chunks)
 
     def names_at(self, step: int) -> set[str]:
         out: set[str] = set()

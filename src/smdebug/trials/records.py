@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
 
+from smdebug.codec.crc import crc32c
 from smdebug.codec.event import decode_tensor_record
 from smdebug.codec.tfrecord import unframe
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 from smdebug.storage import Store
 
-__all__ = ["read_records", "WindowCache"]
+__all__ = ["read_records", "WindowCache", "RecordCheck"]
 
 WINDOW = 256 * 1024  # bytes fetched around a requested record on object storage
 
@@ -68,8 +70,20 @@ def _windows_for(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e - s) for s, e in out]
 
 
-def read_records(store: Store, requests, cache: WindowCache | None = None) -> list:
-    """Values of records: ``requests`` is a list of (event key, (start, length), index key).
+@dataclass(slots=True)
+class RecordCheck:
+    """What the index says about a record: its payload's CRC32C (None: not recorded)."""
+
+    step: int
+    tensor: str
+    crc: int | None
+    index: str  # the index file, as messages name it
+
+
+def read_records(store: Store, requests, cache: WindowCache | None = None, checks=None) -> list:
+    """Values of records: ``requests`` is a list of (event key, (start, length), index key);
+    ``checks``, when given, a RecordCheck or None per request: a payload whose CRC32C differs
+    from the recorded one raises EventFileCorrupt naming the file and step.
 
     Reads are grouped by event file and issued as one batched call (concurrent on S3).
     """
@@ -102,9 +116,17 @@ def read_records(store: Store, requests, cache: WindowCache | None = None) -> li
             for (i, _rng), blob in zip(grouped[ekey], res):
                 blobs[i] = blob
     out = []
-    for (ekey, (start, _length), _ikey), blob in zip(requests, blobs):
+    for i, ((ekey, (start, _length), _ikey), blob) in enumerate(zip(requests, blobs)):
         where = store.describe(ekey)
         payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
+        check = checks[i] if checks is not None else None
+        if check is not None and check.crc is not None:
+            got = crc32c(payload)
+            if got != check.crc:
+                raise EventFileCorrupt(
+                    f"{where}: step {check.step}, tensor {check.tensor!r}: the record at byte {start} is corrupt "
+                    f"(payload CRC32C {got:#010x}, {check.index} recorded {check.crc:#010x})"
+                )
         try:
             out.append(decode_tensor_record(payload))
         except EventFileCorrupt as exc:

@@ -18,6 +18,7 @@ from smdebug.exceptions import (
     StepUnavailable,
     TensorUnavailableForStep,
 )
+from smdebug.trials.records import RecordCheck
 
 __all__ = ["Tensor"]
 
@@ -31,6 +32,7 @@ class Tensor:
         self.cache = cache
         self.original_name = None
         self._done: dict[int, int] = {}  # id(layout) -> files of that layout already scanned
+        self._chunks_done: dict[int, int] = {}  # id(layout) -> its consolidated chunks already scanned
         self._layouts_seen = 0
         self._mine: list = []  # the layouts holding this tensor
         self._global: set[int] = set()
@@ -49,6 +51,9 @@ class Tensor:
         self._layouts_seen = len(idx.layouts)
         changed = False
         for layout in self._mine:
+            if len(layout.chunks) > self._chunks_done.get(id(layout), 0):
+                self._take_chunks(layout)
+                changed = True
             done = self._done.get(id(layout), 0)
             files = layout.files
             if done == len(files):
@@ -62,6 +67,24 @@ class Tensor:
             changed = True
         if changed:
             self._sorted.clear()
+
+    def _take_chunks(self, layout) -> None:
+        """The steps of a layout's consolidated chunks, array by array."""
+        done = self._chunks_done.get(id(layout), 0)
+        for chunk, rows in layout.chunks[done:]:
+            steps = chunk.steps[rows].tolist()
+            self._global.update(steps)
+            modes = chunk.head.modes[rows]
+            for code in set(modes.tolist()):
+                mode = ModeKeys(code)
+                sel = modes == code
+                d = self._by_mode.setdefault(mode, {})
+                for ms, g in zip(chunk.head.mode_steps[rows][sel].tolist(), chunk.steps[rows][sel].tolist()):
+                    if ms not in d:
+                        d[ms] = g
+        if layout.shapes and self.name in layout.shapes:
+            self.original_name = layout.shapes[self.name][1]
+        self._chunks_done[id(layout)] = len(layout.chunks)
 
     def _global_of(self, step_num, mode):
         if mode is None or mode == ModeKeys.GLOBAL:
@@ -165,16 +188,18 @@ class Tensor:
     def _read(self, picks):
         """Values of (IndexFile, position) pairs, in one batched read."""
         trial = self.trial
-        reqs = []
+        reqs, checks = [], []
         for f, pos in picks:
             where = trial.store.describe(f.key)
-            reqs.append((f.event_key, f.location(pos, where), f.key))
+            loc = f.location(pos, where)
+            reqs.append((f.event_key, loc, f.key))
+            checks.append(RecordCheck(f.step, self.name, f.crc(pos), where))
         if not self.cache:
-            return trial._read_records(reqs)
+            return trial._read_records(reqs, checks)
         out = [self._values.get((id(f), pos)) for f, pos in picks]
         missing = [i for i, v in enumerate(out) if v is None]
         if missing:
-            got = trial._read_records([reqs[i] for i in missing])
+            got = trial._read_records([reqs[i] for i in missing], [checks[i] for i in missing])
             for i, v in zip(missing, got):
                 out[i] = v
                 self._values[(id(picks[i][0]), picks[i][1])] = v

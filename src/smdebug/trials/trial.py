@@ -30,6 +30,7 @@ from smdebug.exceptions import (
     TensorUnavailable,
 )
 from smdebug.storage import Store
+from smdebug.trials.consolidated import Coverage, open_consolidated
 from smdebug.trials.index_state import IndexState
 from smdebug.trials.records import WindowCache, read_records
 from smdebug.trials.tensor import Tensor
@@ -114,6 +115,7 @@ class Trial:
         self._tensors: dict[str, Tensor] = {}
         self._windows = WindowCache() if store.remote else None
         self._list_after: str | None = None
+        self._coverage: Coverage | None = None  # what consolidated index objects serve, read at open
         if self.range_steps and self.range_steps[0]:
             first = self.range_steps[0] - 1
             self._list_after = f"{index_bucket_key(first)}{first:012d}_~"
@@ -153,13 +155,17 @@ class Trial:
 
     def refresh_data(self) -> None:
         """Read index files that appeared since the last refresh."""
+        if self._coverage is None:  # the consolidated index objects, read once at open
+            self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.num_workers,
+                                               self.range_steps)
+            self._list_after = max(self._list_after or "", self._coverage.list_after or "") or None
         keys = self.store.list(INDEX_PREFIX, start_after=self._list_after)
         new = []
         for k in keys:
             if k in self._seen_keys:
                 continue
             sw = parse_index_key(k)
-            if sw is None or not self._in_range(sw[0]):
+            if sw is None or not self._in_range(sw[0]) or self._coverage.covers(*sw):
                 continue
             new.append((k, sw))
         if new:
@@ -187,22 +193,7 @@ class Trial:
             self.worker_set.add(worker)
 
     def _update_completeness(self) -> None:
-        by_step = self._index.by_step
-        for step in sorted(s for s in by_step if s > self.last_complete_step):
-            if len(by_step[step]) >= self.num_workers:
-                self.last_complete_step = step
-        pending = sorted(s for s in by_step if s > self.last_complete_step)
-        if len(pending) > self._window:
-            # a straggling worker: stop waiting for the oldest pending steps, window // 2 at a
-            # time, until no more than `window` steps are pending
-            excess = len(pending) - self._window
-            chunk = max(self._window // 2, 1)
-            cut = min(-(-excess // chunk) * chunk, len(pending))
-            self.last_complete_step = pending[cut - 1]
-            logger.info(
-                "smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as complete",
-                len(pending), self._window, self.last_complete_step,
-            )
+        self.last_complete_step = self._index.complete_through(self.last_complete_step, self.num_workers, self._window)
         if self.last_complete_step >= 0 and not self.bad_index_files:
             s = self.last_complete_step
             self._list_after = max(self._list_after or "", f"{index_bucket_key(s)}{s:012d}_~")
@@ -215,7 +206,7 @@ class Trial:
         if ended:
             self.loaded_all_steps = True
             if self._index.by_step:
-                self.last_complete_step = max(self.last_complete_step, max(self._index.by_step))
+                self.last_complete_step = max(self.last_complete_step, self._index.max_step())
 
     def refresh_tensor(self, tname, steps=None) -> None:
         self.refresh_data()
@@ -280,7 +271,7 @@ class Trial:
         return (
             self.loaded_all_steps
             or self.last_complete_step >= g
-            or len(self._index.by_step.get(g, ())) >= self.num_workers
+            or self._index.worker_count(g) >= self.num_workers
         )
 
     def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
@@ -382,9 +373,9 @@ class Trial:
             if s == step and (worker is None or w == worker):
                 raise IndexReaderException(msg)
 
-    def _read_records(self, requests):
-        """Decode records: ``requests`` is a list of (event key, (start, length), index key)."""
-        return read_records(self.store, requests, self._windows)
+    def _read_records(self, requests, checks=None):
+        """Decode records (trials.records.read_records); ``checks`` verifies payload CRCs."""
+        return read_records(self.store, requests, self._windows, checks)
 
     def __repr__(self):
         return f"<smdebug.trials.Trial name={self.name!r} path={self.path!r}>"

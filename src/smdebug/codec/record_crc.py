@@ -1,0 +1,39 @@
+"""CRC32C of each record's payload, computed over the chunks an event file is written from."""
+
+from __future__ import annotations
+
+from smdebug.codec.crc import crc32c
+
+__all__ = ["payload_crcs", "HEADER_BYTES", "FOOTER_BYTES"]
+
+HEADER_BYTES = 12  # u64 length + u32 masked CRC of the length
+FOOTER_BYTES = 4
+
+
+def payload_crcs(chunks, starts, lengths) -> list[int]:
+    """The CRC32C of the payload of each record ``[start, start + length)`` of the file made of
+    ``chunks`` (bytes-like pieces, concatenated). Records must be given in file order."""
+    views, offs, pos = [], [], 0
+    for c in chunks:
+        v = memoryview(c)
+        if v.format != "B" or v.ndim != 1:
+            v = v.cast("B")
+        if v.nbytes:
+            views.append(v)
+            offs.append(pos)
+            pos += v.nbytes
+    out = []
+    ci = 0
+    for s, n in zip(starts, lengths):
+        a, b = s + HEADER_BYTES, s + n - FOOTER_BYTES
+        while ci < len(views) and offs[ci] + views[ci].nbytes <= a:
+            ci += 1
+        crc, j, p = 0, ci, a
+        while p < b:
+            o, v = offs[j], views[j]
+            e = min(b, o + v.nbytes)
+            crc = crc32c(v[p - o : e - o], crc)
+            p = e
+            j += 1
+        out.append(crc)
+    return out

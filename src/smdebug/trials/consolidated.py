@@ -1,0 +1,233 @@
+"""Opening a trial through its consolidated index objects (``_smdebug/index/``, see
+:mod:`smdebug.codec.consolidated` and :mod:`smdebug.core.consolidate`).
+
+At open: one listing of the consolidated objects, one read of each heads object (a worker's
+heads of up to 100 buckets), one listing of the bucket folders of index/, and a ranged read of
+the head of each object no heads object vouches for (concurrent on S3). A bucket is *covered* when every
+worker has an object for it; covered buckets' per-step index files are neither listed nor read.
+The per-step listing starts at the first bucket that is not covered. A missing, stale, truncated
+or corrupt object costs nothing but speed: its bucket is read from the per-step files, and the
+trial says so once in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smdebug.codec.consolidated import decode_entries, decode_head, decode_heads, head_size
+from smdebug.codec.crc import crc32c
+from smdebug.codec.index import decode_index
+from smdebug.core.locations import (
+    CONSOLIDATED_PREFIX,
+    HEADS_GROUP,
+    INDEX_BUCKET,
+    INDEX_PREFIX,
+    bucket_of,
+    index_bucket_key,
+    parse_consolidated_key,
+    parse_heads_key,
+    parse_index_key,
+)
+from smdebug.exceptions import IndexReaderException
+from smdebug.storage import Store
+from smdebug.trials.index_state import IndexState
+
+__all__ = ["Coverage", "open_consolidated", "HEAD_READ"]
+
+logger = logging.getLogger("smdebug")
+
+HEAD_READ = 64 * 1024  # bytes read from each object at open: the head, and the whole object when small
+
+
+@dataclass
+class Coverage:
+    """Which (bucket, worker) index files the consolidated objects serve."""
+
+    covered: set = field(default_factory=set)  # (bucket, worker)
+    list_after: str | None = None  # where the per-step listing of index/ may start
+    chunks: int = 0
+    fallbacks: list = field(default_factory=list)  # messages of objects not used
+
+    def covers(self, step: int, worker: str) -> bool:
+        return bool(self.covered) and (bucket_of(step), worker) in self.covered
+
+
+class _Warner:
+    """Logs the first fallback as a warning, later ones at debug level."""
+
+    def __init__(self, coverage: Coverage):
+        self.coverage = coverage
+
+    def __call__(self, msg: str) -> None:
+        first = not self.coverage.fallbacks
+        self.coverage.fallbacks.append(msg)
+        (logger.warning if first else logger.debug)(
+            "smdebug: %s; reading the per-step index files instead (nothing is lost, only speed)", msg)
+
+
+def _in_range(bucket: int, rng) -> bool:
+    if rng is None:
+        return True
+    lo, hi = rng
+    return (lo is None or (bucket + 1) * INDEX_BUCKET > lo) and (hi is None or bucket * INDEX_BUCKET < hi)
+
+
+def _list_objects(store: Store, rng, warn) -> tuple[dict, list]:
+    """{(bucket, worker): (key, tag)} of the objects in range, and the heads objects' keys."""
+    lo = rng[0] if rng and rng[0] else 0
+    after = f"{CONSOLIDATED_PREFIX}{bucket_of(lo) - 1:09d}/~" if bucket_of(lo) > 0 else None
+    found, heads, doubled = {}, [], set()
+    for k in store.list(CONSOLIDATED_PREFIX, start_after=after):
+        p = parse_consolidated_key(k)
+        if p is not None:
+            if _in_range(p[0], rng):
+                if (p[0], p[1]) in found:
+                    doubled.add((p[0], p[1]))  # a writer stopped between writing and cleaning up
+                found[(p[0], p[1])] = (k, p[2])
+            continue
+        g = parse_heads_key(k)
+        if g is not None and _in_range_group(g[0], rng):
+            heads.append(k)
+    for bw in doubled:
+        warn(f"two consolidated index objects for bucket {bw[0]} of {bw[1]}")
+        del found[bw]
+    return found, heads
+
+
+def _in_range_group(group: int, rng) -> bool:
+    if rng is None:
+        return True
+    first = group * HEADS_GROUP * INDEX_BUCKET
+    end = first + HEADS_GROUP * INDEX_BUCKET
+    return (rng[0] is None or end > rng[0]) and (rng[1] is None or first < rng[1])
+
+
+def _heads_from_summaries(store: Store, keys: list, found: dict, warn) -> dict:
+    """{(bucket, worker): head} for the objects whose head a heads object holds (checked by tag)."""
+    out = {}
+    for key, blob in zip(keys, store.read_many(keys)):
+        where = store.describe(key)
+        try:
+            if isinstance(blob, Exception):
+                raise IndexReaderException(f"{where}: {blob}")
+            parts = decode_heads(blob, where)
+        except IndexReaderException as exc:
+            warn(f"heads object unusable ({exc})")
+            continue
+        for part in parts:
+            try:
+                head = decode_head(part, where)
+            except IndexReaderException:
+                continue  # that object's head is read from the object itself
+            hit = found.get((head.bucket, head.worker))
+            if hit is not None and hit[1] == crc32c(part):
+                out[(head.bucket, head.worker)] = head
+    return out
+
+
+def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
+    """(head, entries or None) from the first bytes of an object; IndexReaderException if unusable."""
+    where = store.describe(key)
+    if isinstance(res, Exception):
+        raise IndexReaderException(f"{where}: {res}")
+    buf = res[0]
+    end = head_size(buf, where)
+    if end > len(buf):
+        buf = buf + store.read_ranges(key, [(len(buf), end - len(buf))])[0]
+    head = decode_head(buf, where)
+    if (head.worker, head.bucket) != (worker, bucket) or crc32c(bytes(buf[:end])) != tag:
+        raise IndexReaderException(f"{where}: stale: holds bucket {head.bucket} of {head.worker}, "
+                                   "or a head its name does not match")
+    entries = None
+    if len(buf) >= head.entries_offset + head.entries_len:
+        entries = decode_entries(head, buf[head.entries_offset :], where)
+    return head, entries
+
+
+def open_consolidated(store: Store, index: IndexState, workers: set, num_workers: int, rng) -> Coverage:
+    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None); adds their
+    workers to ``workers``."""
+    cov = Coverage()
+    warn = _Warner(cov)
+    found, heads_keys = _list_objects(store, rng, warn)
+    if not found:
+        return cov
+    heads = _heads_from_summaries(store, heads_keys, found, warn)
+    rest = [bw for bw in found if bw not in heads]
+    read = store.read_ranges_many([(found[bw][0], [(0, HEAD_READ)]) for bw in rest]) if rest else []
+    got = {bw: (h, None) for bw, h in heads.items()}
+    for bw, res in zip(rest, read):
+        key, tag = found[bw]
+        try:
+            got[bw] = _read_head(store, key, tag, bw[0], bw[1], res)
+        except IndexReaderException as exc:
+            warn(f"consolidated index unusable ({exc})")
+    by_bucket: dict = {}
+    for (bucket, worker), (head, entries) in sorted(got.items()):
+        key = found[(bucket, worker)][0]
+        rows = None
+        if rng is not None:
+            keep = np.ones(len(head.steps), bool)
+            if rng[0] is not None:
+                keep &= head.steps >= rng[0]
+            if rng[1] is not None:
+                keep &= head.steps < rng[1]
+            rows = np.flatnonzero(keep)
+        chunk = index.add_chunk(key, store.describe(key), head, _loader(store), _fallback(store, index, warn), rows)
+        if entries is not None:
+            chunk.set_entries(entries)
+        by_bucket.setdefault(bucket, set()).add(worker)
+    cov.chunks = sum(len(w) for w in by_bucket.values())
+    for bucket, ws in by_bucket.items():
+        cov.covered.update((bucket, w) for w in ws)
+    full = {b for b, ws in by_bucket.items() if len(ws) >= num_workers and ws >= workers}
+    workers.update(w for ws in by_bucket.values() for w in ws)
+    folders = [b for b in _bucket_folders(store) if _in_range(b, rng)]
+    uncovered = [b for b in folders if b not in full]
+    if uncovered:
+        first = min(uncovered)
+        cov.list_after = f"{INDEX_PREFIX}{first - 1:09d}/~" if first > 0 else None
+    elif folders:
+        cov.list_after = f"{INDEX_PREFIX}{max(folders):09d}/~"
+    return cov
+
+
+def _bucket_folders(store: Store) -> list[int]:
+    return sorted(int(name) for name in store.list_folders(INDEX_PREFIX) if name.isdigit())
+
+
+def _loader(store: Store):
+    def load(chunk):
+        h = chunk.head
+        try:
+            blob = store.read_ranges(chunk.key, [(h.entries_offset, h.entries_len)])[0]
+        except Exception as exc:  # noqa: BLE001 - any failure: use the per-step files
+            raise IndexReaderException(f"{chunk.where}: {exc}") from exc
+        return decode_entries(h, blob, chunk.where)
+
+    return load
+
+
+def _fallback(store: Store, index: IndexState, warn):
+    def fallback(chunk, exc) -> dict:
+        warn(f"consolidated index unusable ({exc})")
+        keys = []
+        for k in store.list(index_bucket_key(chunk.bucket * INDEX_BUCKET)):
+            sw = parse_index_key(k)
+            if sw is not None and sw[1] == chunk.worker:
+                keys.append((k, sw[0]))
+        files = {}
+        for (key, step), blob in zip(keys, store.read_many([k for k, _ in keys])):
+            if isinstance(blob, Exception):
+                continue  # its step then raises, naming the missing file, when read
+            where = store.describe(key)
+            try:
+                files[step] = index.make_file(key, step, chunk.worker, decode_index(blob, where), where)
+            except IndexReaderException as err:
+                logger.warning("smdebug: %s", err)
+        return files
+
+    return fallback
