@@ -30,17 +30,33 @@ def encode_index(meta: dict, tensor_payload: list, shape_payload: list) -> bytes
     )
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _short(value: object, limit: int = 120) -> str:
+    """repr() for a message, cut so that a hostile file cannot make the message huge."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[:limit]}... ({len(r)} characters)"
+
+
 def _bad(where: str, what: str) -> IndexReaderException:
     return IndexReaderException(f"{where}: {what}")
 
 
+def _whole(value: object, what: str, where: str, lo: int) -> int:
+    """A JSON integer in [lo, 2**63 - 1]: floats (2.5, 1e308), strings and bools are refused."""
+    if type(value) is not int or not lo <= value <= _INT64_MAX:
+        raise _bad(where, f"{what} {_short(value)} is not a whole number in [{lo}, 2**63 - 1]")
+    return value
+
+
 def safe_relative_key(name: object, where: str) -> str:
     """``event_file_name`` must be a relative path that stays inside the trial folder."""
-    if not isinstance(name, str) or not name:
-        raise _bad(where, f"event_file_name {name!r} is not a non-empty string")
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise _bad(where, f"event_file_name {_short(name)} is not a non-empty string without NUL")
     norm = posixpath.normpath(name.replace("\\", "/"))
     if norm.startswith("/") or norm == ".." or norm.startswith("../") or ":" in norm.split("/")[0]:
-        raise _bad(where, f"event_file_name {name!r} points outside the trial folder")
+        raise _bad(where, f"event_file_name {_short(name)} points outside the trial folder")
     return norm
 
 
@@ -57,11 +73,10 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         raise _bad(where, "meta section is missing or empty")
     if "tensor_payload" not in d and "shape_payload" not in d:
         raise _bad(where, "neither tensor_payload nor shape_payload is present")
-    try:
-        mode = ModeKeys[str(meta["mode"]).strip()]
-        mode_step = int(meta["mode_step"])
-    except (KeyError, ValueError, TypeError):
-        raise _bad(where, f"meta needs a valid mode and mode_step, got {meta!r}") from None
+    mode = ModeKeys.__members__.get(meta["mode"].strip()) if isinstance(meta.get("mode"), str) else None
+    if mode is None or "mode_step" not in meta:
+        raise _bad(where, f"meta needs a valid mode and mode_step, got {_short(meta)}")
+    mode_step = _whole(meta["mode_step"], "meta.mode_step", where, -_INT64_MAX - 1)
     tp = d.get("tensor_payload") or []
     sp = d.get("shape_payload") or []
     if not isinstance(tp, list) or not isinstance(sp, list):
@@ -80,12 +95,12 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
     shapes = {}
     for e in sp:
         try:
-            shapes[e["tensorname"]] = (
-                tuple(int(x) for x in e["shape"]),
-                e.get("originalname", e["tensorname"]),
-            )
-        except (KeyError, TypeError, ValueError):
-            raise _bad(where, f"bad shape_payload entry {e!r}") from None
+            name, dims, original = e["tensorname"], e["shape"], e.get("originalname", e["tensorname"])
+        except (KeyError, TypeError, AttributeError):
+            raise _bad(where, f"bad shape_payload entry {_short(e)}") from None
+        if not isinstance(name, str) or not isinstance(original, str) or not isinstance(dims, list):
+            raise _bad(where, f"bad shape_payload entry {_short(e)}")
+        shapes[name] = (tuple(_whole(x, f"shape of {name!r}: dimension", where, 0) for x in dims), original)
     return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes)
 
 
