@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 import orjson
@@ -88,6 +89,8 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         lengths = [e["length"] for e in tp]
     except (KeyError, TypeError):
         raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
+    if not all(type(t) is str for t in tags):
+        raise _bad(where, f"a tensorname is not a string: {_short([t for t in tags if type(t) is not str][0])}")
     if tp:
         # start_idx / length are checked when a record is read (IndexFile.location), so that
         # opening a trial does no per-entry work beyond collecting the tags
@@ -104,8 +107,33 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
     return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes)
 
 
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _check_collection(name: str, c: object, where: str) -> None:
+    if not isinstance(c, dict):
+        raise _bad(where, f"collection {_short(name)} is {_short(c)}, not an object")
+    if not isinstance(c.get("name"), str):
+        raise _bad(where, f"collection {_short(name)}: name {_short(c.get('name'))} is not a string")
+    for field in ("include_regex", "tensor_names"):
+        if c.get(field) is not None and not _str_list(c[field]):
+            raise _bad(where, f"collection {_short(name)}: {field} {_short(c[field])} is not a list of strings")
+    for rx in c.get("include_regex") or ():
+        try:
+            re.compile(rx)
+        except re.error as exc:
+            raise _bad(where, f"collection {_short(name)}: include_regex {_short(rx)} is not a regex ({exc})") from None
+    for field in ("reduction_config", "save_config"):
+        if c.get(field) is not None and not isinstance(c[field], dict):
+            raise _bad(where, f"collection {_short(name)}: {field} {_short(c[field])} is not an object")
+    if not isinstance(c.get("save_histogram", True), bool):
+        raise _bad(where, f"collection {_short(name)}: save_histogram {_short(c['save_histogram'])} is not a boolean")
+
+
 def decode_collections_json(data: bytes, where: str) -> dict:
-    """The collections JSON as a dict, checked for the two top-level keys 1.0.34 writes."""
+    """The collections JSON as a dict, checked for the two top-level keys 1.0.34 writes, the types of
+    each collection's fields and ``_meta.num_workers`` (a whole number >= 1)."""
     try:
         d = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -114,5 +142,12 @@ def decode_collections_json(data: bytes, where: str) -> dict:
         raise IndexReaderException(f"{where}: expected {{'collections': {{...}}, '_meta': {{...}}}}")
     extra = set(d) - {"collections", "_meta"}
     if extra:
-        raise IndexReaderException(f"{where}: unexpected keys {sorted(extra)}")
+        raise IndexReaderException(f"{where}: unexpected keys {_short(sorted(extra))}")
+    for name, c in d.get("collections", {}).items():
+        _check_collection(name, c, where)
+    meta = d.get("_meta", {})
+    if not isinstance(meta, dict):
+        raise _bad(where, f"_meta {_short(meta)} is not an object")
+    if "num_workers" in meta:
+        _whole(meta["num_workers"], "_meta.num_workers", where, 1)
     return d

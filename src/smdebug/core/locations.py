@@ -35,8 +35,8 @@ STOP_REQUEST_KEY = f"{SMDEBUG_PREFIX}stop_training.json"
 # consolidated index objects, one per (index bucket, worker)
 CONSOLIDATED_PREFIX = f"{SMDEBUG_PREFIX}index/"
 
-_INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
-_COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
+_INDEX_KEY = re.compile(r"^index/(\d{9})/(\d+)_([^/]+)\.json$")
+_COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/([^/]+)_collections\.json$")
 
 
 def serialize_worker(worker: str) -> str:
@@ -77,9 +77,12 @@ def index_key(step: int, worker: str) -> str:
 def parse_index_key(key: str) -> tuple[int, str] | None:
     """(global step, worker) of an index key, or None for anything else (.tmp files...)."""
     m = _INDEX_KEY.match(key)
-    if m is None:
+    if m is None or len(m.group(2)) > 20:
         return None
-    return int(m.group(1)), deserialize_worker(m.group(2))
+    step = int(m.group(2))
+    if step // INDEX_BUCKET != int(m.group(1)):
+        return None  # not where the step's index lives: a stray copy, not a second index of it
+    return step, deserialize_worker(m.group(3))
 
 
 def worker_from_collections_key(key: str) -> str | None:

@@ -72,9 +72,11 @@ class LocalStore(Store):
         out: list[bytes] = [b""] * len(ranges)
         try:
             with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
                 for i in sorted(range(len(ranges)), key=lambda j: ranges[j][0]):
                     start, length = ranges[i]
-                    out[i] = os.pread(f.fileno(), length, start)
+                    # never more than the file holds: os.pread allocates the length asked for
+                    out[i] = os.pread(f.fileno(), max(min(length, size - start), 0), start) if start < size else b""
         except FileNotFoundError:
             raise ObjectNotFound(f"{path} does not exist") from None
         except OSError as exc:

@@ -55,7 +55,7 @@ class IndexFile:
 
     def location(self, pos: int, where: str) -> tuple[int, int]:
         start, length = self.starts[pos], self.lengths[pos]
-        if type(start) is not int or type(length) is not int or start < 0 or length < 16:
+        if type(start) is not int or type(length) is not int or start < 0 or length < 16 or start + length > 2**63 - 1:
             raise IndexReaderException(
                 f"{where}: bad record location start_idx={start!r} length={length!r}"
             )
