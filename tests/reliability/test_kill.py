@@ -11,20 +11,16 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from smdebug.codec.index import decode_index
 from smdebug.trials import create_trial
 
-TRAINER = Path(__file__).with_name("kill_trainer.py")
 KILLS = 20
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+MARKER = 262_144  # kill_trainer.MARKER
 
 
 def _index_files(out: Path) -> list[Path]:
@@ -36,23 +32,6 @@ def _index_files(out: Path) -> list[Path]:
 
 def _n_index(out: Path) -> int:
     return sum(1 for p in _index_files(out) if p.name.endswith(".json"))
-
-
-@pytest.fixture
-def trainer():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, str(TRAINER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
-    try:
-        yield proc
-    finally:
-        try:
-            proc.stdin.write("quit\n")
-            proc.stdin.close()
-            proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
 
 
 def _check_after_kill(out: Path, seen: int) -> dict:
@@ -67,7 +46,7 @@ def _check_after_kill(out: Path, seen: int) -> dict:
     assert steps == list(range(len(steps))) and len(steps) >= seen
     marker = trial.tensor("marker")
     for s in steps:
-        np.testing.assert_array_equal(marker.value(s), np.full((262_144,), float(s), np.float32))
+        np.testing.assert_array_equal(marker.value(s), np.full((MARKER,), float(s), np.float32))
         for name in trial.tensor_names(step=s):
             v = trial.tensor(name).value(s)
             assert np.isfinite(v).all()
@@ -81,9 +60,7 @@ def test_sigkill_at_random_points_while_writing(trainer, tmp_path):
     survived, steps_read, tmp_left, still_writing = 0, 0, 0, 0
     for i in range(KILLS):
         out = tmp_path / f"run{i}"
-        trainer.stdin.write(f"run {out} {i}\n")
-        trainer.stdin.flush()
-        pid = int(trainer.stdout.readline().split()[1])
+        pid = trainer.start(out=str(out), seed=i)
         want = rng.randint(1, 10)
         deadline = time.monotonic() + 60
         coll = out / "collections" / "000000000" / "worker_0_collections.json"
@@ -95,7 +72,7 @@ def test_sigkill_at_random_points_while_writing(trainer, tmp_path):
         while time.perf_counter() < spin_until:
             pass
         os.kill(pid, signal.SIGKILL)
-        status = int(trainer.stdout.readline().split()[1])
+        status = trainer.wait()
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         got = _check_after_kill(out, seen)
         survived += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 
@@ -103,8 +104,12 @@ class LocalStore(Store):
                 fd = os.open(tmp, _WRITE_FLAGS, 0o666)
             try:
                 _write_all(fd, chunks)
-            finally:
+            except BaseException:
                 os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # a full disk keeps no partial file
+                raise
+            os.close(fd)
             os.replace(tmp, path)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from exc
