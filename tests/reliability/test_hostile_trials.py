@@ -166,7 +166,7 @@ for v in WRONG_TYPES + HUGE + ["1", 2.0, 1e300]:
 for v in [None, 1, [], {}, "", "x", [{"mode": "GLOBAL"}]]:
     _case(f"meta={v!r}", _set("meta", value=v), "open")
 for v in [None, 1, True, [], {}, "", "../../decoy.tfevents", "/etc/passwd", "events/../../../decoy.tfevents",
-          "..\\..\\decoy.tfevents", "s3://bucket/key", "file:///etc/passwd", "events/x\0y", "\0",
+          "..\\..\\decoy.tfevents", "gs://bucket/key", "file:///etc/passwd", "events/x\0y", "\0",
           "C:\\decoy.tfevents", "~/decoy.tfevents"]:
     outcome = "read" if v == "~/decoy.tfevents" else "open"  # ~ is no home folder here, just a name
     _case(f"meta.event_file_name={v!r}", _set("meta", "event_file_name", value=v), outcome)

@@ -24,7 +24,7 @@ from smdebug.storage import open_store
 
 READER = Path(__file__).with_name("reader_proc.py")
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-STEPS = {"local": 30, "s3": 12}
+STEPS = {"local": 30, "s3": 8}
 WORKERS = ["worker_0", "worker_1"]
 
 
