@@ -57,11 +57,25 @@ OP_TEXT = {ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<=", ast.Gt: ">", ast.Eq: "==",
            ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
 
 _HOSTILE = "tests/reliability/test_hostile_trials.py"
-TESTS = {  # module (relative to src/smdebug) -> pytest arguments; the per-test backend "s3" is skipped
-    "codec/index.py": ["tests/codec/test_index.py", "tests/trials/test_trial_bad_input.py", _HOSTILE],
-    "codec/": ["tests/codec/test_tfrecord.py", "tests/codec/test_tensor_roundtrip.py",
+_EXC = "tests/reliability/test_documented_exceptions.py"
+_FUZZ = [f"tests/codec/test_fuzz.py::{t}" for t in (
+    "test_seeds_are_valid", "test_hostile_tensor_proto_examples", "test_hostile_histogram_example",
+    "test_hostile_index_examples", "test_accepted_index_edge_values")]
+TESTS = {  # module (relative to src/smdebug) -> tests (files or node ids); the backend "s3" is skipped
+    "codec/index.py": ["tests/codec/test_index.py", *_FUZZ, "tests/trials/test_trial_bad_input.py", _HOSTILE],
+    "codec/": [_EXC, *_FUZZ, "tests/codec/test_tfrecord.py", "tests/codec/test_tensor_roundtrip.py",
                "tests/codec/test_step_records.py", _HOSTILE],
-    "trials/": ["tests/trials", _HOSTILE],
+    "trials/": [_EXC, "tests/trials", _HOSTILE],
+}
+# raises no input can reach (a mutant of them behaves exactly as the original): (module, start of the
+# raise statement's text) -> why
+EQUIVALENT = {
+    ("trials/tensor.py", "raise NoMoreData(step_num"): "has_passed_step never answers NOT_YET_AVAILABLE once "
+    "loaded_all_steps is set (every step is complete then), so this branch is not reached",
+    ("trials/index_state.py", "raise IndexReaderException(f\"{where}: tensorname"): "decode_index refuses "
+    "non-string tensornames before a Layout is made",
+    ("codec/tensor.py", "raise SMDebugTypeError(\"bfloat16 needs"): "ml_dtypes is a core dependency",
+    ("codec/tensor.py", "raise EventFileCorrupt(f\"cannot shape"): "callers check that the sizes match first",
 }
 
 
@@ -74,6 +88,18 @@ class Mutant:
     end: tuple[int, int]
     text: str  # the replacement
     what: str  # a description
+    equivalent: str = ""  # why no test can kill it (see EQUIVALENT)
+
+
+def _existing(root: Path, args: list[str]) -> list[str]:
+    """The tests of ``args`` that exist under ``root`` (files, folders, or file::function)."""
+    out = []
+    for a in args:
+        path, _, func = a.partition("::")
+        p = root / path
+        if p.exists() and (not func or f"def {func}(" in p.read_text()):
+            out.append(str(root / a))
+    return out
 
 
 def _tests_for(module: str) -> list[str]:
@@ -113,6 +139,9 @@ def find_mutants(module: str, ops: set[str]) -> list[Mutant]:
                         out.append(Mutant(module, "cmp", node.lineno, s, (s[0], s[1] + len(tok)),
                                           FLIP[type(op)], f"`{tok}` -> `{FLIP[type(op)]}`"))
                 left = right
+    for m in out:
+        stmt = lines[m.line - 1].strip()
+        m.equivalent = next((why for (mod, text), why in EQUIVALENT.items() if mod == module and stmt.startswith(text)), "")
     return sorted(out, key=lambda m: (m.line, m.op))
 
 
@@ -142,14 +171,7 @@ def run_tests(src_root: Path, tests_root: Path, args: list[str], timeout: float,
     env = dict(os.environ, PYTHONPATH=str(src_root), PYTHONDONTWRITEBYTECODE="1")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", "not s3",
            "--rootdir", str(tests_root.parent)]
-    files = []
-    for a in args:
-        if a.startswith("tests/"):
-            if (tests_root.parent / a).exists():
-                files.append(str(tests_root.parent / a))
-        else:
-            files.append(a)
-    cmd += files + [f"--deselect={d}" for d in deselect]
+    cmd += _existing(tests_root.parent, args) + [f"--deselect={d}" for d in deselect]
     try:
         r = subprocess.run(cmd, cwd=tests_root.parent, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -182,7 +204,7 @@ class InProcess:
         import pytest
 
         self._purge()
-        files = [str(self.tests_root.parent / a) for a in args if (self.tests_root.parent / a).exists()]
+        files = _existing(self.tests_root.parent, args)
         cwd = os.getcwd()
         os.chdir(self.tests_root.parent)
         try:
@@ -209,7 +231,7 @@ def baseline_failures(src_root: Path, tests_root: Path, args: list[str]) -> list
     env = dict(os.environ, PYTHONPATH=str(src_root))
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not s3", "-rf",
            "--rootdir", str(tests_root.parent)]
-    cmd += [str(tests_root.parent / a) for a in args if a.startswith("tests/") and (tests_root.parent / a).exists()]
+    cmd += _existing(tests_root.parent, args)
     r = subprocess.run(cmd, cwd=tests_root.parent, env=env, capture_output=True, text=True)
     return [line.split()[1] for line in r.stdout.splitlines() if line.startswith("FAILED ")]
 
@@ -245,6 +267,10 @@ def main() -> int:
         else:
             tests_root = REPO / "tests"
         mutants = [m for mod in modules for m in find_mutants(mod, ops)]
+        equivalent = [m for m in mutants if m.equivalent]
+        mutants = [m for m in mutants if not m.equivalent]
+        for m in equivalent:
+            print(f"equivalent, not run: {m.module}:{m.line} {m.op}: {m.what} ({m.equivalent})")
         if a.limit:
             mutants = mutants[: a.limit]
         deselect: dict[str, list[str]] = {}
