@@ -22,6 +22,7 @@ import ast
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -200,10 +201,15 @@ class InProcess:
             if name == "smdebug" or name.startswith("smdebug.") or f.startswith(roots):
                 del sys.modules[name]
 
-    def run(self, args: list[str], deselect=(), extra=()) -> int:
+    def run(self, args: list[str], deselect=(), extra=(), timeout: float = 0) -> int:
+        """pytest's exit code; a run longer than ``timeout`` s is stopped inside the test that
+        hangs (a mutant can make a wait loop endless), which fails it."""
         import pytest
 
         self._purge()
+        if timeout:
+            signal.signal(signal.SIGALRM, _hung)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
         files = _existing(self.tests_root.parent, args)
         cwd = os.getcwd()
         os.chdir(self.tests_root.parent)
@@ -213,7 +219,17 @@ class InProcess:
                                     *[f"--deselect={d}" for d in deselect]],
                                    plugins=[_Quiet()]))
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             os.chdir(cwd)
+
+
+class MutantTimeout(Exception):
+    pass
+
+
+def _hung(signum, frame):
+    signal.setitimer(signal.ITIMER_REAL, 1)  # again every second until pytest has given up
+    raise MutantTimeout("the tests ran past --timeout")
 
 
 class _Quiet:
@@ -242,7 +258,7 @@ def main() -> int:
     ap.add_argument("--modules", default="")
     ap.add_argument("--tests-from", default="")
     ap.add_argument("--limit", type=int, default=0)
-    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--timeout", type=float, default=120, help="seconds per mutant; past it, it counts as killed")
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--subprocess", action="store_true", help="a fresh interpreter per mutant (slower)")
     a = ap.parse_args()
@@ -293,7 +309,7 @@ def main() -> int:
                 else:
                     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), \
                             contextlib.redirect_stderr(null):
-                        code = runner.run(args, deselect[tuple(args)], ["-x"])
+                        code = runner.run(args, deselect[tuple(args)], ["-x"], a.timeout)
                     res = "survived" if code in (0, 5) else "killed"
             finally:
                 target.write_text(original)
