@@ -68,15 +68,18 @@ TESTS = {  # module (relative to src/smdebug) -> tests (files or node ids); the 
                "tests/codec/test_step_records.py", _HOSTILE],
     "trials/": [_EXC, "tests/trials", _HOSTILE],
 }
-# raises no input can reach (a mutant of them behaves exactly as the original): (module, start of the
-# raise statement's text) -> why
+# mutants that behave exactly as the original for every input: (module, start of the raise
+# statement's text, or the line before it and that text, the operators) -> why
 EQUIVALENT = {
-    ("trials/tensor.py", "raise NoMoreData(step_num"): "has_passed_step never answers NOT_YET_AVAILABLE once "
+    ("trials/tensor.py", "raise NoMoreData(step_num", "swap drop"): "has_passed_step never answers NOT_YET_AVAILABLE once "
     "loaded_all_steps is set (every step is complete then), so this branch is not reached",
-    ("trials/index_state.py", "raise IndexReaderException(f\"{where}: tensorname"): "decode_index refuses "
+    ("trials/index_state.py", "raise IndexReaderException(f\"{where}: tensorname", "swap drop"): "decode_index refuses "
     "non-string tensornames before a Layout is made",
-    ("codec/tensor.py", "raise SMDebugTypeError(\"bfloat16 needs"): "ml_dtypes is a core dependency",
-    ("codec/tensor.py", "raise EventFileCorrupt(f\"cannot shape"): "callers check that the sizes match first",
+    ("trials/trial.py", "if not self.loaded_all_steps:\nraise StepUnavailable(step, mode)", "drop"): "wait_for_steps: a step "
+    "is UNAVAILABLE before the end only when a later step is complete, and then the next check raises "
+    "the same StepUnavailable",
+    ("codec/tensor.py", "raise SMDebugTypeError(\"bfloat16 needs", "swap drop"): "ml_dtypes is a core dependency",
+    ("codec/tensor.py", "raise EventFileCorrupt(f\"cannot shape", "swap drop"): "callers check that the sizes match first",
 }
 
 
@@ -141,8 +144,10 @@ def find_mutants(module: str, ops: set[str]) -> list[Mutant]:
                                           FLIP[type(op)], f"`{tok}` -> `{FLIP[type(op)]}`"))
                 left = right
     for m in out:
-        stmt = lines[m.line - 1].strip()
-        m.equivalent = next((why for (mod, text), why in EQUIVALENT.items() if mod == module and stmt.startswith(text)), "")
+        stmt = lines[m.line - 2].strip() + "\n" + lines[m.line - 1].strip()  # the line before, and the raise's
+        m.equivalent = next((why for (mod, text, ops), why in EQUIVALENT.items()
+                             if mod == module and m.op in ops
+                             and (stmt.startswith(text) if "\n" in text else stmt.split("\n")[1].startswith(text))), "")
     return sorted(out, key=lambda m: (m.line, m.op))
 
 

@@ -24,11 +24,13 @@ from smdebug.exceptions import (
     IndexReaderException,
     InvalidWorker,
     NoMoreData,
+    ObjectNotFound,
     ShapeUnavailableForStep,
     SMDebugNotImplementedError,
     SMDebugTypeError,
     StepNotYetAvailable,
     StepUnavailable,
+    StorageError,
     TensorUnavailableForStep,
 )
 from smdebug.trials import create_trial
@@ -245,3 +247,24 @@ def test_bad_record_location_is_an_index_error(tmp_path):
     with pytest.raises(IndexReaderException, match=f"{ipath}: bad record location start_idx=-1") as ei:
         create_trial(url).tensor("t").value(0)
     assert not isinstance(ei.value, EventFileCorrupt)
+
+
+def test_an_index_file_that_cannot_be_read_is_a_storage_error(tmp_path, monkeypatch):
+    """Not a missing file (skipped: removed between listing and reading) but one the storage cannot
+    read: the error reaches the user, naming the file, rather than the step silently missing."""
+    import socket
+
+    url = _trial_dir(tmp_path, {w: [0] for w in W}, ended=True)
+    monkeypatch.chdir(tmp_path)  # a socket's path must be short: bind it relative to the trial
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(index_key(1, "worker_0"))  # listed like a file, but open() fails with ENXIO
+        with pytest.raises(StorageError, match=f"cannot read {tmp_path / index_key(1, 'worker_0')}") as ei:
+            create_trial(url)
+    assert not isinstance(ei.value, ObjectNotFound)
+
+
+def test_collection_argument_of_the_wrong_type(tmp_path):
+    trial = create_trial(_trial_dir(tmp_path, {w: [0] for w in W}, ended=True))
+    assert trial.tensor_names(collection="default") == []
+    with pytest.raises(TypeError, match="Invalid argument type for collection int"):
+        trial.tensor_names(collection=5)
