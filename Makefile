@@ -7,7 +7,7 @@ FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer clean
+.PHONY: demo test lint bench peer clean mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_hook.py
+
+# deliberate bugs in trials/ and codec/, one at a time: every documented exception must be pinned (RELIABILITY.md)
+mutation: $(VENV)/.installed
+	$(PY) tools/mutate.py
 
 clean:
 	rm -rf $(VENV) $(PEER) build *.egg-info src/*.egg-info
