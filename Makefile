@@ -8,7 +8,7 @@ FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture
+.PHONY: demo test lint bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,10 @@ bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_hook.py
 	$(PY) bench/bench_xgboost.py
+
+# deliberate bugs in trials/ and codec/, one at a time: every documented exception must be pinned (RELIABILITY.md)
+mutation: $(VENV)/.installed
+	$(PY) tools/mutate.py
 
 clean:
 	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build *.egg-info src/*.egg-info

@@ -2,7 +2,8 @@
 
 Both listen on 127.0.0.1 only. The proxy forwards each request to moto over a keep-alive
 http.client connection per proxy thread, counts it by kind (LIST, HEAD, RANGE, GET, PUT, ...)
-and can answer a share of requests with 503, reset the connection without answering, or delay.
+and can answer a share of requests with 503, reset the connection without answering, delay, or
+send half of a GET's body and then reset the connection ("midbody") or close it ("truncate").
 """
 
 from __future__ import annotations
@@ -94,6 +95,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet
         pass
 
+    def setup(self):
+        super().setup()
+        with self.server.proxy._lock:
+            self.server.proxy._connections.add(self.connection)
+
+    def finish(self):
+        with self.server.proxy._lock:
+            self.server.proxy._connections.discard(self.connection)
+        super().finish()
+
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             parts = []
@@ -122,7 +133,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, proxy) -> None:
         body = self._body()
         kind = kind_of(self.command, self.path, self.headers)
-        fault = proxy._record(kind, self.headers.get("amz-sdk-request", ""))
+        fault = proxy._record(kind, self.headers.get("amz-sdk-request", ""),
+                              (self.command, self.path, self.headers.get("Range", "")))
         if fault == "reset":
             # close without answering; SO_LINGER 0 makes it a TCP reset
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -136,6 +148,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(msg)
+            return
+        if fault in ("midbody", "truncate"):
+            fwd = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            status, reason, rheaders, rbody = proxy._forward(self.command, self.path, body, fwd)
+            self.send_response_only(status, reason)
+            for k, v in rheaders:
+                if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(rbody)))  # promises the whole body ...
+            self.end_headers()
+            self.wfile.write(rbody[: len(rbody) // 2])  # ... and sends half of it
+            self.wfile.flush()
+            if fault == "midbody":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
             return
         if fault == "slow":
             threading.Event().wait(proxy.delay_s)  # injected latency, bounded
@@ -173,7 +200,10 @@ class S3Proxy:
         self.counts: Counter = Counter()
         self.faults: Counter = Counter()
         self.in_flight = self.max_in_flight = 0  # requests being answered now / at most so far
-        self.error_rate = self.reset_rate = self.slow_rate = 0.0
+        self.error_rate = self.reset_rate = self.slow_rate = self.midbody_rate = self.truncate_rate = 0.0
+        self.max_faults_per_request: int | None = None
+        self._faulted: Counter = Counter()
+        self._connections: set = set()  # client connections open now (closed by close())
         self.delay_s = 0.0
         self.fault_attempts = 3
         self._rng = random.Random(seed)
@@ -186,14 +216,21 @@ class S3Proxy:
         self._thread = threading.Thread(target=self._server.serve_forever, name="s3proxy", daemon=True)
         self._thread.start()
 
-    def configure(self, error_rate=0.0, reset_rate=0.0, slow_rate=0.0, delay_s=0.0, seed=0, fault_attempts=3) -> None:
-        """Shares of requests answered 503 / reset / delayed by ``delay_s`` (at most 2 s).
+    def configure(self, error_rate=0.0, reset_rate=0.0, slow_rate=0.0, delay_s=0.0, seed=0, fault_attempts=3,
+                  midbody_rate=0.0, truncate_rate=0.0, max_faults_per_request=None) -> None:
+        """Shares of requests answered 503 / reset / delayed by ``delay_s`` (at most 2 s), and of
+        GETs whose body breaks off half way with a reset (midbody) or a clean close (truncate).
 
         Only a request's first ``fault_attempts`` attempts (botocore's ``amz-sdk-request:
-        attempt=N`` header) are faulted, so a client that retries enough always gets through.
+        attempt=N`` header) are faulted, so a client that retries enough always gets through;
+        ``max_faults_per_request`` bounds the faults of one (method, path, Range) over all its
+        attempts, even those a client starts afresh.
         """
         with self._lock:
             self.error_rate, self.reset_rate, self.slow_rate = error_rate, reset_rate, slow_rate
+            self.midbody_rate, self.truncate_rate = midbody_rate, truncate_rate
+            self.max_faults_per_request = max_faults_per_request
+            self._faulted.clear()
             self.fault_attempts = fault_attempts
             self.delay_s = min(delay_s, 2.0)
             self._rng = random.Random(seed)
@@ -209,14 +246,17 @@ class S3Proxy:
         with self._lock:
             return dict(self.counts)
 
-    def _record(self, kind: str, sdk_request: str) -> str | None:
+    def _record(self, kind: str, sdk_request: str, request: tuple = ()) -> str | None:
         m = re.search(r"attempt=(\d+)", sdk_request)
         attempt = int(m.group(1)) if m else 1
         with self._lock:
             self.counts[kind] += 1
             r = self._rng.random()
             fault = None
+            body_faults = self.midbody_rate + self.truncate_rate if kind in ("GET", "RANGE") else 0.0
             if attempt > self.fault_attempts:
+                pass
+            elif self.max_faults_per_request is not None and self._faulted[request] >= self.max_faults_per_request:
                 pass
             elif r < self.error_rate:
                 fault = "503"
@@ -224,8 +264,12 @@ class S3Proxy:
                 fault = "reset"
             elif r < self.error_rate + self.reset_rate + self.slow_rate:
                 fault = "slow"
+            elif r < self.error_rate + self.reset_rate + self.slow_rate + body_faults:
+                fault = "midbody" if r < self.error_rate + self.reset_rate + self.slow_rate + self.midbody_rate \
+                    else "truncate"
             if fault:
                 self.faults[fault] += 1
+                self._faulted[request] += 1
             return fault
 
     def _forward(self, method, path, body, headers):
@@ -250,5 +294,13 @@ class S3Proxy:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        """Stop listening and cut the connections clients keep alive: the endpoint is gone."""
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            conns = list(self._connections)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -7,7 +7,7 @@ IndexReaderException. Anything else (IndexError, numpy errors, OverflowError, ..
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
 
 import numpy as np
 import pytest
@@ -29,9 +29,10 @@ from smdebug.codec.tfrecord import frame, iter_records, unframe
 from smdebug.codec.wire import I32, I64, LEN, VARINT, double, key, ld, varint
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import EventFileCorrupt, IndexReaderException
+from smdtest import FIXTURES
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FIXTURES = Path("/work/shared/fixtures/smdebug-1.0.34")
+
 WHERE = "fuzz/events/000000000000/000000000000_worker_0.tfevents"
 
 _PAYLOADS = [
@@ -67,20 +68,40 @@ def _decode_record_bytes(data: bytes) -> None:
 
 def _decode_payload(payload: bytes) -> None:
     try:
-        decode_event(payload)
+        event = decode_event(payload)
     except EventFileCorrupt:
         pass
+    else:  # what is accepted is well formed
+        for v in event.values:
+            assert isinstance(v.tag, str)
+            assert v.tensor is None or isinstance(v.tensor, np.ndarray)
     try:
-        decode_tensor_record(payload)
+        arr = decode_tensor_record(payload)
     except EventFileCorrupt:
         pass
+    else:
+        assert isinstance(arr, np.ndarray) and all(type(d) is int and d >= 0 for d in arr.shape)
 
 
-def _decode_index(data: bytes) -> None:
+def _decode_index(data: bytes):
+    """The parsed index, checked to be well formed, or None when refused (naming the file)."""
     try:
-        decode_index(data, "fuzz/index.json")
+        parsed = decode_index(data, "fuzz/index.json")
     except IndexReaderException as exc:
         assert "fuzz/index.json" in str(exc)
+        assert len(str(exc)) < 1000  # a hostile file cannot make the message huge
+        return None
+    assert isinstance(parsed.mode, ModeKeys)
+    assert type(parsed.mode_step) is int and -(2**63) <= parsed.mode_step < 2**63
+    assert parsed.event_file_name is None or (
+        isinstance(parsed.event_file_name, str)
+        and not parsed.event_file_name.startswith(("/", "../"))
+        and "\0" not in parsed.event_file_name
+    )
+    for name, (shape, original) in parsed.shapes.items():
+        assert isinstance(name, str) and isinstance(original, str)
+        assert all(type(d) is int and 0 <= d < 2**63 for d in shape)
+    return parsed
 
 
 @st.composite
@@ -264,33 +285,63 @@ def _shape(*dims: int) -> bytes:
     return ld(2, b"".join(ld(2, _raw_varint_field(1, d)) for d in dims))
 
 
+# name: (TensorProto bytes, what the EventFileCorrupt message says)
 HOSTILE_TENSORS = {
-    "no-dtype-no-values-but-dims": _shape(3),
-    "float_val-packed-not-multiple-of-4": _raw_varint_field(1, 1) + _shape(1) + ld(5, b"\x00\x00\x00"),
-    "double_val-packed-not-multiple-of-8": _raw_varint_field(1, 2) + _shape(1) + ld(6, b"\x00" * 5),
-    "half_val-out-of-uint16-range": _raw_varint_field(1, 19) + _shape(1) + _raw_varint_field(13, 70000),
-    "half_val-negative": _raw_varint_field(1, 19) + _shape(1) + _raw_varint_field(13, -1),
-    "int_val-one-value-huge-shape": _raw_varint_field(1, 3) + _shape(2**40) + _raw_varint_field(7, 5),
-    "int_val-negative-dims": _raw_varint_field(1, 3)
-    + _shape(-1, -2)
-    + _raw_varint_field(7, 1)
-    + _raw_varint_field(7, 2),
-    "int_val-70-bit-varint": _raw_varint_field(1, 3) + _shape(1) + key(7, VARINT) + b"\xff" * 9 + b"\x7f",
-    "strings-negative-dims": _shape(-1, -2) + ld(8, b"a") + ld(8, b"b"),
-    "dim-70-bit-varint": _raw_varint_field(1, 1) + ld(2, ld(2, key(1, VARINT) + b"\xff" * 9 + b"\x7f")) + ld(4, b""),
-    "dims-product-wraps-int64-to-zero": _raw_varint_field(1, 1) + _shape(2**62, 4) + ld(4, b""),
-    "content-with-negative-dims": _raw_varint_field(1, 1) + _shape(-1, -1) + ld(4, b"\x00" * 4),
+    "no-dtype-no-values-but-dims": (_shape(3), "0 strings for shape [3]"),
+    "float_val-packed-not-multiple-of-4": (
+        _raw_varint_field(1, 1) + _shape(1) + ld(5, b"\x00\x00\x00"),
+        "packed float_val is not a whole number of values",
+    ),
+    "double_val-packed-not-multiple-of-8": (
+        _raw_varint_field(1, 2) + _shape(1) + ld(6, b"\x00" * 5),
+        "packed double_val is not a whole number of values",
+    ),
+    "half_val-out-of-uint16-range": (
+        _raw_varint_field(1, 19) + _shape(1) + _raw_varint_field(13, 70000),
+        "70000 out of bounds for uint16",
+    ),
+    "half_val-negative": (_raw_varint_field(1, 19) + _shape(1) + _raw_varint_field(13, -1), "out of bounds for uint16"),
+    "int_val-one-value-huge-shape": (
+        _raw_varint_field(1, 3) + _shape(2**40) + _raw_varint_field(7, 5),
+        "1 values for shape [1099511627776]",
+    ),
+    "int_val-negative-dims": (
+        _raw_varint_field(1, 3) + _shape(-1, -2) + _raw_varint_field(7, 1) + _raw_varint_field(7, 2),
+        "negative dimension",
+    ),
+    "int_val-70-bit-varint": (
+        _raw_varint_field(1, 3) + _shape(1) + key(7, VARINT) + b"\xff" * 9 + b"\x7f",
+        "bad TensorProto values",
+    ),
+    "strings-negative-dims": (_shape(-1, -2) + ld(8, b"a") + ld(8, b"b"), "negative dimension"),
+    "dim-70-bit-varint": (
+        _raw_varint_field(1, 1) + ld(2, ld(2, key(1, VARINT) + b"\xff" * 9 + b"\x7f")) + ld(4, b""),
+        "tensor_content holds 0 bytes",
+    ),
+    "dims-product-wraps-int64-to-zero": (
+        _raw_varint_field(1, 1) + _shape(2**62, 4) + ld(4, b""),
+        "needs 73786976294838206464",
+    ),
+    "content-with-negative-dims": (_raw_varint_field(1, 1) + _shape(-1, -1) + ld(4, b"\x00" * 4), "negative dimension"),
 }
 
 
-@pytest.mark.parametrize("proto", list(HOSTILE_TENSORS.values()), ids=list(HOSTILE_TENSORS))
-def test_hostile_tensor_proto_examples(proto):
-    _decode_payload(_tensor_event(proto))
+@pytest.mark.parametrize("name", list(HOSTILE_TENSORS))
+def test_hostile_tensor_proto_examples(name):
+    proto, message = HOSTILE_TENSORS[name]
+    payload = _tensor_event(proto)
+    with pytest.raises(EventFileCorrupt, match=re.escape(message)):
+        decode_event(payload)
+    with pytest.raises(EventFileCorrupt, match=re.escape(message)):
+        decode_tensor_record(payload)
+    # framed, the record itself is intact: only the tensor inside it is refused
+    assert [p for _, p in iter_records(frame(payload) + frame(_PAYLOADS[0]), WHERE)] == [payload, _PAYLOADS[0]]
 
 
 def test_hostile_histogram_example():
     payload = double(1, 1.0) + ld(5, ld(1, ld(1, b"h") + ld(5, ld(6, b"\x00" * 7))))
-    _decode_payload(payload)
+    with pytest.raises(EventFileCorrupt, match="histogram buckets are not a whole number of doubles"):
+        decode_event(payload)
 
 
 # -------------------------------------------------------------------------------------- index
@@ -380,23 +431,72 @@ def test_random_json_as_index(value):
     )
 
 
-@pytest.mark.parametrize(
-    "doc",
-    [
-        b'{"meta": {"mode": "TRAIN", "mode_step": 1e308}, "shape_payload": []}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [{"tensorname": "a", "shape": [1e308]}]}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [{"tensorname": ["a"], "shape": [1]}]}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [{"tensorname": "a", "shape": null}]}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [["a"]]}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "tensor_payload": [1]}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": 0, "event_file_name": 5}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1}]}',
-        b'{"meta": {"mode": null, "mode_step": "x"}, "tensor_payload": []}',
-        b'{"meta": {"mode": "TRAIN", "mode_step": "' + b"9" * 5000 + b'"}, "tensor_payload": []}',
-        b"[" * 5000 + b"]" * 5000,
-        b'{"meta": ' * 3000 + b"1" + b"}" * 3000,
-        b"\xff\xfe{}",
-        b"",
-    ],
-)
-def test_hostile_index_examples(doc):
-    _decode_index(doc)
+_T = b'"tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 20}]'
+_E = b'"event_file_name": "events/000000000000/000000000000_worker_0.tfevents"'
+
+
+def _meta(mode_step: bytes, extra: bytes = b"") -> bytes:
+    return b'{"meta": {"mode": "TRAIN", "mode_step": ' + mode_step + extra + b"}, "
+
+
+def _with_shape(shape: bytes, name: bytes = b'"a"') -> bytes:
+    return b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [{"tensorname": ' + name + b', "shape": ' + shape + b"}]}"
+
+
+# (document, what the IndexReaderException message says besides the file name)
+HOSTILE_INDEXES = {
+    "mode_step-1e308": (_meta(b"1e308") + b'"shape_payload": []}', "meta.mode_step 1e+308 is not a whole number"),
+    "mode_step-2.5": (_meta(b"2.5") + b'"shape_payload": []}', "meta.mode_step 2.5 is not a whole number"),
+    "mode_step-2.0": (_meta(b"2.0") + b'"shape_payload": []}', "meta.mode_step 2.0 is not a whole number"),
+    "mode_step-string": (_meta(b'"5"') + b'"shape_payload": []}', "meta.mode_step '5' is not a whole number"),
+    "mode_step-bool": (_meta(b"true") + b'"shape_payload": []}', "meta.mode_step True is not a whole number"),
+    "mode_step-2**64-1": (_meta(b"18446744073709551615") + b'"shape_payload": []}', "is not a whole number"),
+    "mode_step-null": (_meta(b"null") + b'"shape_payload": []}', "meta.mode_step None is not a whole number"),
+    "mode_step-5000-digits": (_meta(b'"' + b"9" * 5000 + b'"') + b"\"tensor_payload\": []}", "characters)"),
+    "mode-null-mode_step-x": (b'{"meta": {"mode": null, "mode_step": "x"}, "tensor_payload": []}', "valid mode"),
+    "mode-unknown": (b'{"meta": {"mode": "TRAINING", "mode_step": 1}, "tensor_payload": []}', "valid mode"),
+    "mode-int": (b'{"meta": {"mode": 1, "mode_step": 1}, "tensor_payload": []}', "valid mode"),
+    "mode_step-missing": (b'{"meta": {"mode": "EVAL"}, "tensor_payload": []}', "valid mode and mode_step"),
+    "shape-1e308": (_with_shape(b"[1e308]"), "dimension 1e+308 is not a whole number"),
+    "shape-2.5": (_with_shape(b"[2, 2.5]"), "dimension 2.5 is not a whole number"),
+    "shape-negative": (_with_shape(b"[-1]"), "dimension -1 is not a whole number"),
+    "shape-string": (_with_shape(b'"12"'), "bad shape_payload entry"),
+    "shape-null": (_with_shape(b"null"), "bad shape_payload entry"),
+    "shape-tensorname-list": (_with_shape(b"[1]", b'["a"]'), "bad shape_payload entry"),
+    "shape-entry-list": (b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [["a"]]}', "bad shape_payload"),
+    "tensor_payload-entry-int": (b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "tensor_payload": [1]}', "lacks tensorname"),
+    "event_file_name-int": (_meta(b"0", b', "event_file_name": 5') + _T + b"}", "event_file_name 5 is not"),
+    "event_file_name-missing": (_meta(b"0") + _T + b"}", "event_file_name None is not"),
+    "event_file_name-absolute": (_meta(b"0", b', "event_file_name": "/etc/passwd"') + _T + b"}", "outside the trial"),
+    "event_file_name-parent": (_meta(b"0", b', "event_file_name": "events/../../x"') + _T + b"}", "outside the trial"),
+    "event_file_name-backslash": (_meta(b"0", b', "event_file_name": "..\\\\x"') + _T + b"}", "outside the trial"),
+    "event_file_name-url": (_meta(b"0", b', "event_file_name": "s3://b/x"') + _T + b"}", "outside the trial"),
+    "event_file_name-NUL": (_meta(b"0", b', "event_file_name": "events/a\\u0000b"') + _T + b"}", "without NUL"),
+    "nested-lists": (b"[" * 5000 + b"]" * 5000, "not valid JSON"),
+    "nested-objects": (b'{"meta": ' * 3000 + b"1" + b"}" * 3000, "not valid JSON"),
+    "not-utf8": (b"\xff\xfe{}", "not valid JSON"),
+    "empty": (b"", "not valid JSON"),
+    "top-level-list": (b"[]", "not a JSON object"),
+    "no-payloads": (b'{"meta": {"mode": "TRAIN", "mode_step": 0}}', "neither tensor_payload nor shape_payload"),
+    "payload-not-list": (b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "tensor_payload": {"a": 1}}', "must be lists"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_INDEXES))
+def test_hostile_index_examples(name):
+    doc, message = HOSTILE_INDEXES[name]
+    with pytest.raises(IndexReaderException) as ei:
+        decode_index(doc, "fuzz/index.json")
+    assert str(ei.value).startswith("fuzz/index.json: ")
+    assert message in str(ei.value)
+    assert len(str(ei.value)) < 1000
+
+
+def test_accepted_index_edge_values():
+    """The values at the edges of what is allowed are kept exactly."""
+    big = 2**63 - 1
+    doc = _meta(str(big).encode(), b", " + _E) + _T + b', "shape_payload": [{"tensorname": "a", "shape": [0, 3]}]}'
+    got = decode_index(doc, "x")
+    assert (got.mode, got.mode_step, got.tags, got.starts, got.lengths) == (ModeKeys.TRAIN, big, ("a",), [0], [20])
+    assert got.shapes == {"a": ((0, 3), "a")}
+    assert decode_index(_meta(b"-1") + b'"shape_payload": []}', "x").mode_step == -1

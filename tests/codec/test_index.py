@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from smdebug.codec.index import ParsedIndex, decode_index, encode_index
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import IndexReaderException
+from smdtest import FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures/smdebug-1.0.34")
 INDEX_FILES = sorted(FIXTURES.glob("*/index/*/*.json"))
 WHERE = "s3://bucket/trial/index/000000000/000000000042_worker_1.json"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -18,8 +17,9 @@ from smdebug.codec.tensor import encode_tensor
 from smdebug.codec.tfrecord import frame, iter_records, unframe
 from smdebug.codec.wire import LEN, VARINT, double, iter_fields, key, ld, varint
 from smdebug.core.modes import ModeKeys
+from smdtest import FIXTURES
 
-FIXTURE = Path("/work/shared/fixtures/smdebug-1.0.34/multi_worker_modes")
+FIXTURE = FIXTURES / "multi_worker_modes"
 EVENT_FILE = FIXTURE / "events/000000000000/000000000000_worker_0.tfevents"
 INDEX_FILE = FIXTURE / "index/000000000/000000000000_worker_0.json"
 EXPECTED = FIXTURE.parent / "multi_worker_modes.expected.json"

@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -92,11 +93,23 @@ def test_chief_marks_the_end_only_when_every_worker_is_done(tmp_path, monkeypatc
         for _ in range(2):
             m(torch.randn(4, 3))
     chief = threading.Thread(target=hooks[0].close)
+    t0 = time.monotonic()
     chief.start()
-    assert not (out / "training_job_end.ts").exists()  # worker_1 has not finished
+    # the chief has finished its own writing once its done-file exists; from then on it waits
+    chief_done = out / "collections" / "000000000" / "worker_0_done.ts"
+    while not chief_done.exists() and chief.is_alive() and time.monotonic() - t0 < 30:
+        time.sleep(0.01)  # polling for the file, bounded
+    assert chief_done.exists()
+    # a barrier: half a second later the chief is still waiting for worker_1 (without its wait
+    # loop it writes the end marker at once and this fails)
+    chief.join(timeout=0.5)
+    assert chief.is_alive()
+    assert not (out / "training_job_end.ts").exists()
+    assert not (out / "collections" / "000000000" / "worker_1_done.ts").exists()
     hooks[1].close()
-    chief.join(timeout=60)
+    chief.join(timeout=30)
     assert not chief.is_alive()
+    assert time.monotonic() - t0 < 30  # it stopped waiting when worker_1 was done, not at the 60 s limit
     assert (out / "training_job_end.ts").exists()
     trial = create_trial(str(out))
     assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]

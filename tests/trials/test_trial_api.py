@@ -13,6 +13,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import (
     InvalidWorker,
     ShapeUnavailableForStep,
+    StepUnavailable,
     TensorUnavailable,
     TensorUnavailableForStep,
 )
@@ -252,6 +253,42 @@ def test_workers_and_invalid_worker(trial):
     with pytest.raises(InvalidWorker) as ei:
         trial.tensor("w").value(0, worker="worker_9")
     assert "worker_9" in str(ei.value)
+
+
+@pytest.mark.parametrize(
+    "name, step, mode",
+    [("lr", 0, GLOBAL), ("lr", 1000, GLOBAL), ("preds", 0, GLOBAL), ("preds", 1, TRAIN), ("b", 1, EVAL)],
+)
+def test_value_of_tensor_not_saved_at_existing_step(trial, name, step, mode):
+    """The step exists (other tensors were saved there): the error is about the tensor, not the step.
+
+    Rules catch TensorUnavailableForStep to skip such steps; StepUnavailable would end them.
+    """
+    assert step in trial.steps(mode=mode)
+    t = trial.tensor(name)
+    with pytest.raises(TensorUnavailableForStep) as ei:
+        t.value(step, mode=mode)
+    assert not isinstance(ei.value, StepUnavailable)
+    assert (ei.value.tname, ei.value.step, ei.value.mode) == (name, step, mode)
+    with pytest.raises(TensorUnavailableForStep):
+        t.value(step, mode=mode, worker="worker_1")
+    with pytest.raises(TensorUnavailableForStep):
+        t.reduction_value(step, "mean", mode=mode)
+
+
+def test_value_at_step_that_does_not_exist_is_step_unavailable(trial):
+    with pytest.raises(StepUnavailable) as ei:
+        trial.tensor("w").value(2)
+    assert not isinstance(ei.value, TensorUnavailableForStep)
+    assert ei.value.step == 2
+
+
+@pytest.mark.parametrize("name, step, mode", [("lr", 0, GLOBAL), ("preds", 1, TRAIN), ("w", 2, GLOBAL), ("w", 9, EVAL)])
+def test_workers_where_tensor_not_saved_raises(trial, name, step, mode):
+    """Like 1.0.34: workers() of a step where the tensor was not saved raises, never returns []."""
+    with pytest.raises(TensorUnavailableForStep) as ei:
+        trial.tensor(name).workers(step, mode=mode)
+    assert (ei.value.tname, ei.value.step, ei.value.mode) == (name, step, mode)
 
 
 def test_prev_steps(trial):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 import orjson
@@ -31,17 +32,33 @@ def encode_index(meta: dict, tensor_payload: list, shape_payload: list) -> bytes
     )
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _short(value: object, limit: int = 120) -> str:
+    """repr() for a message, cut so that a hostile file cannot make the message huge."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[:limit]}... ({len(r)} characters)"
+
+
 def _bad(where: str, what: str) -> IndexReaderException:
     return IndexReaderException(f"{where}: {what}")
 
 
+def _whole(value: object, what: str, where: str, lo: int) -> int:
+    """A JSON integer in [lo, 2**63 - 1]: floats (2.5, 1e308), strings and bools are refused."""
+    if type(value) is not int or not lo <= value <= _INT64_MAX:
+        raise _bad(where, f"{what} {_short(value)} is not a whole number in [{lo}, 2**63 - 1]")
+    return value
+
+
 def safe_relative_key(name: object, where: str) -> str:
     """``event_file_name`` must be a relative path that stays inside the trial folder."""
-    if not isinstance(name, str) or not name:
-        raise _bad(where, f"event_file_name {name!r} is not a non-empty string")
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise _bad(where, f"event_file_name {_short(name)} is not a non-empty string without NUL")
     norm = posixpath.normpath(name.replace("\\", "/"))
     if norm.startswith("/") or norm == ".." or norm.startswith("../") or ":" in norm.split("/")[0]:
-        raise _bad(where, f"event_file_name {name!r} points outside the trial folder")
+        raise _bad(where, f"event_file_name {_short(name)} points outside the trial folder")
     return norm
 
 
@@ -58,11 +75,10 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         raise _bad(where, "meta section is missing or empty")
     if "tensor_payload" not in d and "shape_payload" not in d:
         raise _bad(where, "neither tensor_payload nor shape_payload is present")
-    try:
-        mode = ModeKeys[str(meta["mode"]).strip()]
-        mode_step = int(meta["mode_step"])
-    except (KeyError, ValueError, TypeError):
-        raise _bad(where, f"meta needs a valid mode and mode_step, got {meta!r}") from None
+    mode = ModeKeys.__members__.get(meta["mode"].strip()) if isinstance(meta.get("mode"), str) else None
+    if mode is None or "mode_step" not in meta:
+        raise _bad(where, f"meta needs a valid mode and mode_step, got {_short(meta)}")
+    mode_step = _whole(meta["mode_step"], "meta.mode_step", where, -_INT64_MAX - 1)
     tp = d.get("tensor_payload") or []
     sp = d.get("shape_payload") or []
     if not isinstance(tp, list) or not isinstance(sp, list):
@@ -75,6 +91,8 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         crcs = [e.get("crc32c") for e in tp] if tp and "crc32c" in tp[0] else None
     except (KeyError, TypeError):
         raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
+    if not all(type(t) is str for t in tags):
+        raise _bad(where, f"a tensorname is not a string: {_short([t for t in tags if type(t) is not str][0])}")
     if tp and meta.get("event_file_name") != "":
         # start_idx / length are checked when a record is read (IndexFile.location), so that
         # opening a trial does no per-entry work beyond collecting the tags. An empty name keeps
@@ -83,17 +101,42 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
     shapes = {}
     for e in sp:
         try:
-            shapes[e["tensorname"]] = (
-                tuple(int(x) for x in e["shape"]),
-                e.get("originalname", e["tensorname"]),
-            )
-        except (KeyError, TypeError, ValueError):
-            raise _bad(where, f"bad shape_payload entry {e!r}") from None
+            name, dims, original = e["tensorname"], e["shape"], e.get("originalname", e["tensorname"])
+        except (KeyError, TypeError, AttributeError):
+            raise _bad(where, f"bad shape_payload entry {_short(e)}") from None
+        if not isinstance(name, str) or not isinstance(original, str) or not isinstance(dims, list):
+            raise _bad(where, f"bad shape_payload entry {_short(e)}")
+        shapes[name] = (tuple(_whole(x, f"shape of {name!r}: dimension", where, 0) for x in dims), original)
     return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes, crcs)
 
 
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _check_collection(name: str, c: object, where: str) -> None:
+    if not isinstance(c, dict):
+        raise _bad(where, f"collection {_short(name)} is {_short(c)}, not an object")
+    if not isinstance(c.get("name"), str):
+        raise _bad(where, f"collection {_short(name)}: name {_short(c.get('name'))} is not a string")
+    for field in ("include_regex", "tensor_names"):
+        if c.get(field) is not None and not _str_list(c[field]):
+            raise _bad(where, f"collection {_short(name)}: {field} {_short(c[field])} is not a list of strings")
+    for rx in c.get("include_regex") or ():
+        try:
+            re.compile(rx)
+        except re.error as exc:
+            raise _bad(where, f"collection {_short(name)}: include_regex {_short(rx)} is not a regex ({exc})") from None
+    for field in ("reduction_config", "save_config"):
+        if c.get(field) is not None and not isinstance(c[field], dict):
+            raise _bad(where, f"collection {_short(name)}: {field} {_short(c[field])} is not an object")
+    if not isinstance(c.get("save_histogram", True), bool):
+        raise _bad(where, f"collection {_short(name)}: save_histogram {_short(c['save_histogram'])} is not a boolean")
+
+
 def decode_collections_json(data: bytes, where: str) -> dict:
-    """The collections JSON as a dict, checked for the two top-level keys 1.0.34 writes."""
+    """The collections JSON as a dict, checked for the two top-level keys 1.0.34 writes, the types of
+    each collection's fields and ``_meta.num_workers`` (a whole number >= 1)."""
     try:
         d = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -102,5 +145,12 @@ def decode_collections_json(data: bytes, where: str) -> dict:
         raise IndexReaderException(f"{where}: expected {{'collections': {{...}}, '_meta': {{...}}}}")
     extra = set(d) - {"collections", "_meta"}
     if extra:
-        raise IndexReaderException(f"{where}: unexpected keys {sorted(extra)}")
+        raise IndexReaderException(f"{where}: unexpected keys {_short(sorted(extra))}")
+    for name, c in d.get("collections", {}).items():
+        _check_collection(name, c, where)
+    meta = d.get("_meta", {})
+    if not isinstance(meta, dict):
+        raise _bad(where, f"_meta {_short(meta)} is not an object")
+    if "num_workers" in meta:
+        _whole(meta["num_workers"], "_meta.num_workers", where, 1)
     return d

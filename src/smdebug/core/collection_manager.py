@@ -8,7 +8,7 @@ import os
 from smdebug.codec.index import decode_collections_json
 from smdebug.core.collection import Collection
 from smdebug.core.locations import COLLECTIONS_PREFIX
-from smdebug.exceptions import SMDebugError, SMDebugTypeError
+from smdebug.exceptions import IndexReaderException, SMDebugError, SMDebugTypeError
 
 __all__ = ["CollectionManager"]
 
@@ -78,8 +78,11 @@ class CollectionManager:
         data = s.encode("utf-8") if isinstance(s, str) else s
         params = decode_collections_json(data, where)
         cm = cls()
-        for c_dict in (params.get("collections") or {}).values():
-            cm.add(collection_class.from_dict(c_dict))
+        try:
+            for c_dict in (params.get("collections") or {}).values():
+                cm.add(collection_class.from_dict(c_dict))
+        except (SMDebugError, TypeError, ValueError, KeyError) as exc:
+            raise IndexReaderException(f"{where}: {exc}") from None
         cm.update_meta(params.get("_meta") or {})
         return cm
 

@@ -50,8 +50,8 @@ CONSOLIDATED_PREFIX = f"{SMDEBUG_PREFIX}index/"
 _CONSOLIDATED_KEY = re.compile(r"^_smdebug/index/(\d{9})/(.+)\.([0-9a-f]{8})\.cidx$")
 _HEADS_KEY = re.compile(r"^_smdebug/index/heads/(\d{6})/(.+)\.cidh$")
 HEADS_GROUP = 100  # buckets whose heads one heads object of a worker gathers
-_INDEX_KEY = re.compile(r"^index/\d{9}/(\d+)_(.+)\.json$")
-_COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/(.+)_collections\.json$")
+_INDEX_KEY = re.compile(r"^index/(\d{9})/(\d+)_([^/]+)\.json$")
+_COLLECTIONS_KEY = re.compile(r"^collections/[^/]+/([^/]+)_collections\.json$")
 
 
 # the worker that writes when include_workers="one", and the end-of-job marker
@@ -119,9 +119,12 @@ def index_key(step: int, worker: str) -> str:
 def parse_index_key(key: str) -> tuple[int, str] | None:
     """(global step, worker) of an index key, or None for anything else (.tmp files...)."""
     m = _INDEX_KEY.match(key)
-    if m is None:
+    if m is None or len(m.group(2)) > 20:
         return None
-    return int(m.group(1)), deserialize_worker(m.group(2))
+    step = int(m.group(2))
+    if step // INDEX_BUCKET != int(m.group(1)):
+        return None  # not where the step's index lives: a stray copy, not a second index of it
+    return step, deserialize_worker(m.group(3))
 
 
 def worker_from_collections_key(key: str) -> str | None:

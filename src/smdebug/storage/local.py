@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 
@@ -72,9 +73,11 @@ class LocalStore(Store):
         out: list[bytes] = [b""] * len(ranges)
         try:
             with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
                 for i in sorted(range(len(ranges)), key=lambda j: ranges[j][0]):
                     start, length = ranges[i]
-                    out[i] = os.pread(f.fileno(), length, start)
+                    # never more than the file holds: os.pread allocates the length asked for
+                    out[i] = os.pread(f.fileno(), max(min(length, size - start), 0), start) if start < size else b""
         except FileNotFoundError:
             raise ObjectNotFound(f"{path} does not exist") from None
         except OSError as exc:
@@ -101,8 +104,12 @@ class LocalStore(Store):
                 fd = os.open(tmp, _WRITE_FLAGS, 0o666)
             try:
                 _write_all(fd, chunks)
-            finally:
+            except BaseException:
                 os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # a full disk keeps no partial file
+                raise
+            os.close(fd)
             os.replace(tmp, path)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from exc

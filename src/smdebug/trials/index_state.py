@@ -94,7 +94,7 @@ class IndexFile:
         if self.event_key is None:
             raise IndexReaderException(f"{where}: the index names no event file (event_file_name is empty)")
         start, length = self.starts[pos], self.lengths[pos]
-        if type(start) is not int or type(length) is not int or start < 0 or length < 16:
+        if type(start) is not int or type(length) is not int or start < 0 or length < 16 or start + length > 2**63 - 1:
             raise IndexReaderException(
                 f"{where}: bad record location start_idx={start!r} length={length!r}"
             )

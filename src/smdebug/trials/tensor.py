@@ -168,6 +168,11 @@ class Tensor:
         return [s for s in steps if done(to_global[s])]
 
     def workers(self, step_num, mode=ModeKeys.GLOBAL) -> list:
+        """Sorted names of the workers that saved this tensor at the step (of ``mode``).
+
+        Raises :class:`TensorUnavailableForStep` when no worker saved it there, whether or not the
+        step itself exists (as smdebug 1.0.34 does); it never returns an empty list.
+        """
         files = self._files_currently(step_num, mode)
         if files is None:
             raise TensorUnavailableForStep(self.name, step_num, mode)
