@@ -179,8 +179,6 @@ def test_errors_propagate_with_the_environment_variable(tmp_path, monkeypatch):
     assert not hook.disabled
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="adapter: a snapshot batch never submitted (the "
-                   "pre-hook raised) makes _Deferred.result() call None.result() when the hook closes")
 def test_close_after_an_error_propagated_from_forward(tmp_path, monkeypatch):
     monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", "1")
     model = mlp()

@@ -91,7 +91,7 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         crcs = [e.get("crc32c") for e in tp] if tp and "crc32c" in tp[0] else None
     except (KeyError, TypeError):
         raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
-    if not all(type(t) is str for t in tags):
+    if tags and set(map(type, tags)) != {str}:
         raise _bad(where, f"a tensorname is not a string: {_short([t for t in tags if type(t) is not str][0])}")
     if tp and meta.get("event_file_name") != "":
         # start_idx / length are checked when a record is read (IndexFile.location), so that

@@ -131,7 +131,10 @@ class DeferredCopier:
 
     def sync(self) -> None:
         """Wait until every started copy is taken. A failed copy is raised on the writer thread,
-        which needs it; here it only must not be waited for twice."""
+        which needs it; here it only must not be waited for twice. Tensors deferred but not yet
+        started (a save cut short by an error) are started first, so that none is left uncopied."""
+        if self._batch:
+            self.start()
         f, self._future = self._future, None
         if f is not None:
             f.exception()

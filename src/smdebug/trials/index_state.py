@@ -23,7 +23,7 @@ logger = logging.getLogger("smdebug")
 def _compact(values: list):
     """8 bytes an entry instead of a Python int object each; the list as is when it holds
     anything but 64-bit ints (IndexFile.location and crc then name the bad entry)."""
-    if not all(type(v) is int for v in values):
+    if set(map(type, values)) != {int}:  # in C: a generator over every entry cost a third of opening
         return values
     try:
         return array("q", values)
