@@ -44,7 +44,8 @@ def test_watch_follows_a_running_job_and_stops_it(tmp_path):
     job = json.loads(t_out.strip().splitlines()[-1])
     assert job["ended"].startswith("stopped: training stopped at the request of rule ExplodingTensor")
     assert job["steps"] <= nan_step + 1 + 3
-    assert create_trial(str(out)).loaded_all_steps
+    trial = create_trial(str(out))
+    assert trial.steps()[:nan_step + 1] == list(range(nan_step + 1)) and trial.loaded_all_steps
 
 
 def _upload(client, folder, bucket, prefix):

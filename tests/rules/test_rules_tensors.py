@@ -325,7 +325,7 @@ def test_a_corrupt_record_is_reported_not_skipped(tmp_path):
     steps = [{"w": np.full(8, float(s), dtype=np.float32)} for s in range(4)]
     _write_trial(tmp_path / "t", steps)
     trial = create_trial(str(tmp_path / "t"))
-    f = trial._index.by_step[2]["worker_0"]
+    f = trial._index.by_step.get(2)["worker_0"]
     start, _length = f.location(f.layout.tensors["w"][0], "")
     event = tmp_path / "t" / f.event_key
     data = bytearray(event.read_bytes())

@@ -17,18 +17,26 @@ def add_trial_argument(parser) -> None:
     parser.add_argument("trial", help="trial folder or s3://bucket/prefix")
 
 
-def open_trial(path: str, **kwargs):
-    """The trial at ``path``, or a CliError saying why it is not one."""
+def open_trial(path: str, wait: float = 0.0, **kwargs):
+    """The trial at ``path``, or a CliError saying why it is not one. With ``wait`` (seconds), a
+    job that has not started writing yet is waited for (its folder, then its collections file)."""
+    import time
+
     from smdebug.exceptions import MissingCollectionFiles
     from smdebug.storage import is_remote
     from smdebug.trials import create_trial
 
+    deadline = time.monotonic() + wait
     if not is_remote(path):
         local = os.path.expanduser(path)
+        while not os.path.exists(local) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the job creates its out_dir when it starts
         if not os.path.exists(local):
             raise CliError(f"{path}: no such folder")
         if not os.path.isdir(local):
             raise CliError(f"{path}: not a folder (give the trial's out_dir)")
+    if wait:
+        kwargs.setdefault("collection_wait_timeout", max(deadline - time.monotonic(), 0.0))
     try:
         return create_trial(path, **kwargs)
     except MissingCollectionFiles:

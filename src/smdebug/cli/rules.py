@@ -53,6 +53,8 @@ def add(sub) -> None:
     _add_rule_options(w)
     w.add_argument("--stop-training", action="store_true",
                    help="when a rule fires, ask the job to stop (the StopTraining action)")
+    w.add_argument("--wait", type=float, default=600.0, metavar="SECONDS",
+                   help="how long to wait for a job that has not started writing (default 600)")
     w.set_defaults(func=run_watch)
 
 
@@ -176,7 +178,7 @@ def follow_steps(trial, start: int, end: int | None):
 
 
 def run_watch(args) -> int:
-    trial = open_trial(args.trial)
+    trial = open_trial(args.trial, wait=args.wait)
     action = json.dumps({"name": "StopTraining"}) if args.stop_training else ""
     runs = build_rules(trial, args.rule, action_str=action)
     print(f"watching {trial.path} with {', '.join(r.name for r in runs)}", file=sys.stderr, flush=True)

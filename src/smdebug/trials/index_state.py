@@ -39,11 +39,15 @@ class Layout:
     and ``chunks``: (chunk, rows of the chunk with this layout) pairs.
     """
 
-    __slots__ = ("tensors", "files", "tags", "shapes", "chunks")
+    __slots__ = ("tensors", "files", "tags", "shapes", "chunks", "shape_names", "_agg_done", "_agg_steps", "_agg_modes")
 
     def __init__(self, tags: tuple, shape_names: tuple, where: str, shapes: dict | None = None):
         self.files: list[IndexFile] = []  # every file with this layout, in the order read
         self.tags = tags
+        self.shape_names = frozenset(shape_names)
+        self._agg_done = 0
+        self._agg_steps: set = set()
+        self._agg_modes: dict = {}
         self.shapes = shapes
         self.chunks: list = []
         tensors: dict[str, list] = {}
@@ -60,6 +64,19 @@ class Layout:
         for name in shape_names:
             tensors.setdefault(name, [-1, {}])
         self.tensors = tensors
+
+
+    def steps_and_modes(self) -> tuple[set, dict]:
+        """The global steps of this layout's files and {mode: {mode step: global step}} (the first
+        file of a mode step wins), taken in once for every tensor of the layout."""
+        files = self.files
+        if self._agg_done < len(files):
+            steps, modes = self._agg_steps, self._agg_modes
+            for f in files[self._agg_done :]:
+                steps.add(f.step)
+                modes.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
+            self._agg_done = len(files)
+        return self._agg_steps, self._agg_modes
 
 
 class IndexFile:

@@ -58,11 +58,17 @@ class Tensor:
             files = layout.files
             if done == len(files):
                 continue
-            for f in files[done:]:
-                self._global.add(f.step)
-                self._by_mode.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
-                if f.shapes and name in f.shapes:
-                    self.original_name = f.shapes[name][1]
+            steps, modes = layout.steps_and_modes()  # per layout, not per tensor and file
+            self._global |= steps
+            for mode, steps_of_mode in modes.items():
+                mine = self._by_mode.get(mode)
+                if mine is None:
+                    self._by_mode[mode] = dict(steps_of_mode)
+                elif len(mine) != len(steps_of_mode) or mine.keys() != steps_of_mode.keys():
+                    for ms, g in steps_of_mode.items():
+                        mine.setdefault(ms, g)
+            if name in layout.shape_names:
+                self.original_name = files[-1].shapes[name][1]
             self._done[id(layout)] = len(files)
             changed = True
         if changed:
