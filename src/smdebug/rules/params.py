@@ -27,6 +27,7 @@ __all__ = [
     "as_regex_list",
     "as_mode",
     "optional",
+    "bounded",
 ]
 
 NONE_STRINGS = frozenset({"", "none", "null"})
@@ -169,3 +170,24 @@ def optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     parse_optional.__name__ = f"optional_{getattr(parse, '__name__', 'value')}"
     return parse_optional
+
+
+def bounded(parse: Callable[[Any], Any], lo=None, hi=None, *, above=None) -> Callable[[Any], Any]:
+    """``parse`` whose result must be >= ``lo``, <= ``hi`` and > ``above`` (each optional):
+    ``bounded(as_float, 0, 1)`` for a fraction, ``bounded(as_int, 1)`` for a positive count."""
+    kind = "a whole number" if parse is as_int else "a number"
+    if lo is not None and hi is not None:
+        want = f"{kind} between {lo} and {hi}"
+    elif above is not None:
+        want = f"{kind} > {above}"
+    else:
+        want = f"{kind} >= {lo}" if lo is not None else f"{kind} <= {hi}"
+
+    def parse_bounded(value: Any) -> Any:
+        out = parse(value)
+        if (lo is not None and out < lo) or (hi is not None and out > hi) or (above is not None and out <= above):
+            raise ValueError(f"expected {want}, got {value!r}")
+        return out
+
+    parse_bounded.__name__ = f"bounded_{getattr(parse, '__name__', 'value')}"
+    return parse_bounded

@@ -9,44 +9,22 @@ int; NaN or infinite values become -1, which no class matches.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, value_or_none
-from smdebug.rules.params import as_bool, as_float, as_int, as_regex, as_str, optional
+from smdebug.rules.params import as_bool, as_float, as_int, as_regex, as_str, bounded, optional
 
 __all__ = ["Confusion", "ClassImbalance", "class_ids", "confusion_matrix"]
 
 _LABEL_COLLECTIONS = (HookCollection("labels"), HookCollection("predictions"))
 
 
-def _fraction(value: Any) -> float:
-    out = as_float(value)
-    if not 0.0 <= out <= 1.0:
-        raise ValueError(f"expected a number between 0 and 1, got {value!r}")
-    return out
+_fraction = bounded(as_float, 0.0, 1.0)
+_positive = bounded(as_float, above=0)
 
 
-def _positive(value: Any) -> float:
-    out = as_float(value)
-    if out <= 0:
-        raise ValueError(f"expected a number > 0, got {value!r}")
-    return out
-
-
-def _category_no(value: Any) -> int:
-    out = as_int(value)
-    if out < 2:
-        raise ValueError(f"expected a number of categories >= 2, got {value!r}")
-    return out
-
-
-def _count(value: Any) -> int:
-    out = as_int(value)
-    if out < 0:
-        raise ValueError(f"expected a count >= 0, got {value!r}")
-    return out
+_category_no = bounded(as_int, 2)
+_count = bounded(as_int, 0)
 
 
 def class_ids(values, argmax: bool = False) -> np.ndarray:

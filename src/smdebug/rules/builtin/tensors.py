@@ -16,7 +16,7 @@ from smdebug.exceptions import RuleConfigurationError
 from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names
 from smdebug.rules.builtin.reading import StepReader, close_each, mean_abs, scalar
-from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list, optional
+from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list, bounded, optional
 
 __all__ = [
     "VanishingGradient",
@@ -54,11 +54,7 @@ class _SelectingRule(_ReadingRule):
         )
 
 
-def _percent(value) -> float:
-    p = as_float(value)
-    if not 0 <= p <= 100:
-        raise ValueError(f"expected a percentage between 0 and 100, got {value!r}")
-    return p
+_percent = bounded(as_float, 0.0, 100.0)
 
 
 _COLLECTIONS = Param("collection_names", as_str_list, None, "collections to inspect")

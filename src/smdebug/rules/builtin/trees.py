@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from smdebug.rules.builtin.xgboost_report import (
     render_report,
     step_scores,
 )
-from smdebug.rules.params import as_float, as_int, as_regex, as_str, optional
+from smdebug.rules.params import as_float, as_int, as_regex, as_str, bounded, optional
 
 __all__ = ["TreeDepth", "FeatureImportanceOverweight", "CreateXgboostReport", "REPORT_KEY"]
 
@@ -38,25 +37,11 @@ MAX_SCORED_STEPS = 100
 METRIC_REGEX = r"^[a-zA-Z][a-zA-Z0-9_]*-[-a-zA-Z0-9@:_.]+$"
 
 
-def _non_negative_int(value: Any) -> int:
-    out = as_int(value)
-    if out < 0:
-        raise ValueError(f"expected a whole number >= 0, got {value!r}")
-    return out
+_non_negative_int = bounded(as_int, 0)
+_positive_int = bounded(as_int, 1)
 
 
-def _positive_int(value: Any) -> int:
-    out = as_int(value)
-    if out < 1:
-        raise ValueError(f"expected a whole number >= 1, got {value!r}")
-    return out
-
-
-def _fraction(value: Any) -> float:
-    out = as_float(value)
-    if not 0.0 <= out <= 1.0:
-        raise ValueError(f"expected a number between 0 and 1, got {value!r}")
-    return out
+_fraction = bounded(as_float, 0.0, 1.0)
 
 
 class TreeDepth(BuiltinRule):

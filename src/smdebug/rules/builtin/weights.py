@@ -18,7 +18,7 @@ from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import HookCollection, Param
 from smdebug.rules.builtin.reading import ValueKey, close_each
 from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX, _ReadingRule, _SelectingRule
-from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, optional
+from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, bounded, optional
 
 __all__ = ["WeightUpdateRatio", "UnchangedTensor", "PoorWeightInitialization"]
 
@@ -87,25 +87,11 @@ class _HistoryRule:
         return mode, trial.mode_step(step)
 
 
-def _positive_int(value) -> int:
-    n = as_int(value)
-    if n < 1:
-        raise ValueError(f"expected a positive whole number, got {value!r}")
-    return n
+_positive_int = bounded(as_int, 1)
+_at_least_two = bounded(as_int, 2)
 
 
-def _at_least_two(value) -> int:
-    n = as_int(value)
-    if n < 2:
-        raise ValueError(f"expected a whole number of at least 2 (steps to compare), got {value!r}")
-    return n
-
-
-def _non_negative(value) -> float:
-    f = as_float(value)
-    if f < 0:
-        raise ValueError(f"expected a number >= 0, got {value!r}")
-    return f
+_non_negative = bounded(as_float, 0.0)
 
 
 class WeightUpdateRatio(_HistoryRule, _ReadingRule):
