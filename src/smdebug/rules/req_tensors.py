@@ -12,6 +12,7 @@ import logging
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError, TensorUnavailable, TensorUnavailableForStep
+from smdebug.trials.records import Where
 
 __all__ = ["RequiredTensors", "RequiredTensorsForTrial"]
 
@@ -95,7 +96,7 @@ class RequiredTensorsForTrial:
                     raise TensorUnavailableForStep(name, s, ModeKeys.GLOBAL, bool(entry and entry[1]))
                 picks.append((t, f, pos))
         store = self.trial.store
-        reqs = [(f.event_key, f.location(pos, _Where(store, f.key)), f.key) for _t, f, pos in picks]
+        reqs = [(f.event_key, f.location(pos, Where(store, f.key)), f.key) for _t, f, pos in picks]
         values = self.trial._read_records(reqs)
         self.release()
         pinned = {}
@@ -113,21 +114,6 @@ class RequiredTensorsForTrial:
                 t.cache = False
                 t._values.clear()
         self._pinned = []
-
-
-class _Where:
-    """Names an index file in an error message; formatted only when a message is made."""
-
-    __slots__ = ("store", "key")
-
-    def __init__(self, store, key):
-        self.store, self.key = store, key
-
-    def __str__(self):
-        return self.store.describe(self.key)
-
-    def __format__(self, spec):
-        return format(str(self), spec)
 
 
 def _batchable(trial) -> bool:

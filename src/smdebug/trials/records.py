@@ -18,7 +18,23 @@ from smdebug.codec.tfrecord import unframe
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 from smdebug.storage import Store
 
-__all__ = ["read_records", "WindowCache", "RecordCheck"]
+__all__ = ["read_records", "WindowCache", "RecordCheck", "Where"]
+
+
+class Where:
+    """Names a stored file in a message (``store.describe(key)``), formatted only when a message
+    is made: readers pass one per index file without building a string for each."""
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store, key):
+        self.store, self.key = store, key
+
+    def __str__(self):
+        return self.store.describe(self.key)
+
+    def __format__(self, spec):
+        return format(str(self), spec)
 
 WINDOW = 256 * 1024  # bytes fetched around a requested record on object storage
 

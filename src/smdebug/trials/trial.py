@@ -32,7 +32,7 @@ from smdebug.exceptions import (
 from smdebug.storage import Store
 from smdebug.trials.consolidated import Coverage, open_consolidated
 from smdebug.trials.index_state import IndexState
-from smdebug.trials.records import WindowCache, read_records
+from smdebug.trials.records import Where, WindowCache, read_records
 from smdebug.trials.tensor import Tensor
 
 __all__ = ["Trial"]
@@ -43,21 +43,6 @@ INCOMPLETE_STEP_WAIT_WINDOW_KEY = "SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW"
 INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT = 1000
 COLLECTION_WAIT_TIMEOUT_KEY = "SMDEBUG_COLLECTION_WAIT_TIMEOUT"
 POLL_INTERVAL_KEY = "SMDEBUG_POLL_INTERVAL"
-
-
-class _Where:
-    """Names a file in a message; formatted only when a message is made."""
-
-    __slots__ = ("store", "key")
-
-    def __init__(self, store, key):
-        self.store, self.key = store, key
-
-    def __str__(self):
-        return self.store.describe(self.key)
-
-    def __format__(self, spec):
-        return format(str(self), spec)
 
 
 def _check_range(range_steps):
@@ -175,7 +160,7 @@ class Trial:
     def _add_index_files(self, new) -> None:
         blobs = self.store.read_many([k for k, _ in new])
         for (key, (step, worker)), blob in zip(new, blobs):
-            where = _Where(self.store, key)
+            where = Where(self.store, key)
             try:
                 if isinstance(blob, Exception):
                     if isinstance(blob, ObjectNotFound):

@@ -23,6 +23,7 @@ from smdebug.codec.crc import EVENTS_FOOTER, masked_crc32c_bytes
 from smdebug.codec.event import decode_tensor_record
 from smdebug.codec.tensor import numpy_dtype
 from smdebug.codec.tfrecord import RECORD_OVERHEAD, unframe
+from smdebug.codec.wire import read_varint
 from smdebug.core.reductions import get_numpy_reduction
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 
@@ -109,17 +110,11 @@ def close_each(olds: list, news: list, rtol: float, atol: float, equal_nan: bool
 
 # ---------------------------------------------------------------------- decoding
 def _varint(p: bytes, pos: int) -> tuple[int, int]:
+    """One byte inline (nearly every length here); longer ones through the codec's checked reader."""
     b = p[pos]
     if b < 0x80:
         return b, pos + 1
-    out = shift = 0
-    while True:
-        b = p[pos]
-        pos += 1
-        out |= (b & 0x7F) << shift
-        if b < 0x80:
-            return out, pos
-        shift += 7
+    return read_varint(p, pos, len(p))
 
 
 class _Template:
