@@ -77,6 +77,7 @@ class _LayerActivityRule(BuiltinRule):
             x = _numeric(value_or_none(self.base_trial, name, step))
             if x is None or x.ndim == 0:
                 continue
+            self.evaluated()
             pct = _percent_of_units_inactive(x.astype(np.float64, copy=False), active, self.threshold_inactivity)
             if pct > self.threshold_layer:
                 self.logger.info("%s: %.1f%% of the units of %s are inactive at step %s", self.rule_name, pct, name,
@@ -215,6 +216,7 @@ class CheckInputImages(BuiltinRule):
         for name in select_tensor_names(self.base_trial, step, (), (self.regex,), rule_name=self.rule_name):
             x = _numeric(value_or_none(self.base_trial, name, step))
             if x is not None:
+                self.evaluated()
                 self._add(name, x)
         if self.sums is None or self.n_images < self.threshold_samples:
             return False
@@ -267,6 +269,7 @@ class NLPSequenceRatio(BuiltinRule):
             v = _numeric(value_or_none(self.base_trial, name, step))
             if v is None or v.size == 0:
                 continue
+            self.evaluated()
             for tok, thr in self.thresholds.items():
                 pct = 100.0 * np.count_nonzero(v == tok) / v.size
                 if pct > thr:

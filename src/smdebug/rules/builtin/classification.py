@@ -58,13 +58,15 @@ def confusion_matrix(labels: np.ndarray, predictions: np.ndarray, category_no: i
     return np.bincount(flat, minlength=category_no * category_no).reshape(category_no, category_no)
 
 
-def _values(trial, names, step, argmax=False) -> np.ndarray | None:
-    """Class ids of the named tensors at ``step``, concatenated in name order; None if none has a value."""
+def _values(rule, names, step, argmax=False) -> np.ndarray | None:
+    """Class ids of the named tensors at ``step``, concatenated in name order; None if none has a
+    value. Each tensor read is counted as judged by ``rule``."""
     parts = []
     for n in sorted(names):
-        v = value_or_none(trial, n, step)
+        v = value_or_none(rule.base_trial, n, step)
         if v is not None:
             parts.append(class_ids(v, argmax=argmax))
+    rule.evaluated(len(parts))
     return np.concatenate(parts) if parts else None
 
 
@@ -110,9 +112,8 @@ class Confusion(BuiltinRule):
         return names
 
     def invoke_at_step(self, step) -> bool:
-        trial = self.base_trial
-        labels = _values(trial, self._names(step, self.labels_collection, self.labels), step)
-        preds = _values(trial, self._names(step, self.predictions_collection, self.predictions), step)
+        labels = _values(self, self._names(step, self.labels_collection, self.labels), step)
+        preds = _values(self, self._names(step, self.predictions_collection, self.predictions), step)
         if labels is None or preds is None:
             return False
         if labels.size != preds.size:
@@ -203,8 +204,8 @@ class ClassImbalance(BuiltinRule):
         if step not in self._counted:
             label_names = trial.tensor_names(step=step, regex=self.labels_regex.pattern)
             pred_names = trial.tensor_names(step=step, regex=self.predictions_regex.pattern)
-            labels = _values(trial, label_names, step)
-            preds = _values(trial, pred_names, step, argmax=self.argmax)
+            labels = _values(self, label_names, step)
+            preds = _values(self, pred_names, step, argmax=self.argmax)
             if labels is not None:
                 self._counted.add(step)
                 if preds is not None and preds.size != labels.size:
