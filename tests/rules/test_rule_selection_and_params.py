@@ -229,3 +229,22 @@ def test_cli_rules_refuse_a_corrupt_record(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code != 1 and "FIRED" not in captured.out
     assert "payload CRC32C" in captured.err
+
+
+def test_req_tensors_refuse_a_corrupt_record(tmp_path):
+    """A custom Rule declaring its tensors through req_tensors: the batched read checks the
+    payload CRC too, and no unchecked value is left in the tensor's cache."""
+    from smdebug.exceptions import EventFileCorrupt
+    from smdebug.rules import Rule
+
+    class Reads(Rule):
+        def set_required_tensors(self, step):
+            self.req_tensors.add("gradient/w", [step])
+
+        def invoke_at_step(self, step):
+            return not np.isfinite(self.base_trial.tensor("gradient/w").value(step)).all()
+
+    path = write_trial(tmp_path / "t", {"gradient/w": {0: [1.0], 1: [8765.5]}}, {"gradients": ["gradient/w"]})
+    _flip_to_nan(tmp_path / "t", 8765.5)
+    with pytest.raises(EventFileCorrupt, match="payload CRC32C"):
+        invoke_rule(Reads(create_trial(path)))
