@@ -248,3 +248,63 @@ def test_req_tensors_refuse_a_corrupt_record(tmp_path):
     _flip_to_nan(tmp_path / "t", 8765.5)
     with pytest.raises(EventFileCorrupt, match="payload CRC32C"):
         invoke_rule(Reads(create_trial(path)))
+
+
+# one trial holding something every built-in rule can judge (GLOBAL steps 0..5), and per rule the
+# parameters that point it there; every rule must count what it judged, and a selection that
+# matches nothing must count 0
+_RNG = np.random.default_rng(0)
+_SERIES = {
+    "gradient/w": {s: _RNG.normal(size=8) for s in range(6)},
+    "w": {s: _RNG.normal(size=8) * (1 + s) for s in range(6)},
+    "loss": {s: 1.0 + 0.1 * s for s in range(6)},
+    "train-rmse": {s: 1.0 - 0.1 * s for s in range(6)},
+    "validation-rmse": {s: 1.0 for s in range(6)},
+    "l1/relu_input": {s: _RNG.normal(size=(4, 8)) for s in range(6)},
+    "l1/relu_output": {s: np.maximum(_RNG.normal(size=(4, 8)), 0) for s in range(6)},
+    "l1/tanh_input": {s: _RNG.normal(size=(4, 8)) for s in range(6)},
+    "Net_input_0": {s: _RNG.normal(size=(2, 3, 4, 4)) for s in range(6)},
+    "embedding0_input_0": {s: _RNG.integers(0, 5, size=(2, 6)) for s in range(6)},
+    "labels": {s: _RNG.integers(0, 3, size=10) for s in range(6)},
+    "predictions": {s: _RNG.integers(0, 3, size=10) for s in range(6)},
+    "trees/Node": {s: np.arange(7) for s in range(6)},
+    "feature_importance/weight/f0": {s: 0.5 for s in range(6)},
+    "feature_importance/weight/f1": {s: 0.5 for s in range(6)},
+}
+_COLLS = {"gradients": ["gradient/w"], "weights": ["w"], "losses": ["loss"], "labels": ["labels"],
+          "predictions": ["predictions"]}
+_HITS = {
+    "VanishingGradient": ({}, None),
+    "ExplodingTensor": ({"tensor_regex": "^w$"}, {"tensor_regex": "^nope$"}),
+    "AllZero": ({"tensor_regex": "^w$"}, {"collection_names": "nope"}),
+    "TensorVariance": ({"tensor_regex": "^w$", "max_threshold": "1e9"}, {"tensor_regex": "nope", "max_threshold": "1"}),
+    "WeightUpdateRatio": ({}, None),
+    "UnchangedTensor": ({"tensor_regex": "^w$"}, {"tensor_regex": "^nope$"}),
+    "PoorWeightInitialization": ({}, None),
+    "LossNotDecreasing": ({"num_steps": "2"}, {"tensor_regex": "nope", "use_losses_collection": "False"}),
+    "Overfit": ({"tensor_regex": "rmse"}, {"tensor_regex": "nope"}),
+    "Overtraining": ({}, None),
+    "DeadRelu": ({}, {"tensor_regex": "nope"}),
+    "SaturatedActivation": ({}, {"tensor_regex": "nope"}),
+    "CheckInputImages": ({"regex": "^Net_input_0$", "threshold_samples": "1000"}, {"regex": "^nope$"}),
+    "NLPSequenceRatio": ({"token_thresholds_percent": "100"}, {"tensor_regex": "nope"}),
+    "Confusion": ({"min_diag": "0", "max_off_diag": "1"}, {"labels": "nope", "labels_collection": "nope"}),
+    "ClassImbalance": ({"samples": "100000"}, {"labels_regex": "^nope$"}),
+    "TreeDepth": ({"depth": "10"}, None),
+    "FeatureImportanceOverweight": ({"threshold": "1"}, {"tensor_regex": "nope"}),
+}
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    return write_trial(tmp_path_factory.mktemp("kinds") / "t", _SERIES, _COLLS)
+
+
+@pytest.mark.parametrize("name", sorted(_HITS))
+def test_every_builtin_rule_counts_what_it_judged(every_kind, name):
+    hit, miss = _HITS[name]
+    run = invoke_rule(get_rule_class(name)(create_trial(every_kind), **hit))
+    assert run.tensors_evaluated > 0, run
+    if miss is not None:
+        run = invoke_rule(get_rule_class(name)(create_trial(every_kind), **miss))
+        assert run.fired == [] and run.tensors_evaluated == 0, run

@@ -200,6 +200,7 @@ class CheckInputImages(BuiltinRule):
     def _add(self, name, x: np.ndarray) -> None:
         if x.ndim < 3 or self.channel >= x.ndim:
             return
+        self.evaluated()
         batch_axis = 1 if self.channel == 0 else 0
         n = x.shape[batch_axis]
         x = np.moveaxis(x, self.channel, -1)
@@ -216,7 +217,6 @@ class CheckInputImages(BuiltinRule):
         for name in select_tensor_names(self.base_trial, step, (), (self.regex,), rule_name=self.rule_name):
             x = _numeric(value_or_none(self.base_trial, name, step))
             if x is not None:
-                self.evaluated()
                 self._add(name, x)
         if self.sums is None or self.n_images < self.threshold_samples:
             return False

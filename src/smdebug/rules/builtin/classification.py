@@ -58,15 +58,13 @@ def confusion_matrix(labels: np.ndarray, predictions: np.ndarray, category_no: i
     return np.bincount(flat, minlength=category_no * category_no).reshape(category_no, category_no)
 
 
-def _values(rule, names, step, argmax=False) -> np.ndarray | None:
-    """Class ids of the named tensors at ``step``, concatenated in name order; None if none has a
-    value. Each tensor read is counted as judged by ``rule``."""
+def _values(trial, names, step, argmax=False) -> np.ndarray | None:
+    """Class ids of the named tensors at ``step``, concatenated in name order; None if none has a value."""
     parts = []
     for n in sorted(names):
-        v = value_or_none(rule.base_trial, n, step)
+        v = value_or_none(trial, n, step)
         if v is not None:
             parts.append(class_ids(v, argmax=argmax))
-    rule.evaluated(len(parts))
     return np.concatenate(parts) if parts else None
 
 
@@ -112,8 +110,9 @@ class Confusion(BuiltinRule):
         return names
 
     def invoke_at_step(self, step) -> bool:
-        labels = _values(self, self._names(step, self.labels_collection, self.labels), step)
-        preds = _values(self, self._names(step, self.predictions_collection, self.predictions), step)
+        trial = self.base_trial
+        labels = _values(trial, self._names(step, self.labels_collection, self.labels), step)
+        preds = _values(trial, self._names(step, self.predictions_collection, self.predictions), step)
         if labels is None or preds is None:
             return False
         if labels.size != preds.size:
@@ -129,6 +128,7 @@ class Confusion(BuiltinRule):
             n = max(int(labels.max(initial=-1)), int(preds.max(initial=-1))) + 1
             if n < 1:
                 return False
+        self.evaluated(2)  # the step's labels and predictions
         c = confusion_matrix(labels, preds, n)
         self.last_matrix = c
         self.last_reason = self._judge(c)
@@ -204,8 +204,8 @@ class ClassImbalance(BuiltinRule):
         if step not in self._counted:
             label_names = trial.tensor_names(step=step, regex=self.labels_regex.pattern)
             pred_names = trial.tensor_names(step=step, regex=self.predictions_regex.pattern)
-            labels = _values(self, label_names, step)
-            preds = _values(self, pred_names, step, argmax=self.argmax)
+            labels = _values(trial, label_names, step)
+            preds = _values(trial, pred_names, step, argmax=self.argmax)
             if labels is not None:
                 self._counted.add(step)
                 if preds is not None and preds.size != labels.size:
@@ -217,6 +217,7 @@ class ClassImbalance(BuiltinRule):
                         self._warned = True
                     preds = None
                 ok = labels >= 0
+                self.evaluated(1 if preds is None else 2)  # the step's labels (and predictions)
                 self._add(labels[ok], None if preds is None else preds[ok])
         if self.total < self.samples:
             return False
