@@ -202,9 +202,11 @@ def _flip_to_nan(trial_dir, value: float) -> None:
 
 @pytest.mark.parametrize("rule, params", [("ExplodingTensor", {}), ("AllZero", {"threshold": "50"}),
                                           ("VanishingGradient", {})])
-def test_rules_refuse_a_record_whose_payload_crc_does_not_match(tmp_path, rule, params):
+@pytest.mark.parametrize("index", ["per-step", "consolidated"])
+def test_rules_refuse_a_record_whose_payload_crc_does_not_match(tmp_path, rule, params, index):
     """One flipped float: Tensor.value refuses the record as corrupt; so do the rules, with the
-    same error, instead of firing (or not) on it."""
+    same error, instead of firing (or not) on it; with per-step index files and consolidated ones."""
+    from smdebug.core.consolidate import consolidate
     from smdebug.exceptions import EventFileCorrupt
 
     names = ["gradient/w", "gradient/b"]
@@ -212,7 +214,12 @@ def test_rules_refuse_a_record_whose_payload_crc_does_not_match(tmp_path, rule, 
     series["gradient/w"][1] = [1234.5, 2.0, 0.5]
     path = write_trial(tmp_path / "t", series, {"gradients": names})
     _flip_to_nan(tmp_path / "t", 1234.5)
+    if index == "consolidated":
+        consolidate(path)
     trial = create_trial(path)
+    if index == "consolidated":
+        trial.steps()
+        assert type(trial._index.by_step.get(1)["worker_0"]).__name__ == "ChunkFile"
     with pytest.raises(EventFileCorrupt) as by_value:
         trial.tensor("gradient/w").value(1)
     assert "payload CRC32C" in str(by_value.value)
