@@ -1,7 +1,10 @@
 """``smdebug rules`` (a finished trial) and ``smdebug watch`` (a running job): built-in rules over steps.
 
-Several rules run in one pass over the steps. Exit status: 1 when any rule fired, 0 when none did,
-2 on bad input (unknown rule or parameter, bad value, not a trial).
+Several rules run in one pass over the steps. Exit status: 1 when any rule fired; else 2 when a
+rule evaluated no tensor at all (its selection matched nothing, so its "no issue" means nothing:
+a line says so), as on bad input (unknown rule or parameter, bad value, not a trial); 0 when every
+rule looked at data and none fired. A firing wins over a rule that looked at nothing (exit 1;
+the summary still names that rule). A rule that writes a report (CreateXgboostReport) prints where.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ def _add_rule_options(p) -> None:
 
 
 def add(sub) -> None:
-    p = sub.add_parser("rules", help="run built-in rules over a trial; exit 1 when any fired")
+    p = sub.add_parser("rules", help="run built-in rules over a trial; exit 1 when any fired, "
+                                     "2 when one evaluated no tensor")
     _add_rule_options(p)
     p.set_defaults(func=run_rules)
     w = sub.add_parser("watch", help="follow a running job and run built-in rules on each new step")
@@ -133,17 +137,33 @@ def _print_firing(f: Firing, as_json: bool) -> None:
 
 
 def _summary(runs, as_json: bool) -> int:
+    """One line (or JSON object) per rule; the exit status (module docstring: 1, 2 or 0)."""
+    from smdebug.rules.rule_invoker import nothing_evaluated_message
+
     any_fired = any(r.firings for r in runs)
+    blind = False
     for r in runs:
+        tensors = getattr(r.rule, "tensors_evaluated", None)
+        nothing = tensors == 0 and not r.firings
+        blind = blind or nothing
+        report = getattr(r.rule, "report_path", None) if getattr(r.rule, "reports_written", 0) else None
         if as_json:
             print(json.dumps({"event": "summary", "rule": r.name, "fired": bool(r.firings),
-                              "steps": [f.step for f in r.firings], "evaluated": r.evaluated}))
-        elif r.firings:
+                              "steps": [f.step for f in r.firings], "evaluated": r.evaluated,
+                              "tensors_evaluated": tensors, "evaluated_nothing": nothing,
+                              **({"report": report} if report else {})}))
+            continue
+        if r.firings:
             steps = ", ".join(str(f.step) for f in r.firings)
             print(f"{r.name}: fired at step {steps}")
+        elif nothing:
+            print(nothing_evaluated_message(r.rule, r.evaluated))
         else:
-            print(f"{r.name}: no issue found ({r.evaluated} step evaluations)")
-    return 1 if any_fired else 0
+            counted = f", {tensors} tensor values" if tensors is not None else ""
+            print(f"{r.name}: no issue found ({r.evaluated} step evaluations{counted})")
+        if report:
+            print(f"{r.name}: report written to {report}")
+    return 1 if any_fired else 2 if blind else 0
 
 
 def run_rules(args) -> int:

@@ -12,7 +12,7 @@ import logging
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError, TensorUnavailable, TensorUnavailableForStep
-from smdebug.trials.records import Where
+from smdebug.trials.records import RecordCheck, Where
 
 __all__ = ["RequiredTensors", "RequiredTensorsForTrial"]
 
@@ -97,7 +97,9 @@ class RequiredTensorsForTrial:
                 picks.append((t, f, pos))
         store = self.trial.store
         reqs = [(f.event_key, f.location(pos, Where(store, f.key)), f.key) for _t, f, pos in picks]
-        values = self.trial._read_records(reqs)
+        # the payload CRCs the index recorded are checked, as Tensor.value checks them
+        checks = [RecordCheck(f.step, t.name, f.crc(pos), Where(store, f.key)) for t, f, pos in picks]
+        values = self.trial._read_records(reqs, checks)
         self.release()
         pinned = {}
         for (t, f, pos), v in zip(picks, values):
