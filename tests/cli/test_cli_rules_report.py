@@ -121,3 +121,18 @@ def test_report_unwritable_output(tmp_path, digits_trial):
     proc = subprocess.run([sys.executable, "-m", "smdebug", "report", digits_trial, "-o", "/nonexistent-dir/r.html"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_says_when_a_rule_evaluated_nothing(tmp_path, flat_trial, monkeypatch):
+    # a rule whose selection matched nothing must not show as a clean "no issue" row
+    from smdebug.cli import report
+
+    monkeypatch.setattr(report, "applicable_rules",
+                        lambda trial: [("ExplodingTensor", {"collection_names": "gradient"}),
+                                       ("ExplodingTensor", {"collection_names": "gradients"})])
+    rows = report.run_applicable_rules(create_trial(flat_trial))
+    assert [r["status"] for r in rows] == ["evaluated nothing", "no issue"]
+    assert "evaluated no tensor" in rows[0]["message"]
+    out = tmp_path / "r.html"
+    assert main(["report", flat_trial, "-o", str(out)]) == 0
+    assert "<td class='error'>evaluated nothing</td>" in out.read_text()

@@ -59,6 +59,7 @@ def applicable_rules(trial) -> list:
 def run_applicable_rules(trial) -> list:
     """Each applicable rule over every step: dicts with rule, status, steps and message."""
     from smdebug.cli.rules import build_rules, evaluate_step
+    from smdebug.rules.rule_invoker import nothing_evaluated_message
 
     results = []
     for name, params in applicable_rules(trial):
@@ -79,9 +80,16 @@ def run_applicable_rules(trial) -> list:
         if r.firings:
             f = r.firings[0]
             results.append({"rule": name, "status": "fired", "steps": [x.step for x in r.firings], "message": f.message})
+        elif getattr(r.rule, "tensors_evaluated", None) == 0:
+            # a selection that matched nothing is not a clean bill of health (smdebug rules exits 2 for it)
+            results.append({"rule": name, "status": "evaluated nothing", "steps": [],
+                            "message": nothing_evaluated_message(r.rule, r.evaluated)})
         else:
             results.append({"rule": name, "status": "no issue", "steps": [], "message": f"{r.evaluated} steps evaluated"})
     return results
+
+
+_STATUS_CLASS = {"fired": "fired", "error": "error", "evaluated nothing": "error", "no issue": "ok"}
 
 
 def _png(fig) -> str:
@@ -163,7 +171,7 @@ def render(trial, with_rules: bool = True) -> str:
         if results:
             rows = "".join(
                 f"<tr><td>{html.escape(r['rule'])}</td>"
-                f"<td class='{'fired' if r['status'] == 'fired' else ('error' if r['status'] == 'error' else 'ok')}'>"
+                f"<td class='{_STATUS_CLASS[r['status']]}'>"
                 f"{html.escape(r['status'])}</td><td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
                 f"<td>{html.escape(r['message'])}</td></tr>"
                 for r in results
