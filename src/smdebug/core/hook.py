@@ -93,6 +93,7 @@ class BaseHook:
         self.mode_steps = {ModeKeys.GLOBAL: self.init_step}
         self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, self.init_step  # the step being recorded
         self.last_saved_step = None
+        self._handed_step: int | None = None  # the last global step handed to the writer
         self._step_saves = False
         self._custom: dict = {}  # save_tensor before the first step
         self._module_names: dict = {}  # framework module -> its name in tensor names
@@ -225,12 +226,32 @@ class BaseHook:
         if self._writer_failed(writer):
             self.buffer.drop()
             return
+        if max(self.step, 0) == self._handed_step:
+            self._late_step()
         rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
-            self.last_saved_step = self.step
+            self.last_saved_step = self._handed_step = rec.step
             writer.submit(rec)
             if not self.exported_collections:
                 self.export_collections()
+
+    def _late_step(self) -> None:
+        """What was saved after the current step went to the writer (after set_mode, scalars left
+        at close) becomes a step of its own, the next global step in the current mode: a step
+        written once is never written again (the writer refuses to replace one)."""
+        self.step = max(self.step, 0) + 1
+        self.mode_steps[self.mode] = max(self.mode_steps[self.mode], -1) + 1
+        if self.mode != ModeKeys.GLOBAL:
+            self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
+        self.planner.new_step()
+        logger.info("smdebug: tensors saved after step %s was written go to step %s (%s step %s)",
+                    self.step - 1, self.step, self.mode.name, self.mode_steps[self.mode])
+
+    def _check_open(self, name: str) -> None:
+        if self._closed:
+            raise SMDebugRuntimeError(f"the hook is closed: {name} is not saved (the trial in {self.out_dir} "
+                                      "is complete; make a new hook for more)")
 
     def _writer_failed(self, writer: StepWriter) -> bool:
         """An error on the writer thread (logged there once) disables the hook like an error on
@@ -244,6 +265,7 @@ class BaseHook:
 
     # ---------------------------------------------------------------- saving
     def _save_for_tensor(self, tensor_name: str, value, check_before_write=True) -> None:
+        self._check_open(tensor_name)
         if check_before_write:
             if not self.planner.prepared:
                 self.planner.prepare(self._module_name)
@@ -287,7 +309,10 @@ class BaseHook:
 
     @guarded()
     def save_scalar(self, name, value, sm_metric=False, timestamp: float | None = None) -> None:
-        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard)."""
+        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
+        close, scalars left over go with the last step, or with a step of their own when that
+        step is already written."""
+        self._check_open(self.SCALAR_PREFIX + str(name))
         arr = np.asarray(self.adapter.materialize([self.adapter.snapshot(value)])[0], dtype=np.float64).reshape(-1)
         if arr.size != 1:
             raise SMDebugTypeError(f"save_scalar({name!r}): value of type {type(value).__name__} is not a scalar")
@@ -297,6 +322,7 @@ class BaseHook:
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""
+        self._check_open(tensor_name)
         names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
         self.planner.add_tensor(tensor_name, [self.collection_manager.get(n, create=True) for n in names])
         if self.planner.prepared and self.step >= 0:
@@ -385,6 +411,10 @@ class BaseHook:
             logger.exception("smdebug: could not finish writing %s", self.out_dir)
         finally:
             self.adapter.shutdown()
+
+    def _cleanup(self) -> None:
+        """1.0.34's name for close() (its own code calls it)."""
+        self.close()
 
     def __repr__(self):
         return (
