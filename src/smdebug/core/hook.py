@@ -104,7 +104,6 @@ class BaseHook:
         self._writer: StepWriter | None = None
         self._closed = False
         self.stop_watcher = StopRequestWatcher(self.store)
-        self._stop_seen = False
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -201,16 +200,20 @@ class BaseHook:
     def _begin_step(self) -> None:
         """End the current step and start the next one (called by the framework glue)."""
         self._end_step()
+        self._next_step()
+        self.buffer.new_step()
+        self._step_saves = bool(self._collections_for_step())
+        if self._custom:
+            self._save_custom_tensors()
+
+    def _next_step(self) -> None:
+        """Count the next global step, in the current mode: what is recorded from now on is in it."""
         self.step += 1
         self.mode_steps[self.mode] += 1
         if self.mode != ModeKeys.GLOBAL:
             self.mode_steps[ModeKeys.GLOBAL] = self.step
         self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
-        self.buffer.new_step()
         self.planner.new_step()
-        self._step_saves = bool(self._collections_for_step())
-        if self._custom:
-            self._save_custom_tensors()
 
     def _end_step(self) -> None:
         """Hand the step's records to the writer; scalars cached so far go with a saved step."""
@@ -227,26 +230,17 @@ class BaseHook:
             self.buffer.drop()
             return
         if max(self.step, 0) == self._handed_step:
-            self._late_step()
+            # saved after its step went to the writer (set_mode then save_scalar then close; a stop
+            # request mid-step): the next step, as a step is written once (FileWriter refuses to replace one)
+            self._next_step()
+            logger.info("smdebug: what was saved after step %s was written is step %s (%s step %s)",
+                        self.step - 1, self.step, self.mode.name, self.mode_steps[self.mode])
         rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
             self.last_saved_step = self._handed_step = rec.step
             writer.submit(rec)
             if not self.exported_collections:
                 self.export_collections()
-
-    def _late_step(self) -> None:
-        """What was saved after the current step went to the writer (after set_mode, scalars left
-        at close) becomes a step of its own, the next global step in the current mode: a step
-        written once is never written again (the writer refuses to replace one)."""
-        self.step = max(self.step, 0) + 1
-        self.mode_steps[self.mode] = max(self.mode_steps[self.mode], -1) + 1
-        if self.mode != ModeKeys.GLOBAL:
-            self.mode_steps[ModeKeys.GLOBAL] = self.step
-        self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
-        self.planner.new_step()
-        logger.info("smdebug: tensors saved after step %s was written go to step %s (%s step %s)",
-                    self.step - 1, self.step, self.mode.name, self.mode_steps[self.mode])
 
     def _check_open(self, name: str) -> None:
         if self._closed:
@@ -341,14 +335,9 @@ class BaseHook:
         calls this at each step boundary and ends training its own way when it gets one. The
         look at storage is rate limited; when a request is first seen, everything the hook
         holds is written before it is returned. Works on a disabled hook too."""
-        if self._stop_seen:
-            return None
-        req = self.stop_watcher.check()
-        if req is None:
-            return None
-        self._stop_seen = True
-        logger.warning("smdebug: rule %s asked training to stop (step %s): %s", req.rule, req.step, req.reason)
-        self._write_held()
+        req = self.stop_watcher.take()
+        if req is not None:
+            self._write_held()
         return req
 
     def _write_held(self) -> None:
@@ -412,8 +401,7 @@ class BaseHook:
         finally:
             self.adapter.shutdown()
 
-    def _cleanup(self) -> None:
-        """1.0.34's name for close() (its own code calls it)."""
+    def _cleanup(self) -> None:  # 1.0.34's name for close(), which its own code calls
         self.close()
 
     def __repr__(self):

@@ -20,15 +20,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from smdebug.core.hook_config_values import REDUCTION_KEYS, ValueParser
 from smdebug.core.hook_options import HookOptions
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = [
@@ -53,9 +53,6 @@ DEFAULT_OUT_DIR = "/opt/ml/output/tensors"  # used when LocalPath is absent, as 
 
 logger = logging.getLogger(__name__)
 
-_SAVE_KEYS = ("save_interval", "save_steps", "start_step", "end_step")
-_PREFIXES = {"train": ModeKeys.TRAIN, "eval": ModeKeys.EVAL, "predict": ModeKeys.PREDICT, "global": ModeKeys.GLOBAL}
-_REDUCTION_KEYS = ("reductions", "save_raw_tensor", "save_shape")
 _HOOK_KEYS = {"include_regex", "include_workers", "save_all", "dry_run", "export_tensorboard", "tensorboard_dir"}
 _COLLECTION_KEYS = {"include_regex", "save_histogram"}
 
@@ -82,131 +79,6 @@ class HookSettings(HookOptions):
         return {**self.kwargs(), "include_collections": list(self.include_collections) or None}
 
 
-class _Parser:
-    """Parses one document; ``where`` (a file path) goes into every error message."""
-
-    def __init__(self, where: str, default_values: dict | None, strict: bool = True):
-        self.where = where
-        self.default_values = default_values
-        self.strict = strict  # raise the first problem; else collect them in problems
-        self.problems: list[str] = []
-        self.unknown: list[str] = []
-
-    def report(self, exc: SMDebugValueError) -> None:
-        if self.strict:
-            raise exc
-        self.problems.append(str(exc))
-
-    def attempt(self, parse, default=None):
-        """``parse()``, or (not strict) ``default`` with the problem recorded."""
-        try:
-            return parse()
-        except SMDebugValueError as exc:
-            self.report(exc)
-            return default
-
-    def error(self, section: str, key: str, value: Any, expected: str) -> SMDebugValueError:
-        return SMDebugValueError(f"{key}={value!r} in {section} of {self.where}: expected {expected}")
-
-    def integer(self, section: str, key: str, value: Any) -> int | None:
-        if value is None:  # JSON null: the SaveConfigMode default, as in 1.0.34
-            return None
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-        raise self.error(section, key, value, "an integer")
-
-    def int_list(self, section: str, key: str, value: Any) -> list[int]:
-        items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else [value]
-        out = []
-        for item in items:
-            if isinstance(item, str) and not item.strip():
-                continue
-            parsed = self.integer(section, key, item)
-            if parsed is None:
-                raise self.error(section, key, value, "a comma-separated list of integers")
-            out.append(parsed)
-        return out
-
-    def boolean(self, section: str, key: str, value: Any, default: bool | None = False) -> bool | None:
-        if value is None:  # absent or JSON null
-            return default
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise self.error(section, key, value, '"true" or "false"')
-
-    def str_list(self, section: str, key: str, value: Any) -> list[str]:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-            raise self.error(section, key, value, "a comma-separated list of strings")
-        return [x.strip() for x in items if x.strip()]
-
-    def regexes(self, section: str, key: str, value: Any) -> list[str]:
-        """The patterns that compile (a pattern that does not is a problem)."""
-        out = []
-        for pattern in self.str_list(section, key, value):
-            try:
-                re.compile(pattern)
-            except (re.error, RecursionError, OverflowError) as exc:
-                self.report(self.error(section, key, pattern, f"a regular expression ({exc})"))
-                continue
-            out.append(pattern)
-        return out
-
-    def save_modes(self, section: str, params: dict, known: set[str]) -> dict[ModeKeys, dict]:
-        """Per mode, the save keys given: the mode's prefixed key wins over the plain one."""
-        base: dict[str, Any] = {}
-        per_mode: dict[ModeKeys, dict[str, Any]] = {m: {} for m in ModeKeys}
-        for key, value in params.items():
-            prefix, dot, name = key.partition(".")
-            target = per_mode.get(_PREFIXES.get(prefix)) if dot else base
-            name = name if dot else key
-            if target is None or name not in _SAVE_KEYS:
-                if dot or key not in known:
-                    self.unknown.append(f"{section}.{key}")
-                continue
-            try:
-                target[name] = (
-                    self.int_list(section, key, value) if name == "save_steps" else self.integer(section, key, value)
-                )
-            except SMDebugValueError as exc:
-                self.report(exc)
-        return {m: {**base, **per_mode[m]} for m in ModeKeys}
-
-    def save_config(self, section: str, modes: dict[ModeKeys, dict]) -> SaveConfig:
-        try:
-            return SaveConfig(
-                mode_save_configs={m: SaveConfigMode.from_dict(d, self.default_values) for m, d in modes.items()}
-            )
-        except SMDebugValueError as exc:
-            raise SMDebugValueError(f"{exc} (in {section} of {self.where})") from None
-
-    def reduction_config(self, section: str, params: dict, inherited: dict | None) -> ReductionConfig | None:
-        given = {k: params[k] for k in _REDUCTION_KEYS if k in params}
-        for k in ("save_raw_tensor", "save_shape"):
-            if k in given:
-                given[k] = self.boolean(section, k, given[k])
-        if not given:
-            return None
-        if "reductions" not in given:
-            # flags without reductions: 1.0.34 drops them; we apply them to what would apply otherwise
-            given = {"save_raw_tensor": True, **(inherited or {}), **given}
-        if not isinstance(given.get("reductions", ""), str | list):
-            raise self.error(section, "reductions", given["reductions"], "a comma-separated list of reductions")
-        try:
-            return ReductionConfig.from_dict(given)
-        except SMDebugValueError as exc:
-            raise SMDebugValueError(f"{exc} (in {section} of {self.where})") from None
-
-
 def _section(parent: dict, key: str, kind: type, where: str) -> Any:
     value = parent.get(key)
     if value is None:  # absent or JSON null
@@ -229,28 +101,28 @@ def _decode(data: bytes | str | dict, where: str) -> dict:
     return data
 
 
-def _workers(p: _Parser, hp: dict) -> str:
+def _workers(p: ValueParser, hp: dict) -> str:
     workers = hp.get("include_workers") or "one"
     if not isinstance(workers, str) or workers.strip().lower() not in ("one", "all"):
         raise p.error("HookParameters", "include_workers", workers, '"one" or "all"')
     return workers.strip().lower()
 
 
-def _tensorboard_dir(p: _Parser, hp: dict) -> str | None:
+def _tensorboard_dir(p: ValueParser, hp: dict) -> str | None:
     tb_dir = hp.get("tensorboard_dir")
     if tb_dir is not None and not isinstance(tb_dir, str):
         raise p.error("HookParameters", "tensorboard_dir", tb_dir, "a path")
     return tb_dir
 
 
-def _collection(p: _Parser, i: int, entry: Any, hook_modes: dict, hook_reductions: dict | None,
+def _collection(p: ValueParser, i: int, entry: Any, hook_modes: dict, hook_reductions: dict | None,
                 known: frozenset | None) -> CollectionSettings:
     if not isinstance(entry, dict) or not isinstance(entry.get("CollectionName"), str):
         raise SMDebugValueError(f"CollectionConfigurations[{i}] in {p.where} must have a 'CollectionName' string")
     name = entry["CollectionName"]
     sec = f"CollectionParameters of collection {name!r}"
     cp = _section(entry, "CollectionParameters", dict, f"collection {name!r} of {p.where}")
-    modes = p.save_modes(sec, cp, _COLLECTION_KEYS | set(_REDUCTION_KEYS))
+    modes = p.save_modes(sec, cp, _COLLECTION_KEYS | set(REDUCTION_KEYS))
     regexes = p.regexes(sec, "include_regex", cp["include_regex"]) if "include_regex" in cp else None
     if known is not None and name not in known and not regexes:
         raise SMDebugValueError(
@@ -286,19 +158,19 @@ def parse_hook_config(
     and left out (see the module docstring) instead of raised.
     """
     data = _decode(data, where)
-    p = _Parser(where, default_values, strict=problems is None)
+    p = ValueParser(where, default_values, strict=problems is None)
     hp = _section(data, "HookParameters", dict, where)
     sec = "HookParameters"
     out_dir = data.get("LocalPath") or DEFAULT_OUT_DIR
     if not isinstance(out_dir, str):
         raise SMDebugValueError(f"LocalPath={out_dir!r} in {where}: expected a path")
-    hook_modes = p.save_modes(sec, hp, _HOOK_KEYS | set(_REDUCTION_KEYS))
+    hook_modes = p.save_modes(sec, hp, _HOOK_KEYS | set(REDUCTION_KEYS))
     save_config = p.attempt(lambda: p.save_config(sec, hook_modes))
     if save_config is None:  # the hook's schedule is left out: every collection gets the default one
         hook_modes = {m: {} for m in ModeKeys}
         save_config = p.save_config(sec, hook_modes)
     reduction_config = p.attempt(lambda: p.reduction_config(sec, hp, None), _FAILED)
-    hook_reductions = {k: hp[k] for k in _REDUCTION_KEYS if k in hp} or None
+    hook_reductions = {k: hp[k] for k in REDUCTION_KEYS if k in hp} or None
     if reduction_config is _FAILED:
         reduction_config = hook_reductions = None
     settings = HookSettings(

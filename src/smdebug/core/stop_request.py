@@ -147,12 +147,23 @@ class StopRequestWatcher:
         self._clock = clock
         self._next = 0.0
         self._seen: StopRequest | None = None
+        self._taken = False
         self._warned = False
         self.checks = 0  # requests made, for tests and benchmarks
 
     @property
     def request(self) -> StopRequest | None:
         return self._seen
+
+    def take(self) -> StopRequest | None:
+        """The request the first time :meth:`check` sees one (logged then), None before and after."""
+        if self._taken:
+            return None
+        req = self.check()
+        if req is not None:
+            self._taken = True
+            logger.warning("smdebug: rule %s asked training to stop (step %s): %s", req.rule, req.step, req.reason)
+        return req
 
     def check(self, force: bool = False) -> StopRequest | None:
         """The stop request if one has been written, looking at storage at most once per interval."""
