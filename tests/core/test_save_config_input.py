@@ -1,4 +1,5 @@
-"""save_config as the glossary writes it (a Python dict), and schedules that save nothing refused."""
+"""save_config as the glossary writes it (a Python dict), schedules that save nothing refused, regexes
+that do not compile refused when given."""
 
 from __future__ import annotations
 
@@ -53,3 +54,15 @@ def test_start_step_after_end_step_is_refused(make):
 def test_start_step_equal_to_end_step_or_without_end_is_fine():
     assert SaveConfigMode(start_step=5, end_step=5).save_steps == []
     assert SaveConfigMode(start_step=50).end_step is None
+
+
+def test_a_regex_that_does_not_compile_is_refused_when_given(tmp_path):
+    from smdebug.core.collection import Collection
+    from smdebug.core.hook import BaseHook
+
+    with pytest.raises(SMDebugValueError, match=r"include_regex '\[unclosed' of collection 'default'"):
+        BaseHook(out_dir=str(tmp_path / "t"), include_regex=["ok", "[unclosed"])
+    c = Collection("mine")
+    with pytest.raises(SMDebugValueError, match=r"include_regex '\(x' of collection 'mine'"):
+        c.include(["fine", "(x"])
+    assert c.include_regex == ["fine"]

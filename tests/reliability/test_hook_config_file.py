@@ -9,13 +9,24 @@ import json
 import logging
 
 import pytest
+import torch
 import torch.nn as nn
-from ptutil import GRADS, LOSS, PARAMS, mlp, run
 
 import smdebug.pytorch as smd
 from smdebug.core.hook_config import CONFIG_FILE_PATH_ENV, load_hook_config
 from smdebug.exceptions import SMDebugValueError
 from smdebug.trials import create_trial
+
+PARAMS = ["Sequential_0.bias", "Sequential_0.weight", "Sequential_2.bias", "Sequential_2.weight"]
+GRADS = [f"gradient/{n}" for n in PARAMS]
+LOSS = "CrossEntropyLoss_output_0"
+
+
+@pytest.fixture(autouse=True)
+def _no_sagemaker(monkeypatch):
+    for var in (CONFIG_FILE_PATH_ENV, "TRAINING_JOB_NAME"):
+        monkeypatch.delenv(var, raising=False)
+    logging.disable(logging.NOTSET)
 
 
 @pytest.fixture
@@ -40,11 +51,18 @@ def _config(tmp_path, hook_params: dict, collections: list) -> str:
 
 
 def _train(path: str):
-    model, loss_fn = mlp(), nn.CrossEntropyLoss()
+    torch.manual_seed(0)
+    model, loss_fn = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
     hook = smd.Hook.create_from_json_file(path)
     hook.register_module(model)
     hook.register_loss(loss_fn)
-    run(hook, model, "TTT", loss_fn=loss_fn)
+    hook.set_mode(smd.modes.TRAIN)
+    x, y = torch.randn(8, 8), torch.randint(0, 3, (8,))
+    for _ in range(3):
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
     hook.close()
     assert not hook.disabled
     return create_trial(hook.out_dir)
