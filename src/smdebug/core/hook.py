@@ -172,7 +172,7 @@ class BaseHook:
 
     def _collections_for_step(self) -> set:
         if not self.planner.prepared:
-            self.planner.prepare(self._module_name)
+            self.planner.prepare(self._module_name, strict=self.propagate_errors)
         return self.planner.due(self.mode, self.mode_steps[self.mode])
 
     def saving_this_step(self) -> bool:
@@ -262,7 +262,7 @@ class BaseHook:
         self._check_open(tensor_name)
         if check_before_write:
             if not self.planner.prepared:
-                self.planner.prepare(self._module_name)
+                self.planner.prepare(self._module_name, strict=self.propagate_errors)
             plan = self.planner.plan_at_step(tensor_name, self.mode, self.mode_steps[self.mode])
         else:
             colls = self.planner.collections_with(tensor_name)
