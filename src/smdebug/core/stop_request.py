@@ -41,6 +41,17 @@ class NotARequest(StorageError):
     """Something at the stop request's key that cannot be one (a FIFO, a device, a folder)."""
 
 
+def _seconds(t) -> float:
+    """A time stamp, 0.0 when it is not a finite number (an int too large for a float too)."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        return 0.0
+    try:
+        t = float(t)
+    except OverflowError:
+        return 0.0
+    return t if math.isfinite(t) else 0.0
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
@@ -79,7 +90,7 @@ class StopRequest:
             rule=_cut(rule, MAX_RULE_CHARS) if isinstance(rule, str) and rule else "unknown",
             step=step if isinstance(step, int) and not isinstance(step, bool) else -1,
             reason=_cut(reason, MAX_REASON_CHARS) if isinstance(reason, str) else "",
-            time=float(t) if isinstance(t, (int, float)) and math.isfinite(t) else 0.0,
+            time=_seconds(t),
         )
 
 
