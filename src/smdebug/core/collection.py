@@ -103,6 +103,10 @@ class Collection:
             for item in t:
                 self.include(item)
         elif isinstance(t, str):
+            try:  # a bad pattern is named now, not at the first step (where it would disable the hook)
+                re.compile(t)
+            except (re.error, RecursionError, OverflowError) as exc:
+                raise SMDebugValueError(f"include_regex {t!r} of collection {self.name!r} is not a regex ({exc})") from None
             self.include_regex.append(t)
             self.__dict__.pop("_compiled", None)
         else:
