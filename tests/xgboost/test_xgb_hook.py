@@ -20,11 +20,14 @@ from smdebug.trials import create_trial
 
 def test_default_hook_saves_metrics_every_10_rounds_and_marks_the_end(tmp_path):
     t = task("binary")
-    train(t, smd.Hook(out_dir=str(tmp_path)), rounds=12)
+    hook = smd.Hook(out_dir=str(tmp_path))
+    train(t, hook, rounds=12)
     trial = create_trial(str(tmp_path))
-    assert trial.steps() == [0, 10]
+    assert trial.steps() == [0, 10]  # every round is written when training returns
     assert sorted(trial.tensor_names()) == sorted(f"{d}-{m}" for d in ("train", "validation")
                                                   for m in ("logloss", "auc", "error"))
+    assert not (tmp_path / END_OF_JOB).exists()  # the hook stays open until close() or exit
+    hook.close()
     assert (tmp_path / END_OF_JOB).exists()
     colls = json.loads((tmp_path / "collections/000000000/worker_0_collections.json").read_text())
     assert set(colls["collections"]) == {"all", "default", "hyperparameters", "metrics", "losses", "predictions",
@@ -71,6 +74,7 @@ def test_sklearn_estimator_with_the_hook_as_callback(tmp_path):
     assert sorted(trial.tensor_names()) == ["labels", "predictions", "validation_0-mlogloss"]
     assert value(trial, "validation_0-mlogloss", 2)[0] == clf.evals_result()["validation_0"]["mlogloss"][2]
     np.testing.assert_array_equal(value(trial, "predictions", 2), clf.predict_proba(Xv))
+    hook.close()
     assert (tmp_path / END_OF_JOB).exists()
 
 
@@ -173,6 +177,24 @@ def test_save_scalar_and_save_tensor(tmp_path):
     assert value(trial, "my/array", 0).tolist() == [0, 1, 2, 3]
     assert trial.tensor_names(collection="custom") == ["my/array"]
     assert value(trial, "scalar/lr", 0).tolist() == [0.3]
+
+
+def test_save_scalar_and_save_tensor_after_training_land_at_a_step_of_their_own(tmp_path):
+    t = task("binary")
+    hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=2))
+    r = train(t, hook, rounds=3)  # rounds 0, 1, 2: steps 0 and 2 saved
+    acc = float(((r.booster.predict(t.valid) > 0.5) == t.valid.get_label()).mean())
+    hook.save_scalar("test_accuracy", acc)
+    hook.save_tensor("test_predictions", r.booster.predict(t.valid), "custom")
+    train(t, hook, rounds=2)  # a second run of the same hook saves nothing (a warning says so)
+    hook.close()
+    trial = create_trial(str(tmp_path))
+    assert trial.steps() == [0, 2, 3]  # step 3 is off the schedule: saved after training, never over step 2
+    assert value(trial, "scalar/test_accuracy", 3).tolist() == [pytest.approx(acc)]
+    np.testing.assert_allclose(value(trial, "test_predictions", 3), r.booster.predict(t.valid), rtol=1e-6)
+    assert trial.tensor_names(collection="custom") == ["test_predictions"]
+    assert trial.tensor("validation-logloss").steps() == [0, 2]
+    assert value(trial, "validation-logloss", 2)[0] == r.evals_result["validation"]["logloss"][2]
 
 
 def test_hook_slot(tmp_path):

@@ -104,6 +104,7 @@ class BaseHook:
         self._closed = False
         self.stop_watcher = StopRequestWatcher(self.store)
         self._stop_seen = False
+        self._training_ended = False  # see _end_training_run
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -300,7 +301,7 @@ class BaseHook:
         names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
         self.planner.add_tensor(tensor_name, [self.collection_manager.get(n, create=True) for n in names])
         if self.planner.prepared and self.step >= 0:
-            self._save_for_tensor(tensor_name, tensor_value)
+            self._save_for_tensor(tensor_name, tensor_value, check_before_write=not self._training_ended)
         else:
             self._custom[tensor_name] = (tensor_value, names)
 
@@ -324,6 +325,17 @@ class BaseHook:
         logger.warning("smdebug: rule %s asked training to stop (step %s): %s", req.rule, req.step, req.reason)
         self._write_held()
         return req
+
+    @guarded()
+    def _end_training_run(self) -> None:
+        """The framework's training ended; the hook stays open until ``close()`` (or exit). What
+        is saved from now on (save_scalar, save_tensor: a final accuracy, a test metric) goes to
+        the step after the last one, whatever the schedule, written at close."""
+        if self._training_ended:
+            return
+        self._write_held()
+        self._begin_step()
+        self._training_ended = True
 
     def _write_held(self) -> None:
         """End the current step and wait until the writer has written everything handed over."""
