@@ -171,3 +171,17 @@ def test_inputs_and_outputs_collections(tmp_path):
         [f"{b}_input_0" for b in blocks] + ["softmaxcrossentropyloss0_input_0", "softmaxcrossentropyloss0_input_1"])
     assert t.tensor_names(collection="outputs") == sorted(
         [f"{b}_output_0" for b in blocks] + ["softmaxcrossentropyloss0_output_0"])
+
+
+def test_wrong_arguments_raise_at_once(tmp_path, monkeypatch):
+    """A wrong argument is the caller's error, whatever SMDEBUG_PROPAGATE_ERRORS says."""
+    monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", "0")
+    hook = smd.Hook(out_dir=str(tmp_path / "t"))
+    with pytest.raises(TypeError, match="register_block: block must be an mxnet.gluon.Block"):
+        hook.register_block("net")
+    with pytest.raises(TypeError, match="register_loss"):
+        hook.register_loss(None)
+    with pytest.raises(ValueError, match="Invalid mode"):
+        hook.set_mode("train")
+    assert not hook.disabled
+    hook.close()

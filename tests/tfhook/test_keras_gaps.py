@@ -141,3 +141,31 @@ def test_register_model_before_compile(tmp_path):
     assert "gradients/dense/kernelGrad" in tr.tensor_names(collection="gradients")
     assert tr.tensor_names(collection="weights") == ["dense/weights/dense/kernel:0", "dense_1/weights/dense_1/kernel:0"]
     assert tr.steps(mode=T) == [0, 2]
+
+
+def test_wrong_arguments_raise_at_once_even_inside_fit(tmp_path):
+    """A wrong argument to a public method is the caller's error: raised, whatever
+    SMDEBUG_PROPAGATE_ERRORS says, and the hook goes on (the conftest unsets it)."""
+    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1))
+    with pytest.raises(ValueError, match="Invalid mode 'a'"):
+        hook.set_mode("a")
+    with pytest.raises(TypeError, match="not a number"):
+        hook.save_scalar("acc", "high")
+    with pytest.raises(TypeError, match="collections_to_write"):
+        hook.save_tensor("t", np.zeros(2), 3)
+    with pytest.raises(TypeError, match="tensor_name"):
+        hook.save_tensor(None, np.zeros(2))
+    assert not hook.disabled
+    model = compile_sgd(sequential())
+    x, y = digits(64)
+
+    class Caller(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            hook.save_scalar("bad", [1.0, 2.0])
+
+    with pytest.raises(TypeError, match="not a scalar"):
+        model.fit(x, y, batch_size=BS, epochs=1, callbacks=[hook, Caller()], verbose=0)
+    assert not hook.disabled
+    hook.disabled = True  # the checks run on a disabled hook too
+    with pytest.raises(ValueError, match="Invalid mode"):
+        hook.set_mode("a")

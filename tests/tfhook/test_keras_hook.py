@@ -143,17 +143,20 @@ def test_an_error_in_the_hook_never_stops_training(tmp_path, caplog):
     x, y = digits()
     hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
 
+    def boom(*args, **kwargs):
+        raise RuntimeError("a failure inside the hook")
+
     class Bad(smd.KerasHook.__mro__[0].__bases__[0]):  # a plain keras Callback
         def on_train_batch_end(self, batch, logs=None):
             if batch == 1:
-                hook.save_scalar("bad", "not a number")
+                hook._save = boom  # the hook fails at the end of the next batch
 
     hist = model.fit(x, y, batch_size=BS, epochs=2, callbacks=[hook, Bad()], verbose=0)
     assert len(hist.history["loss"]) == 2 and hook.disabled
     assert "disabled the hook" in caplog.text
     hook.close()
     # the step the error happened in is lost; every step before it is kept
-    assert create_trial(str(tmp_path / "t")).steps(mode=smd.modes.TRAIN) == [0]
+    assert create_trial(str(tmp_path / "t")).steps(mode=smd.modes.TRAIN) == [0, 1]
 
 
 def test_stop_request_stops_fit(tmp_path):

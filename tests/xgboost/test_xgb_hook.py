@@ -197,6 +197,26 @@ def test_save_scalar_and_save_tensor_after_training_land_at_a_step_of_their_own(
     assert value(trial, "validation-logloss", 2)[0] == r.evals_result["validation"]["logloss"][2]
 
 
+@pytest.mark.parametrize("propagate", ["0", "1"])
+def test_wrong_arguments_to_public_methods_raise_at_once(tmp_path, monkeypatch, propagate):
+    monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", propagate)
+    hook = smd.Hook(out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="Invalid mode 'a'"):
+        hook.set_mode("a")
+    with pytest.raises(TypeError, match="name"):
+        hook.save_scalar(3, 1.0)
+    with pytest.raises(TypeError, match="not a number"):
+        hook.save_scalar("acc", "high")
+    with pytest.raises(TypeError, match="timestamp"):
+        hook.save_scalar("acc", 1.0, timestamp="now")
+    with pytest.raises(TypeError, match="collections_to_write"):
+        hook.save_tensor("t", np.zeros(2), ["custom", None])
+    assert not hook.disabled and hook.mode == smd.modes.GLOBAL
+    train(task("binary"), hook, rounds=2)
+    hook.close()
+    assert create_trial(str(tmp_path)).steps() == [0]
+
+
 def test_hook_slot(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path))
     assert smd.get_hook() is hook

@@ -17,13 +17,14 @@ import numpy as np
 
 from smdebug.core import active_hook
 from smdebug.core.adapter import NumpyAdapter, TensorAdapter
+from smdebug.core.arguments import check_mode, check_save_tensor, scalar_value
 from smdebug.core.collection import Collection, CollectionKeys
 from smdebug.core.collection_defaults import CollectionDefaults
 from smdebug.core.end_of_job import mark_end_of_training
 from smdebug.core.guard import guarded, propagate_default
 from smdebug.core.hook_options import HookOptions, options_signature, tensorboard_dir_for
 from smdebug.core.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
-from smdebug.core.modes import ALLOWED_MODES, ModeKeys
+from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
 from smdebug.core.save_plan import Planner, included_collections
@@ -188,10 +189,8 @@ class BaseHook:
         return bool(self.planner.collections_with(tensor_name) & self._collections_for_step())
 
     # ---------------------------------------------------------------- steps and modes
-    @guarded()
+    @guarded(check=lambda self, mode: check_mode(mode))
     def set_mode(self, mode) -> None:
-        if mode not in ALLOWED_MODES:
-            raise SMDebugValueError(f"Invalid mode {mode!r}: valid modes are {', '.join(m.name for m in ALLOWED_MODES)}")
         if mode != self.mode:
             self._end_step()  # what the current step saved keeps the current step's mode
         self.mode = mode
@@ -286,15 +285,17 @@ class BaseHook:
         elif self._is_tensor(value):
             yield value
 
-    @guarded()
     def save_scalar(self, name, value, sm_metric=False, timestamp: float | None = None) -> None:
-        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard)."""
-        arr = np.asarray(self.adapter.materialize([self.adapter.snapshot(value)])[0], dtype=np.float64).reshape(-1)
-        if arr.size != 1:
-            raise SMDebugTypeError(f"save_scalar({name!r}): value of type {type(value).__name__} is not a scalar")
-        self.buffer.add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
+        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard). A
+        name that is not a string or a value that is not one number raises SMDebugTypeError."""
+        arr = scalar_value(self.adapter, name, value, timestamp)
+        self._add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
 
     @guarded()
+    def _add_scalar(self, name: str, arr, wall_time: float) -> None:
+        self.buffer.add_scalar(name, arr, wall_time)
+
+    @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""

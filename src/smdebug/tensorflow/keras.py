@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 from smdebug.core.adapter import NumpyAdapter
+from smdebug.core.arguments import check_save_tensor
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
 from smdebug.core.held_step import complete_held, hold_step
@@ -359,7 +360,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._save_watched(self._optimizer_variables(optimizer))
 
     # ---------------------------------------------------------------- user tensors
-    @guarded()
+    @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         super().save_tensor(tensor_name, _numpy(tensor_value), collections_to_write)
 
