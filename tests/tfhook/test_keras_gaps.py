@@ -169,3 +169,28 @@ def test_wrong_arguments_raise_at_once_even_inside_fit(tmp_path):
     hook.disabled = True  # the checks run on a disabled hook too
     with pytest.raises(ValueError, match="Invalid mode"):
         hook.set_mode("a")
+
+
+def test_a_resumed_job_continues_the_step_numbers(tmp_path):
+    """The folder holds an interrupted job's steps (no end-of-training marker): a new hook goes on
+    after them, in every mode, and writes none of them again."""
+    from smdebug.core.locations import END_OF_JOB
+
+    out = tmp_path / "t"
+    x, y = digits()  # 5 train batches an epoch, 2 validation batches
+    model = compile_sgd(sequential())
+    first = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"])
+    model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[first], verbose=0, validation_data=(x[:64], y[:64]))
+    kernel_at_4 = model.get_layer("dense").kernel.numpy().copy()
+    first.close()
+    (out / END_OF_JOB).unlink()
+    second = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"])
+    model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[second], verbose=0, validation_data=(x[:64], y[:64]))
+    second.close()
+    tr = create_trial(str(out))
+    assert tr.steps(mode=T) == list(range(10)) and tr.steps(mode=E) == [0, 1, 2, 3]
+    assert tr.steps() == list(range(14))  # global: 0-6 the first job, 7-13 the resumed one
+    kernel = tr.tensor("dense/weights/dense/kernel:0")
+    np.testing.assert_array_equal(kernel.value(4, mode=T), kernel_at_4)  # the first job's step is kept
+    np.testing.assert_array_equal(kernel.value(9, mode=T), model.get_layer("dense").kernel.numpy())
+    assert tr.tensor("loss").value(9, mode=T).item() > 0 and tr.tensor("val_loss").steps(mode=T) == [4, 9]

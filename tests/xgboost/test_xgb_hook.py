@@ -307,3 +307,23 @@ def test_include_regex_saves_matching_tensors_in_default(tmp_path):
     # as in 1.0.34, a collection's tensors are computed when that collection is saved: no feature
     # importance here, as the feature_importance collection is not
     assert not any(n.startswith("feature_importance/") for n in trial.tensor_names())
+
+
+def test_a_resumed_job_continues_the_step_numbers(tmp_path):
+    """A job resumed from a checkpoint (spot training) finds its own steps in the folder, with no
+    end-of-training marker: its rounds follow them, none is written twice."""
+    t = task("binary")
+    first = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=1))
+    r1 = train(t, first, rounds=3)
+    first.close()
+    (tmp_path / END_OF_JOB).unlink()  # the first job was interrupted before its end
+    before = {p.name: p.read_bytes() for p in (tmp_path / "events").rglob("*.tfevents")}
+    second = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=2))
+    r2 = train(t, second, rounds=4, xgb_model=r1.booster)
+    second.close()
+    trial = create_trial(str(tmp_path))
+    # the resumed job's rounds are steps 3..6; the schedule (every 2nd step) saves 4 and 6
+    assert trial.steps() == [0, 1, 2, 4, 6]
+    assert value(trial, "validation-logloss", 2)[0] == r1.evals_result["validation"]["logloss"][2]
+    assert value(trial, "validation-logloss", 6)[0] == r2.evals_result["validation"]["logloss"][3]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "events").rglob("*.tfevents") if p.name in before} == before

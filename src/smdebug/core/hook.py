@@ -26,6 +26,7 @@ from smdebug.core.hook_options import HookOptions, options_signature, tensorboar
 from smdebug.core.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.resume import resume_numbering
 from smdebug.core.save_config import SaveConfig
 from smdebug.core.save_plan import Planner, included_collections
 from smdebug.core.step_buffer import StepBuffer
@@ -106,6 +107,8 @@ class BaseHook:
         self.stop_watcher = StopRequestWatcher(self.store)
         self._stop_seen = False
         self._training_ended = False  # see _end_training_run
+        self._resume_checked = False  # see _resume
+        self.resumed_from: int | None = None  # the last step the folder held of this worker
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -197,8 +200,17 @@ class BaseHook:
         self.mode_steps.setdefault(mode, self.init_step)
         self.planner.new_step()
 
+    def _resume(self) -> None:
+        """Before the first step: continue after the steps this worker already wrote into the
+        folder (a resumed job, core.resume), so that none is written twice."""
+        self._resume_checked = True
+        if not self.dry_run:
+            resume_numbering(self)
+
     def _begin_step(self) -> None:
         """End the current step and start the next one (called by the framework glue)."""
+        if not self._resume_checked:
+            self._resume()
         self._end_step()
         self.step += 1
         self.mode_steps[self.mode] += 1

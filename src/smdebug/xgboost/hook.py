@@ -124,6 +124,8 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             raise TypeError(f"the XGBoost hook saves a Booster's training, not a {type(model).__name__} (xgb.cv)")
         self.worker = self._get_worker_name()  # the collective may start after the hook is made
         self._world = xgb.collective.get_world_size()
+        if not self._resume_checked:  # rounds count from 0 again in a resumed job: they follow its steps
+            self._resume()
         self._trees_kind = extract.booster_kind(model) in extract.TREE_BOOSTERS
 
     @guarded()
@@ -135,7 +137,9 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         if self._trees_kind is None:
             self._before_training(model)
         self._end_step()
-        self.step = self.mode_steps[self.mode] = epoch - 1  # the step is the boosting round, as in 1.0.34
+        # the step is the boosting round, as in 1.0.34 (after the steps of the job it resumes)
+        first = 0 if self.resumed_from is None else self.resumed_from + 1
+        self.step = self.mode_steps[self.mode] = first + epoch - 1
         self._begin_step()
         try:
             if self._step_saves:
