@@ -327,3 +327,35 @@ def test_a_resumed_job_continues_the_step_numbers(tmp_path):
     assert value(trial, "validation-logloss", 2)[0] == r1.evals_result["validation"]["logloss"][2]
     assert value(trial, "validation-logloss", 6)[0] == r2.evals_result["validation"]["logloss"][3]
     assert {p.name: p.read_bytes() for p in (tmp_path / "events").rglob("*.tfevents") if p.name in before} == before
+
+
+def test_a_spot_job_resumes_from_the_checkpoint_folder_state(tmp_path, monkeypatch, peer):
+    """On SageMaker a resumed job's tensors folder starts empty; its checkpoint folder (named by
+    $CHECKPOINT_CONFIG_FILE_PATH) comes back. The state the hook keeps there, in 1.0.34's format,
+    continues the step numbers after the last step written."""
+    import subprocess
+
+    config = tmp_path / "checkpointconfig.json"
+    config.write_text(json.dumps({"LocalPath": str(tmp_path / "checkpoints")}))
+    monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(config))
+    t = task("binary")
+    first = smd.Hook(out_dir=str(tmp_path / "a"), save_config=smd.SaveConfig(save_interval=2))
+    r1 = train(t, first, rounds=4)  # saves rounds 0 and 2
+    first.close()
+    states = json.loads((tmp_path / "checkpoints" / "metadata.json").read_text())
+    assert states == [{"training-run": 0, "latest-global-step-saved": 2, "latest-global-step-seen": 2,
+                       "latest-mode-step": {"GLOBAL": 2}}]
+    # smdebug 1.0.34 resumes from the same state
+    code = ("from smdebug.core.state_store import StateStore; import json; "
+            "print(json.dumps(StateStore().get_last_saved_state()))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # 1.0.34's own smdebug
+    out = subprocess.run([peer, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "CHECKPOINT_CONFIG_FILE_PATH": str(config)})
+    assert json.loads(out.stdout.strip().splitlines()[-1])["latest-global-step-seen"] == 2
+    second = smd.Hook(out_dir=str(tmp_path / "b"), save_config=smd.SaveConfig(save_interval=2))
+    train(t, second, rounds=3, xgb_model=r1.booster)
+    second.close()
+    assert second.resumed_from == 2
+    assert create_trial(str(tmp_path / "b")).steps() == [4]  # rounds 0..2 of the resumed job are steps 3..5
+    states = json.loads((tmp_path / "checkpoints" / "metadata.json").read_text())
+    assert [s["training-run"] for s in states] == [0, 1] and states[1]["latest-global-step-seen"] == 4

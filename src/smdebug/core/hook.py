@@ -109,6 +109,7 @@ class BaseHook:
         self._training_ended = False  # see _end_training_run
         self._resume_checked = False  # see _resume
         self.resumed_from: int | None = None  # the last step the folder held of this worker
+        self._state_file = None  # the checkpoint folder's training state (core.resume)
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -205,7 +206,7 @@ class BaseHook:
         folder (a resumed job, core.resume), so that none is written twice."""
         self._resume_checked = True
         if not self.dry_run:
-            resume_numbering(self)
+            self._state_file = resume_numbering(self)
 
     def _begin_step(self) -> None:
         """End the current step and start the next one (called by the framework glue)."""
@@ -241,6 +242,8 @@ class BaseHook:
         if rec:
             self.last_saved_step = self.step
             writer.submit(rec)
+            if self._state_file is not None:
+                self._state_file.write(self)
             if not self.exported_collections:
                 self.export_collections()
 
