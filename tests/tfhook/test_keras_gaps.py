@@ -38,7 +38,11 @@ def test_custom_collection_regex_sees_model_variables(tmp_path):
     model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "a"))
-    assert tr.tensor_names(collection="custom") == ["dense_1/weights/dense_1/bias:0", "dense_1/weights/dense_1/kernel:0"]
+    # what the regex matches: dense_1's variables, and its gradients and inputs/outputs captured in fit
+    assert tr.tensor_names(collection="custom") == [
+        "dense_1/inputs", "dense_1/outputs", "dense_1/weights/dense_1/bias:0", "dense_1/weights/dense_1/kernel:0",
+        "gradients/dense_1/biasGrad", "gradients/dense_1/kernelGrad"]
+    assert tr.tensor("gradients/dense_1/kernelGrad").steps(mode=T) == [0, 2, 4]
     kernel = tr.tensor("dense_1/weights/dense_1/kernel:0")
     assert kernel.steps(mode=T) == [0, 2, 4]
     np.testing.assert_array_equal(kernel.value(4, mode=T), model.get_layer("dense_1").kernel.numpy())
@@ -49,7 +53,7 @@ def test_custom_collection_regex_sees_model_variables(tmp_path):
     model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "b"))
-    assert tr.tensor_names(collection="default") == ["dense/weights/dense/kernel:0"]
+    assert tr.tensor_names(collection="default") == ["dense/weights/dense/kernel:0", "gradients/dense/kernelGrad"]
     assert tr.tensor("dense/weights/dense/kernel:0").steps(mode=T) == [0, 2, 4]
 
 

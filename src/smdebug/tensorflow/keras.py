@@ -26,7 +26,7 @@ from smdebug.core.adapter import NumpyAdapter
 from smdebug.core.arguments import check_save_tensor
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
-from smdebug.core.held_step import complete_held, hold_step
+from smdebug.core.held_step import complete_held
 from smdebug.core.hook import BaseHook
 from smdebug.core.hook_options import options_signature
 from smdebug.core.locations import CHIEF_WORKER
@@ -34,8 +34,9 @@ from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.tensorflow import capture, names, tape
 from smdebug.tensorflow.collection import TF_COLLECTIONS
+from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
-from smdebug.tensorflow.variables import ModelVariables, optimizer_variables
+from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
 
 __all__ = ["KerasHook"]
 
@@ -51,39 +52,9 @@ def _numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _assign(hook: BaseHook, name: str, coll: str) -> None:
-    """Put ``name`` into collection ``coll`` of ``hook`` (whether it is saved is the plan's)."""
-    known = hook.__dict__.setdefault("_known", set())
-    if name in known or not coll:
-        return
-    known.add(name)
-    hook.collection_manager.get(coll).add_tensor_name(name)
-    hook.planner.forget(name)
-
-
 def _save(hook: BaseHook, name: str, coll: str, value) -> None:
-    _assign(hook, name, coll)
+    assign(hook, name, coll)
     hook._save_for_tensor(name, value)
-
-
-def _log_collection(key: str) -> str:
-    return _K.LOSSES if key == "loss" or key.endswith("_loss") else _K.METRICS
-
-
-def _hold_for_epoch_end(hook: BaseHook) -> None:
-    old = hook.__dict__.pop("_held_for_epoch", None)
-    if old is not None:  # an epoch that never ended: its step is written as it is
-        complete_held(hook, old)
-    hook._held_for_epoch = hold_step(hook)
-
-
-def _force_save(hook: BaseHook, logs: dict) -> None:
-    """Save ``logs`` in the current step, whatever the schedule, if their collection is saved."""
-    present = hook.buffer.names()
-    for key, value in logs.items():
-        _assign(hook, key, _log_collection(key))
-        if key not in present:
-            hook._save_for_tensor(key, value, check_before_write=False)
 
 
 class KerasHook(keras.callbacks.Callback, BaseHook):
@@ -116,6 +87,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._models: list = []
         self._tape_in_step = False
         self._in_fit = False
+        self._capture_colls: set = set()  # collections whose regexes match gradients or layers
 
     # ---------------------------------------------------------------- collections
     def _wants(self, coll: str) -> bool:
@@ -123,7 +95,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def _assign(self, name: str, coll: str) -> None:
         for h in (self, *self._replicas):
-            _assign(h, name, coll)
+            assign(h, name, coll)
 
     def _save(self, name: str, coll: str, value, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
@@ -194,8 +166,16 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         if getattr(model, "optimizer", None) is None:
             return  # not compiled yet: captured once fit sets it as the callbacks' model
         top = model.name
-        want_grads, want_layers = self._wants(_K.GRADIENTS), self._wants(_K.LAYERS)
-        if want_grads:
+        # a collection's regex sees the captured tensors too (``include("dense_1/")``: its gradients)
+        layers = model._flatten_layers(include_self=False, recursive=True)
+        grad_probes = [names.gradient_name(v, top) for v in model.trainable_weights] or [
+            f"gradients/{la.name}/{var}Grad" for la in layers for var in ("kernel", "bias")]  # not built yet
+        by_regex_g = self._regex_collections(grad_probes)
+        by_regex_l = self._regex_collections([f"{la.name}/{io}" for la in layers for io in ("inputs", "outputs")])
+        self._capture_colls |= by_regex_g | by_regex_l
+        want_grads = self._wants(_K.GRADIENTS) or bool(by_regex_g)
+        want_layers = self._wants(_K.LAYERS) or bool(by_regex_l)
+        if self._wants(_K.GRADIENTS):
             for v in model.trainable_weights:
                 self._assign(names.gradient_name(v, top), _K.GRADIENTS)
         if want_grads or want_layers:
@@ -212,10 +192,17 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                 self._assign(w.name, w.collection)
                 self._variables.append(w)
 
+    def _regex_collections(self, probes: list) -> set:
+        """The saved collections whose regexes match one of ``probes`` (tensor names)."""
+        colls = self.collection_manager.get_collections()
+        return {name for name in self.include_collections
+                if (c := colls.get(name)) is not None and c.include_regex and any(c.matches(p) for p in probes)}
+
     @guarded(default=False)
     def _wants_capture(self, mode: str) -> bool:
-        """Whether the step about to run saves gradients or layers (then the instrumented function runs)."""
-        return bool(self._due() & _CAPTURED)
+        """Whether the step about to run saves gradients or layers, or a collection whose regex
+        matches them (then the instrumented function runs)."""
+        return bool(self._due() & (_CAPTURED | self._capture_colls))
 
     @guarded()
     def _receive(self, mode: str, captured: dict) -> None:
@@ -245,7 +232,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         for h in (self, *self._replicas):
             if h.mode != mode:
                 if self._in_fit and h.mode == ModeKeys.TRAIN and mode == ModeKeys.EVAL:
-                    _hold_for_epoch_end(h)  # the epoch's last TRAIN step waits for the epoch's logs
+                    hold_for_epoch_end(h)  # the epoch's last TRAIN step waits for the epoch's logs
                 h.set_mode(mode)
             h._begin_step()
         req = self.stop_requested()
@@ -257,7 +244,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             return
         for key, value in (logs or {}).items():
             if key != "outputs":
-                self._save(key, _log_collection(key), np.asarray(value))
+                self._save(key, log_collection(key), np.asarray(value))
         self._refresh_variables()
         self._save_watched(self._variables)
         if self.mode == ModeKeys.TRAIN and self._models:
@@ -298,9 +285,9 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         for h in (self, *self._replicas):
             held = h.__dict__.pop("_held_for_epoch", None)
             if held is not None:
-                complete_held(h, held, lambda _h=h: _force_save(_h, logs))
+                complete_held(h, held, lambda _h=h: force_save(_h, logs))
             elif h.mode == ModeKeys.TRAIN:
-                _force_save(h, logs)
+                force_save(h, logs)
 
     def on_train_begin(self, logs=None):
         self._in_fit = True
