@@ -124,6 +124,17 @@ class _Parser:
             raise self.error(section, key, value, "a comma-separated list of strings")
         return [x.strip() for x in items if x.strip()]
 
+    def regex_list(self, section: str, key: str, value: Any) -> list[str]:
+        """A list of regexes, each refused here when RE2 cannot run it (smdebug/patterns.py)."""
+        from smdebug.patterns import PatternError, compile_all
+
+        items = self.str_list(section, key, value)
+        try:
+            compile_all(items, arg=f"{key} in {section} of {self.where}")
+        except PatternError as exc:
+            raise SMDebugValueError(str(exc)) from None
+        return items
+
     def save_modes(self, section: str, params: dict, known: set[str]) -> dict[ModeKeys, dict]:
         """Per mode, the save keys given: the mode's prefixed key wins over the plain one."""
         base: dict[str, Any] = {}
@@ -211,7 +222,7 @@ def parse_hook_config(
         dry_run=p.boolean(sec, "dry_run", hp.get("dry_run")),
         save_config=p.save_config(sec, hook_modes),
         reduction_config=p.reduction_config(sec, hp, None),
-        include_regex=p.str_list(sec, "include_regex", hp["include_regex"]) if "include_regex" in hp else None,
+        include_regex=p.regex_list(sec, "include_regex", hp["include_regex"]) if "include_regex" in hp else None,
         include_workers=workers.strip().lower(),
         save_all=p.boolean(sec, "save_all", hp.get("save_all")),
     )
@@ -227,7 +238,7 @@ def parse_hook_config(
         settings.collections.append(
             CollectionSettings(
                 name=name,
-                include_regex=p.str_list(sec, "include_regex", cp["include_regex"]) if "include_regex" in cp else None,
+                include_regex=p.regex_list(sec, "include_regex", cp["include_regex"]) if "include_regex" in cp else None,
                 save_config=p.save_config(sec, {m: {**hook_modes[m], **modes[m]} for m in ModeKeys}),
                 reduction_config=p.reduction_config(sec, cp, hook_reduction_params),
                 save_histogram=p.boolean(sec, "save_histogram", cp.get("save_histogram"), None),
