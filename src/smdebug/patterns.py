@@ -30,7 +30,7 @@ import re2
 
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = ["PatternError", "KNOWN_DEFAULTS", "compile", "compile_all"]
+__all__ = ["PatternError", "KNOWN_DEFAULTS", "compile", "compile_all", "names_matching"]
 
 
 def _first_line_has(target: str, not_prefix: str) -> str:
@@ -127,6 +127,20 @@ def compile_all(patterns, *, arg: str) -> list:
     """:func:`compile` for one pattern or a list / tuple of them."""
     items = patterns if isinstance(patterns, (list, tuple)) else [patterns]
     return [compile(p, arg=arg) for p in items]
+
+
+def names_matching(names, patterns, *, arg: str) -> set:
+    """The names that any of ``patterns`` (one or a list) finds (``search``, as 1.0.34's
+    ``re.search``). A refused pattern raises before any name is looked at. Answers are remembered
+    per (patterns, name): rules ask for the same names at every step, and a call into RE2 costs
+    about 4 us where a lookup costs 0.2."""
+    key = tuple(c.pattern for c in compile_all(patterns, arg=arg))
+    return {n for n in names if _found(key, n)}
+
+
+@functools.lru_cache(maxsize=1 << 18)  # at most ~40 MB
+def _found(key: tuple, name: str) -> bool:
+    return any(_compiled(p).search(name) for p in key)  # each p compiled (and accepted) by names_matching
 
 
 @functools.lru_cache(maxsize=1024)

@@ -198,10 +198,9 @@ class Trial:
 
     # ------------------------------------------------------------------ tensors
     def _tensors_matching_regex(self, regex, arg="regex") -> set:
-        from smdebug.patterns import compile_all
+        from smdebug.patterns import names_matching
 
-        compiled = compile_all(regex, arg=arg)  # RE2: linear in the name (re.search's semantics)
-        return {n for n in self._index.names if any(c.search(n) for c in compiled)}
+        return names_matching(self._index.names, regex, arg=arg)  # RE2: linear in the name, re.search's semantics
 
     @staticmethod
     def _collection_name(collection) -> str:
