@@ -159,14 +159,15 @@ def test_hook_answers_at_once(tmp_path, how):
     print(f"\n{how}: 3 steps in {result['s']:.2f} s")
 
 
+# none starts with "(" and ends with ")": a rule parameter list drops such outer parentheses (rules/params._items)
 REFUSED = {
     "lookahead": "(?!gradient).*weight_x",
     "lookbehind": "(?<=a)x",
     "backreference": r"(a)\1",
-    "named backreference": "(?P<n>a)(?P=n)",
+    "named backreference": "(?P<n>a)(?P=n)x",
     "atomic group": "(?>a+)x",
     "possessive quantifier": "a++x",
-    "conditional": "(a)?(?(1)b|c)",
+    "conditional": "(a)?(?(1)b|c)x",
 }
 
 
@@ -188,6 +189,9 @@ def test_a_construct_re2_refuses_is_a_clear_error_at_each_entry_point(trial_dir,
     assert main(["export", trial_dir, "--tensor", pattern, "-o", str(tmp_path / "x.csv")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and all(f"--tensor {pattern!r}: RE2 refuses it" in e for e in err), err
+    assert main(["rules", trial_dir, "--rule", "ExplodingTensor", "--param", f"tensor_regex={pattern}"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "tensor_regex" in err[0] and f"{pattern!r}: RE2 refuses it" in err[0], err
     COUNTS["refused"] += 1
 
 
