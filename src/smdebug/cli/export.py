@@ -68,13 +68,13 @@ def to_columns(row_iter) -> dict:
 
 
 def run(args) -> int:
-    import re
+    from smdebug.patterns import PatternError, compile
 
     if args.tensor:
         try:
-            re.compile(args.tensor)
-        except re.error as exc:
-            raise CliError(f"--tensor {args.tensor!r} is not a valid regular expression: {exc}") from None
+            compile(args.tensor, arg="--tensor")
+        except PatternError as exc:
+            raise CliError(str(exc)) from None
     out = args.output
     parent = os.path.dirname(os.path.abspath(out)) or "."
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from smdebug.cli.common import CliError, add_trial_argument, check_writable, open_trial, parse_mode
+from smdebug.patterns import PatternError
+from smdebug.patterns import compile as compile_pattern
 
 _FORMATS = (".png", ".svg", ".pdf")
 
@@ -32,9 +32,9 @@ def collect(trial, regex=None, reduction=None, abs_=False, mode=None, max_lines=
             raise CliError(f"{trial.path} has no losses; pick tensors with --tensor REGEX")
     else:
         try:
-            re.compile(regex)
-        except re.error as exc:
-            raise CliError(f"--tensor {regex!r} is not a valid regular expression: {exc}") from None
+            compile_pattern(regex, arg="--tensor")
+        except PatternError as exc:
+            raise CliError(str(exc)) from None
         names = trial.tensor_names(regex=regex)
         if not names:
             raise CliError(f"no tensor matches --tensor {regex!r} (see `smdebug info`)")

@@ -197,11 +197,10 @@ class Trial:
         self.refresh_data()
 
     # ------------------------------------------------------------------ tensors
-    def _tensors_matching_regex(self, regex) -> set:
-        from smdebug.core.utils import match_any
+    def _tensors_matching_regex(self, regex, arg="regex") -> set:
+        from smdebug.patterns import names_matching
 
-        patterns = regex if isinstance(regex, (list, tuple)) else [regex]
-        return {n for n in self._index.names if match_any(n, patterns)}
+        return names_matching(self._index.names, regex, arg=arg)  # RE2: linear in the name, re.search's semantics
 
     @staticmethod
     def _collection_name(collection) -> str:
@@ -215,7 +214,7 @@ class Trial:
         coll = self.collection(self._collection_name(collection))
         names = set(coll.tensor_names)
         if coll.include_regex:
-            names |= self._tensors_matching_regex(coll.include_regex)
+            names |= self._tensors_matching_regex(coll.include_regex, f"include_regex of collection {coll.name!r}")
         return names
 
     def tensor_names(self, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None, *, show_prefixed_tensors=False) -> list:
