@@ -19,7 +19,7 @@ from smdebug.core.writer import FileWriter
 from smdebug.trials import consolidate, create_trial
 from smdebug.trials import consolidated as consolidated_reader
 from smdtest import FIXTURES, ORACLE, run_json
-from trialgen import end_job, value, workers, write_collections
+from trialgen import end_job, value, workers, write_collections, write_step
 
 FIXTURE_TRIALS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 TENSORS = ["a/w", "b/w", "loss"]
@@ -139,6 +139,88 @@ def test_running_job_newest_bucket_not_consolidated_shows_every_step(root):
     write_ours(root, range(1500, 2100, 25), close=False, ended=False)  # bucket 1 completes meanwhile
     assert tr.steps() == list(range(0, 2100, 25))
     assert tr.tensor("a/w").steps(mode=ModeKeys.EVAL) == [s // 3 for s in range(0, 2100, 25) if s % 3 == 0]
+
+
+# ------------------------------------------------------------------ objects made before their bucket changed
+def test_steps_written_after_consolidate_are_read(root, caplog):
+    """`smdebug consolidate --include-incomplete` on a live job, which then goes on in the same
+    bucket (here without a consolidator of its own, as smdebug 1.0.34 or a crashed job): the steps
+    written later are read from their per-step files, for a trial opened before and after."""
+    from smdebug.cli import main
+
+    ws = workers(2)
+    write_collections(root, ws)
+    for s in range(19):
+        for w in ws:
+            write_step(root, s, w, TENSORS)
+    assert main(["consolidate", root.url, "--include-incomplete"]) == 0
+    assert objects(root) == [(0, w) for w in ws]
+    live = create_trial(root.url)
+    assert live.steps() == list(range(19)) and live._coverage.chunks == 2
+    for s in range(19, 60):
+        for w in ws:
+            write_step(root, s, w, TENSORS)
+    end_job(root)
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        for tr in (live, create_trial(root.url)):
+            assert tr.steps() == list(range(60))
+            assert tr._coverage.chunks == 2  # the object still serves the steps it names
+            for s in (5, 18, 19, 45, 59):
+                np.testing.assert_array_equal(tr.tensor("b/w").value(s, worker="worker_1"), value("b/w", s, "worker_1"))
+            assert sorted(tr.tensor("loss").values(worker="worker_0")) == list(range(60))
+    assert not caplog.records  # nothing was wrong: the object is current for the steps it names
+    assert create_trial(root.url)._coverage.extra_steps == 2 * 41
+    assert create_trial(root.url, range_steps=(10, 30)).steps() == list(range(10, 30))
+
+
+def test_object_naming_steps_whose_files_are_gone_is_not_used(root, caplog):
+    """An object that names a step whose index file is no longer listed (a folder cleared and
+    written again) is not current: its bucket is read from the per-step files, with one warning."""
+    write_ours(root, range(0, 1200, 40), n_workers=1)
+    assert objects(root) == [(0, "worker_0"), (1, "worker_0")]
+    from smdebug.core.locations import index_key
+
+    root.delete(index_key(520, "worker_0"))
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        tr = create_trial(root.url)
+        steps = [s for s in range(0, 1200, 40) if s != 520]
+        assert tr.steps() == steps and tr._coverage.covered == {(1, "worker_0")}
+        got = tr.tensor("a/w").values()
+        assert sorted(got) == steps
+        np.testing.assert_array_equal(got[480], value("a/w", 480, "worker_0"))
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert "is stale" in warned and "000000000/worker_0." in warned and "step 520" in warned
+
+
+def test_hook_writer_replaces_an_object_consolidate_wrote_mid_bucket(root, caplog):
+    """The hook's writer (BucketConsolidator) goes on in a bucket that `smdebug consolidate` covered
+    part of: when it completes the bucket its own object replaces that one (no two objects of one
+    bucket, no warning), and the trial reads every step from objects."""
+    ws = workers(2)
+    write_collections(root, ws)
+    store = root.store
+    cons = {w: BucketConsolidator(store, w) for w in ws}
+
+    def steps(rng):
+        for s in rng:
+            for w in ws:
+                with FileWriter(trial_dir=root.url, step=s, worker=w, store=store, consolidator=cons[w]) as fw:
+                    for name in TENSORS:
+                        fw.write_tensor(value(name, s, w), name)
+
+    steps(range(0, 400, 20))
+    consolidate(root.url, include_incomplete=True)
+    steps(range(400, 1000, 20))
+    for c in cons.values():
+        c.close()
+    end_job(root)
+    assert objects(root) == [(0, w) for w in ws]
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        tr = create_trial(root.url)
+        assert tr.steps() == list(range(0, 1000, 20))
+        assert tr._coverage.chunks == 2 and tr._coverage.extra_steps == 0
+        np.testing.assert_array_equal(tr.tensor("loss").value(900, worker="worker_1"), value("loss", 900, "worker_1"))
+    assert not caplog.records
 
 
 # ------------------------------------------------------------------ damaged objects fall back

@@ -2,12 +2,14 @@
 :mod:`smdebug.codec.consolidated` and :mod:`smdebug.core.consolidate`).
 
 At open: one listing of the consolidated objects, one read of each heads object (a worker's
-heads of up to 100 buckets), one listing of the bucket folders of index/, and a ranged read of
-the head of each object no heads object vouches for (concurrent on S3). A bucket is *covered* when every
-worker has an object for it; covered buckets' per-step index files are neither listed nor read.
-The per-step listing starts at the first bucket that is not covered. A missing, stale, truncated
-or corrupt object costs nothing but speed: its bucket is read from the per-step files, and the
-trial says so once in the log.
+heads of up to 100 buckets), a ranged read of the head of each object no heads object vouches
+for (concurrent on S3), and one listing of index/ (from the start of range_steps), which the trial
+then uses as its first listing. That listing proves each object current: an object is used only
+when every step it names still has its per-step index file; a step listed that no object names (one
+written after ``smdebug consolidate`` ran on a live job) is read from its per-step file. An object
+that is missing, stale, truncated or corrupt costs nothing but speed: its bucket is read from the
+per-step files, and the trial says so once in the log. Objects of every layout written so far are
+checked the same way (the check needs only the steps a head holds).
 """
 
 from __future__ import annotations
@@ -44,15 +46,20 @@ HEAD_READ = 64 * 1024  # bytes read from each object at open: the head, and the 
 
 @dataclass
 class Coverage:
-    """Which (bucket, worker) index files the consolidated objects serve."""
+    """Which index files the consolidated objects serve, and the listing of index/ made at open."""
 
-    covered: set = field(default_factory=set)  # (bucket, worker)
-    list_after: str | None = None  # where the per-step listing of index/ may start
+    covered: set = field(default_factory=set)  # (bucket, worker) with an object in use
     chunks: int = 0
     fallbacks: list = field(default_factory=list)  # messages of objects not used
+    listed: list = field(default_factory=list)  # index keys listed at open: [(key, (step, worker))] in range
+    extra_steps: int = 0  # index files listed in a used object's bucket that the object does not name
+    _by_bw: dict = field(default_factory=dict)  # (bucket, worker) -> Chunk
 
     def covers(self, step: int, worker: str) -> bool:
-        return bool(self.covered) and (bucket_of(step), worker) in self.covered
+        """Whether an object in use serves this step's index file (a step written after the
+        object was made is not: it is read from its own file)."""
+        chunk = self._by_bw.get((bucket_of(step), worker)) if self._by_bw else None
+        return chunk is not None and chunk.row(step) is not None
 
 
 class _Warner:
@@ -147,12 +154,39 @@ def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
     return head, entries
 
 
-def open_consolidated(store: Store, index: IndexState, workers: set, num_workers: int, rng) -> Coverage:
-    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None); adds their
-    workers to ``workers``."""
+def _listed_steps(store: Store, rng, list_after) -> tuple[list, dict]:
+    """The index keys in range, parsed, and {(bucket, worker): set of steps} of them."""
+    listed, by_bw = [], {}
+    for k in store.list(INDEX_PREFIX, start_after=list_after):
+        sw = parse_index_key(k)
+        if sw is None or (rng is not None and ((rng[0] is not None and sw[0] < rng[0])
+                                               or (rng[1] is not None and sw[0] >= rng[1]))):
+            continue
+        listed.append((k, sw))
+        by_bw.setdefault((bucket_of(sw[0]), sw[1]), set()).add(sw[0])
+    return listed, by_bw
+
+
+def _rows_in(head, rng):
+    if rng is None:
+        return None
+    keep = np.ones(len(head.steps), bool)
+    if rng[0] is not None:
+        keep &= head.steps >= rng[0]
+    if rng[1] is not None:
+        keep &= head.steps < rng[1]
+    return np.flatnonzero(keep)
+
+
+def open_consolidated(store: Store, index: IndexState, workers: set, rng, list_after: str | None) -> Coverage:
+    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None) that the
+    listing of index/ (from ``list_after``) proves current; adds their workers to ``workers``.
+    The listing comes back in ``Coverage.listed``."""
     cov = Coverage()
     warn = _Warner(cov)
     found, heads_keys = _list_objects(store, rng, warn)
+    # listed after the objects: an object written meanwhile names no step the listing lacks
+    cov.listed, on_disk = _listed_steps(store, rng, list_after)
     if not found:
         return cov
     heads = _heads_from_summaries(store, heads_keys, found, warn)
@@ -165,38 +199,28 @@ def open_consolidated(store: Store, index: IndexState, workers: set, num_workers
             got[bw] = _read_head(store, key, tag, bw[0], bw[1], res)
         except IndexReaderException as exc:
             warn(f"consolidated index unusable ({exc})")
-    by_bucket: dict = {}
     for (bucket, worker), (head, entries) in sorted(got.items()):
         key = found[(bucket, worker)][0]
-        rows = None
-        if rng is not None:
-            keep = np.ones(len(head.steps), bool)
-            if rng[0] is not None:
-                keep &= head.steps >= rng[0]
-            if rng[1] is not None:
-                keep &= head.steps < rng[1]
-            rows = np.flatnonzero(keep)
+        rows = _rows_in(head, rng)
+        named = head.steps if rows is None else head.steps[rows]
+        listed = on_disk.get((bucket, worker), set())
+        gone = [s for s in named.tolist() if s not in listed]
+        if gone:
+            warn(f"consolidated index {store.describe(key)} is stale: it names {len(gone)} steps whose "
+                 f"index files are gone (step {gone[0]} first)")
+            continue
+        cov.extra_steps += len(listed) - len(named)
         chunk = index.add_chunk(key, store.describe(key), head, _loader(store), _fallback(store, index, warn), rows)
         if entries is not None:
             chunk.set_entries(entries)
-        by_bucket.setdefault(bucket, set()).add(worker)
-    cov.chunks = sum(len(w) for w in by_bucket.values())
-    for bucket, ws in by_bucket.items():
-        cov.covered.update((bucket, w) for w in ws)
-    full = {b for b, ws in by_bucket.items() if len(ws) >= num_workers and ws >= workers}
-    workers.update(w for ws in by_bucket.values() for w in ws)
-    folders = [b for b in _bucket_folders(store) if _in_range(b, rng)]
-    uncovered = [b for b in folders if b not in full]
-    if uncovered:
-        first = min(uncovered)
-        cov.list_after = f"{INDEX_PREFIX}{first - 1:09d}/~" if first > 0 else None
-    elif folders:
-        cov.list_after = f"{INDEX_PREFIX}{max(folders):09d}/~"
+        cov._by_bw[(bucket, worker)] = chunk
+        cov.covered.add((bucket, worker))
+        workers.add(worker)
+    cov.chunks = len(cov.covered)
+    if cov.extra_steps:
+        logger.info("smdebug: %d index files were written after their bucket was consolidated; reading them "
+                    "from the per-step files", cov.extra_steps)
     return cov
-
-
-def _bucket_folders(store: Store) -> list[int]:
-    return sorted(int(name) for name in store.list_folders(INDEX_PREFIX) if name.isdigit())
 
 
 def _loader(store: Store):
