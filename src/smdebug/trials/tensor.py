@@ -127,9 +127,7 @@ class Tensor:
                         trial._check_step_readable(g)
                     raise TensorUnavailableForStep(self.name, step_num, mode)
             elif state == StepState.UNAVAILABLE:
-                g = step_num if mode == ModeKeys.GLOBAL else None
-                if g is not None:
-                    trial._check_step_readable(g)
+                trial._check_step_readable(step_num, mode=mode)
                 raise StepUnavailable(step_num, mode)
             else:
                 if trial.loaded_all_steps:
@@ -259,7 +257,7 @@ class Tensor:
                 return self._read([(f, pos)])[0]
             if entry[0] >= 0:
                 return get_numpy_reduction(reduction_name, self._read([(f, entry[0])])[0], abs)
-        raise TensorUnavailableForStep(reduction_name, step_num, mode)
+        raise TensorUnavailableForStep(self.name, step_num, mode, reduction=reduction_name, abs=bool(abs))
 
     def saved(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> dict:
         """What was saved of this tensor at a step, without reading a value.

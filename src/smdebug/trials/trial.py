@@ -349,12 +349,33 @@ class Trial:
                     time.sleep(self._poll)
 
     # ------------------------------------------------------------------ values
-    def _check_step_readable(self, step: int, worker: str | None = None) -> None:
-        """Raise the error of an unreadable index file of this step (and worker, if given)."""
+    def _check_step_readable(self, step: int, worker: str | None = None, mode=ModeKeys.GLOBAL) -> None:
+        """Raise the error of an unreadable index file of this step (and worker, if given). A step
+        of another mode is matched by global step when known; when not, any unreadable index
+        file of a global step the trial has not mapped may hold it, and the error says so."""
+        mode = mode or ModeKeys.GLOBAL
+        g = step if mode == ModeKeys.GLOBAL else self._global_step_currently(mode, step)
+        unknown = []
         for key, msg in self.bad_index_files.items():
             s, w = parse_index_key(key)
-            if s == step and (worker is None or w == worker):
+            if worker is not None and w != worker:
+                continue
+            if s == g:
                 raise IndexReaderException(msg)
+            if g is None and s not in self._index.global_to_mode and self._may_hold(mode, step, s):
+                unknown.append(msg)
+        if unknown:
+            raise IndexReaderException(
+                f"step {step} of mode {mode.name} is in no readable index file, and {len(unknown)} index file(s) "
+                f"of this trial cannot be read (it may be in one): {unknown[0]}")
+
+    def _may_hold(self, mode, mode_step: int, g: int) -> bool:
+        """Whether global step ``g`` can be ``mode_step`` of ``mode``, given the steps of that mode known
+        (mode steps grow with global steps)."""
+        m2g = self._index.mode_to_global.get(mode, {})
+        below = [gg for ms, gg in m2g.items() if ms < mode_step]
+        above = [gg for ms, gg in m2g.items() if ms > mode_step]
+        return (not below or max(below) < g) and (not above or min(above) > g)
 
     def _read_records(self, requests, checks=None):
         """Decode records (trials.records.read_records); ``checks`` verifies payload CRCs."""
