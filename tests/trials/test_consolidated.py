@@ -223,6 +223,64 @@ def test_hook_writer_replaces_an_object_consolidate_wrote_mid_bucket(root, caplo
     assert not caplog.records
 
 
+def test_step_rewritten_after_consolidation_reads_its_new_value(root, caplog):
+    """A rerun into the same folder rewrites steps of a consolidated bucket with a writer that keeps
+    no objects (smdebug 1.0.34, or FileWriter alone): same index keys, other records. The first
+    read that fails to verify finds the object stale against the per-step file; the bucket is then
+    read from the per-step files (one warning) and every value is the new one."""
+    write_ours(root, range(0, 1200, 40), n_workers=1)
+    new = {}
+    store = root.store
+    for s in range(1000, 1200, 40):  # bucket 1, the same tensors and modes, other values and sizes
+        mode = ModeKeys.TRAIN if s % 3 else ModeKeys.EVAL
+        with FileWriter(trial_dir=root.url, step=s, worker="worker_0", store=store) as fw:
+            for name in TENSORS:
+                new[(name, s)] = np.full((4, 5), s + 0.5, np.float32)
+                fw.write_tensor(new[(name, s)], name, mode=mode, mode_step=s // 3)
+            fw.write_tensor(np.array([-1.0], np.float32), "smdebug/reductions/max/a/w", mode=mode, mode_step=s // 3)
+            fw.write_shape("a/w", (4, 5), mode=mode, mode_step=s // 3)
+    assert objects(root) == [(0, "worker_0"), (1, "worker_0")]
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        tr = create_trial(root.url)
+        assert tr.steps() == list(range(0, 1200, 40))
+        got = tr.tensor("b/w").values()
+        for s in range(0, 1200, 40):
+            np.testing.assert_array_equal(got[s], new.get(("b/w", s), value("b/w", s, "worker_0")))
+        np.testing.assert_array_equal(tr.tensor("loss").value(1080), new[("loss", 1080)])
+        assert tr.tensor("a/w").reduction_value(1080, "max") == -1.0
+        assert tr.tensor("a/w").reduction_value(960, "max") == 960.0  # bucket 0's object still serves
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert "was rewritten after" in warned and "000000001/worker_0." in warned
+
+
+def test_rules_read_a_step_rewritten_after_consolidation(root):
+    """The rules' two batched readers (builtin rules' StepReader, a custom rule's req_tensors) find
+    the object stale the same way: a NaN written by the rerun at step 1080 is seen."""
+    from smdebug.rules.builtin import ExplodingTensor
+    from smdebug.rules.rule import Rule
+    from smdebug.rules.rule_invoker import invoke_rule
+
+    write_ours(root, range(0, 1200, 40), n_workers=1)
+    mode = ModeKeys.TRAIN
+    with FileWriter(trial_dir=root.url, step=1080, worker="worker_0", store=root.store) as fw:
+        for name in TENSORS:
+            fw.write_tensor(np.full((5, 7), np.nan if name == "loss" else 1.0, np.float32), name, mode=mode,
+                            mode_step=360)
+        fw.write_tensor(np.array([1.0], np.float32), "smdebug/reductions/max/a/w", mode=mode, mode_step=360)
+        fw.write_shape("a/w", (5, 7), mode=mode, mode_step=360)
+
+    class LossIsNaN(Rule):
+        def set_required_tensors(self, step):
+            self.req_tensors.add("loss", steps=[step])
+
+        def invoke_at_step(self, step):
+            return bool(np.isnan(self.base_trial.tensor("loss").value(step)).any())
+
+    for rule in (ExplodingTensor(create_trial(root.url), tensor_regex="loss"), LossIsNaN(create_trial(root.url))):
+        run = invoke_rule(rule)
+        assert run.fired == [1080], (type(rule).__name__, run)
+
+
 # ------------------------------------------------------------------ damaged objects fall back
 @pytest.fixture(scope="module")
 def damaged_trial(module_root):

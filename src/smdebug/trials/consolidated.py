@@ -29,15 +29,17 @@ from smdebug.core.locations import (
     INDEX_PREFIX,
     bucket_of,
     index_bucket_key,
+    index_key,
     parse_consolidated_key,
     parse_heads_key,
     parse_index_key,
 )
 from smdebug.exceptions import IndexReaderException
 from smdebug.storage import Store
+from smdebug.trials.chunks import ChunkFile
 from smdebug.trials.index_state import IndexState
 
-__all__ = ["Coverage", "open_consolidated", "HEAD_READ"]
+__all__ = ["Coverage", "open_consolidated", "rewritten_since", "drop_stale", "HEAD_READ"]
 
 logger = logging.getLogger("smdebug")
 
@@ -255,3 +257,51 @@ def _fallback(store: Store, index: IndexState, warn):
         return files
 
     return fallback
+
+
+def rewritten_since(store: Store, chunk, rows) -> str | None:
+    """Why ``chunk`` no longer matches the per-step index files of ``rows`` (a step rewritten after
+    the object was made: same key, other records), or None when they agree. Read on the error path
+    only: a record of the chunk failed to read or verify."""
+    steps = [int(chunk.steps[r]) for r in rows]
+    keys = [index_key(s, chunk.worker) for s in steps]
+    for row, step, key, blob in zip(rows, steps, keys, store.read_many(keys)):
+        where = store.describe(key)
+        if isinstance(blob, Exception):
+            return f"{where} is gone ({blob})"
+        try:
+            p = decode_index(blob, where)
+        except IndexReaderException as exc:
+            return f"step {step}: {exc}"
+        tags = chunk.head.layouts[chunk.head.layout_ids[row]].tags
+        same = (tuple(p.tags) == tuple(tags) and p.event_file_name == chunk.event_key(row)
+                and int(chunk.head.mode_steps[row]) == p.mode_step and int(chunk.head.modes[row]) == p.mode.value)
+        for pos in range(len(tags)) if same else ():
+            crc = None if p.crcs is None else p.crcs[pos]
+            if chunk.location(row, pos, where) != (p.starts[pos], p.lengths[pos]) or chunk.crc(row, pos) != crc:
+                same = False
+                break
+        if not same:
+            return f"{where} was rewritten after {chunk.where} was made (step {step})"
+    return None
+
+
+def drop_stale(store: Store, files) -> bool:
+    """After a failed read of records of ``files`` (IndexFile or ChunkFile): whether a consolidated
+    object serving some of them is stale (a step rewritten since it was made); such objects then
+    answer from the per-step index files (one warning). False when every object agrees with the
+    per-step files: the failure is the records' own."""
+    rows: dict = {}
+    for f in files:
+        if isinstance(f, ChunkFile) and not f.chunk.fell_back:
+            rows.setdefault(id(f.chunk), (f.chunk, set()))[1].add(f.row)
+    stale = False
+    for chunk, rs in rows.values():
+        try:
+            why = rewritten_since(store, chunk, sorted(rs))
+        except IndexReaderException as exc:  # the object's own entries cannot be read
+            why = str(exc)
+        if why is not None:
+            chunk.use_per_step(why)
+            stale = True
+    return stale

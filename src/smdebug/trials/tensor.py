@@ -10,6 +10,8 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import get_numpy_reduction
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
+    EventFileCorrupt,
+    IndexReaderException,
     InvalidWorker,
     NoMoreData,
     ShapeUnavailableForStep,
@@ -195,7 +197,16 @@ class Tensor:
 
     # ------------------------------------------------------------------ values
     def _read(self, picks):
-        """Values of (IndexFile, position) pairs, in one batched read."""
+        """Values of (IndexFile, position) pairs, in one batched read; once more when a consolidated
+        object behind a failed read turns out stale (a step rewritten since it was made)."""
+        try:
+            return self._read_once(picks)
+        except (EventFileCorrupt, IndexReaderException):
+            if not self.trial._stale_chunks([f for f, _ in picks]):
+                raise
+        return self._read_once(picks)
+
+    def _read_once(self, picks):
         trial = self.trial
         reqs, checks = [], []
         for f, pos in picks:

@@ -30,7 +30,7 @@ from smdebug.exceptions import (
     TensorUnavailable,
 )
 from smdebug.storage import Store
-from smdebug.trials.consolidated import Coverage, open_consolidated
+from smdebug.trials.consolidated import Coverage, drop_stale, open_consolidated
 from smdebug.trials.index_state import IndexState
 from smdebug.trials.records import Where, WindowCache, read_records
 from smdebug.trials.tensor import Tensor
@@ -376,6 +376,10 @@ class Trial:
         below = [gg for ms, gg in m2g.items() if ms < mode_step]
         above = [gg for ms, gg in m2g.items() if ms > mode_step]
         return (not below or max(below) < g) and (not above or min(above) > g)
+
+    def _stale_chunks(self, files) -> bool:
+        """After a failed read of records of ``files``: see :func:`trials.consolidated.drop_stale`."""
+        return drop_stale(self.store, files)
 
     def _read_records(self, requests, checks=None):
         """Decode records (trials.records.read_records); ``checks`` verifies payload CRCs."""
