@@ -3,13 +3,16 @@
 
 At open: one listing of the consolidated objects, one read of each heads object (a worker's
 heads of up to 100 buckets), a ranged read of the head of each object no heads object vouches
-for (concurrent on S3), and one listing of index/ (from the start of range_steps), which the trial
-then uses as its first listing. That listing proves each object current: an object is used only
-when every step it names still has its per-step index file; a step listed that no object names (one
-written after ``smdebug consolidate`` ran on a live job) is read from its per-step file. An object
-that is missing, stale, truncated or corrupt costs nothing but speed: its bucket is read from the
-per-step files, and the trial says so once in the log. Objects of every layout written so far are
-checked the same way (the check needs only the steps a head holds).
+for (concurrent on S3), and one listing of the bucket folders of index/. An object names the
+steps it covers; it proves itself current against a listing of its bucket after the last of
+them: one LIST per covered bucket below the newest, which the trial's own listing of index/
+(from the newest covered bucket's last step on) does for that one. A step found there that no
+object names (written after ``smdebug consolidate`` ran on a live job) is read from its per-step
+file; so is a step written after the trial opened. A step rewritten after its object was made
+is caught at its first read (:func:`drop_stale`). A missing, stale, truncated or corrupt object
+costs nothing but speed: its bucket is read from the per-step files, and the trial says so once
+in the log. Objects of every layout written so far are checked the same way (the check needs
+only the steps a head holds).
 """
 
 from __future__ import annotations
@@ -48,13 +51,13 @@ HEAD_READ = 64 * 1024  # bytes read from each object at open: the head, and the 
 
 @dataclass
 class Coverage:
-    """Which index files the consolidated objects serve, and the listing of index/ made at open."""
+    """Which index files the consolidated objects serve; what the trial's first listing misses."""
 
     covered: set = field(default_factory=set)  # (bucket, worker) with an object in use
+    list_after: str | None = None  # where the trial's listing of index/ starts
+    extra: list = field(default_factory=list)  # [(key, (step, worker))] found by the buckets' checks
     chunks: int = 0
     fallbacks: list = field(default_factory=list)  # messages of objects not used
-    listed: list = field(default_factory=list)  # index keys listed at open: [(key, (step, worker))] in range
-    extra_steps: int = 0  # index files listed in a used object's bucket that the object does not name
     _by_bw: dict = field(default_factory=dict)  # (bucket, worker) -> Chunk
 
     def covers(self, step: int, worker: str) -> bool:
@@ -156,19 +159,6 @@ def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
     return head, entries
 
 
-def _listed_steps(store: Store, rng, list_after) -> tuple[list, dict]:
-    """The index keys in range, parsed, and {(bucket, worker): set of steps} of them."""
-    listed, by_bw = [], {}
-    for k in store.list(INDEX_PREFIX, start_after=list_after):
-        sw = parse_index_key(k)
-        if sw is None or (rng is not None and ((rng[0] is not None and sw[0] < rng[0])
-                                               or (rng[1] is not None and sw[0] >= rng[1]))):
-            continue
-        listed.append((k, sw))
-        by_bw.setdefault((bucket_of(sw[0]), sw[1]), set()).add(sw[0])
-    return listed, by_bw
-
-
 def _rows_in(head, rng):
     if rng is None:
         return None
@@ -180,15 +170,18 @@ def _rows_in(head, rng):
     return np.flatnonzero(keep)
 
 
-def open_consolidated(store: Store, index: IndexState, workers: set, rng, list_after: str | None) -> Coverage:
-    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None) that the
-    listing of index/ (from ``list_after``) proves current; adds their workers to ``workers``.
-    The listing comes back in ``Coverage.listed``."""
+def _after_step(step: int) -> str:
+    """The listing position after every index file of ``step`` (any worker)."""
+    return f"{index_bucket_key(step)}{step:012d}_~"
+
+
+def open_consolidated(store: Store, index: IndexState, workers: set, num_workers: int, rng) -> Coverage:
+    """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None); adds their
+    workers to ``workers``. ``Coverage.list_after`` and ``Coverage.extra`` tell the trial what to
+    list and read besides."""
     cov = Coverage()
     warn = _Warner(cov)
     found, heads_keys = _list_objects(store, rng, warn)
-    # listed after the objects: an object written meanwhile names no step the listing lacks
-    cov.listed, on_disk = _listed_steps(store, rng, list_after)
     if not found:
         return cov
     heads = _heads_from_summaries(store, heads_keys, found, warn)
@@ -201,28 +194,47 @@ def open_consolidated(store: Store, index: IndexState, workers: set, rng, list_a
             got[bw] = _read_head(store, key, tag, bw[0], bw[1], res)
         except IndexReaderException as exc:
             warn(f"consolidated index unusable ({exc})")
+    by_bucket: dict = {}
     for (bucket, worker), (head, entries) in sorted(got.items()):
         key = found[(bucket, worker)][0]
         rows = _rows_in(head, rng)
-        named = head.steps if rows is None else head.steps[rows]
-        listed = on_disk.get((bucket, worker), set())
-        gone = [s for s in named.tolist() if s not in listed]
-        if gone:
-            warn(f"consolidated index {store.describe(key)} is stale: it names {len(gone)} steps whose "
-                 f"index files are gone (step {gone[0]} first)")
-            continue
-        cov.extra_steps += len(listed) - len(named)
         chunk = index.add_chunk(key, store.describe(key), head, _loader(store), _fallback(store, index, warn), rows)
         if entries is not None:
             chunk.set_entries(entries)
         cov._by_bw[(bucket, worker)] = chunk
-        cov.covered.add((bucket, worker))
-        workers.add(worker)
+        by_bucket.setdefault(bucket, set()).add(worker)
+    cov.covered = set(cov._by_bw)
     cov.chunks = len(cov.covered)
-    if cov.extra_steps:
-        logger.info("smdebug: %d index files were written after their bucket was consolidated; reading them "
-                    "from the per-step files", cov.extra_steps)
+    full = {b for b, ws in by_bucket.items() if len(ws) >= num_workers and ws >= workers}
+    workers.update(w for ws in by_bucket.values() for w in ws)
+    folders = [b for b in _bucket_folders(store) if _in_range(b, rng)]
+    uncovered = [b for b in folders if b not in full]
+    # the trial lists index/ from the first bucket it must read whole, or after the newest
+    # covered bucket's last step named by all its objects; a covered bucket below that start is
+    # checked by a listing of its own, after that step
+    newest = min(uncovered) if uncovered else max(full | set(folders)) if (full or folders) else None
+    if newest is None:
+        return cov
+    if newest in full:
+        cov.list_after = _tail(cov, newest)
+    elif newest > 0:
+        cov.list_after = f"{INDEX_PREFIX}{newest - 1:09d}/~"
+    for b in sorted(b for b in full if b < newest and b in set(folders)):
+        for k in store.list(index_bucket_key(b * INDEX_BUCKET), start_after=_tail(cov, b)):
+            sw = parse_index_key(k)
+            if sw is not None and (rng is None or _in_range(b, rng)) and not cov.covers(*sw):
+                cov.extra.append((k, sw))
     return cov
+
+
+def _tail(cov: Coverage, bucket: int) -> str:
+    """After the last step every object of the bucket names (a later step is new)."""
+    lasts = [int(c.steps[-1]) for (b, _w), c in cov._by_bw.items() if b == bucket and len(c.steps)]
+    return _after_step(min(lasts)) if lasts else index_bucket_key(bucket * INDEX_BUCKET)
+
+
+def _bucket_folders(store: Store) -> list[int]:
+    return sorted(int(name) for name in store.list_folders(INDEX_PREFIX) if name.isdigit())
 
 
 def _loader(store: Store):

@@ -140,12 +140,13 @@ class Trial:
 
     def refresh_data(self) -> None:
         """Read index files that appeared since the last refresh."""
-        if self._coverage is None:  # the consolidated index objects, read once at open with the first listing
-            self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.range_steps,
-                                               self._list_after)
-            listed, self._coverage.listed = self._coverage.listed, []
-        else:
-            listed = [(k, parse_index_key(k)) for k in self.store.list(INDEX_PREFIX, start_after=self._list_after)]
+        listed = []
+        if self._coverage is None:  # the consolidated index objects, read once at open
+            self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.num_workers,
+                                               self.range_steps)
+            self._list_after = max(self._list_after or "", self._coverage.list_after or "") or None
+            listed, self._coverage.extra = self._coverage.extra, []  # steps written after their bucket's object
+        listed += [(k, parse_index_key(k)) for k in self.store.list(INDEX_PREFIX, start_after=self._list_after)]
         new = []
         for k, sw in listed:
             if k in self._seen_keys or sw is None or not self._in_range(sw[0]) or self._coverage.covers(*sw):
