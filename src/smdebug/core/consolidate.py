@@ -171,7 +171,9 @@ def consolidate(path, *, include_incomplete: bool = False) -> ConsolidateReport:
 
     A worker's bucket is consolidated when it is complete: training has ended
     (``training_job_end.ts``), or the worker has written a later bucket. ``include_incomplete``
-    consolidates the newest buckets too (only for a job you know has stopped writing).
+    consolidates the newest buckets too. That is safe on a live job: readers read the steps
+    written after an object from their per-step files, and the hook's writer replaces the
+    object when it completes the bucket; it only saves less.
     """
     store = open_store(path)
     ended = include_incomplete or store.exists(END_OF_JOB)
