@@ -219,10 +219,12 @@ def open_consolidated(store: Store, index: IndexState, workers: set, num_workers
         cov.list_after = _tail(cov, newest)
     elif newest > 0:
         cov.list_after = f"{INDEX_PREFIX}{newest - 1:09d}/~"
-    for b in sorted(b for b in full if b < newest and b in set(folders)):
+    for b in sorted(full.intersection(folders)):
+        if b >= newest:
+            break
         for k in store.list(index_bucket_key(b * INDEX_BUCKET), start_after=_tail(cov, b)):
             sw = parse_index_key(k)
-            if sw is not None and (rng is None or _in_range(b, rng)) and not cov.covers(*sw):
+            if sw is not None and not cov.covers(*sw):
                 cov.extra.append((k, sw))
     return cov
 
