@@ -24,7 +24,7 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
     """Statistics of a tensor at a step (its saved reductions when the raw value was not saved)."""
     import numpy as np
 
-    from smdebug.exceptions import TensorUnavailableForStep
+    from smdebug.exceptions import IndexReaderException, TensorUnavailableForStep
     from smdebug.modes import ModeKeys
 
     mode = mode or ModeKeys.GLOBAL
@@ -35,6 +35,11 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
     if step is None:
         step = steps[-1]
     elif step not in steps:
+        try:
+            trial._check_step_readable(step, mode=mode)  # an unreadable index file is not "not saved"
+        except IndexReaderException as exc:
+            raise CliError(f"tensor {name!r} at {mode.name} step {step} cannot be read (an index file is "
+                           f"unreadable): {exc}") from None
         raise CliError(f"tensor {name!r} was not saved at {mode.name} step {step} (saved at {_few(steps)})")
     if worker is not None and worker not in t.workers(step, mode=mode):
         raise CliError(f"worker {worker!r} did not save {name!r} at step {step} (workers: {', '.join(t.workers(step, mode=mode))})")
