@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
-from smdebug.cli.common import CliError, add_trial_argument, open_trial, parse_mode, tensor_of
+from smdebug.cli.common import CliError, add_trial_argument, emit_json, open_trial, parse_mode, tensor_of
 
 
 def add(sub) -> None:
@@ -16,7 +15,9 @@ def add(sub) -> None:
     p.add_argument("--mode", help="train, eval, predict or global (default global)")
     p.add_argument("--worker", help="worker name (default: the first worker that saved it)")
     p.add_argument("--full", action="store_true", help="print the whole array")
-    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.add_argument("--json", action="store_true",
+                   help="print strict JSON for scripts: NaN and infinities as the strings \"NaN\", \"Infinity\", "
+                        "\"-Infinity\"; complex numbers as [real, imag]")
     p.set_defaults(func=run)
 
 
@@ -77,8 +78,7 @@ def run(args) -> int:
     if args.json:
         if args.full and value is not None:
             info["value"] = value.tolist()
-        json.dump(info, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(info)
         return 0
     print(f"{info['tensor']}  step {info['step']} ({info['mode']})" + (f"  worker {info['worker']}" if info["worker"] else ""))
     if info.get("shape") is not None:
