@@ -134,6 +134,7 @@ def test_show_json_nonfinite_and_complex_values_are_strict_json(capsys, odd_tria
     assert main(["show", odd_trial, "cplx", "--json", "--full"]) == 0
     got = strict_json(capsys.readouterr().out)  # before: half a document, then a TypeError
     assert got["value"] == [[1.0, 2.0], [3.0, -1.0]] and got["dtype"] == "complex64"
+    assert got["statistics_of"] == "magnitude" and got["max"] == pytest.approx(10**0.5)
     assert main(["show", odd_trial, "words", "--json", "--full"]) == 0
     assert strict_json(capsys.readouterr().out)["value"] == ["a", "bc"]
     assert main(["show", odd_trial, "big", "--json", "--full"]) == 0

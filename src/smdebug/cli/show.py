@@ -61,6 +61,8 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
         out["inf"] = int(np.isinf(v).sum())
         if finite.size:
             out.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()), std=float(finite.std()))
+        if value.dtype.kind == "c":
+            out["statistics_of"] = "magnitude"  # min/max/mean/std/NaN/Inf of |z|
     out["_value"] = value
     return out
 
@@ -85,6 +87,8 @@ def run(args) -> int:
         print(f"shape   {tuple(info['shape'])}")
     if info.get("raw"):
         print(f"dtype   {info['dtype']}  ({info['size']} values)")
+        if info.get("statistics_of"):
+            print(f"(statistics of the {info['statistics_of']} of the complex values)")
         for key in ("min", "max", "mean", "std"):
             if key in info:
                 print(f"{key:<7} {info[key]:.6g}")
