@@ -279,8 +279,6 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
     On SageMaker, TensorBoard export follows SageMaker's TensorBoard config file, as in 1.0.34.
     """
     if path is not None:
-        if os.path.isdir(path):
-            raise SMDebugValueError(f"hook config file {path} is a folder, not a JSON file")
         if not os.path.isfile(path):
             raise SMDebugValueError(f"hook config file {path} does not exist")
     else:
@@ -288,8 +286,7 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
         if path is None:
             return None
         if not os.path.isfile(path):
-            what = "is a folder, not a JSON file" if os.path.isdir(path) else "does not exist"
-            logger.warning("smdebug: %s=%s %s; no hook is configured", CONFIG_FILE_PATH_ENV, path, what)
+            logger.warning("smdebug: %s=%s does not exist; no hook is configured", CONFIG_FILE_PATH_ENV, path)
             return None
     settings = parse_hook_config(_read(path), path, default_values=default_values)
     logger.info("smdebug: hook configured from %s", path)
