@@ -285,16 +285,6 @@ def test_a_missing_extra_is_named(tmp_path, argv, module, extra):
     assert proc.stderr.strip() == f"smdebug {argv[0]}: this command needs {module}: pip install 'smdebug[{extra}]'"
 
 
-def test_hook_config_path_naming_a_folder(tmp_path):
-    from smdebug.core.hook_config import load_hook_config
-    from smdebug.exceptions import SMDebugValueError
-
-    with pytest.raises(SMDebugValueError, match="is a folder, not a JSON file"):
-        load_hook_config(str(tmp_path))
-    with pytest.raises(SMDebugValueError, match="does not exist"):
-        load_hook_config(str(tmp_path / "missing.json"))
-
-
 def test_watch_copy_of_a_fixture_without_end_marker_is_followed(tmp_path):
     # the real hook's output (1.0.34's), its end marker removed: every saved step is followed
     job = tmp_path / "mlp"
