@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
-from smdebug.cli.common import CliError, add_trial_argument, open_trial, parse_mode, tensor_of
+from smdebug.cli.common import CliError, add_trial_argument, emit_json, open_trial, parse_mode, tensor_of
 
 
 def add(sub) -> None:
@@ -16,7 +15,9 @@ def add(sub) -> None:
     p.add_argument("--mode", help="train, eval, predict or global (default global)")
     p.add_argument("--worker", help="worker name (default: the first worker that saved it)")
     p.add_argument("--full", action="store_true", help="print the whole array")
-    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.add_argument("--json", action="store_true",
+                   help="print strict JSON for scripts: NaN and infinities as the strings \"NaN\", \"Infinity\", "
+                        "\"-Infinity\"; complex numbers as [real, imag]")
     p.set_defaults(func=run)
 
 
@@ -65,6 +66,8 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
         out["inf"] = int(np.isinf(v).sum())
         if finite.size:
             out.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()), std=float(finite.std()))
+        if value.dtype.kind == "c":
+            out["statistics_of"] = "magnitude"  # min/max/mean/std/NaN/Inf of |z|
     out["_value"] = value
     return out
 
@@ -82,14 +85,15 @@ def run(args) -> int:
     if args.json:
         if args.full and value is not None:
             info["value"] = value.tolist()
-        json.dump(info, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(info)
         return 0
     print(f"{info['tensor']}  step {info['step']} ({info['mode']})" + (f"  worker {info['worker']}" if info["worker"] else ""))
     if info.get("shape") is not None:
         print(f"shape   {tuple(info['shape'])}")
     if info.get("raw"):
         print(f"dtype   {info['dtype']}  ({info['size']} values)")
+        if info.get("statistics_of"):
+            print(f"(statistics of the {info['statistics_of']} of the complex values)")
         for key in ("min", "max", "mean", "std"):
             if key in info:
                 print(f"{key:<7} {info[key]:.6g}")
