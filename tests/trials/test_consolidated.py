@@ -231,6 +231,15 @@ def test_hook_writer_replaces_an_object_consolidate_wrote_mid_bucket(root, caplo
     assert not caplog.records
 
 
+def foreign_rewrite(fw: FileWriter) -> FileWriter:
+    """A writer that replaces a step's files as 1.0.34's does (ours refuses to: core/writer.py), so
+    the step's old files go first."""
+    for key in (fw._event_key, fw._index_key):
+        if fw._store.exists(key):
+            fw._store.delete(key)
+    return fw
+
+
 def test_step_rewritten_after_consolidation_reads_its_new_value(root, caplog):
     """A rerun into the same folder rewrites steps of a consolidated bucket with a writer that keeps
     no objects (smdebug 1.0.34, or FileWriter alone): same index keys, other records. The first
@@ -241,7 +250,7 @@ def test_step_rewritten_after_consolidation_reads_its_new_value(root, caplog):
     store = root.store
     for s in range(1000, 1200, 40):  # bucket 1, the same tensors and modes, other values and sizes
         mode = ModeKeys.TRAIN if s % 3 else ModeKeys.EVAL
-        with FileWriter(trial_dir=root.url, step=s, worker="worker_0", store=store) as fw:
+        with foreign_rewrite(FileWriter(trial_dir=root.url, step=s, worker="worker_0", store=store)) as fw:
             for name in TENSORS:
                 new[(name, s)] = np.full((4, 5), s + 0.5, np.float32)
                 fw.write_tensor(new[(name, s)], name, mode=mode, mode_step=s // 3)
@@ -270,7 +279,7 @@ def test_rules_read_a_step_rewritten_after_consolidation(root):
 
     write_ours(root, range(0, 1200, 40), n_workers=1)
     mode = ModeKeys.TRAIN
-    with FileWriter(trial_dir=root.url, step=1080, worker="worker_0", store=root.store) as fw:
+    with foreign_rewrite(FileWriter(trial_dir=root.url, step=1080, worker="worker_0", store=root.store)) as fw:
         for name in TENSORS:
             fw.write_tensor(np.full((5, 7), np.nan if name == "loss" else 1.0, np.float32), name, mode=mode,
                             mode_step=360)

@@ -378,7 +378,7 @@ class StepReader:
             got = self._tensors(trial.store, picks)
         except (EventFileCorrupt, IndexReaderException):
             # a consolidated object made before a step was rewritten: it then answers from the per-step files
-            if not trial._stale_chunks([f for f, _ in picks]):
+            if not trial._stale_chunks([f for f, _pos, _name in picks]):
                 raise
             got = self._tensors(trial.store, picks)
         out = []
