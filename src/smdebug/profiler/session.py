@@ -176,17 +176,23 @@ class Profiler:
         ``system/training_job_end.ts`` and ``framework/training_job_end.ts``."""
         if self._closed:
             return
-        try:
-            if self._step is not None and not self.disabled:
-                self._end_step(now_us())
-        finally:
-            self._closed = True
-            if self.python is not None:
-                self.python.close()
-            if self.system is not None:
-                self.system.stop()
-            if self.timeline is not None:
-                self.timeline.close()
-            for sub in ("system", "framework"):
-                os.makedirs(os.path.join(self.root, sub), exist_ok=True)
-                open(os.path.join(self.root, sub, END_MARKER), "w").close()
+        self._closed = True
+        parts = []
+        if self._step is not None and not self.disabled:
+            parts.append(("the last step", lambda: self._end_step(now_us())))
+        for part in (self.python, self.system, self.timeline):
+            if part is not None:
+                parts.append((type(part).__name__, part.close if hasattr(part, "close") else part.stop))
+        parts.append(("the end markers", self._write_end_markers))
+        for what, fn in parts:
+            try:
+                fn()
+            except Exception:
+                if self.propagate_errors:
+                    raise
+                logger.exception("smdebug: profiler: closing %s failed", what)
+
+    def _write_end_markers(self) -> None:
+        for sub in ("system", "framework"):
+            os.makedirs(os.path.join(self.root, sub), exist_ok=True)
+            open(os.path.join(self.root, sub, END_MARKER), "w").close()
