@@ -12,11 +12,11 @@ framework glue lives in smdebug.<framework>).
 
 from smdebug.profiler.config import ProfilerConfig, ProfilingRange
 from smdebug.profiler.python_profiler import PythonProfiling
-from smdebug.profiler.session import Profiler, step_phase
+from smdebug.profiler.session import Profiler, profiler_for_hook, step_phase
 from smdebug.profiler.system import HostSampler, SystemMetricsSampler
 from smdebug.profiler.timeline import TimelineWriter
 
 __all__ = [
-    "ProfilerConfig", "ProfilingRange", "Profiler", "step_phase", "SystemMetricsSampler", "HostSampler",
+    "ProfilerConfig", "ProfilingRange", "Profiler", "profiler_for_hook", "step_phase", "SystemMetricsSampler", "HostSampler",
     "TimelineWriter", "PythonProfiling",
 ]

@@ -28,7 +28,7 @@ from smdebug.profiler.config import ProfilerConfig
 from smdebug.profiler.locations import END_MARKER, framework_node_id, system_node_id
 from smdebug.profiler.timeline import TimelineWriter, now_us
 
-__all__ = ["Profiler", "step_phase"]
+__all__ = ["Profiler", "step_phase", "profiler_for_hook"]
 
 logger = logging.getLogger("smdebug")
 
@@ -78,6 +78,7 @@ class Profiler:
         self.pid = os.getpid()
         self._closed = False
         self._step = None  # (phase, step, start_us) of the open step
+        self._spans: dict = {}  # key -> (phase, name, start_us, args) of open spans
         self.timeline = None
         if config.framework_metrics and not config.disabled:
             self.timeline = TimelineWriter(self.root, self.node_id, config.rotate_max_file_size,
@@ -111,6 +112,8 @@ class Profiler:
     @guarded()
     def step_start(self, mode, step: int, start_us: int | None = None) -> None:
         """Step ``step`` of ``mode`` starts (at ``start_us``, default now); the open step ends there."""
+        if self._closed:
+            return
         t = now_us() if start_us is None else start_us
         if self._step is not None:
             self._end_step(t)
@@ -122,6 +125,8 @@ class Profiler:
     @guarded()
     def step_end(self, end_us: int | None = None) -> None:
         """The open step ends (at ``end_us``, default now); nothing if no step is open."""
+        if self._closed:
+            return
         if self._step is not None:
             self._end_step(now_us() if end_us is None else end_us)
 
@@ -140,6 +145,21 @@ class Profiler:
             self.timeline.complete(phase, phase, start, t, {"pid": self.pid, "step_num": str(step)})
         if self.python is not None:
             self.python.boundary(phase.rsplit(".", 1)[-1].lower(), step, "stepend", False)
+
+    @guarded()
+    def span_start(self, key, phase: str, name: str, args: dict | None = None, start_us: int | None = None) -> None:
+        """Open an event (e.g. an epoch) that :meth:`span_end` with the same ``key`` closes."""
+        if self._closed:
+            return
+        self._spans[key] = (phase, name, now_us() if start_us is None else start_us, args)
+
+    @guarded()
+    def span_end(self, key, end_us: int | None = None) -> None:
+        span = self._spans.pop(key, None)
+        if span is not None and self.timeline is not None:
+            phase, name, start, args = span
+            self.timeline.complete(phase, name, start, now_us() if end_us is None else end_us,
+                                   {"pid": self.pid, **(args or {})})
 
     @property
     def current_step(self):
@@ -180,6 +200,8 @@ class Profiler:
         parts = []
         if self._step is not None and not self.disabled:
             parts.append(("the last step", lambda: self._end_step(now_us())))
+        for key in list(self._spans) if not self.disabled else ():
+            parts.append((f"span {key}", lambda key=key: self.span_end(key)))
         for part in (self.python, self.system, self.timeline):
             if part is not None:
                 parts.append((type(part).__name__, part.close if hasattr(part, "close") else part.stop))
@@ -196,3 +218,13 @@ class Profiler:
         for sub in ("system", "framework"):
             os.makedirs(os.path.join(self.root, sub), exist_ok=True)
             open(os.path.join(self.root, sub, END_MARKER), "w").close()
+
+
+def profiler_for_hook(config: ProfilerConfig | None, out_dir: str, framework: str, rank: int | None = None):
+    """A hook's Profiler: ``config``, else the profiler config file ($SMPROFILER_CONFIG_PATH or
+    SageMaker's); None when neither asks for profiling (then nothing is recorded)."""
+    if config is None:
+        config = ProfilerConfig.load()
+    if config is None or config.disabled:
+        return None
+    return Profiler(config, out_dir=out_dir, framework=framework, rank=rank)

@@ -220,12 +220,9 @@ class TorchProfiling:
 def profiling_for(hook, config) -> TorchProfiling | None:
     """The hook's profiling: ``config`` (a ProfilerConfig), else the profiler config file
     ($SMPROFILER_CONFIG_PATH or SageMaker's), else None (nothing recorded, nothing hooked)."""
-    from smdebug.profiler import Profiler, ProfilerConfig
+    from smdebug.profiler.session import profiler_for_hook
 
-    if config is None:
-        config = ProfilerConfig.load()
-    if config is None or config.disabled:
-        return None
     d = torch.distributed
     rank = d.get_rank() if d.is_available() and d.is_initialized() else None
-    return TorchProfiling(Profiler(config, out_dir=hook.out_dir, framework="pytorch", rank=rank))
+    profiler = profiler_for_hook(config, hook.out_dir, "pytorch", rank)
+    return TorchProfiling(profiler) if profiler is not None else None

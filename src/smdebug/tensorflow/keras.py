@@ -17,6 +17,7 @@ them. What is saved, and where the names come from:
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import keras
@@ -30,6 +31,7 @@ from smdebug.core.hook_options import options_signature
 from smdebug.core.locations import CHIEF_WORKER, worker_name
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
+from smdebug.profiler.session import profiler_for_hook
 from smdebug.tensorflow import capture, names
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 
@@ -106,15 +108,18 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     collection_defaults = TF_COLLECTIONS
     make_adapter = NumpyAdapter
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, profiler_config=None, **kwargs):
         keras.callbacks.Callback.__init__(self)
+        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         BaseHook.__init__(self, *args, **kwargs)
 
-    __init__.__signature__ = options_signature()
+    __init__.__signature__ = options_signature(
+        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
 
     def _configure(self, options) -> None:
         self._options = options
         super()._configure(options)
+        self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "tensorflow")
         self._replicas: list = []  # _Replica hooks of the other devices (MirroredStrategy, "all")
         self._n_replicas = 1
         self._chief = True
@@ -234,11 +239,15 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             if h.mode != mode:
                 h.set_mode(mode)
             h._begin_step()
+        if self._profiler is not None:
+            self._profiler.step_start(mode, self.mode_steps[mode])
         req = self.stop_requested()
         if req is not None and self.model is not None and mode == ModeKeys.TRAIN:
             self.model.stop_training = True
 
     def _batch_end(self, logs) -> None:
+        if self._profiler is not None:
+            self._profiler.step_end()
         due = self._due()
         if not due:
             return
@@ -277,6 +286,14 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     @guarded()
     def on_predict_batch_end(self, batch, logs=None):
         self._batch_end({"batch": batch})
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._profiler is not None:
+            self._profiler.span_start("epoch", "Epoch", "Epoch", {"epoch": str(epoch)})
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._profiler is not None:
+            self._profiler.span_end("epoch")
 
     def on_train_begin(self, logs=None):
         self._in_fit = True
@@ -368,3 +385,5 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             except Exception:  # noqa: BLE001 - the model is being torn down
                 logger.debug("smdebug: could not restore the model's functions", exc_info=True)
         super().close()
+        if self._profiler is not None:
+            self._profiler.close()
