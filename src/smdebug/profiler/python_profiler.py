@@ -81,9 +81,8 @@ class PythonProfiling:
             except ImportError:
                 from smdebug.exceptions import MissingDependency
 
-                raise MissingDependency(
-                    "PythonProfilingConfig.ProfilerName='pyinstrument' needs pyinstrument: pip install pyinstrument"
-                ) from None
+                raise MissingDependency("pyinstrument", "profiler",
+                                        "for PythonProfilingConfig.ProfilerName='pyinstrument'") from None
         self.root = root
         self.framework = framework
         self.node_id = node_id

@@ -141,10 +141,10 @@ class Profiler:
     def _end_step(self, t: int) -> None:
         phase, step, start = self._step
         self._step = None
+        if self.python is not None:  # first: the profile does not hold the profiler's own writing
+            self.python.boundary(phase.rsplit(".", 1)[-1].lower(), step, "stepend", False)
         if self.timeline is not None:
             self.timeline.complete(phase, phase, start, t, {"pid": self.pid, "step_num": str(step)})
-        if self.python is not None:
-            self.python.boundary(phase.rsplit(".", 1)[-1].lower(), step, "stepend", False)
 
     @guarded()
     def span_start(self, key, phase: str, name: str, args: dict | None = None, start_us: int | None = None) -> None:

@@ -44,7 +44,7 @@ class HostSampler:
             except ImportError:
                 from smdebug.exceptions import MissingDependency
 
-                raise MissingDependency("system metrics need psutil: pip install 'smdebug[profiler]'") from None
+                raise MissingDependency("psutil", "profiler", "for system metrics") from None
         self.ps = psutil_module
         self._cpu = None
         self._disk = None
