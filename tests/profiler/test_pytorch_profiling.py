@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import statistics
 import time
 from pathlib import Path
 
@@ -83,6 +85,11 @@ def test_events_nest_in_their_steps_and_steps_add_up_to_the_wall_time(tmp_path):
     assert init["end"] <= ordered[0]["start"]
     total = sum(e["end"] - e["start"] for e in ordered) + (init["end"] - init["start"])
     assert total == pytest.approx(wall, rel=0.05)
+    # CPU samples came every 100 ms while it trained
+    stamps = sorted({r["Timestamp"] for f in Path(root, "system").rglob("*.json")
+                     for r in map(json.loads, f.read_text().splitlines()) if r["Type"] == "cpu"})
+    assert len(stamps) >= 3
+    assert statistics.median(b - a for a, b in zip(stamps, stamps[1:])) == pytest.approx(0.1, abs=0.03)
 
 
 def test_smdebug_1034_reads_our_pytorch_timeline(tmp_path):

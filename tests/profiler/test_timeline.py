@@ -26,6 +26,7 @@ def test_file_layout_and_names(tmp_path):
     w = TimelineWriter(str(tmp_path), "123-host")
     t0 = now_us()
     _write_steps(w, 3, t0)
+    w.flush()
     assert (tmp_path / "framework" / "123-host_pythontimeline.json.tmp").exists()
     w.close()
     (f,) = w.files
@@ -61,10 +62,35 @@ def test_size_rotation_keeps_every_event_and_never_overwrites(tmp_path):
 
 
 def test_age_rotation(tmp_path):
-    w = TimelineWriter(str(tmp_path), "7-h", close_interval_s=0)
-    _write_steps(w, 3, now_us())
+    clock = [0.0]
+    w = TimelineWriter(str(tmp_path), "7-h", close_interval_s=60, clock=lambda: clock[0])
+    t0 = now_us()
+    for s in range(4):  # a step every 25 s: a file is closed once it is older than 60 s
+        w.complete("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", t0 + s, t0 + s + 1, {"step_num": str(s)})
+        w.flush()
+        clock[0] += 25.0
     w.close()
-    assert len(w.files) == 6  # every event found its file older than 0 s
+    assert len(w.files) == 2
+    assert [len(json.loads(Path(f).read_text())) for f in w.files] == [2 + 2 + 3, 2 + 2 + 1]
+
+
+def test_events_are_written_in_batches_and_at_the_flush_interval(tmp_path):
+    clock = [0.0]
+    w = TimelineWriter(str(tmp_path), "7-h", batch=4, flush_interval_s=1.0, clock=lambda: clock[0])
+    tmp = tmp_path / "framework" / "7-h_pythontimeline.json.tmp"
+    t0 = now_us()
+    for s in range(3):
+        w.complete("P", "e", t0 + s, t0 + s + 1)
+    assert not tmp.exists() and w.events_written == 0  # queued
+    w.complete("P", "e", t0 + 3, t0 + 4)  # the fourth fills the batch
+    assert w.events_written == 4 and tmp.read_bytes().count(b'"ph":"X"') == 4
+    w.complete("P", "e", t0 + 4, t0 + 5)
+    assert w.events_written == 4
+    clock[0] = 1.5  # more than a second since the last flush: the next event goes out with it
+    w.complete("P", "e", t0 + 5, t0 + 6)
+    assert w.events_written == 6 and tmp.read_bytes().count(b'"ph":"X"') == 6
+    w.close()
+    assert len(read_events(tmp_path)) == 6
 
 
 def test_open_failures_mark_the_writer_unhealthy_and_count_what_is_dropped(tmp_path, caplog):

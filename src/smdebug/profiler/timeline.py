@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 
 import orjson
 
@@ -42,7 +43,8 @@ def now_us() -> int:
 class TimelineWriter:
     def __init__(self, root: str, node_id: str, max_bytes: int = 10 * 1024 * 1024,
                  close_interval_s: float = 60.0, open_fail_threshold: int = 50,
-                 suffix: str = TIMELINE_SUFFIX, flush_interval_s: float = 1.0):
+                 suffix: str = TIMELINE_SUFFIX, flush_interval_s: float = 1.0, batch: int = 512,
+                 clock=time.monotonic):
         self.root = root
         self.node_id = node_id
         self.suffix = suffix
@@ -50,6 +52,9 @@ class TimelineWriter:
         self.close_interval_s = close_interval_s
         self.open_fail_threshold = open_fail_threshold
         self.flush_interval_s = flush_interval_s
+        self.batch = batch
+        self.clock = clock
+        self._pending: deque = deque()  # events queued by the training thread(s)
         self.base_us = now_us()
         self._phases: dict[str, int] = {}  # phase -> pid, the same in every file of this writer
         self._lock = threading.Lock()
@@ -58,7 +63,7 @@ class TimelineWriter:
         self._announced: set = set()
         self._size = 0
         self._opened_at = 0.0
-        self._flushed_at = 0.0
+        self._flushed_at = clock()
         self._last_end_us = 0
         self._open_failures = 0
         self.healthy = True
@@ -68,60 +73,69 @@ class TimelineWriter:
 
     # ------------------------------------------------------------------ public
     def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:
-        """A duration event (``ph: "X"``) from ``start_us`` to ``end_us`` (µs since the epoch)."""
-        ev = {"name": name, "ph": "X", "pid": 0, "ts": int(start_us) - self.base_us,
-              "dur": max(0, int(end_us) - int(start_us))}
-        if args:
-            ev["args"] = args
-        self._write(phase, ev, int(end_us))
+        """A duration event (``ph: "X"``) from ``start_us`` to ``end_us`` (µs since the epoch).
+
+        The training thread only queues the event; events are encoded and written in batches
+        (every ``batch`` events, every ``flush_interval_s`` and at close)."""
+        self._pending.append((phase, name, start_us, end_us, args))
+        if len(self._pending) >= self.batch or self.clock() - self._flushed_at > self.flush_interval_s:
+            self.flush()
 
     def instant(self, phase: str, name: str, ts_us: int, args: dict | None = None) -> None:
         """A point event (``ph: "i"``, thread scope)."""
-        ev = {"name": name, "ph": "i", "pid": 0, "ts": int(ts_us) - self.base_us, "s": "t"}
-        if args:
-            ev["args"] = args
-        self._write(phase, ev, int(ts_us))
+        self._pending.append((phase, name, ts_us, None, args))
+        if len(self._pending) >= self.batch:
+            self.flush()
 
     def flush(self) -> None:
+        """Write the queued events and hand them to the operating system."""
         with self._lock:
+            self._drain()
             if self._f is not None:
                 self._f.flush()
+            self._flushed_at = self.clock()
 
     def close(self) -> None:
         with self._lock:
+            self._drain()
             self._finish()
         if self.dropped:
             logger.error("smdebug: profiler: %d framework events could not be written to %s", self.dropped, self.root)
 
     # ------------------------------------------------------------------ file handling
-    def _write(self, phase: str, ev: dict, end_us: int) -> None:
-        with self._lock:
+    def _drain(self) -> None:
+        pending = self._pending
+        now = self.clock()
+        base = self.base_us
+        while pending:
+            phase, name, start, end, args = pending.popleft()
             if not self.healthy:
                 self.dropped += 1
-                return
-            now = time.monotonic()
+                continue
             if self._f is not None and (self._size > self.max_bytes or now - self._opened_at > self.close_interval_s):
                 self._finish()
             if self._f is None and not self._open(now):
                 self.dropped += 1
-                return
+                continue
             pid = self._phases.get(phase)
             if pid is None:
                 pid = self._phases[phase] = len(self._phases) + 1
-            ev["pid"] = pid
-            out = b""
+            if end is None:
+                ev = {"name": name, "ph": "i", "pid": pid, "ts": int(start) - base, "s": "t"}
+                end = start
+            else:
+                ev = {"name": name, "ph": "X", "pid": pid, "ts": int(start) - base, "dur": max(0, int(end) - int(start))}
+            if args:
+                ev["args"] = args
+            out = b",\n" + orjson.dumps(ev)
             if pid not in self._announced:
                 self._announced.add(pid)
-                out = self._meta(pid, {"name": phase}) + self._meta_sort(pid)
-            out += b",\n" + orjson.dumps(ev)
+                out = self._meta(pid, {"name": phase}) + self._meta_sort(pid) + out
             self._f.write(out)
             self._size += len(out)
             self.events_written += 1
-            if end_us > self._last_end_us:
-                self._last_end_us = end_us
-            if now - self._flushed_at > self.flush_interval_s:
-                self._f.flush()
-                self._flushed_at = now
+            if end > self._last_end_us:
+                self._last_end_us = int(end)
 
     @staticmethod
     def _meta(pid: int, args: dict) -> bytes:
@@ -151,7 +165,7 @@ class TimelineWriter:
         f.write(head)
         self._f = f
         self._size = len(head)
-        self._opened_at = self._flushed_at = now
+        self._opened_at = now
         self._announced = set()
         self._last_end_us = 0
         return True
