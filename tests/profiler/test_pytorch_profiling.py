@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -62,7 +63,7 @@ def test_events_nest_in_their_steps_and_steps_add_up_to_the_wall_time(tmp_path):
         by_phase.setdefault(e["phase"], []).append(e)
     assert {p: len(v) for p, v in by_phase.items()} == {
         "Step:ModeKeys.TRAIN": N_BATCHES, "Forward": N_BATCHES, "Backward": N_BATCHES, "Optimizer": N_BATCHES,
-        "DataLoaderIter": N_BATCHES, "DataLoaderIterInitialize": 1,
+        "DataLoaderIter": N_BATCHES, "DataLoaderIterInitialize": 1, "DataLoaderWorker": N_BATCHES,
     }
     for phase in ("Forward", "Backward", "Optimizer", "DataLoaderIter"):
         for e in by_phase[phase]:
@@ -71,6 +72,12 @@ def test_events_nest_in_their_steps_and_steps_add_up_to_the_wall_time(tmp_path):
     assert {e["name"] for e in by_phase["Optimizer"]} == {"SGD.step"}
     assert {e["name"] for e in by_phase["DataLoaderIter"]} == {"_MultiProcessingDataLoaderIter::GetNext"}
     assert {e["args"]["worker_id"] for e in by_phase["DataLoaderIter"]} == {0, 1}
+    # each worker process wrote its batches on its own timeline (node <worker pid>-<host>)
+    workers = by_phase["DataLoaderWorker"]
+    assert {e["args"]["worker_id"] for e in workers} == {0, 1}
+    pids = {e["args"]["pid"] for e in workers}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert {e["file"].split("_")[1].split("-")[0] for e in workers} == {str(p) for p in pids}
     (init,) = by_phase["DataLoaderIterInitialize"]
     assert init["args"]["num_workers"] == 2 and init["args"]["pin_memory"] is False
     # forward, backward and the optimizer follow each other inside a step

@@ -136,3 +136,19 @@ def test_an_error_disables_the_profiler_not_training(tmp_path, caplog):
 def test_s3_is_refused_clearly():
     with pytest.raises(Exception, match="local folders only"):
         Profiler(ProfilerConfig(local_path="s3://bucket/prof"))
+
+
+def test_a_profiler_left_open_is_closed_at_exit(tmp_path):
+    import subprocess
+    import sys
+
+    script = (
+        "from smdebug.profiler import Profiler, ProfilerConfig\n"
+        f"p = Profiler(ProfilerConfig(local_path={str(tmp_path)!r}, interval_millis=100))\n"
+        "for s in range(3):\n"
+        "    p.step_start('train', s)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert sorted(steps_of(read_events(tmp_path))) == [0, 1, 2]
+    assert (tmp_path / "framework" / "training_job_end.ts").exists()
+    assert not list((tmp_path / "framework").glob("*.tmp"))

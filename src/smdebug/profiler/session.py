@@ -19,8 +19,10 @@ unless errors propagate (``$SMDEBUG_PROPAGATE_ERRORS=1``).
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import weakref
 
 from smdebug.core.guard import guarded, propagate_default
 from smdebug.exceptions import SMDebugNotImplementedError, SMDebugValueError
@@ -40,6 +42,13 @@ def _mode_name(mode) -> str:
 
 def step_phase(mode) -> str:
     return f"Step:ModeKeys.{_mode_name(mode)}"
+
+
+def _close_at_exit(ref) -> None:
+    """A profiler left open is closed when the interpreter exits (its timeline finished, renamed)."""
+    prof = ref()
+    if prof is not None:
+        prof.close()
 
 
 def _local_rank() -> int:
@@ -96,6 +105,7 @@ class Profiler:
             from smdebug.profiler.system import SystemMetricsSampler
 
             self.system = SystemMetricsSampler(self.root, config.interval_millis, system_node_id(), gpus=gpus).start()
+        atexit.register(_close_at_exit, weakref.ref(self))
         logger.info("smdebug: profiler: recording to %s", self.root)
 
     def __enter__(self) -> Profiler:

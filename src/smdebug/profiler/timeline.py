@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import deque
 
 import orjson
@@ -34,6 +35,21 @@ from smdebug.profiler.locations import TIMELINE_SUFFIX, timeline_file, timeline_
 __all__ = ["TimelineWriter", "now_us"]
 
 logger = logging.getLogger("smdebug")
+_live: weakref.WeakSet = weakref.WeakSet()
+
+
+def _flush_before_fork() -> None:
+    """A forked child (a DataLoader worker) inherits the open files: nothing may be left in their
+    buffers, or the child could write it a second time."""
+    for w in list(_live):
+        try:
+            w.flush()
+        except Exception:  # noqa: BLE001 - never stop a fork
+            logger.debug("smdebug: profiler: flush before fork failed", exc_info=True)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_flush_before_fork)
 
 
 def now_us() -> int:
@@ -70,6 +86,7 @@ class TimelineWriter:
         self.dropped = 0
         self.events_written = 0
         self.files: list[str] = []  # final paths, in order
+        _live.add(self)
 
     # ------------------------------------------------------------------ public
     def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:

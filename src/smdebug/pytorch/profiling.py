@@ -11,6 +11,8 @@ Events (phase / name):
 * ``Backward`` / ``<model>.backward`` — from the gradient of the model's output to the end of the
   autograd pass.
 * ``Optimizer`` / ``<Optimizer class>.step`` — every ``optimizer.step()`` (torch's global hooks).
+* ``DataLoaderWorker`` / ``worker`` — each batch a worker process builds, on the worker's own
+  timeline (see profiling_workers).
 * ``DataLoaderIterInitialize`` / ``<iterator class>.__init__`` (``num_workers``, ``pin_memory``) and
   ``DataLoaderIter`` / ``<iterator class>::GetNext`` (``worker_id``: the worker that produced the
   batch) — the names 1.0.34's readers and rules know from AWS's patched PyTorch; here they come
@@ -27,6 +29,7 @@ import torch
 from torch.utils.data import dataloader as _dl
 
 from smdebug.profiler.timeline import now_us
+from smdebug.pytorch import profiling_workers
 
 __all__ = ["TorchProfiling"]
 
@@ -120,6 +123,9 @@ class TorchProfiling:
         self._handles.append(register_optimizer_step_post_hook(self._opt_post))
         _active = self
         _install_dataloader_patch()
+        t = profiler.timeline
+        if t is not None:
+            profiling_workers.enable(t.root, t.max_bytes, t.close_interval_s, t.open_fail_threshold)
 
     # ------------------------------------------------------------------ hook sites
     def register_module(self, module) -> None:
@@ -148,6 +154,7 @@ class TorchProfiling:
         if _active is self:
             _active = None
             _remove_dataloader_patch()
+            profiling_workers.disable()
         self.profiler.close()
 
     # ------------------------------------------------------------------ torch callbacks
