@@ -117,3 +117,17 @@ def test_step_and_time_ranges():
     assert [t.has_step(s, now) for s, now in [(0, 99.0), (1, 100.0), (2, 109.9), (3, 110.0)]] == [False, True, True, False]
     one = ProfilingRange.parse("DetailedProfilingConfig", {"StartTimeInSecSinceEpoch": 100})
     assert [one.has_step(s, now) for s, now in [(0, 99.0), (1, 101.0), (2, 102.0)]] == [False, True, False]
+
+
+def test_a_hook_takes_the_json_as_a_dict(tmp_path):
+    from smdebug.profiler import profiler_for_hook
+
+    p = profiler_for_hook({"ProfilingParameters": {"LocalPath": str(tmp_path), "PythonProfilingConfig": {"StartStep": 2}}},
+                          str(tmp_path / "out"), "pytorch")
+    try:
+        assert p.root == str(tmp_path) and p.config.python.start_step == 2
+    finally:
+        p.close()
+    assert profiler_for_hook({"DisableProfiler": True}, str(tmp_path), "pytorch") is None
+    with pytest.raises(SMDebugValueError, match="ProfilingIntervalInMilliseconds"):
+        profiler_for_hook({"ProfilingIntervalInMilliseconds": -1}, str(tmp_path), "pytorch")

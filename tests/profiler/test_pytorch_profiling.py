@@ -139,3 +139,18 @@ def test_the_dataloader_patch_is_removed_at_close(tmp_path):
     assert dataloader._BaseDataLoaderIter.__next__ is before
     assert (tmp_path / "p" / "framework" / "training_job_end.ts").exists()
     assert (tmp_path / "p" / "system" / "training_job_end.ts").exists()
+
+
+def test_detailed_profiling_of_the_configured_steps_with_torch_profiler(tmp_path):
+    root, _ = _train(tmp_path, detailed={"StartStep": 3, "NumSteps": 2}, system_metrics=False)
+    (trace,) = Path(root, "framework", "pytorch", "detailed_profiling").glob("*/*/*.pt.trace.json")
+    assert trace.parent.name == "000000003"
+    node, start_us, end_us = (int(v) if v.isdigit() else v for v in trace.name[: -len(".pt.trace.json")].split("_"))
+    steps = steps_of(read_events(root))
+    assert steps[3]["start"] <= start_us <= steps[3]["end"] and steps[4]["end"] <= end_us <= steps[5]["end"]
+    doc = json.loads(trace.read_text())
+    base = doc["baseTimeNanoseconds"] / 1000
+    ops = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    # the operators ran while the profile was on (1 ms for reading two clocks)
+    assert all(start_us - 1000 <= base + e["ts"] <= end_us + 1000 for e in ops)
+    assert sum(e["name"] == "aten::linear" for e in ops) == 2 * 2  # 2 steps x 2 Linear layers

@@ -230,11 +230,13 @@ class Profiler:
             open(os.path.join(self.root, sub, END_MARKER), "w").close()
 
 
-def profiler_for_hook(config: ProfilerConfig | None, out_dir: str, framework: str, rank: int | None = None):
+def profiler_for_hook(config: ProfilerConfig | dict | None, out_dir: str, framework: str, rank: int | None = None):
     """A hook's Profiler: ``config``, else the profiler config file ($SMPROFILER_CONFIG_PATH or
     SageMaker's); None when neither asks for profiling (then nothing is recorded)."""
     if config is None:
         config = ProfilerConfig.load()
+    elif isinstance(config, dict):  # SageMaker's JSON as a dict
+        config = ProfilerConfig.from_dict(config, source="profiler_config")
     if config is None or config.disabled:
         return None
     return Profiler(config, out_dir=out_dir, framework=framework, rank=rank)

@@ -11,6 +11,8 @@ Events (phase / name):
 * ``Backward`` / ``<model>.backward`` — from the gradient of the model's output to the end of the
   autograd pass.
 * ``Optimizer`` / ``<Optimizer class>.step`` — every ``optimizer.step()`` (torch's global hooks).
+* Detailed profiling of the DetailedProfilingConfig steps: torch.profiler's trace beside ours
+  (see profiling_detailed).
 * ``DataLoaderWorker`` / ``worker`` — each batch a worker process builds, on the worker's own
   timeline (see profiling_workers).
 * ``DataLoaderIterInitialize`` / ``<iterator class>.__init__`` (``num_workers``, ``pin_memory``) and
@@ -123,6 +125,11 @@ class TorchProfiling:
         self._handles.append(register_optimizer_step_post_hook(self._opt_post))
         _active = self
         _install_dataloader_patch()
+        self.detailed = None
+        if profiler.config.detailed is not None and not profiler.config.disabled:
+            from smdebug.pytorch.profiling_detailed import DetailedProfiling
+
+            self.detailed = DetailedProfiling(profiler.root, profiler.node_id, profiler.config.detailed)
         t = profiler.timeline
         if t is not None:
             profiling_workers.enable(t.root, t.max_bytes, t.close_interval_s, t.open_fail_threshold)
@@ -140,14 +147,18 @@ class TorchProfiling:
         start, self._fetch_start = self._fetch_start, None
         self.profiler.step_start(mode, step, start if start is not None else t)
         self._flush_fetches(step)
-        self._fwd_start = t
+        if self.detailed is not None:
+            self.detailed.boundary(step)
+        self._fwd_start = now_us()
 
     def close(self) -> None:
         global _active
         try:
             self._flush_fetches(None)
+            if self.detailed is not None:
+                self.detailed.close()
         except Exception:  # noqa: BLE001 - closing goes on: the timeline must be finished
-            logger.exception("smdebug: profiler: data-loader events lost at close")
+            logger.exception("smdebug: profiler: data-loader events or the detailed profile lost at close")
         for h in self._handles:
             h.remove()
         self._handles.clear()
@@ -214,6 +225,8 @@ class TorchProfiling:
         self._flush_fetches(None)
         self._fetch_start = None
         self.profiler.step_end(t)
+        if self.detailed is not None:
+            self.detailed.boundary(None)
 
     def _flush_fetches(self, step) -> None:
         fetches, self._fetches = self._fetches, []
