@@ -35,20 +35,35 @@ def test_rules_prints_firings_and_exits_1(capsys, flat_trial):
     fired = [line for line in out.splitlines() if line.startswith("FIRED")]
     assert len(fired) == 1 and "LossNotDecreasing" in fired[0] and f"step {want} " in fired[0]
     assert f"LossNotDecreasing: fired at step {want}" in out
-    assert "DeadRelu: no issue found" in out
+    # the trial saved no ReLU output: DeadRelu looked at nothing and says so; a firing wins the exit status
+    assert "DeadRelu: evaluated no tensor" in out and "'.*relu_output'" in out
+    assert "DeadRelu: no issue found" not in out
 
 
 def test_rules_json_and_step_range(capsys, flat_trial):
+    """Steps before the first firing: fewer than num_steps, so no loss was ever compared: the rule
+    evaluated no tensor, which is exit 2, not a pass."""
     want = first_firing(flat_trial, "LossNotDecreasing", num_steps="3", mode="TRAIN")
     assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN",
-                 "--end-step", str(want), "--json"]) == 0
+                 "--end-step", str(want), "--json"]) == 2
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert events == [{"event": "summary", "rule": "LossNotDecreasing", "fired": False, "steps": [],
-                       "evaluated": len([s for s in create_trial(flat_trial).steps() if s < want])}]
+                       "evaluated": len([s for s in create_trial(flat_trial).steps() if s < want]),
+                       "tensors_evaluated": 0, "evaluated_nothing": True}]
+    assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN",
+                 "--end-step", str(want + 1), "--json"]) == 1
 
 
 def test_rules_none_fired_exits_0(capsys, digits_trial):
-    assert main(["rules", digits_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3"]) == 0
+    assert main(["rules", digits_trial, "--rule", "ExplodingTensor", "--rule", "LossNotDecreasing",
+                 "--param", "mode=TRAIN", "--param", "num_steps=1", "--param", "diff_percent=0"]) == 0
+    assert "ExplodingTensor: no issue found" in capsys.readouterr().out
+
+
+def test_rules_that_could_compare_nothing_exits_2(capsys, digits_trial):
+    """The default mode is EVAL; the run has 3 EVAL steps, so num_steps=3 never compares a loss."""
+    assert main(["rules", digits_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3"]) == 2
+    assert "LossNotDecreasing: evaluated no tensor in " in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -106,3 +121,18 @@ def test_report_unwritable_output(tmp_path, digits_trial):
     proc = subprocess.run([sys.executable, "-m", "smdebug", "report", digits_trial, "-o", "/nonexistent-dir/r.html"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_says_when_a_rule_evaluated_nothing(tmp_path, flat_trial, monkeypatch):
+    # a rule whose selection matched nothing must not show as a clean "no issue" row
+    from smdebug.cli import report
+
+    monkeypatch.setattr(report, "applicable_rules",
+                        lambda trial: [("ExplodingTensor", {"collection_names": "gradient"}),
+                                       ("ExplodingTensor", {"collection_names": "gradients"})])
+    rows = report.run_applicable_rules(create_trial(flat_trial))
+    assert [r["status"] for r in rows] == ["evaluated nothing", "no issue"]
+    assert "evaluated no tensor" in rows[0]["message"]
+    out = tmp_path / "r.html"
+    assert main(["report", flat_trial, "-o", str(out)]) == 0
+    assert "<td class='error'>evaluated nothing</td>" in out.read_text()

@@ -484,3 +484,26 @@ def test_parity_with_1_0_34_default_values(peer, peer_script, tmp_path, clean_en
     assert [v["save_interval"] for v in ours["save_config"].values()] == [10, 4, 10, 10]
     assert [v["save_interval"] for v in theirs["collections"]["metrics"]["save_config"].values()] == [500, 4, 500, 500]
     assert ours["collections"]["metrics"]["save_config"] == ours["save_config"]
+
+
+def test_problems_are_collected_and_their_parts_left_out():
+    problems: list[str] = []
+    doc = {
+        "HookParameters": {"save_interval": "ten", "include_regex": "a,(b", "save_all": "yes", "end_step": "9"},
+        "CollectionConfigurations": [
+            {"CollectionName": "weights", "CollectionParameters": {"save_histogram": "often"}},
+            {"CollectionName": "mine"},
+            {"CollectionName": "biases", "CollectionParameters": {"start_step": "3"}},
+            {"CollectionParameters": {}},
+        ],
+    }
+    s = parse_hook_config(doc, "/c.json", known_collections=frozenset({"weights", "biases"}), problems=problems)
+    assert len(problems) == 6 and all("/c.json" in m for m in problems)
+    assert [k for k in ("save_interval", "(b", "save_all", "save_histogram", "'mine'", "CollectionConfigurations[3]")
+            if not any(k in m for m in problems)] == []
+    assert s.include_regex == ["a"] and s.save_all is False
+    assert s.save_config.get_save_config(ModeKeys.TRAIN) == SaveConfigMode(end_step=9)
+    assert [c.name for c in s.collections] == s.include_collections == ["biases"]
+    assert s.collections[0].save_config.get_save_config(ModeKeys.EVAL) == SaveConfigMode(start_step=3, end_step=9)
+    with pytest.raises(SMDebugValueError, match="save_interval='ten' in HookParameters of /c.json"):
+        parse_hook_config(doc, "/c.json")

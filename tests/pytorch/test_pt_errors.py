@@ -270,3 +270,25 @@ def test_close_flushes_everything_before_returning(tmp_path):
     assert trial.steps() == list(range(20))
     assert trial.tensor_names() == sorted([*PARAMS, *GRADS, LOSS])
     np.testing.assert_array_equal(trial.tensor("Sequential_0.weight").value(19), recs[19].params["Sequential_0.weight"])
+
+
+def test_an_unfilled_collection_is_left_out_and_the_others_are_saved(tmp_path, caplog):
+    """include_collections names a collection nothing fills: logged once at the first step, the
+    other collections saved (it used to disable the hook: nothing saved)."""
+    kw = {"save_config": smd.SaveConfig(save_interval=1), "include_collections": ["weightz", "gradients"]}
+    with caplog.at_level(logging.ERROR, logger="smdebug"):
+        trial, _, hook, _ = train(tmp_path / "t", "TTT", hook_kwargs=kw)
+    assert not hook.disabled
+    assert len(_smdebug_errors(caplog)) == 1 and "weightz" in caplog.text
+    assert trial.steps() == [0, 1, 2]
+    assert set(trial.tensor_names()) == {*GRADS, LOSS}  # losses: the framework always includes them
+
+
+def test_an_unfilled_collection_raises_when_errors_propagate(tmp_path, monkeypatch):
+    from smdebug.exceptions import InvalidCollectionConfiguration
+
+    monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", "1")
+    model = mlp()
+    make_hook(tmp_path / "t", model, include_collections=["weightz", "gradients"])
+    with pytest.raises(InvalidCollectionConfiguration, match="weightz"):
+        model(torch.randn(2, 8))

@@ -140,3 +140,71 @@ def test_every_builtin_rule_builds_from_rule_parameters(pt_runs):
         for p in cls.params:
             assert hasattr(rule, p.name), (name, p.name)
         assert all(isinstance(c, HookCollection) for c in required_collections(name))
+
+
+# ---------------------------------------------------------------- custom rules from source_s3_uri
+CUSTOM_RULE = '''
+from smdebug.rules import Rule
+
+
+class VanishingGradient(Rule):
+    """A custom rule that shares a built-in rule's name: it must be this class that runs."""
+
+    def __init__(self, base_trial, limit="0.5", action_str=""):
+        super().__init__(base_trial, action_str=action_str)
+        self.limit = float(limit)
+        self.calls = []
+
+    def invoke_at_step(self, step):
+        self.calls.append(step)
+        return False
+
+
+class Other(Rule):
+    def invoke_at_step(self, step):
+        return False
+'''
+
+
+def _rule_file(tmp_path, text=CUSTOM_RULE):
+    path = tmp_path / "my_rules.py"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("form", ["path", "file"])
+def test_custom_rule_is_loaded_from_source_s3_uri_not_substituted(pt_runs, tmp_path, form):
+    path = _rule_file(tmp_path)
+    source = str(path) if form == "path" else path.as_uri()
+    rule = create_rule({"source_s3_uri": source, "rule_to_invoke": "VanishingGradient", "limit": "0.25"},
+                       pt_runs["a"].path)
+    assert not isinstance(rule, BuiltinRule) and type(rule).__name__ == "VanishingGradient"
+    assert rule.limit == 0.25
+    invoke_rule(rule)
+    assert rule.calls == create_trial(pt_runs["a"].path).steps()
+
+
+def test_custom_rule_from_s3(pt_runs, tmp_path, boto_client, bucket):
+    boto_client.put_object(Bucket=bucket, Key="rules/my_rules.py", Body=CUSTOM_RULE.encode())
+    rule = create_rule({"source_s3_uri": f"s3://{bucket}/rules/my_rules.py", "rule_to_invoke": "VanishingGradient"},
+                       pt_runs["a"].path)
+    assert not isinstance(rule, BuiltinRule) and rule.limit == 0.5
+
+
+@pytest.mark.parametrize(
+    "source, name, parameter, words",
+    [
+        ("{file}", "NoSuchRule", "rule_to_invoke", "defines no Rule subclass named 'NoSuchRule' (its rules: Other, "),
+        ("{dir}/missing.py", "VanishingGradient", "source_s3_uri", "cannot read the rule file"),
+        ("{dir}/", "VanishingGradient", "source_s3_uri", "is a folder"),
+        ("", "VanishingGradient", "source_s3_uri", "expected the path or URL of a Python file"),
+        ("{broken}", "VanishingGradient", "source_s3_uri", "fails to load: SyntaxError"),
+    ],
+)
+def test_custom_rule_that_cannot_be_loaded_is_refused(pt_runs, tmp_path, source, name, parameter, words):
+    broken = tmp_path / "broken.py"
+    broken.write_text("class VanishingGradient(:\n")
+    source = source.format(file=_rule_file(tmp_path), dir=tmp_path, broken=broken)
+    with pytest.raises(RuleConfigurationError) as info:
+        create_rule({"source_s3_uri": source, "rule_to_invoke": name}, pt_runs["a"].path)
+    assert info.value.parameter == parameter and words in str(info.value)

@@ -197,3 +197,17 @@ def test_report_beside_an_s3_trial(bucket, boto_client):
     text = body["Body"].read().decode()
     for section in COMMON_SECTIONS + ["confusion-matrix", "classification-scores", "accuracy-per-class", "roc"]:
         assert f'<section id="{section}">' in text
+
+
+def test_cli_rules_prints_where_the_report_is(tmp_path, capsys):
+    """`smdebug rules TRIAL --rule CreateXgboostReport`: the summary says where the page was written."""
+    from smdebug.cli import main
+
+    X, y = breast_cancer()
+    params = {"objective": "binary:logistic", "max_depth": 2, "nthread": 1}
+    run = write_xgb_trial(tmp_path / "job" / "debug-output", params, *split(X, y, 150), num_round=2)
+    assert main(["rules", run.path, "--rule", "CreateXgboostReport"]) == 0
+    out = capsys.readouterr().out
+    page = tmp_path / "job" / "rule-output" / "CreateXgboostReport" / "xgboost_report.html"
+    assert page.is_file()
+    assert f"CreateXgboostReport: report written to {page}" in out

@@ -12,7 +12,7 @@ import html
 import io
 import time
 
-from smdebug.cli.common import CliError, add_trial_argument, check_writable, open_trial
+from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, open_trial, say, writing
 
 # rule -> (collections or regexes that must hold tensors, parameters); checked in this order
 _APPLICABLE = (
@@ -59,6 +59,7 @@ def applicable_rules(trial) -> list:
 def run_applicable_rules(trial) -> list:
     """Each applicable rule over every step: dicts with rule, status, steps and message."""
     from smdebug.cli.rules import build_rules, evaluate_step
+    from smdebug.rules.rule_invoker import nothing_evaluated_message
 
     results = []
     for name, params in applicable_rules(trial):
@@ -79,9 +80,16 @@ def run_applicable_rules(trial) -> list:
         if r.firings:
             f = r.firings[0]
             results.append({"rule": name, "status": "fired", "steps": [x.step for x in r.firings], "message": f.message})
+        elif getattr(r.rule, "tensors_evaluated", None) == 0:
+            # a selection that matched nothing is not a clean bill of health (smdebug rules exits 2 for it)
+            results.append({"rule": name, "status": "evaluated nothing", "steps": [],
+                            "message": nothing_evaluated_message(r.rule, r.evaluated)})
         else:
             results.append({"rule": name, "status": "no issue", "steps": [], "message": f"{r.evaluated} steps evaluated"})
     return results
+
+
+_STATUS_CLASS = {"fired": "fired", "error": "error", "evaluated nothing": "error", "no issue": "ok"}
 
 
 def _png(fig) -> str:
@@ -92,7 +100,7 @@ def _png(fig) -> str:
 
 def _norm_plots(trial, collection: str, title: str) -> str | None:
     from smdebug.cli.plot import figure
-    from smdebug.cli.series import tensor_series
+    from smdebug.cli.series import NotPlottable, tensor_series
 
     if collection not in trial.collections():
         return None
@@ -101,7 +109,11 @@ def _norm_plots(trial, collection: str, title: str) -> str | None:
     series = []
     for n in names:
         for m in modes[:1]:
-            s = tensor_series(trial, n, m, "l2")
+            try:
+                s = tensor_series(trial, n, m, "l2")
+            except NotPlottable as exc:
+                say(f"smdebug report: skipped {exc}")
+                continue
             if s is not None:
                 s.label = n
                 series.append(s)
@@ -114,7 +126,7 @@ def _loss_plot(trial) -> str | None:
     from smdebug.cli.plot import collect, figure
 
     try:
-        series = collect(trial)
+        series = collect(trial, speak=lambda line: say(f"smdebug report: {line}"))
     except CliError:
         return None
     return _png(figure(series, "losses per mode", by_mode_step=False))
@@ -163,7 +175,7 @@ def render(trial, with_rules: bool = True) -> str:
         if results:
             rows = "".join(
                 f"<tr><td>{html.escape(r['rule'])}</td>"
-                f"<td class='{'fired' if r['status'] == 'fired' else ('error' if r['status'] == 'error' else 'ok')}'>"
+                f"<td class='{_STATUS_CLASS[r['status']]}'>"
                 f"{html.escape(r['status'])}</td><td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
                 f"<td>{html.escape(r['message'])}</td></tr>"
                 for r in results
@@ -187,9 +199,10 @@ def render(trial, with_rules: bool = True) -> str:
 
 def run(args) -> int:
     out = check_writable(args.output)
+    needs_extra("matplotlib", "plot")
     trial = open_trial(args.trial)
     page = render(trial, with_rules=not args.no_rules)
-    with open(out, "w", encoding="utf-8") as fh:
+    with writing(out), open(out, "w", encoding="utf-8") as fh:
         fh.write(page)
     print(f"wrote {out}; open it with: xdg-open {out}")
     return 0

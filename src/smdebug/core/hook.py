@@ -17,14 +17,16 @@ import numpy as np
 
 from smdebug.core import active_hook
 from smdebug.core.adapter import NumpyAdapter, TensorAdapter
+from smdebug.core.arguments import check_mode, check_save_tensor, scalar_value
 from smdebug.core.collection import Collection, CollectionKeys
 from smdebug.core.collection_defaults import CollectionDefaults
 from smdebug.core.end_of_job import mark_end_of_training
 from smdebug.core.guard import guarded, propagate_default
 from smdebug.core.hook_options import HookOptions, options_signature, tensorboard_dir_for
 from smdebug.core.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
-from smdebug.core.modes import ALLOWED_MODES, ModeKeys
+from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.resume import resume_numbering
 from smdebug.core.save_config import SaveConfig
 from smdebug.core.save_plan import Planner, included_collections
 from smdebug.core.step_buffer import StepBuffer
@@ -93,6 +95,7 @@ class BaseHook:
         self.mode_steps = {ModeKeys.GLOBAL: self.init_step}
         self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, self.init_step  # the step being recorded
         self.last_saved_step = None
+        self._handed_step: int | None = None  # the last global step handed to the writer
         self._step_saves = False
         self._custom: dict = {}  # save_tensor before the first step
         self._module_names: dict = {}  # framework module -> its name in tensor names
@@ -103,7 +106,10 @@ class BaseHook:
         self._writer: StepWriter | None = None
         self._closed = False
         self.stop_watcher = StopRequestWatcher(self.store)
-        self._stop_seen = False
+        self._training_ended = False  # see _end_training_run
+        self._resume_checked = False  # see _resume
+        self.resumed_from: int | None = None  # the last step the folder held of this worker
+        self._state_file = None  # the checkpoint folder's training state (core.resume)
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -172,7 +178,7 @@ class BaseHook:
 
     def _collections_for_step(self) -> set:
         if not self.planner.prepared:
-            self.planner.prepare(self._module_name)
+            self.planner.prepare(self._module_name, strict=self.propagate_errors)
         return self.planner.due(self.mode, self.mode_steps[self.mode])
 
     def saving_this_step(self) -> bool:
@@ -187,29 +193,40 @@ class BaseHook:
         return bool(self.planner.collections_with(tensor_name) & self._collections_for_step())
 
     # ---------------------------------------------------------------- steps and modes
-    @guarded()
+    @guarded(check=lambda self, mode: check_mode(mode))
     def set_mode(self, mode) -> None:
-        if mode not in ALLOWED_MODES:
-            raise SMDebugValueError(f"Invalid mode {mode!r}: valid modes are {', '.join(m.name for m in ALLOWED_MODES)}")
         if mode != self.mode:
             self._end_step()  # what the current step saved keeps the current step's mode
         self.mode = mode
         self.mode_steps.setdefault(mode, self.init_step)
         self.planner.new_step()
 
+    def _resume(self) -> None:
+        """Before the first step: continue after the steps this worker already wrote into the
+        folder (a resumed job, core.resume), so that none is written twice."""
+        self._resume_checked = True
+        if not self.dry_run:
+            self._state_file = resume_numbering(self)
+
     def _begin_step(self) -> None:
         """End the current step and start the next one (called by the framework glue)."""
+        if not self._resume_checked:
+            self._resume()
         self._end_step()
+        self._next_step()
+        self.buffer.new_step()
+        self._step_saves = bool(self._collections_for_step())
+        if self._custom:
+            self._save_custom_tensors()
+
+    def _next_step(self) -> None:
+        """Count the next global step, in the current mode: what is recorded from now on is in it."""
         self.step += 1
         self.mode_steps[self.mode] += 1
         if self.mode != ModeKeys.GLOBAL:
             self.mode_steps[ModeKeys.GLOBAL] = self.step
         self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
-        self.buffer.new_step()
         self.planner.new_step()
-        self._step_saves = bool(self._collections_for_step())
-        if self._custom:
-            self._save_custom_tensors()
 
     def _end_step(self) -> None:
         """Hand the step's records to the writer; scalars cached so far go with a saved step."""
@@ -225,12 +242,25 @@ class BaseHook:
         if self._writer_failed(writer):
             self.buffer.drop()
             return
+        if max(self.step, 0) == self._handed_step:
+            # saved after its step went to the writer (set_mode then save_scalar then close; a stop
+            # request mid-step): the next step, as a step is written once (FileWriter refuses to replace one)
+            self._next_step()
+            logger.info("smdebug: what was saved after step %s was written is step %s (%s step %s)",
+                        self.step - 1, self.step, self.mode.name, self.mode_steps[self.mode])
         rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
-            self.last_saved_step = self.step
+            self.last_saved_step = self._handed_step = rec.step
             writer.submit(rec)
+            if self._state_file is not None:
+                self._state_file.write(self)
             if not self.exported_collections:
                 self.export_collections()
+
+    def _check_open(self, name: str) -> None:
+        if self._closed:
+            raise SMDebugRuntimeError(f"the hook is closed: {name} is not saved (the trial in {self.out_dir} "
+                                      "is complete; make a new hook for more)")
 
     def _writer_failed(self, writer: StepWriter) -> bool:
         """An error on the writer thread (logged there once) disables the hook like an error on
@@ -244,9 +274,10 @@ class BaseHook:
 
     # ---------------------------------------------------------------- saving
     def _save_for_tensor(self, tensor_name: str, value, check_before_write=True) -> None:
+        self._check_open(tensor_name)
         if check_before_write:
             if not self.planner.prepared:
-                self.planner.prepare(self._module_name)
+                self.planner.prepare(self._module_name, strict=self.propagate_errors)
             plan = self.planner.plan_at_step(tensor_name, self.mode, self.mode_steps[self.mode])
         else:
             colls = self.planner.collections_with(tensor_name)
@@ -285,22 +316,28 @@ class BaseHook:
         elif self._is_tensor(value):
             yield value
 
-    @guarded()
     def save_scalar(self, name, value, sm_metric=False, timestamp: float | None = None) -> None:
-        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard)."""
-        arr = np.asarray(self.adapter.materialize([self.adapter.snapshot(value)])[0], dtype=np.float64).reshape(-1)
-        if arr.size != 1:
-            raise SMDebugTypeError(f"save_scalar({name!r}): value of type {type(value).__name__} is not a scalar")
-        self.buffer.add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
+        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
+        close, scalars left over go with the last step, or with a step of their own when that
+        step is already written. A name that is not a string or a value that is not one number
+        raises SMDebugTypeError."""
+        arr = scalar_value(self.adapter, name, value, timestamp)
+        self._add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
 
     @guarded()
+    def _add_scalar(self, name: str, arr, wall_time: float) -> None:
+        self._check_open(name)
+        self.buffer.add_scalar(name, arr, wall_time)
+
+    @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""
+        self._check_open(tensor_name)
         names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
         self.planner.add_tensor(tensor_name, [self.collection_manager.get(n, create=True) for n in names])
         if self.planner.prepared and self.step >= 0:
-            self._save_for_tensor(tensor_name, tensor_value)
+            self._save_for_tensor(tensor_name, tensor_value, check_before_write=not self._training_ended)
         else:
             self._custom[tensor_name] = (tensor_value, names)
 
@@ -315,15 +352,21 @@ class BaseHook:
         calls this at each step boundary and ends training its own way when it gets one. The
         look at storage is rate limited; when a request is first seen, everything the hook
         holds is written before it is returned. Works on a disabled hook too."""
-        if self._stop_seen:
-            return None
-        req = self.stop_watcher.check()
-        if req is None:
-            return None
-        self._stop_seen = True
-        logger.warning("smdebug: rule %s asked training to stop (step %s): %s", req.rule, req.step, req.reason)
-        self._write_held()
+        req = self.stop_watcher.take()
+        if req is not None:
+            self._write_held()
         return req
+
+    @guarded()
+    def _end_training_run(self) -> None:
+        """The framework's training ended; the hook stays open until ``close()`` (or exit). What
+        is saved from now on (save_scalar, save_tensor: a final accuracy, a test metric) goes to
+        the step after the last one, whatever the schedule, written at close."""
+        if self._training_ended:
+            return
+        self._write_held()
+        self._begin_step()
+        self._training_ended = True
 
     def _write_held(self) -> None:
         """End the current step and wait until the writer has written everything handed over."""
@@ -385,6 +428,9 @@ class BaseHook:
             logger.exception("smdebug: could not finish writing %s", self.out_dir)
         finally:
             self.adapter.shutdown()
+
+    def _cleanup(self) -> None:  # 1.0.34's name for close(), which its own code calls
+        self.close()
 
     def __repr__(self):
         return (

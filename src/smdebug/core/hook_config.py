@@ -5,6 +5,14 @@
 ("true", "1,2,3", "10"); JSON booleans, numbers and lists are accepted too. Save-schedule keys may
 carry a ``train.`` / ``eval.`` / ``predict.`` / ``global.`` prefix that applies to that mode only;
 collection parameters override the hook's for that collection only.
+
+The whole document is checked when the hook is built (regexes compiled, collection names known to
+the framework or given an ``include_regex``, schedules that save something). Each problem names
+the file and the key. With errors propagating ($SMDEBUG_PROPAGATE_ERRORS) the first one is
+raised; otherwise they are logged once and what is valid is used: a bad hook parameter is left
+out (its default applies, a bad ``include_regex`` pattern is dropped), a collection entry with a
+problem is left out (not saved). A document that cannot be read as a whole (not JSON, nested
+too deeply, not an object, a bad ``LocalPath``, a section of the wrong type) is always an error.
 """
 
 from __future__ import annotations
@@ -12,13 +20,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from smdebug.core.hook_config_values import REDUCTION_KEYS, ValueParser
 from smdebug.core.hook_options import HookOptions
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = [
@@ -43,9 +53,6 @@ DEFAULT_OUT_DIR = "/opt/ml/output/tensors"  # used when LocalPath is absent, as 
 
 logger = logging.getLogger(__name__)
 
-_SAVE_KEYS = ("save_interval", "save_steps", "start_step", "end_step")
-_PREFIXES = {"train": ModeKeys.TRAIN, "eval": ModeKeys.EVAL, "predict": ModeKeys.PREDICT, "global": ModeKeys.GLOBAL}
-_REDUCTION_KEYS = ("reductions", "save_raw_tensor", "save_shape")
 _HOOK_KEYS = {"include_regex", "include_workers", "save_all", "dry_run", "export_tensorboard", "tensorboard_dir"}
 _COLLECTION_KEYS = {"include_regex", "save_histogram"}
 
@@ -72,101 +79,6 @@ class HookSettings(HookOptions):
         return {**self.kwargs(), "include_collections": list(self.include_collections) or None}
 
 
-class _Parser:
-    """Parses one document; ``where`` (a file path) goes into every error message."""
-
-    def __init__(self, where: str, default_values: dict | None):
-        self.where = where
-        self.default_values = default_values
-        self.unknown: list[str] = []
-
-    def error(self, section: str, key: str, value: Any, expected: str) -> SMDebugValueError:
-        return SMDebugValueError(f"{key}={value!r} in {section} of {self.where}: expected {expected}")
-
-    def integer(self, section: str, key: str, value: Any) -> int | None:
-        if value is None:  # JSON null: the SaveConfigMode default, as in 1.0.34
-            return None
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-        raise self.error(section, key, value, "an integer")
-
-    def int_list(self, section: str, key: str, value: Any) -> list[int]:
-        items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else [value]
-        out = []
-        for item in items:
-            if isinstance(item, str) and not item.strip():
-                continue
-            parsed = self.integer(section, key, item)
-            if parsed is None:
-                raise self.error(section, key, value, "a comma-separated list of integers")
-            out.append(parsed)
-        return out
-
-    def boolean(self, section: str, key: str, value: Any, default: bool | None = False) -> bool | None:
-        if value is None:  # absent or JSON null
-            return default
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise self.error(section, key, value, '"true" or "false"')
-
-    def str_list(self, section: str, key: str, value: Any) -> list[str]:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-            raise self.error(section, key, value, "a comma-separated list of strings")
-        return [x.strip() for x in items if x.strip()]
-
-    def save_modes(self, section: str, params: dict, known: set[str]) -> dict[ModeKeys, dict]:
-        """Per mode, the save keys given: the mode's prefixed key wins over the plain one."""
-        base: dict[str, Any] = {}
-        per_mode: dict[ModeKeys, dict[str, Any]] = {m: {} for m in ModeKeys}
-        for key, value in params.items():
-            prefix, dot, name = key.partition(".")
-            target = per_mode.get(_PREFIXES.get(prefix)) if dot else base
-            name = name if dot else key
-            if target is None or name not in _SAVE_KEYS:
-                if dot or key not in known:
-                    self.unknown.append(f"{section}.{key}")
-                continue
-            target[name] = (
-                self.int_list(section, key, value) if name == "save_steps" else self.integer(section, key, value)
-            )
-        return {m: {**base, **per_mode[m]} for m in ModeKeys}
-
-    def save_config(self, section: str, modes: dict[ModeKeys, dict]) -> SaveConfig:
-        try:
-            return SaveConfig(
-                mode_save_configs={m: SaveConfigMode.from_dict(d, self.default_values) for m, d in modes.items()}
-            )
-        except SMDebugValueError as exc:
-            raise SMDebugValueError(f"{exc} (in {section} of {self.where})") from None
-
-    def reduction_config(self, section: str, params: dict, inherited: dict | None) -> ReductionConfig | None:
-        given = {k: params[k] for k in _REDUCTION_KEYS if k in params}
-        for k in ("save_raw_tensor", "save_shape"):
-            if k in given:
-                given[k] = self.boolean(section, k, given[k])
-        if not given:
-            return None
-        if "reductions" not in given:
-            # flags without reductions: 1.0.34 drops them; we apply them to what would apply otherwise
-            given = {"save_raw_tensor": True, **(inherited or {}), **given}
-        if not isinstance(given.get("reductions", ""), str | list):
-            raise self.error(section, "reductions", given["reductions"], "a comma-separated list of reductions")
-        try:
-            return ReductionConfig.from_dict(given)
-        except SMDebugValueError as exc:
-            raise SMDebugValueError(f"{exc} (in {section} of {self.where})") from None
-
-
 def _section(parent: dict, key: str, kind: type, where: str) -> Any:
     value = parent.get(key)
     if value is None:  # absent or JSON null
@@ -176,65 +88,115 @@ def _section(parent: dict, key: str, kind: type, where: str) -> Any:
     return value
 
 
-def parse_hook_config(
-    data: bytes | str | dict, where: str = "<hook config>", *, default_values: dict | None = None
-) -> HookSettings:
-    """Parse a hook JSON document (bytes, text or an already-decoded dict).
-
-    ``default_values`` (save_interval, start_step, end_step, save_steps) replace SaveConfigMode's
-    defaults where the document gives none, as 1.0.34's XGBoost hook does (save_interval 10).
-    """
+def _decode(data: bytes | str | dict, where: str) -> dict:
     if not isinstance(data, dict):
         try:
             data = json.loads(data)
         except (ValueError, UnicodeDecodeError) as exc:
             raise SMDebugValueError(f"{where} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise SMDebugValueError(f"{where} is nested too deeply to be a hook config") from None
     if not isinstance(data, dict):
         raise SMDebugValueError(f"{where} must hold a JSON object, not {type(data).__name__}")
-    p = _Parser(where, default_values)
-    hp = _section(data, "HookParameters", dict, where)
-    sec = "HookParameters"
-    hook_modes = p.save_modes(sec, hp, _HOOK_KEYS | set(_REDUCTION_KEYS))
+    return data
+
+
+def _workers(p: ValueParser, hp: dict) -> str:
     workers = hp.get("include_workers") or "one"
     if not isinstance(workers, str) or workers.strip().lower() not in ("one", "all"):
-        raise p.error(sec, "include_workers", workers, '"one" or "all"')
+        raise p.error("HookParameters", "include_workers", workers, '"one" or "all"')
+    return workers.strip().lower()
+
+
+def _tensorboard_dir(p: ValueParser, hp: dict) -> str | None:
     tb_dir = hp.get("tensorboard_dir")
     if tb_dir is not None and not isinstance(tb_dir, str):
-        raise p.error(sec, "tensorboard_dir", tb_dir, "a path")
+        raise p.error("HookParameters", "tensorboard_dir", tb_dir, "a path")
+    return tb_dir
+
+
+def _collection(p: ValueParser, i: int, entry: Any, hook_modes: dict, hook_reductions: dict | None,
+                known: frozenset | None) -> CollectionSettings:
+    if not isinstance(entry, dict) or not isinstance(entry.get("CollectionName"), str):
+        raise SMDebugValueError(f"CollectionConfigurations[{i}] in {p.where} must have a 'CollectionName' string")
+    name = entry["CollectionName"]
+    sec = f"CollectionParameters of collection {name!r}"
+    cp = _section(entry, "CollectionParameters", dict, f"collection {name!r} of {p.where}")
+    modes = p.save_modes(sec, cp, _COLLECTION_KEYS | set(REDUCTION_KEYS))
+    regexes = p.regexes(sec, "include_regex", cp["include_regex"]) if "include_regex" in cp else None
+    if known is not None and name not in known and not regexes:
+        raise SMDebugValueError(
+            f"CollectionName={name!r} in CollectionConfigurations[{i}] of {p.where}: expected a collection of "
+            f"this framework ({', '.join(sorted(known))}) or an include_regex saying what it holds"
+        )
+    return CollectionSettings(
+        name=name,
+        include_regex=regexes,
+        save_config=p.save_config(sec, {m: {**hook_modes[m], **modes[m]} for m in ModeKeys}),
+        reduction_config=p.reduction_config(sec, cp, hook_reductions),
+        save_histogram=p.boolean(sec, "save_histogram", cp.get("save_histogram"), None),
+    )
+
+
+_FAILED = object()
+
+
+def parse_hook_config(
+    data: bytes | str | dict,
+    where: str = "<hook config>",
+    *,
+    default_values: dict | None = None,
+    known_collections: frozenset | None = None,
+    problems: list[str] | None = None,
+) -> HookSettings:
+    """Parse a hook JSON document (bytes, text or an already-decoded dict).
+
+    ``default_values`` (save_interval, start_step, end_step, save_steps) replace SaveConfigMode's
+    defaults where the document gives none, as 1.0.34's XGBoost hook does (save_interval 10).
+    ``known_collections``: the framework's collection names; another name needs an include_regex.
+    ``problems``: when a list, a problem in a parameter or a collection entry is appended to it
+    and left out (see the module docstring) instead of raised.
+    """
+    data = _decode(data, where)
+    p = ValueParser(where, default_values, strict=problems is None)
+    hp = _section(data, "HookParameters", dict, where)
+    sec = "HookParameters"
     out_dir = data.get("LocalPath") or DEFAULT_OUT_DIR
     if not isinstance(out_dir, str):
         raise SMDebugValueError(f"LocalPath={out_dir!r} in {where}: expected a path")
+    hook_modes = p.save_modes(sec, hp, _HOOK_KEYS | set(REDUCTION_KEYS))
+    save_config = p.attempt(lambda: p.save_config(sec, hook_modes))
+    if save_config is None:  # the hook's schedule is left out: every collection gets the default one
+        hook_modes = {m: {} for m in ModeKeys}
+        save_config = p.save_config(sec, hook_modes)
+    reduction_config = p.attempt(lambda: p.reduction_config(sec, hp, None), _FAILED)
+    hook_reductions = {k: hp[k] for k in REDUCTION_KEYS if k in hp} or None
+    if reduction_config is _FAILED:
+        reduction_config = hook_reductions = None
     settings = HookSettings(
         out_dir=out_dir,
-        export_tensorboard=p.boolean(sec, "export_tensorboard", hp.get("export_tensorboard")),
-        tensorboard_dir=tb_dir,
-        dry_run=p.boolean(sec, "dry_run", hp.get("dry_run")),
-        save_config=p.save_config(sec, hook_modes),
-        reduction_config=p.reduction_config(sec, hp, None),
-        include_regex=p.str_list(sec, "include_regex", hp["include_regex"]) if "include_regex" in hp else None,
-        include_workers=workers.strip().lower(),
-        save_all=p.boolean(sec, "save_all", hp.get("save_all")),
+        export_tensorboard=p.attempt(lambda: p.boolean(sec, "export_tensorboard", hp.get("export_tensorboard")), False),
+        tensorboard_dir=p.attempt(lambda: _tensorboard_dir(p, hp)),
+        dry_run=p.attempt(lambda: p.boolean(sec, "dry_run", hp.get("dry_run")), False),
+        save_config=save_config,
+        reduction_config=reduction_config,
+        include_regex=p.attempt(lambda: p.regexes(sec, "include_regex", hp["include_regex"])) if "include_regex" in hp else None,
+        include_workers=p.attempt(lambda: _workers(p, hp), "one"),
+        save_all=p.attempt(lambda: p.boolean(sec, "save_all", hp.get("save_all")), False),
     )
-    hook_reduction_params = {k: hp[k] for k in _REDUCTION_KEYS if k in hp} or None
     for i, entry in enumerate(_section(data, "CollectionConfigurations", list, where)):
-        if not isinstance(entry, dict) or not isinstance(entry.get("CollectionName"), str):
-            raise SMDebugValueError(f"CollectionConfigurations[{i}] in {where} must have a 'CollectionName' string")
-        name = entry["CollectionName"]
-        sec = f"CollectionParameters of collection {name!r}"
-        cp = _section(entry, "CollectionParameters", dict, f"collection {name!r} of {where}")
-        modes = p.save_modes(sec, cp, _COLLECTION_KEYS | set(_REDUCTION_KEYS))
-        settings.include_collections.append(name)
-        settings.collections.append(
-            CollectionSettings(
-                name=name,
-                include_regex=p.str_list(sec, "include_regex", cp["include_regex"]) if "include_regex" in cp else None,
-                save_config=p.save_config(sec, {m: {**hook_modes[m], **modes[m]} for m in ModeKeys}),
-                reduction_config=p.reduction_config(sec, cp, hook_reduction_params),
-                save_histogram=p.boolean(sec, "save_histogram", cp.get("save_histogram"), None),
-            )
-        )
+        before = len(p.problems)
+        cs = p.attempt(lambda i=i, entry=entry: _collection(p, i, entry, hook_modes, hook_reductions, known_collections))
+        if cs is None or len(p.problems) > before:
+            name = entry.get("CollectionName") if isinstance(entry, dict) else None
+            p.problems[-1] += f" (collection {name!r} is left out: not saved)"
+            continue
+        settings.include_collections.append(cs.name)
+        settings.collections.append(cs)
     if p.unknown:
         logger.warning("smdebug: ignoring unknown hook parameters in %s: %s", where, ", ".join(p.unknown))
+    if problems is not None:
+        problems.extend(p.problems)
     return settings
 
 
@@ -251,6 +213,21 @@ def config_file_path() -> str | None:
     return DEFAULT_CONFIG_PATH if os.path.isfile(DEFAULT_CONFIG_PATH) else None
 
 
+def _not_a_file(path: str) -> str | None:
+    """Why ``path`` cannot be read as a hook config, or None when it can."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read: {exc}"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        return f"is not a regular file ({stat.filemode(mode)})"
+    return None
+
+
 def _read(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
@@ -264,31 +241,35 @@ def _sagemaker_tensorboard_dir() -> str | None:
     path = os.environ.get(TENSORBOARD_CONFIG_FILE_PATH_ENV) or DEFAULT_TENSORBOARD_CONFIG_PATH
     if not os.path.isfile(path):
         return None
-    try:
-        doc = json.loads(_read(path))
-    except ValueError as exc:
-        raise SMDebugValueError(f"{path} is not valid JSON: {exc}") from None
-    return doc.get("LocalPath") if isinstance(doc, dict) else None
+    doc = _decode(_read(path), path)
+    return doc.get("LocalPath")
 
 
-def load_hook_config(path: str | None = None, *, default_values: dict | None = None) -> HookSettings | None:
+def load_hook_config(path: str | None = None, *, default_values: dict | None = None,
+                     known_collections: frozenset | None = None,
+                     problems: list[str] | None = None) -> HookSettings | None:
     """Read the hook JSON at ``path`` or, when None, at :func:`config_file_path`.
 
     Returns None when no file applies (nothing configured, or $SMDEBUG_CONFIG_FILE_PATH names a
-    missing file: logged). An explicit ``path`` that does not exist raises SMDebugValueError.
-    On SageMaker, TensorBoard export follows SageMaker's TensorBoard config file, as in 1.0.34.
+    missing file: logged). An explicit ``path`` that is not a readable file (missing, a folder)
+    raises SMDebugValueError saying which. On SageMaker, TensorBoard export follows SageMaker's
+    TensorBoard config file, as in 1.0.34. ``known_collections``, ``problems``: see
+    :func:`parse_hook_config`.
     """
     if path is not None:
-        if not os.path.isfile(path):
-            raise SMDebugValueError(f"hook config file {path} does not exist")
+        why = _not_a_file(path)
+        if why:
+            raise SMDebugValueError(f"hook config file {path} {why}")
     else:
         path = config_file_path()
         if path is None:
             return None
-        if not os.path.isfile(path):
-            logger.warning("smdebug: %s=%s does not exist; no hook is configured", CONFIG_FILE_PATH_ENV, path)
+        why = _not_a_file(path)
+        if why:
+            logger.warning("smdebug: %s=%s %s; no hook is configured", CONFIG_FILE_PATH_ENV, path, why)
             return None
-    settings = parse_hook_config(_read(path), path, default_values=default_values)
+    settings = parse_hook_config(_read(path), path, default_values=default_values,
+                                 known_collections=known_collections, problems=problems)
     logger.info("smdebug: hook configured from %s", path)
     if is_sagemaker_job():
         settings.tensorboard_dir = _sagemaker_tensorboard_dir()
@@ -298,10 +279,20 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
 
 def create_hook(hook_cls, path: str | None = None, *, default_values: dict | None = None):
     """A ``hook_cls`` configured by the hook JSON that applies (see :func:`load_hook_config`,
-    also for ``default_values``), with its collection settings applied; None when no file applies."""
-    settings = load_hook_config(path, default_values=default_values)
+    also for ``default_values``), with its collection settings applied; None when no file applies.
+
+    The document is checked as a whole first: with errors propagating the first problem is
+    raised; otherwise all of them are logged once and the hook saves what is valid."""
+    from smdebug.core.guard import PROPAGATE_ERRORS_ENV, propagate_default
+
+    problems: list[str] | None = None if propagate_default() else []
+    settings = load_hook_config(path, default_values=default_values,
+                                known_collections=hook_cls.collection_defaults.known, problems=problems)
     if settings is None:
         return None
+    if problems:
+        logger.error("smdebug: the hook config has %d problem(s), left out; the hook saves the rest "
+                     "(set %s=1 to raise instead):\n  %s", len(problems), PROPAGATE_ERRORS_ENV, "\n  ".join(problems))
     hook = hook_cls(**settings.hook_kwargs())
     for cs in settings.collections:
         c = hook.get_collection(cs.name)

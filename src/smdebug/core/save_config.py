@@ -48,6 +48,10 @@ class SaveConfigMode:
             DEFAULT_SAVE_CONFIG_START_STEP if start_step is None else _as_int("start_step", start_step)
         )
         self.end_step = _as_int("end_step", end_step, allow_none=True)
+        if self.end_step is not None and self.start_step > self.end_step:
+            raise SMDebugValueError(
+                f"start_step={self.start_step} is after end_step={self.end_step}: no step would be saved"
+            )
         self._save_steps_set = frozenset(self.save_steps)
 
     def should_save_step(self, step_num: int) -> bool:
@@ -150,11 +154,16 @@ class SaveConfig:
     def from_dict(cls, params: dict | None, default_values: dict | None = None) -> SaveConfig | None:
         if params is None:
             return None
+        if not isinstance(params, dict):
+            raise SMDebugTypeError(f"save_config={params!r} is not a dict")
         configs: dict[Any, Any] = {}
         for k, v in params.items():
-            mode = ModeKeys[k] if isinstance(k, str) else k
+            mode = ModeKeys.__members__.get(k) if isinstance(k, str) else k
             if not isinstance(mode, ModeKeys):
-                raise SMDebugValueError(f"save_config key {k!r} is not a mode")
+                raise SMDebugValueError(
+                    f"save_config key {k!r} is not a mode ({', '.join(ModeKeys.__members__)}) "
+                    f"nor one of {', '.join(_PARAMS)} for every mode"
+                )
             configs[mode] = v if isinstance(v, SaveConfigMode) or v is None else SaveConfigMode.from_dict(v, default_values)
         return cls(mode_save_configs=configs)
 
@@ -168,6 +177,9 @@ class SaveConfig:
 
     @classmethod
     def parse(cls, obj) -> SaveConfig:
+        """A SaveConfig from None (the default schedule), a SaveConfig, a SaveConfigMode (every
+        mode), a dict of SaveConfigMode parameters (``{'save_interval': 10}``: every mode) or a
+        dict of modes (ModeKeys or their names) to SaveConfigMode objects or parameter dicts."""
         if obj is None:
             return cls()
         if isinstance(obj, SaveConfig):
@@ -175,6 +187,9 @@ class SaveConfig:
         if isinstance(obj, SaveConfigMode):
             return cls.from_save_config_mode(obj)
         if isinstance(obj, dict):
+            if obj and all(isinstance(k, str) and k in _PARAMS for k in obj):
+                # {'save_interval': 10}: one schedule for every mode (as SaveConfig(save_interval=10))
+                return cls.from_save_config_mode(SaveConfigMode.from_dict(obj))
             return cls.from_dict(obj)
         raise SMDebugTypeError(f"save_config={obj!r} cannot be parsed into a SaveConfig")
 

@@ -82,9 +82,12 @@ class Planner:
         self._due = None
 
     # ---------------------------------------------------------------- collections
-    def prepare(self, module_name: Callable[[object], str]) -> None:
+    def prepare(self, module_name: Callable[[object], str], strict: bool = True) -> None:
         """Settle the collections when the first step starts: on-demand regexes, module tensors
-        (``module_name`` names a module), the hook's save and reduction configs as defaults."""
+        (``module_name`` names a module), the hook's save and reduction configs as defaults.
+        A collection that nothing fills (not the framework's, no tensor names, no regex) raises
+        InvalidCollectionConfiguration when ``strict``; otherwise it is logged and not saved, and
+        the other collections are."""
         cm = self.manager
         self.defaults.prepare_on_demand(cm, self.include_collections)
         for coll in cm.get_collections().values():
@@ -95,9 +98,17 @@ class Planner:
                 if outputs:
                     coll.include(name + "_output_")
         known = self.defaults.known
+        colls = cm.get_collections()
+        empty = [n for n, c in colls.items() if n not in known and not c.include_regex and not c.tensor_names]
+        empty += [n for n in self.include_collections if n not in colls]  # included, never made
+        if empty and strict:
+            raise InvalidCollectionConfiguration(empty[0])
+        if empty:
+            logger.error("smdebug: %s: not saved (the other collections are; set SMDEBUG_PROPAGATE_ERRORS=1 to raise "
+                         "instead)", "; ".join(str(InvalidCollectionConfiguration(n)) for n in empty))
         for name, c in cm.get_collections().items():
-            if name not in known and not c.include_regex and not c.tensor_names:
-                raise InvalidCollectionConfiguration(name)
+            if name in empty:
+                continue
             if CollectionKeys.ALL in self.include_collections or name in self.include_collections:
                 self.to_save.add(c)
         self.save_config.merge_default_save_config(SaveConfig())  # modes left out: the default schedule

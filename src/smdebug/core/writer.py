@@ -21,6 +21,9 @@ class FileWriter:
 
     The event file is written before its index, each atomically, so a visible index always
     points at a complete event file. Nothing is written for a step where nothing was saved.
+    A (step, worker) already in the trial is never replaced: close raises
+    SMDebugRuntimeError and writes nothing (the hook never writes a step twice; another run's
+    files in the same folder are kept).
     """
 
     def __init__(
@@ -135,6 +138,13 @@ class FileWriter:
         if self._closed:
             return
         self._closed = True
+        first = self._event_key if self._chunks else self._index_key
+        if (self._chunks or self._entries or self._shapes) and self._store.exists(first):
+            self._chunks = []
+            raise SMDebugRuntimeError(
+                f"{self._store.describe(first)} exists: step {self.step} of {self.worker} is written "
+                "already and is not replaced (a second run in the same folder? give it its own folder)"
+            )
         if self._chunks:
             self._store.write_chunks(self._event_key, self._chunks)
         if self._meta is not None and (self._entries or self._shapes):

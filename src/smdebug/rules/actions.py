@@ -68,13 +68,16 @@ class Firing:
 def _loads(text: str, rule_name: str):
     try:
         return json.loads(text)
+    except RecursionError:
+        raise RuleConfigurationError(rule_name, "action_str", "JSON nested too deeply to be an action") from None
     except ValueError as first:
         if '\\"' in text:  # the SDK's serialized form: quotes escaped with backslashes
             try:
                 return json.loads(text.replace('\\"', '"'))
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
-        raise RuleConfigurationError(rule_name, "action_str", f"not valid JSON ({first}): {text!r}") from None
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        raise RuleConfigurationError(rule_name, "action_str", f"not valid JSON ({first}): {shown!r}") from None
 
 
 def _check(kind: str, d: dict, rule_name: str) -> dict:

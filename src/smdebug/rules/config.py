@@ -4,24 +4,85 @@
 "other_trial_0": "s3://..."}`` -> ``VanishingGradient(base_trial, action_str=..., threshold="20.0")``.
 Keys that are no parameter of the rule are ignored with one warning (as SageMaker's rule container
 did); everything else that is wrong is a RuleConfigurationError naming the key.
+
+A custom rule: ``{"source_s3_uri": "s3://bucket/rules/my_rule.py", "rule_to_invoke": "MyRule", ...}``
+loads the class ``MyRule`` from that Python file (a local path, ``file://`` or ``s3://`` URL, read
+through :mod:`smdebug.storage`) and builds it with the other keys (strings) as its parameters.
+The file must define that class (a :class:`~smdebug.rules.Rule`): a built-in rule of the same
+name is never used in its place.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import re
+import sys
+import types
 from collections.abc import Mapping
 
 from smdebug.exceptions import RuleConfigurationError
 
-__all__ = ["create_rule", "OTHER_TRIAL_KEYS"]
+__all__ = ["create_rule", "load_custom_rule", "OTHER_TRIAL_KEYS", "SOURCE_KEY"]
 
 logger = logging.getLogger("smdebug")
 
 _OTHER_TRIAL = re.compile(r"^other_trial_(\d+)$")
 OTHER_TRIAL_KEYS = ("other_trials", "other_trial")  # besides other_trial_<i>: comma-separated paths
 _NOT_PARAMS = {"self", "base_trial", "other_trials", "action_str"}
+SOURCE_KEY = "source_s3_uri"  # the Python file of a custom rule
+_loaded = itertools.count()
+
+
+def _read_source(source: str, name: str) -> tuple[str, bytes]:
+    """(where, bytes) of the custom rule file at a local path, ``file://`` or remote URL."""
+    from smdebug.storage import is_remote, open_store
+
+    def bad(msg):
+        return RuleConfigurationError(name, SOURCE_KEY, msg)
+
+    if not isinstance(source, str) or not source.strip():
+        raise bad(f"expected the path or URL of a Python file, got {source!r}")
+    source = source.strip()
+    if source.endswith("/"):
+        raise bad(f"{source} is a folder; give the Python file that defines {name}")
+    path = source[len("file://"):] if source.startswith("file://") else source
+    folder, _, key = path.rpartition("/")
+    if not is_remote(path):
+        folder = folder or "."
+    try:
+        store = open_store(folder)
+        return store.describe(key), store.read(key)
+    except RuleConfigurationError:
+        raise
+    except Exception as exc:  # not found, no permission, no s3 extra: said with the file's name
+        raise bad(f"cannot read the rule file {source}: {exc}") from exc
+
+
+def load_custom_rule(source: str, name: str):
+    """The :class:`~smdebug.rules.Rule` subclass ``name`` defined in the Python file at ``source``
+    (local path, ``file://`` or ``s3://``); RuleConfigurationError if it cannot be loaded or
+    defines no such class."""
+    from smdebug.rules.rule import Rule
+
+    where, code = _read_source(source, name)
+    module = types.ModuleType(f"smdebug_custom_rule_{next(_loaded)}")
+    module.__file__ = where
+    sys.modules[module.__name__] = module  # dataclasses and pickling look their module up
+    try:
+        exec(compile(code, where, "exec"), module.__dict__)  # noqa: S102 - the user's own rule file
+    except Exception as exc:
+        sys.modules.pop(module.__name__, None)
+        raise RuleConfigurationError(name, SOURCE_KEY, f"{where} fails to load: {type(exc).__name__}: {exc}") from exc
+    cls = module.__dict__.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Rule)):
+        found = sorted(k for k, v in module.__dict__.items()
+                       if isinstance(v, type) and issubclass(v, Rule) and v.__module__ == module.__name__)
+        what = "no Rule subclass" if cls is None or isinstance(cls, type) else f"a {type(cls).__name__}"
+        raise RuleConfigurationError(name, "rule_to_invoke",
+                                     f"{where} defines {what} named {name!r} (its rules: {', '.join(found) or 'none'})")
+    return cls
 
 
 def _lookup(name, rule_classes):
@@ -38,6 +99,15 @@ def _lookup(name, rule_classes):
             extra = f"; or one of {', '.join(table)}" if rule_classes is not None and table else ""
             raise RuleConfigurationError(name, "rule_to_invoke", exc.message + extra) from None
     return get_rule_class(name)
+
+
+def _given(name, rule_classes) -> bool:
+    """Whether the caller passed the class ``name`` in ``rule_classes`` (it then wins over a file)."""
+    if rule_classes is None:
+        return False
+    if isinstance(rule_classes, Mapping):
+        return name in rule_classes
+    return any(c.__name__ == name for c in rule_classes)
 
 
 def _signature(cls) -> tuple[set, bool, set]:
@@ -87,7 +157,8 @@ def create_rule(rule_parameters: dict, base_trial, other_trials=None, *, rule_cl
     ``base_trial`` is a Trial or a path. ``other_trial_<i>`` (or ``other_trials``, comma-separated)
     paths are opened with ``create_trial``; alternatively pass opened trials as ``other_trials``.
     ``action_json`` becomes the rule's ``action_str``. ``rule_classes`` (a dict name -> class, or
-    classes) adds custom rules to look up before the built-in ones.
+    classes) adds custom rules to look up before the built-in ones. With ``source_s3_uri`` (and no
+    class of that name in ``rule_classes``), the class comes from that file (:func:`load_custom_rule`).
     """
     if not isinstance(rule_parameters, Mapping):
         raise RuleConfigurationError("?", "rule_parameters", f"expected a dict, got {type(rule_parameters).__name__}")
@@ -96,7 +167,11 @@ def create_rule(rule_parameters: dict, base_trial, other_trials=None, *, rule_cl
     if not isinstance(name, str) or not name.strip():
         raise RuleConfigurationError("?", "rule_to_invoke", f"missing or not a rule name: {name!r}")
     name = name.strip()
-    cls = _lookup(name, rule_classes)
+    if SOURCE_KEY in params and not _given(name, rule_classes):
+        # a custom rule: the class of its file, never a built-in rule of that name
+        cls = load_custom_rule(params.pop(SOURCE_KEY), name)
+    else:
+        cls = _lookup(name, rule_classes)
     accepted, var_kw, takes = _signature(cls)
     action_str = params.pop("action_json", "")
     paths = _other_trial_paths(params, name)

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from smdebug.patterns import compile as compile_pattern
+
 __all__ = [
     "NONE_STRINGS",
     "is_none",
@@ -33,6 +35,7 @@ __all__ = [
 NONE_STRINGS = frozenset({"", "none", "null"})
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+_INT64 = 2**63
 
 
 def is_none(value: Any) -> bool:
@@ -45,7 +48,10 @@ def as_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got the bool {value!r}")
     if isinstance(value, (int, float)):
-        out = float(value)
+        try:
+            out = float(value)
+        except OverflowError:
+            raise ValueError(f"expected a number a float can hold, got an int of {value.bit_length()} bits") from None
     elif isinstance(value, str):
         try:
             out = float(value.strip())
@@ -59,11 +65,17 @@ def as_float(value: Any) -> float:
 
 
 def as_int(value: Any) -> int:
-    """An int; ``"10"``, ``"10.0"`` and ``10.0`` are accepted, ``"10.5"`` is not."""
-    f = as_float(value)
-    if not f.is_integer():
-        raise ValueError(f"expected a whole number, got {value!r}")
-    return int(f)
+    """An int; ``"10"``, ``"10.0"`` and ``10.0`` are accepted, ``"10.5"`` and ``"1e400"`` are not."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        out = value
+    else:
+        f = as_float(value)
+        if not f.is_integer():
+            raise ValueError(f"expected a whole number, got {value!r}")
+        out = int(f)
+    if not -_INT64 <= out < _INT64:  # numpy takes counts and steps as 64-bit ints
+        raise ValueError(f"expected a whole number of at most 63 bits, got one of {out.bit_length()} bits")
+    return out
 
 
 def as_bool(value: Any) -> bool:
@@ -87,25 +99,68 @@ def as_str(value: Any) -> str:
     return value.strip()
 
 
-def _items(value: Any) -> list:
-    """A comma-separated string (optionally in brackets or parentheses) or a list/tuple."""
+_CLOSE = {"{": "}", "[": "]", "(": ")"}
+
+
+def split_top_level(s: str) -> list[str]:
+    """``s`` split at the commas outside ``{}``, ``[]`` and ``()`` and not escaped with a backslash:
+    ``"Seq.{1,3}, loss"`` -> ``["Seq.{1,3}", " loss"]``. An escaped comma (``\\,``) stays in its
+    item as written (``re`` reads ``\\,`` as a comma). Inside ``[...]`` only ``]`` closes."""
+    parts, depth, start, i = [], [], 0, 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if depth and depth[-1] == "]":
+            if c == "]":
+                depth.pop()
+        elif c in _CLOSE:
+            depth.append(_CLOSE[c])
+        elif depth and c == depth[-1]:
+            depth.pop()
+        elif c == "," and not depth:
+            parts.append(s[start:i])
+            start = i + 1
+        i += 1
+    parts.append(s[start:])
+    return parts
+
+
+def _unquote(p: str) -> str:
+    p = p.strip()
+    if len(p) >= 2 and p[0] == p[-1] and p[0] in "'\"":
+        p = p[1:-1].strip()
+    return p
+
+
+def _items(value: Any, regex: bool = False) -> list:
+    """A comma-separated string (optionally in brackets or parentheses) or a list/tuple.
+
+    Commas inside ``{}``, ``[]`` and ``()`` do not separate items (a regex's ``{1,3}``). For
+    regexes (``regex=True``) brackets around the whole string make a list only when they hold a
+    quoted item or a top-level comma (``"['.*relu']"``, ``"[a, b]"``), never a regex's own
+    ``[0-9]``; parentheses around a whole regex are the regex's own.
+    """
     if isinstance(value, str):
         s = value.strip()
         if len(s) >= 2 and s[0] + s[-1] in ("[]", "()"):
-            s = s[1:-1]
-        parts = [p.strip().strip("'\"").strip() for p in s.split(",")]
+            inner = s[1:-1].strip()
+            if not regex or (s[0] == "[" and (inner[:1] in ("'", '"') or len(split_top_level(inner)) > 1)):
+                s = inner
+        parts = [_unquote(p) for p in split_top_level(s)]
         return [p for p in parts if p]
     if isinstance(value, (list, tuple)):
         return list(value)
     return [value]
 
 
-def as_str_list(value: Any) -> list[str]:
+def as_str_list(value: Any, regex: bool = False) -> list[str]:
     """``"a, b"`` or ``["a", "b"]`` -> ``["a", "b"]``; empty items are dropped; None -> []."""
     if is_none(value):
         return []
     out = []
-    for item in _items(value):
+    for item in _items(value, regex):
         if not isinstance(item, str):
             raise ValueError(f"expected strings, got {type(item).__name__} {item!r}")
         if item.strip():
@@ -129,19 +184,16 @@ def as_int_list(value: Any) -> list[int]:
 def as_regex(value: Any) -> re.Pattern:
     """A compiled regular expression; a pattern that does not compile is refused here, not at step 500."""
     if isinstance(value, re.Pattern):
-        return value
-    s = as_str(value)
-    try:
-        return re.compile(s)
-    except re.error as exc:
-        raise ValueError(f"{s!r} is not a valid regular expression: {exc}") from None
+        return compile_pattern(value, arg="regex")
+    return compile_pattern(as_str(value), arg="regex")  # RE2 (linear time); a PatternError is a ValueError
 
 
 def as_regex_list(value: Any) -> list[re.Pattern]:
-    """Several regexes, comma-separated (use ``|`` inside one regex rather than ``{1,3}``)."""
+    """Several regexes: a list, or one string split at its top-level commas (:func:`split_top_level`):
+    ``"Seq.{1,3}, .*loss"`` is two regexes, ``Seq.{1,3}`` whole; ``"a\\,b"`` is one regex."""
     if isinstance(value, re.Pattern):
-        return [value]
-    return [as_regex(s) for s in as_str_list(value)]
+        return [as_regex(value)]
+    return [as_regex(s) for s in as_str_list(value, regex=True)]
 
 
 def as_mode(value: Any):

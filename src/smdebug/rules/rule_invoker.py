@@ -32,6 +32,9 @@ class RuleRun:
 
     ``ended`` is ``"end_step"``, ``"no_more_data"`` (the job ended), ``"end_of_rule"`` (the rule
     said so when it fired) or ``"condition_met"`` (raised, with ``raise_eval_cond``).
+    ``tensors_evaluated``: how many tensor values the rule judged in this run (a built-in rule
+    counts them; None for a rule that does not, such as a custom Rule or StalledTrainingRule).
+    0 means the rule looked at nothing: its selection matched no saved tensor (a warning says so).
     """
 
     rule_name: str
@@ -41,6 +44,12 @@ class RuleRun:
     fired: list = field(default_factory=list)
     skipped: int = 0
     ended: str = ""
+    tensors_evaluated: int | None = None
+
+    @property
+    def looked_at_nothing(self) -> bool:
+        """True when the rule counts what it judges and judged no tensor in this run."""
+        return self.tensors_evaluated == 0
 
 
 def _next_saved_step(trial, step):
@@ -70,6 +79,7 @@ def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False) ->
     step = 0 if start_step is None else int(start_step)
     name = type(rule_obj).__name__
     run = RuleRun(name, step)
+    counted_before = getattr(rule_obj, "tensors_evaluated", None)
     logger.info("Started execution of rule %s at step %s", name, step)
     while end_step is None or step < end_step:
         nxt = step + 1
@@ -104,5 +114,27 @@ def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False) ->
         step = nxt
     run.next_step = step
     run.ended = run.ended or "end_step"
+    _count(rule_obj, run, counted_before)
     logger.info("Ended execution of rule %s at end_step %s", name, step - 1)
     return run
+
+
+def _count(rule_obj, run: RuleRun, before) -> None:
+    """Set ``run.tensors_evaluated``; warn once per rule object that judged no tensor at all."""
+    now = getattr(rule_obj, "tensors_evaluated", None)
+    if now is None or before is None:
+        return
+    run.tensors_evaluated = now - before
+    if now == 0 and not getattr(rule_obj, "_warned_nothing_evaluated", False):
+        rule_obj._warned_nothing_evaluated = True
+        logger.warning("%s", nothing_evaluated_message(rule_obj, len(run.evaluated)))
+
+
+def nothing_evaluated_message(rule_obj, steps_evaluated: int) -> str:
+    """The line saying that a rule judged no tensor, and why as far as it is known."""
+    name = type(rule_obj).__name__
+    if steps_evaluated == 0:
+        return f"{name}: evaluated no tensor (no step was evaluated)"
+    selection = rule_obj.selection() if hasattr(rule_obj, "selection") else "?"
+    return (f"{name}: evaluated no tensor in {steps_evaluated} steps "
+            f"(selection matched nothing it could judge: {selection}); its 'no issue' means nothing")

@@ -18,7 +18,7 @@ from smdebug.codec.tfrecord import unframe
 from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
 from smdebug.storage import Store
 
-__all__ = ["read_records", "WindowCache", "RecordCheck", "Where"]
+__all__ = ["read_records", "WindowCache", "RecordCheck", "Where", "check_payload"]
 
 
 class Where:
@@ -96,6 +96,20 @@ class RecordCheck:
     index: str  # the index file, as messages name it
 
 
+def check_payload(payload, check: RecordCheck | None, where, start: int) -> None:
+    """Raise EventFileCorrupt when the CRC32C of ``payload`` (bytes-like) differs from the one the
+    index recorded for it (``check.crc``; None: not recorded, nothing to check). Every reader of
+    tensor records (Tensor.value, the rules' batched reader) checks through this one function."""
+    if check is None or check.crc is None:
+        return
+    got = crc32c(payload)
+    if got != check.crc:
+        raise EventFileCorrupt(
+            f"{where}: step {check.step}, tensor {check.tensor!r}: the record at byte {start} is corrupt "
+            f"(payload CRC32C {got:#010x}, {check.index} recorded {check.crc:#010x})"
+        )
+
+
 def read_records(store: Store, requests, cache: WindowCache | None = None, checks=None) -> list:
     """Values of records: ``requests`` is a list of (event key, (start, length), index key);
     ``checks``, when given, a RecordCheck or None per request: a payload whose CRC32C differs
@@ -135,14 +149,7 @@ def read_records(store: Store, requests, cache: WindowCache | None = None, check
     for i, ((ekey, (start, _length), _ikey), blob) in enumerate(zip(requests, blobs)):
         where = store.describe(ekey)
         payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
-        check = checks[i] if checks is not None else None
-        if check is not None and check.crc is not None:
-            got = crc32c(payload)
-            if got != check.crc:
-                raise EventFileCorrupt(
-                    f"{where}: step {check.step}, tensor {check.tensor!r}: the record at byte {start} is corrupt "
-                    f"(payload CRC32C {got:#010x}, {check.index} recorded {check.crc:#010x})"
-                )
+        check_payload(payload, checks[i] if checks is not None else None, where, start)
         try:
             out.append(decode_tensor_record(payload))
         except EventFileCorrupt as exc:

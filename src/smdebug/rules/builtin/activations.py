@@ -77,6 +77,7 @@ class _LayerActivityRule(BuiltinRule):
             x = _numeric(value_or_none(self.base_trial, name, step))
             if x is None or x.ndim == 0:
                 continue
+            self.evaluated()
             pct = _percent_of_units_inactive(x.astype(np.float64, copy=False), active, self.threshold_inactivity)
             if pct > self.threshold_layer:
                 self.logger.info("%s: %.1f%% of the units of %s are inactive at step %s", self.rule_name, pct, name,
@@ -199,6 +200,7 @@ class CheckInputImages(BuiltinRule):
     def _add(self, name, x: np.ndarray) -> None:
         if x.ndim < 3 or self.channel >= x.ndim:
             return
+        self.evaluated()
         batch_axis = 1 if self.channel == 0 else 0
         n = x.shape[batch_axis]
         x = np.moveaxis(x, self.channel, -1)
@@ -267,6 +269,7 @@ class NLPSequenceRatio(BuiltinRule):
             v = _numeric(value_or_none(self.base_trial, name, step))
             if v is None or v.size == 0:
                 continue
+            self.evaluated()
             for tok, thr in self.thresholds.items():
                 pct = 100.0 * np.count_nonzero(v == tok) / v.size
                 if pct > thr:

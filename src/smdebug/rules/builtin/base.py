@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -45,6 +46,7 @@ class BuiltinRule(Rule):
     params: ClassVar[tuple[Param, ...]] = ()
     hook_collections: ClassVar[tuple[HookCollection, ...]] = ()
     uses_other_trials: ClassVar[bool] = False
+    evaluates_tensors: ClassVar[bool] = True  # False: judges no tensor (StalledTrainingRule watches time)
 
     def __init__(self, base_trial, action_str="", other_trials=None, **kwargs):
         name = type(self).__name__
@@ -56,17 +58,42 @@ class BuiltinRule(Rule):
             accepted = ", ".join(sorted(known)) or "none"
             raise RuleConfigurationError(name, unknown[0], f"unknown parameter (accepted: {accepted})")
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials)
+        # tensor values judged so far (see evaluated()); None for a rule that judges no tensor
+        self.tensors_evaluated = 0 if self.evaluates_tensors else None
         for p in self.params:
             raw = kwargs.get(p.name, p.default)
             try:
                 value = p.parse(raw)
-            except ValueError as exc:
-                raise RuleConfigurationError(name, p.name, str(exc)) from None
+            except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+                raise RuleConfigurationError(name, p.name, str(exc) or type(exc).__name__) from None
             setattr(self, p.name, value)
 
     @classmethod
     def param_defaults(cls) -> dict:
         return {p.name: p.default for p in cls.params}
+
+    def evaluated(self, n: int = 1) -> None:
+        """Count ``n`` tensor values this rule judged (read and checked against its condition):
+        ``invoke_rule`` and ``smdebug rules`` report a rule that judged none."""
+        self.tensors_evaluated += n
+
+    def selection(self) -> str:
+        """What selects the tensors this rule reads, as ``name=value`` pairs (for messages)."""
+        parts = [f"{p.name}={_show(getattr(self, p.name))}" for p in self.params if _SELECTING.search(p.name)]
+        if not parts:  # a fixed collection (VanishingGradient: gradients)
+            parts += [f"collection {c.name!r}" for c in self.hook_collections]
+        return ", ".join(parts) or "no selection parameter"
+
+
+_SELECTING = re.compile(r"regex|collection|^labels$|^predictions$")
+
+
+def _show(value) -> str:
+    if isinstance(value, re.Pattern) or type(value).__name__ == "_Regexp":  # re or RE2 (smdebug.patterns)
+        return repr(value.pattern)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
 
 
 def select_tensor_names(trial, step, collection_names=(), tensor_regex=(), *, mode=None, rule_name="rule") -> list:

@@ -128,6 +128,7 @@ class Confusion(BuiltinRule):
             n = max(int(labels.max(initial=-1)), int(preds.max(initial=-1))) + 1
             if n < 1:
                 return False
+        self.evaluated(2)  # the step's labels and predictions
         c = confusion_matrix(labels, preds, n)
         self.last_matrix = c
         self.last_reason = self._judge(c)
@@ -216,6 +217,7 @@ class ClassImbalance(BuiltinRule):
                         self._warned = True
                     preds = None
                 ok = labels >= 0
+                self.evaluated(1 if preds is None else 2)  # the step's labels (and predictions)
                 self._add(labels[ok], None if preds is None else preds[ok])
         if self.total < self.samples:
             return False

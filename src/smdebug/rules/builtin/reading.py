@@ -8,7 +8,9 @@ little-endian content), learnt once per tensor position (a template) and then ch
 byte comparisons: the record header (length and its CRC, as the codec's ``unframe`` checks them),
 the footer, and every length on the way to the content. Any record laid out otherwise goes to
 the codec (``unframe`` and the general decoder), so nothing is lost and corruption is reported
-as the codec reports it.
+as the codec reports it. The payload's CRC32C, when the index recorded one, is checked as
+``Tensor.value`` checks it (``trials.records.check_payload``, the same error), before any decoding:
+a rule never judges a record that ``smdebug show`` would refuse as corrupt.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdebug.codec.crc import EVENTS_FOOTER, masked_crc32c_bytes
+from smdebug.codec.crc import EVENTS_FOOTER, crc32c, masked_crc32c_bytes
 from smdebug.codec.event import decode_tensor_record
 from smdebug.codec.tensor import numpy_dtype
 from smdebug.codec.tfrecord import RECORD_OVERHEAD, unframe
 from smdebug.codec.wire import read_varint
 from smdebug.core.reductions import get_numpy_reduction
-from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
+from smdebug.exceptions import EventFileCorrupt, IndexReaderException, ObjectNotFound
+from smdebug.trials.records import RecordCheck, Where, check_payload
 
 __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each", "decode_record_tensor"]
 
@@ -271,9 +274,10 @@ class StepReader:
         self._headers: dict = {}  # record length -> its 12 header bytes (payload length, its masked CRC)
 
     def _tensors(self, store, picks) -> list:
-        """Tensors of ``picks`` (index file, position), one ranged read per span of an event file."""
+        """Tensors of ``picks`` (index file, position, tensor name), one ranged read per span of an
+        event file; each payload checked against the CRC32C its index entry recorded."""
         by_key: dict = {}
-        for i, (f, pos) in enumerate(picks):
+        for i, (f, pos, _name) in enumerate(picks):
             start, length = f.location(pos, f.key)
             group = by_key.get(f.event_key)
             if group is None:
@@ -290,11 +294,18 @@ class StepReader:
                 raise EventFileCorrupt(f"{where} is missing, but the trial's index points to it")
             if isinstance(res, Exception):
                 raise res
+            views = [memoryview(b) for b in res]
             for start, length, i, tkey in by_key[ekey]:
                 j = len(sp) - 1
                 while sp[j][0] > start:
                     j -= 1
                 buf, off = res[j], start - sp[j][0]
+                f, pos, name = picks[i]
+                crc = f.crc(pos)
+                if crc is not None and off + length <= len(buf):  # (a short buffer: unframe says truncated)
+                    body = views[j][off + 12 : off + length - 4]
+                    if crc32c(body) != crc:
+                        check_payload(body, RecordCheck(f.step, name, crc, Where(store, f.key)), where, start)
                 # the framing: the 12-byte header (length and its CRC) is the same bytes for every
                 # record of this length, and smdebug's footer is a constant; anything else goes
                 # through the codec's unframe, which checks the payload's own CRC
@@ -326,7 +337,7 @@ class StepReader:
         """
         by_step = trial._index.by_step
         red_key = (reduction, bool(abs))
-        picks = []  # (index file, position)
+        picks = []  # (index file, position, tensor name)
         meta = []  # (name, step, worker, compute the reduction, is a reduction)
         workers: dict = {}
         for key in keys:
@@ -349,22 +360,29 @@ class StepReader:
                 if reduction is not None:
                     pos = reds.get(red_key)
                     if pos is not None:
-                        picks.append((f, pos))
+                        picks.append((f, pos, name))
                         meta.append((name, step, w, False, True))
                     elif raw >= 0:
-                        picks.append((f, raw))
+                        picks.append((f, raw, name))
                         meta.append((name, step, w, compute, False))
                 elif raw >= 0:
-                    picks.append((f, raw))
+                    picks.append((f, raw, name))
                     meta.append((name, step, w, False, False))
                 elif reductions_if_no_value:
                     for pos in reds.values():
-                        picks.append((f, pos))
+                        picks.append((f, pos, name))
                         meta.append((name, step, w, False, True))
         if not picks:
             return []
+        try:
+            got = self._tensors(trial.store, picks)
+        except (EventFileCorrupt, IndexReaderException):
+            # a consolidated object made before a step was rewritten: it then answers from the per-step files
+            if not trial._stale_chunks([f for f, _ in picks]):
+                raise
+            got = self._tensors(trial.store, picks)
         out = []
-        for (name, step, w, compute, is_red), v in zip(meta, self._tensors(trial.store, picks)):
+        for (name, step, w, compute, is_red), v in zip(meta, got):
             if v.dtype.kind not in "biufc":
                 v = numeric(v)
                 if v is None:

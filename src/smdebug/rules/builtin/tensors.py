@@ -77,6 +77,7 @@ class VanishingGradient(_ReadingRule):
         trial = self.base_trial
         names = trial.tensor_names(step=step, collection="gradients")
         values = self.reader.step(trial, step, names, reduction="mean", abs=True, compute=False)
+        self.evaluated(len(values))
         if not values:
             return False
         hit = np.flatnonzero(mean_abs(values) < self.threshold)  # NaN is never below
@@ -99,6 +100,7 @@ class ExplodingTensor(_SelectingRule):
 
     def invoke_at_step(self, step) -> bool:
         values = self.reader.step(self.base_trial, step, self.selected(step), reductions_if_no_value=True)
+        self.evaluated(len(values))
         floats = [v.value.ravel() for v in values if v.value.dtype.kind in "fc"]
         if not floats:
             return False
@@ -130,6 +132,7 @@ class AllZero(_SelectingRule):
         for v in self.reader.step(self.base_trial, step, self.selected(step)):
             if v.value.size == 0:
                 continue
+            self.evaluated()
             pct = 100.0 * (v.value.size - np.count_nonzero(v.value)) / v.value.size
             if pct >= self.threshold:
                 self.logger.info("%s: %.1f%% of %s is zero at step %d (%s)", self.rule_name, pct, v.name, step, v.worker)
@@ -165,6 +168,7 @@ class TensorVariance(_SelectingRule):
             return False
         for v in self.reader.step(self.base_trial, step, self.selected(step), reduction="variance"):
             var = scalar(v.value)
+            self.evaluated()
             if (self.max_threshold is not None and var > self.max_threshold) or (
                 self.min_threshold is not None and var < self.min_threshold
             ):
@@ -210,6 +214,7 @@ class SimilarAcrossRuns(_SelectingRule):
             there = set(other.tensor_names(step=step, mode=ModeKeys.GLOBAL)) & set(names)
             pairs = [(mine[(v.name, v.worker)], v) for v in self.reader.step(other, step, sorted(there))
                      if (v.name, v.worker) in mine]
+            self.evaluated(len(pairs))
             for a, v in pairs:
                 if a.shape != v.value.shape:
                     return self._differs(v, other, step, "has another shape")

@@ -64,8 +64,9 @@ class LossNotDecreasing(_LossRule):
 
     ``dec = 100 * (prev - cur) / |prev|``, comparing a loss with its value at the latest saved
     step at least ``num_steps`` (steps of the evaluated mode) earlier, at most once every
-    ``num_steps`` steps per tensor. Reading 1 of the spec (reference): when the loss decreased
-    (``dec >= 0``) fire iff ``dec < diff_percent``; when it increased fire iff the increase is
+    ``num_steps`` steps per tensor. A loss that did not change (``dec == 0``) fires, even with
+    ``diff_percent=0``. Reading 1 of the spec (reference): when the loss decreased
+    (``dec > 0``) fire iff ``dec < diff_percent``; when it increased fire iff the increase is
     over ``increase_threshold_percent``. ``strict=True`` (our addition, ambiguity register #1)
     fires on any increase too (reading 2). ``mode``: absent means EVAL, else TRAIN, else GLOBAL,
     whichever first has steps of the selected tensors (register #2); an explicit mode is honoured.
@@ -107,7 +108,9 @@ class LossNotDecreasing(_LossRule):
             dec = 0.0 if cur == 0 else (math.inf if cur < prev else -math.inf)
         else:
             dec = 100.0 * (prev - cur) / abs(prev)
-        if dec >= 0 or self.strict:
+        if dec == 0:  # did not decrease at all (a flat loss): fires whatever diff_percent is
+            return True
+        if dec > 0 or self.strict:
             return dec < self.diff_percent
         return -dec > self.increase_threshold_percent
 
@@ -139,6 +142,7 @@ class LossNotDecreasing(_LossRule):
             if prev is None:
                 continue
             self.last_checked[n] = s
+            self.evaluated()
             if self.not_decreasing(prev, cur):
                 self.logger.info("%s: %s %s -> %s (%s steps %s -> %s)", self.rule_name, n, prev, cur, mode.name,
                                  max(older), s)
@@ -202,6 +206,7 @@ class Overfit(_LossRule):
             return self._check_metrics(step, names)
         s = trial.mode_step(step)
         values = {n: v for n in names if (v := self._scalar_value(n, s, mode)) is not None}
+        self.evaluated(len(values))
         fired = False
         if mode == ModeKeys.TRAIN and self._buf["validation"]:
             fired = self._check_phases()
@@ -228,6 +233,7 @@ class Overfit(_LossRule):
             tv = self._scalar_value(train[m.group(1)], step, ModeKeys.GLOBAL)
             vv = self._scalar_value(n, step, ModeKeys.GLOBAL)
             if tv is not None and vv is not None:
+                self.evaluated(2)
                 fired |= self._exceeds(m.group(1), tv, vv)
         return fired
 
@@ -271,6 +277,7 @@ class Overtraining(_LossRule):
             v = self._scalar_value(n, s, mode)
             if v is None:
                 continue
+            self.evaluated()
             key = (phase, n)
             if v < self.best.get(key, math.inf) - self.delta:
                 self.best[key], self.wait[key] = v, 0
@@ -302,6 +309,7 @@ class StalledTrainingRule(BuiltinRule):
         Param("stop_training_on_fire", as_bool, "False"),
         Param("training_job_name_prefix", optional(as_str), None),
     )
+    evaluates_tensors = False  # it watches the clock, not tensors
 
     def __init__(self, base_trial, action_str="", other_trials=None, *, clock=None, sleep=None, **params):
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)

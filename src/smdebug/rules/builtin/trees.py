@@ -79,6 +79,7 @@ class TreeDepth(BuiltinRule):
         nodes = value_or_none(trial, NODE_TENSOR, step)
         if nodes is None or np.size(nodes) == 0:
             return False
+        self.evaluated()
         top = int(np.max(nodes))
         self.last_depth = top.bit_length() - 1 if top > 0 else 0  # floor(log2(top)), exactly
         if self.last_depth > self.depth:
@@ -117,6 +118,7 @@ class FeatureImportanceOverweight(BuiltinRule):
             v = value_or_none(trial, name, step)
             if v is not None and np.size(v) == 1 and np.asarray(v).dtype.kind in "fiub":
                 values.append(float(np.asarray(v).reshape(-1)[0]))
+        self.evaluated(len(values))
         w = np.array([v for v in values if np.isfinite(v)], dtype=np.float64)
         total = w.sum()
         if w.size == 0 or total <= 0:
@@ -189,7 +191,10 @@ class CreateXgboostReport(BuiltinRule):
 
     def write_report(self) -> str:
         """Render the report from what the trial holds now and write it; returns where."""
-        page = render_report(self._collect())
+        data = self._collect()
+        self.evaluated(len(data.metrics) + len(data.hyperparameters) + sum(len(d) for d in data.importance.values())
+                       + (0 if data.labels is None else 2))
+        page = render_report(data)
         self._store.write(REPORT_KEY, page.encode("utf-8"))
         self.reports_written += 1
         self.logger.info("%s: report written to %s", self.rule_name, self.report_path)

@@ -140,6 +140,7 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
                 old = before.get(worker)
                 if old is None or old.shape != now.shape:
                     continue
+                self.evaluated()
                 old64 = old.astype(np.float64)
                 with np.errstate(all="ignore"):  # inf weights give NaN or inf, quietly
                     ratio = np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon)
@@ -198,6 +199,7 @@ class UnchangedTensor(_HistoryRule, _SelectingRule):
                 olds.extend(before)
                 news.extend([now] * len(before))
                 who.extend([(name, worker, tuple(hist))] * len(before))
+        self.evaluated(len(set(who)))
         if not olds:
             return False
         close = close_each(olds, news, self.rtol, self.atol, self.equal_nan)
@@ -252,6 +254,7 @@ class PoorWeightInitialization(_ReadingRule):
         values = self.reader.step(trial, step, sorted(acts | grads | losses))
         if not values:
             return False
+        self.evaluated(len(values))
         self.analyzed += 1
         with np.errstate(all="ignore"):  # inf and NaN give NaN, which fires no check
             return self._checks(step, values, acts, grads, losses)
