@@ -4,7 +4,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PEER := .venv-peer
 MXVENV := .venv-mxnet
-FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
