@@ -26,7 +26,7 @@ from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 __all__ = ["Hook"]
 
 logger = logging.getLogger("smdebug")
-DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: 100)
+DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: SaveConfig's 500)
 JSON_DEFAULT_VALUES = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
 _EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
                for name in ("hyperparameters", "train_data", "validation_data", "profiler_config"))
