@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.abc
 import itertools
+import logging
 import sys
 
 import pytest
@@ -11,6 +12,14 @@ import pytest
 from chromium import Chromium
 from s3server import MotoServer, S3Proxy
 from smdtest import peer_python
+
+
+@pytest.fixture(autouse=True)
+def _logging_enabled():
+    """Logging on for every test: a test that imports the recipes (tests/golden/tools/fixture_recipes.py calls
+    logging.disable) or a command that silences logging must not hide what a later test asserts."""
+    logging.disable(logging.NOTSET)
+    yield
 
 
 @pytest.fixture(scope="session")
