@@ -329,6 +329,8 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
         Each ``with tape:`` block starts a step (in the hook's mode; TRAIN when none was set).
         Inside a ``tf.function`` the values are symbolic and nothing is saved (as 1.0.34).
+        After a rule's stop request, the next eager ``with`` block (outside ``fit``) raises
+        TrainingStopRequested before its step starts (see ``stop.py``).
         """
         return tape.wrap_tape(self, tape_)
 
