@@ -34,7 +34,7 @@ from smdebug.core.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.profiler.session import profiler_for_hook
-from smdebug.tensorflow import capture, names, tape
+from smdebug.tensorflow import capture, names, stop, tape
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
@@ -92,6 +92,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._models: list = []
         self._tape_in_step = False
         self._in_fit = False
+        self._stop_pending = None  # a stop request seen, not acted on yet (see stop.py)
         self._capture_colls: set = set()  # collections whose regexes match gradients or layers
 
     # ---------------------------------------------------------------- collections
@@ -233,6 +234,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                 self._save(w.name, None, w.var)
 
     # ---------------------------------------------------------------- callback
+    @guarded()
     def _batch_begin(self, mode: ModeKeys) -> None:
         for h in (self, *self._replicas):
             if h.mode != mode:
@@ -242,9 +244,6 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             h._begin_step()
         if self._profiler is not None:
             self._profiler.step_start(mode, self.mode_steps[mode])
-        req = self.stop_requested()
-        if req is not None and self.model is not None and mode == ModeKeys.TRAIN:
-            self.model.stop_training = True
 
     def _batch_end(self, logs) -> None:
         if self._profiler is not None:
@@ -261,25 +260,25 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             if opt is not None:
                 self._save_watched(self._optimizer_variables(opt))
 
-    @guarded()
     def on_train_batch_begin(self, batch, logs=None):
         self._batch_begin(ModeKeys.TRAIN)
+        stop.stop_fit(self, ModeKeys.TRAIN)  # outside the guard: also on a disabled hook
 
     @guarded()
     def on_train_batch_end(self, batch, logs=None):
         self._batch_end({**(logs or {}), "batch": batch})
 
-    @guarded()
     def on_test_batch_begin(self, batch, logs=None):
         self._batch_begin(ModeKeys.EVAL)
+        stop.stop_fit(self, ModeKeys.EVAL)  # outside the guard: also on a disabled hook
 
     @guarded()
     def on_test_batch_end(self, batch, logs=None):
         self._batch_end({**(logs or {}), "batch": batch})
 
-    @guarded()
     def on_predict_batch_begin(self, batch, logs=None):
         self._batch_begin(ModeKeys.PREDICT)
+        stop.stop_fit(self, ModeKeys.PREDICT)  # outside the guard: also on a disabled hook
 
     @guarded()
     def on_predict_batch_end(self, batch, logs=None):
@@ -330,6 +329,8 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
         Each ``with tape:`` block starts a step (in the hook's mode; TRAIN when none was set).
         Inside a ``tf.function`` the values are symbolic and nothing is saved (as 1.0.34).
+        After a rule's stop request, the next eager ``with`` block (outside ``fit``) raises
+        TrainingStopRequested before its step starts (see ``stop.py``).
         """
         return tape.wrap_tape(self, tape_)
 
@@ -338,7 +339,6 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         if self.mode == ModeKeys.GLOBAL:
             self.set_mode(ModeKeys.TRAIN)
         self._begin_step()
-        self.stop_requested()
 
     @guarded()
     def _tape_record(self, target, sources, grads) -> None:

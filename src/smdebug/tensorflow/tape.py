@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 from smdebug.exceptions import SMDebugTypeError
+from smdebug.tensorflow import stop
 
 __all__ = ["wrap_tape", "wrap_optimizer"]
 
@@ -30,6 +31,8 @@ def wrap_tape(hook, tape):
     push, gradient = tape._push_tape, tape.gradient
 
     def _push_tape():
+        if not hook._tape_in_step and not hook._in_fit and tf.executing_eagerly():
+            stop.stop_tape(hook)  # raises TrainingStopRequested before the step starts
         if not hook._tape_in_step:
             hook._tape_in_step = True
             hook._tape_step()
