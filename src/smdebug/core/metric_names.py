@@ -1,0 +1,36 @@
+"""Which XGBoost metrics are losses: written once, for the XGBoost ``losses`` collection and the
+rules that compare losses (Overfit, Overtraining).
+
+An XGBoost metric is saved as ``<data set>-<metric>`` (``train-logloss``, ``validation_0-ndcg@5``).
+A loss is a metric that falls as the model improves. The metrics that grow instead are left out:
+``auc`` and ``map`` (as smdebug 1.0.34's regex does), and ``aucpr``, ``ndcg`` and ``pre`` (area
+under the PR curve, NDCG and precision, higher is better, which 1.0.34's regex missed), each
+optionally with its ``@`` cut-off (``ndcg@5``, ``pre@10``, ``map@3-``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["INCREASING_METRICS", "METRIC_REGEX", "LOSS_REGEX", "is_increasing_metric", "is_loss_metric"]
+
+# metric names (after "<data set>-") that grow as the model improves
+INCREASING_METRICS = "(?:auc|aucpr|map|ndcg|pre)(?:@[^/]*)?$"
+# any "<data set>-<metric>" without "/"
+METRIC_REGEX = "^[^/]+-[^/]+$"
+# a metric none of whose "-<metric>" endings is one that grows
+LOSS_REGEX = f"^(?![^/]*-{INCREASING_METRICS})[^/]+-[^/]+$"
+
+_INCREASING = re.compile(f"^[^/]*-{INCREASING_METRICS}")
+_LOSS = re.compile(LOSS_REGEX)
+
+
+def is_increasing_metric(name: str) -> bool:
+    """Whether ``name`` is an XGBoost metric that grows as the model improves (``validation-auc``,
+    ``train-ndcg@5``); False for any other name, ``loss`` included."""
+    return bool(_INCREASING.match(name))
+
+
+def is_loss_metric(name: str) -> bool:
+    """Whether ``name`` is an XGBoost metric (``<data set>-<metric>``) that is a loss."""
+    return bool(_LOSS.match(name))
