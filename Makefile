@@ -39,7 +39,7 @@ peer-xgboost: $(PEER)/.xgboost
 $(MXVENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(MXVENV)
 	$(MXVENV)/bin/python -m pip install -q 'mxnet==1.9.1' 'numpy<1.24' 'orjson>=3.9' 'crc32c>=2.3' \
-		'ml-dtypes>=0.3' 'pytest>=8' 'hypothesis>=6.100' 'scikit-learn>=1.3'
+		'ml-dtypes>=0.3' 'google-re2>=1.1' 'pytest>=8' 'hypothesis>=6.100' 'scikit-learn>=1.3'
 	$(MXVENV)/bin/python -m pip install -q --no-deps -e .
 	touch $@
 

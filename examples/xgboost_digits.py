@@ -38,15 +38,19 @@ def train(out_dir: str, rounds: int) -> float:
     )
     hook.get_collection("metrics").save_config = smd.SaveConfig(save_interval=1)
     booster = xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")],
-                        callbacks=[hook], verbose_eval=False)  # the hook closes itself when training ends
-    return float((booster.predict(dvalid).argmax(1) == y[va]).mean())
+                        callbacks=[hook], verbose_eval=False)  # every round is written when training ends
+    acc = float((booster.predict(dvalid).argmax(1) == y[va]).mean())
+    hook.save_scalar("validation_accuracy", acc)  # after training: the step after the last round
+    hook.close()  # marks the end of training
+    return acc
 
 
 def show(out_dir: str) -> None:
     trial = create_trial(out_dir)
     steps = trial.steps()
     print(f"\ntrial {out_dir}")
-    print(f"  {len(steps)} saved steps (boosting rounds {steps[0]}..{steps[-1]}), workers {trial.workers()}")
+    print(f"  {len(steps)} saved steps ({steps[0]}..{steps[-1]}: the boosting rounds, then the step after training "
+          f"with scalar/validation_accuracy), workers {trial.workers()}")
     print(f"  {len(trial.tensor_names())} tensors in collections:")
     for coll in sorted(trial.collections()):
         names = trial.tensor_names(collection=coll)

@@ -148,13 +148,21 @@ class StepUnavailable(SMDebugError):
 
 
 class TensorUnavailableForStep(SMDebugError):
-    def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False):
+    def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False, *, reduction=None, abs=False):
         self.step = step
         self.mode = mode
         self.tname = tname
         self.has_reductions = has_reductions
+        self.reduction = reduction  # set when a reduction of the tensor was asked for
+        self.abs = abs
 
     def __str__(self):
+        if self.reduction is not None:
+            red = f"{'abs_' if self.abs else ''}{self.reduction}"
+            return (
+                f"Reduction {red} of tensor {self.tname} is not available for step {self.step} with mode "
+                f"{_mode_name(self.mode)}: neither that reduction nor the raw tensor was saved."
+            )
         msg = (
             f"Value for tensor {self.tname} is not available for step {self.step} "
             f"with mode {_mode_name(self.mode)} as it was not saved."

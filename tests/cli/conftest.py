@@ -74,3 +74,12 @@ def nan_trial(tmp_path_factory):
 
 def scalar(v) -> float:
     return float(np.asarray(v).ravel()[0])
+
+
+@pytest.fixture(scope="session")
+def odd_trial(tmp_path_factory):
+    from oddtrial import write_odd_trial
+
+    out = tmp_path_factory.mktemp("cli") / "odd"
+    write_odd_trial(out)
+    return str(out)

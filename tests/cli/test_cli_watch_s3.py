@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from smdebug.cli import main
 from smdebug.trials import create_trial
 from smdtest import FIXTURES
@@ -79,3 +81,16 @@ def test_not_a_trial_on_s3(aws_env, bucket):
     proc = subprocess.run([sys.executable, "-m", "smdebug", "info", f"s3://{bucket}/nothing-here"],
                           capture_output=True, text=True, env=dict(os.environ))
     assert proc.returncode == 2 and "is not an smdebug trial" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_bucket_that_does_not_exist_is_named(aws_env, capsys):
+    """Not "not an smdebug trial": the bucket itself is missing, and the message says so."""
+    from smdebug.exceptions import ObjectNotFound
+
+    url = "s3://smd-no-such-bucket-here/job"
+    with pytest.raises(ObjectNotFound) as err:
+        create_trial(url)
+    assert "bucket 'smd-no-such-bucket-here' does not exist" in str(err.value)
+    assert main(["info", url]) == 2
+    out = capsys.readouterr().err
+    assert "bucket 'smd-no-such-bucket-here' does not exist" in out and "not an smdebug trial" not in out

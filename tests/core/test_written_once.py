@@ -68,7 +68,7 @@ def test_tensors_saved_after_their_step_was_written_get_a_step_of_their_own(tmp_
     np.testing.assert_array_equal(trial.tensor("a").value(2), np.full(3, 7.0))
 
 
-def test_a_hook_does_not_write_over_another_runs_steps(tmp_path, caplog):
+def test_a_hook_continues_after_another_runs_steps(tmp_path, caplog):
     out = tmp_path / "t"
     first = BaseHook(out_dir=str(out), save_config=SaveConfig(save_interval=1))
     first._begin_step()
@@ -79,6 +79,26 @@ def test_a_hook_does_not_write_over_another_runs_steps(tmp_path, caplog):
     with caplog.at_level(logging.ERROR, logger="smdebug"):
         second._begin_step()
         second.save_tensor("a", np.zeros(3))
+        second._begin_step()
+        second.save_tensor("a", np.zeros(3))
+        second.close()
+    assert not second.disabled and "not replaced" not in caplog.text
+    trial = create_trial(str(out))
+    assert trial.tensor("a").steps() == [0, 1, 2]  # resumed after the folder's last step (core/resume.py)
+    np.testing.assert_array_equal(trial.tensor("a").value(0), np.arange(3.0))
+
+
+def test_a_hook_does_not_write_over_a_step_another_run_wrote_meanwhile(tmp_path, caplog):
+    out = tmp_path / "t"
+    first = BaseHook(out_dir=str(out), save_config=SaveConfig(save_interval=1))
+    second = BaseHook(out_dir=str(out), save_config=SaveConfig(save_interval=1))
+    first._begin_step()
+    first.save_tensor("a", np.arange(3.0))
+    second._begin_step()  # the folder is still empty: the second run starts at step 0 too
+    second.save_tensor("a", np.zeros(3))
+    first._end_step()
+    first._writer.flush()
+    with caplog.at_level(logging.ERROR, logger="smdebug"):
         second._begin_step()
         second.save_tensor("a", np.zeros(3))
         second.close()

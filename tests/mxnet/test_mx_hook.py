@@ -171,3 +171,42 @@ def test_inputs_and_outputs_collections(tmp_path):
         [f"{b}_input_0" for b in blocks] + ["softmaxcrossentropyloss0_input_0", "softmaxcrossentropyloss0_input_1"])
     assert t.tensor_names(collection="outputs") == sorted(
         [f"{b}_output_0" for b in blocks] + ["softmaxcrossentropyloss0_output_0"])
+
+
+def test_wrong_arguments_raise_at_once(tmp_path, monkeypatch):
+    """A wrong argument is the caller's error, whatever SMDEBUG_PROPAGATE_ERRORS says."""
+    monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", "0")
+    hook = smd.Hook(out_dir=str(tmp_path / "t"))
+    with pytest.raises(TypeError, match="register_block: block must be an mxnet.gluon.Block"):
+        hook.register_block("net")
+    with pytest.raises(TypeError, match="register_loss"):
+        hook.register_loss(None)
+    with pytest.raises(ValueError, match="Invalid mode"):
+        hook.set_mode("train")
+    assert not hook.disabled
+    hook.close()
+
+
+def test_a_resumed_job_continues_the_step_numbers(tmp_path):
+    """An interrupted job's steps in the folder (no end-of-training marker): a new hook goes on
+    after them, in every mode, and writes none of them again."""
+    from smdebug.core.locations import END_OF_JOB
+
+    out = tmp_path / "t"
+    net, loss_fn = runs.mlp()
+    x, y = runs.digits(images=False)
+    kw = {"save_config": smd.SaveConfig(save_interval=1), "include_collections": ["weights", "losses"]}
+    first = smd.Hook(out_dir=str(out), **kw)
+    rec1 = runs.train(first, net, loss_fn, x, y, schedule="TTE")
+    first.close()
+    (out / END_OF_JOB).unlink()
+    second = smd.Hook(out_dir=str(out), **kw)
+    rec2 = runs.train(second, net, loss_fn, x, y, schedule="TTE")
+    second.close()
+    tr = create_trial(str(out))
+    assert tr.steps() == list(range(6))
+    assert tr.steps(mode=smd.modes.TRAIN) == [0, 1, 2, 3] and tr.steps(mode=smd.modes.EVAL) == [0, 1]
+    assert [tr.global_step(smd.modes.TRAIN, s) for s in range(4)] == [0, 1, 3, 4]
+    name = tr.tensor_names(collection="weights")[0]
+    for g in range(6):  # record: the values each step's forward used, both jobs' steps kept
+        np.testing.assert_array_equal(tr.tensor(name).value(g), (rec1 if g < 3 else rec2).params[g % 3][name])

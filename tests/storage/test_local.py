@@ -118,8 +118,32 @@ def test_write_is_atomic_through_tmp_and_rename(store, monkeypatch):
 
     monkeypatch.setattr(os, "replace", spy)
     store.write(key, data)
-    assert seen == [(final + ".tmp", final, True, False)]
+    ((tmp, dst, full, existed),) = seen
+    assert (dst, full, existed) == (final, True, False)
+    assert tmp.startswith(final + ".") and tmp.endswith(".tmp")
     assert store.read(key) == data
+
+
+def test_two_writers_of_one_key_at_once_use_their_own_temp_files(store, monkeypatch):
+    """The hook and `smdebug consolidate` (two stores, two processes) may write the same key at the
+    same moment: each writes its own temp file, both writes succeed, the last rename wins whole."""
+    from smdebug.storage import local
+
+    key = "_smdebug/index/heads/000000/worker_0.cidh"
+    other = local.LocalStore(store.root)
+    real = local._write_all
+    state = {"nested": False}
+
+    def interleaved(fd, chunks):
+        if not state["nested"]:  # the first writer is half way: the second writes the same key
+            state["nested"] = True
+            other.write(key, b"second writer")
+        real(fd, chunks)
+
+    monkeypatch.setattr(local, "_write_all", interleaved)
+    store.write(key, b"first writer")
+    assert store.read(key) == b"first writer"
+    assert _all_files(Path(store.root)) == [key]
 
 
 def test_write_failure_is_storage_error(store):

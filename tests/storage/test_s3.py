@@ -90,7 +90,8 @@ def test_read_missing_is_object_not_found(store, proxy, boto_client):
     missing_bucket = open_store("s3://no-such-bucket-smd/p")
     with pytest.raises(ObjectNotFound, match="s3://no-such-bucket-smd/p/k"):
         missing_bucket.read("k")
-    assert missing_bucket.list("index/") == []
+    with pytest.raises(ObjectNotFound, match="the bucket 'no-such-bucket-smd' does not exist"):
+        missing_bucket.list("index/")  # not an empty listing: the bucket itself is missing
     assert missing_bucket.exists("k") is False
 
 

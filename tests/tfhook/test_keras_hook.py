@@ -32,16 +32,17 @@ def test_names_collections_and_steps_per_mode(tmp_path):
     model.predict(x[:64], batch_size=BS, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
-    # fit: 5 train batches x 2 epochs, 2 validation batches per epoch; evaluate: 5; predict: 2
-    assert tr.steps(mode=smd.modes.TRAIN) == [0, 2, 4, 6, 8]
+    # fit: 5 train batches x 2 epochs, 2 validation batches per epoch; evaluate: 5; predict: 2;
+    # TRAIN step 9 ends the second epoch: the epoch's logs are saved there
+    assert tr.steps(mode=smd.modes.TRAIN) == [0, 2, 4, 6, 8, 9]
     assert tr.steps(mode=smd.modes.EVAL) == [0, 2, 4, 6, 8]
     assert tr.steps(mode=smd.modes.PREDICT) == [0]
     assert tr.tensor_names(collection="weights") == ["dense/weights/dense/kernel:0", "dense_1/weights/dense_1/kernel:0"]
     assert tr.tensor_names(collection="biases") == ["dense/weights/dense/bias:0", "dense_1/weights/dense_1/bias:0"]
     assert tr.tensor_names(collection="gradients") == [
         "gradients/dense/biasGrad", "gradients/dense/kernelGrad", "gradients/dense_1/biasGrad", "gradients/dense_1/kernelGrad"]
-    assert tr.tensor_names(collection="losses") == ["loss"]
-    assert tr.tensor_names(collection="metrics") == ["accuracy", "batch"]
+    assert tr.tensor_names(collection="losses") == ["loss", "val_loss"]
+    assert tr.tensor_names(collection="metrics") == ["accuracy", "batch", "val_accuracy"]
     assert tr.tensor_names(collection="layers") == ["dense/inputs", "dense/outputs", "dense_1/inputs", "dense_1/outputs"]
     opt = model.optimizer.iterations.path.split("/")[0]  # sgd, or sgd_<n> after other optimizers
     assert tr.tensor_names(collection="optimizer_variables") == [f"{opt}/iteration:0", f"{opt}/learning_rate:0"]
@@ -142,17 +143,20 @@ def test_an_error_in_the_hook_never_stops_training(tmp_path, caplog):
     x, y = digits()
     hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
 
+    def boom(*args, **kwargs):
+        raise RuntimeError("a failure inside the hook")
+
     class Bad(smd.KerasHook.__mro__[0].__bases__[0]):  # a plain keras Callback
         def on_train_batch_end(self, batch, logs=None):
             if batch == 1:
-                hook.save_scalar("bad", "not a number")
+                hook._save = boom  # the hook fails at the end of the next batch
 
     hist = model.fit(x, y, batch_size=BS, epochs=2, callbacks=[hook, Bad()], verbose=0)
     assert len(hist.history["loss"]) == 2 and hook.disabled
     assert "disabled the hook" in caplog.text
     hook.close()
     # the step the error happened in is lost; every step before it is kept
-    assert create_trial(str(tmp_path / "t")).steps(mode=smd.modes.TRAIN) == [0]
+    assert create_trial(str(tmp_path / "t")).steps(mode=smd.modes.TRAIN) == [0, 1]
 
 
 def test_stop_request_stops_fit(tmp_path):

@@ -19,7 +19,7 @@ from smdebug.core.writer import FileWriter
 from smdebug.trials import consolidate, create_trial
 from smdebug.trials import consolidated as consolidated_reader
 from smdtest import FIXTURES, ORACLE, run_json
-from trialgen import end_job, value, workers, write_collections
+from trialgen import end_job, value, workers, write_collections, write_step
 
 FIXTURE_TRIALS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 TENSORS = ["a/w", "b/w", "loss"]
@@ -139,6 +139,163 @@ def test_running_job_newest_bucket_not_consolidated_shows_every_step(root):
     write_ours(root, range(1500, 2100, 25), close=False, ended=False)  # bucket 1 completes meanwhile
     assert tr.steps() == list(range(0, 2100, 25))
     assert tr.tensor("a/w").steps(mode=ModeKeys.EVAL) == [s // 3 for s in range(0, 2100, 25) if s % 3 == 0]
+
+
+# ------------------------------------------------------------------ objects made before their bucket changed
+@pytest.fixture
+def proxy_if_s3(root, request):
+    """The counting S3 proxy on the s3 backend (stores opened after it go through it), else None."""
+    return request.getfixturevalue("proxy") if root.is_s3 else None
+
+
+
+def test_steps_written_after_consolidate_are_read(root, caplog):
+    """`smdebug consolidate --include-incomplete` on a live job, which then goes on in the same
+    bucket (here without a consolidator of its own, as smdebug 1.0.34 or a crashed job): the steps
+    written later are read from their per-step files, for a trial opened before and after."""
+    from smdebug.cli import main
+
+    ws = workers(2)
+    write_collections(root, ws)
+    for s in range(19):
+        for w in ws:
+            write_step(root, s, w, TENSORS)
+    assert main(["consolidate", root.url, "--include-incomplete"]) == 0
+    assert objects(root) == [(0, w) for w in ws]
+    live = create_trial(root.url)
+    assert live.steps() == list(range(19)) and live._coverage.chunks == 2
+    for s in range(19, 60):
+        for w in ws:
+            write_step(root, s, w, TENSORS)
+    end_job(root)
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        for tr in (live, create_trial(root.url)):
+            assert tr.steps() == list(range(60))
+            assert tr._coverage.chunks == 2  # the object still serves the steps it names
+            for s in (5, 18, 19, 45, 59):
+                np.testing.assert_array_equal(tr.tensor("b/w").value(s, worker="worker_1"), value("b/w", s, "worker_1"))
+            assert sorted(tr.tensor("loss").values(worker="worker_0")) == list(range(60))
+    assert not caplog.records  # nothing was wrong: the object is current for the steps it names
+    assert create_trial(root.url, range_steps=(10, 30)).steps() == list(range(10, 30))
+
+
+def test_steps_added_to_an_older_consolidated_bucket_are_read(root, proxy_if_s3):
+    """Steps written into a bucket below the newest after its object was made (a rerun by a writer
+    that keeps no objects): the bucket's own listing after its object's last step finds them; one
+    LIST per such bucket on S3."""
+    ws = write_ours(root, range(0, 2100, 50))  # buckets 0, 1, 2 consolidated by the writer
+    for s in (960, 990):  # after bucket 0's last step, 950
+        for w in ws:
+            write_step(root, s, w, TENSORS)
+    steps = sorted([*range(0, 2100, 50), 960, 990])
+    if proxy_if_s3 is not None:
+        proxy_if_s3.reset()
+    tr = create_trial(root.url)
+    if proxy_if_s3 is not None:  # collections/, _smdebug/index/, index/ folders, buckets 0 and 1, index/ after
+        assert proxy_if_s3.snapshot()["LIST"] == 6
+    assert tr.steps() == steps and tr._coverage.chunks == 6
+    for w in ws:
+        np.testing.assert_array_equal(tr.tensor("a/w").value(990, worker=w), value("a/w", 990, w))
+        np.testing.assert_array_equal(tr.tensor("a/w").value(950, worker=w), value("a/w", 950, w))
+    assert create_trial(root.url, range_steps=(900, 1100)).steps() == [s for s in steps if 900 <= s < 1100]
+
+
+def test_hook_writer_replaces_an_object_consolidate_wrote_mid_bucket(root, caplog):
+    """The hook's writer (BucketConsolidator) goes on in a bucket that `smdebug consolidate` covered
+    part of: when it completes the bucket its own object replaces that one (no two objects of one
+    bucket, no warning), and the trial reads every step from objects."""
+    ws = workers(2)
+    write_collections(root, ws)
+    store = root.store
+    cons = {w: BucketConsolidator(store, w) for w in ws}
+
+    def steps(rng):
+        for s in rng:
+            for w in ws:
+                with FileWriter(trial_dir=root.url, step=s, worker=w, store=store, consolidator=cons[w]) as fw:
+                    for name in TENSORS:
+                        fw.write_tensor(value(name, s, w), name)
+
+    steps(range(0, 400, 20))
+    consolidate(root.url, include_incomplete=True)
+    steps(range(400, 1000, 20))
+    for c in cons.values():
+        c.close()
+    end_job(root)
+    assert objects(root) == [(0, w) for w in ws]
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        tr = create_trial(root.url)
+        assert tr.steps() == list(range(0, 1000, 20))
+        assert tr._coverage.chunks == 2 and not tr._coverage.extra
+        np.testing.assert_array_equal(tr.tensor("loss").value(900, worker="worker_1"), value("loss", 900, "worker_1"))
+    assert not caplog.records
+
+
+def foreign_rewrite(fw: FileWriter) -> FileWriter:
+    """A writer that replaces a step's files as 1.0.34's does (ours refuses to: core/writer.py), so
+    the step's old files go first."""
+    for key in (fw._event_key, fw._index_key):
+        if fw._store.exists(key):
+            fw._store.delete(key)
+    return fw
+
+
+def test_step_rewritten_after_consolidation_reads_its_new_value(root, caplog):
+    """A rerun into the same folder rewrites steps of a consolidated bucket with a writer that keeps
+    no objects (smdebug 1.0.34, or FileWriter alone): same index keys, other records. The first
+    read that fails to verify finds the object stale against the per-step file; the bucket is then
+    read from the per-step files (one warning) and every value is the new one."""
+    write_ours(root, range(0, 1200, 40), n_workers=1)
+    new = {}
+    store = root.store
+    for s in range(1000, 1200, 40):  # bucket 1, the same tensors and modes, other values and sizes
+        mode = ModeKeys.TRAIN if s % 3 else ModeKeys.EVAL
+        with foreign_rewrite(FileWriter(trial_dir=root.url, step=s, worker="worker_0", store=store)) as fw:
+            for name in TENSORS:
+                new[(name, s)] = np.full((4, 5), s + 0.5, np.float32)
+                fw.write_tensor(new[(name, s)], name, mode=mode, mode_step=s // 3)
+            fw.write_tensor(np.array([-1.0], np.float32), "smdebug/reductions/max/a/w", mode=mode, mode_step=s // 3)
+            fw.write_shape("a/w", (4, 5), mode=mode, mode_step=s // 3)
+    assert objects(root) == [(0, "worker_0"), (1, "worker_0")]
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        tr = create_trial(root.url)
+        assert tr.steps() == list(range(0, 1200, 40))
+        got = tr.tensor("b/w").values()
+        for s in range(0, 1200, 40):
+            np.testing.assert_array_equal(got[s], new.get(("b/w", s), value("b/w", s, "worker_0")))
+        np.testing.assert_array_equal(tr.tensor("loss").value(1080), new[("loss", 1080)])
+        assert tr.tensor("a/w").reduction_value(1080, "max") == -1.0
+        assert tr.tensor("a/w").reduction_value(960, "max") == 960.0  # bucket 0's object still serves
+    (warned,) = [r.getMessage() for r in caplog.records]
+    assert "was rewritten after" in warned and "000000001/worker_0." in warned
+
+
+def test_rules_read_a_step_rewritten_after_consolidation(root):
+    """The rules' two batched readers (builtin rules' StepReader, a custom rule's req_tensors) find
+    the object stale the same way: a NaN written by the rerun at step 1080 is seen."""
+    from smdebug.rules.builtin import ExplodingTensor
+    from smdebug.rules.rule import Rule
+    from smdebug.rules.rule_invoker import invoke_rule
+
+    write_ours(root, range(0, 1200, 40), n_workers=1)
+    mode = ModeKeys.TRAIN
+    with foreign_rewrite(FileWriter(trial_dir=root.url, step=1080, worker="worker_0", store=root.store)) as fw:
+        for name in TENSORS:
+            fw.write_tensor(np.full((5, 7), np.nan if name == "loss" else 1.0, np.float32), name, mode=mode,
+                            mode_step=360)
+        fw.write_tensor(np.array([1.0], np.float32), "smdebug/reductions/max/a/w", mode=mode, mode_step=360)
+        fw.write_shape("a/w", (5, 7), mode=mode, mode_step=360)
+
+    class LossIsNaN(Rule):
+        def set_required_tensors(self, step):
+            self.req_tensors.add("loss", steps=[step])
+
+        def invoke_at_step(self, step):
+            return bool(np.isnan(self.base_trial.tensor("loss").value(step)).any())
+
+    for rule in (ExplodingTensor(create_trial(root.url), tensor_regex="loss"), LossIsNaN(create_trial(root.url))):
+        run = invoke_rule(rule)
+        assert run.fired == [1080], (type(rule).__name__, run)
 
 
 # ------------------------------------------------------------------ damaged objects fall back

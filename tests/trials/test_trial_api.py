@@ -475,6 +475,32 @@ def test_no_predict_data_gives_empty_lists(dtype_trial):
 
 
 # ---------------------------------------------------------------------------- create_trial
+def test_create_trial_documented_positional_order(main, monkeypatch):
+    """create_trial(path, name=None, profiler=False, output_dir=..., **kwargs): range_steps is a
+    keyword; profiler=True is never dropped (it goes to create_profiler_trial, which raises until
+    the profiler trial exists)."""
+    import smdebug.trials as trials
+    from smdebug.exceptions import SMDebugNotImplementedError, SMDebugTypeError
+
+    url = main.url
+    t = create_trial(url, "named", False)
+    assert t.name == "named" and t.steps() == ALL_STEPS
+    t = create_trial(url, "named", False, "/tmp/reports/", range_steps=(2, 5))
+    assert t.steps() == [s for s in ALL_STEPS if 2 <= s < 5]
+    with pytest.raises(SMDebugTypeError, match=r"range_steps=\(begin, end\)"):
+        create_trial(url, "named", (2, 5))  # a range where the profiler flag goes
+    with pytest.raises(SMDebugNotImplementedError) as err:
+        create_trial(url, profiler=True)
+    assert isinstance(err.value, NotImplementedError)
+    assert "profiler=True" in str(err.value) and "create_trial(path)" in str(err.value)
+    with pytest.raises(NotImplementedError):
+        create_trial(url, "named", True)
+    seen = []
+    monkeypatch.setattr(trials, "create_profiler_trial", lambda *a, **k: seen.append((a, k)) or "profiler trial")
+    assert create_trial(url, "p", True, "/tmp/out/") == "profiler trial"
+    assert seen == [((url, "p", "/tmp/out/"), {"range_steps": None})]
+
+
 def test_create_trial_out_dir_and_name(main):
     url = main.url
     a = create_trial(out_dir=url)

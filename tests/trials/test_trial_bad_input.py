@@ -9,7 +9,7 @@ import pytest
 
 import trialgen as tg
 from smdebug.core.locations import event_key, index_key
-from smdebug.exceptions import EventFileCorrupt, IndexReaderException, MissingCollectionFiles
+from smdebug.exceptions import EventFileCorrupt, IndexReaderException, MissingCollectionFiles, ObjectNotFound
 from smdebug.trials import create_trial
 
 STEPS = [0, 1, 2, 3, 4]
@@ -217,11 +217,12 @@ def test_missing_path(root):
     with pytest.raises(MissingCollectionFiles) as ei:
         create_trial(out_dir=missing.url)
     assert missing.url in str(ei.value)
-    if root.is_s3:  # and under a bucket that does not exist at all
+    if root.is_s3:  # and under a bucket that does not exist at all: said so, not "no collections file"
         no_bucket = f"s3://smd-no-such-bucket-{os.getpid()}/does/not/exist"
-        with pytest.raises(MissingCollectionFiles) as ei:
+        with pytest.raises(ObjectNotFound) as ei:
             create_trial(no_bucket)
         assert no_bucket in str(ei.value)
+        assert f"the bucket 'smd-no-such-bucket-{os.getpid()}' does not exist" in str(ei.value)
 
 
 def test_bad_index_file_of_one_worker(root):
@@ -247,3 +248,49 @@ def test_bad_index_file_of_one_worker(root):
     with pytest.raises(IndexReaderException) as ei:
         a.value(BAD, worker="worker_0")
     assert bad_file in str(ei.value)
+
+
+def test_unreadable_step_of_a_mode_and_in_show_is_named_not_unsaved(root, capsys):
+    """A TRAIN job whose index file of step 2 is not JSON: asking for TRAIN step 2 (the trial
+    cannot map it: its mode step is in that file) or `smdebug show` at step 2 names the unreadable
+    file instead of saying the step "was not saved"; a step past the end is still "not saved"."""
+    from smdebug.cli import main
+    from smdebug.core.modes import ModeKeys
+    from smdebug.exceptions import StepUnavailable
+
+    tg.write_collections(root, ["worker_0"])
+    for s in STEPS:
+        tg.write_step(root, s, "worker_0", ["a"], mode=ModeKeys.TRAIN, mode_step=s)
+    tg.end_job(root)
+    bad_file = _rewrite_index(root, BAD, INDEX_DAMAGE["truncated_json"])
+    trial = create_trial(root.url)
+    with pytest.raises(IndexReaderException) as ei:
+        trial.tensor("a").value(BAD, mode=ModeKeys.TRAIN)
+    assert bad_file in str(ei.value) and "cannot be read" in str(ei.value)
+    with pytest.raises(StepUnavailable):  # after the last TRAIN step: that file cannot hold it
+        trial.tensor("a").value(9, mode=ModeKeys.TRAIN)
+    for args in ([], ["--mode", "train"]):
+        assert main(["show", root.url, "a", "--step", str(BAD), *args]) == 2
+        err = capsys.readouterr().err
+        assert "cannot be read (an index file is unreadable)" in err and bad_file in err and "not saved" not in err
+    assert main(["show", root.url, "a", "--step", "9"]) == 2
+    assert "was not saved at GLOBAL step 9" in capsys.readouterr().err
+
+
+def test_reduction_not_saved_names_reduction_and_tensor(root):
+    """reduction_value of a reduction that was not saved, of a tensor saved without its raw value:
+    the message names the reduction and the tensor (not 'Value for tensor mean')."""
+    from smdebug.exceptions import TensorUnavailableForStep
+
+    tg.write_collections(root, ["worker_0"])
+    for s in STEPS:
+        tg.write_step(root, s, "worker_0", ["b"], reductions={("a", "max", False): float(s)})
+    tg.end_job(root)
+    t = create_trial(root.url).tensor("a")
+    assert t.reduction_value(3, "max") == 3.0
+    for abs_, shown in ((False, "mean"), (True, "abs_mean")):
+        with pytest.raises(TensorUnavailableForStep) as ei:
+            t.reduction_value(3, "mean", abs=abs_)
+        msg = str(ei.value)
+        assert f"Reduction {shown} of tensor a is not available for step 3" in msg, msg
+        assert ei.value.tname == "a" and ei.value.reduction == "mean" and ei.value.abs is abs_

@@ -20,11 +20,14 @@ from smdebug.trials import create_trial
 
 def test_default_hook_saves_metrics_every_10_rounds_and_marks_the_end(tmp_path):
     t = task("binary")
-    train(t, smd.Hook(out_dir=str(tmp_path)), rounds=12)
+    hook = smd.Hook(out_dir=str(tmp_path))
+    train(t, hook, rounds=12)
     trial = create_trial(str(tmp_path))
-    assert trial.steps() == [0, 10]
+    assert trial.steps() == [0, 10]  # every round is written when training returns
     assert sorted(trial.tensor_names()) == sorted(f"{d}-{m}" for d in ("train", "validation")
                                                   for m in ("logloss", "auc", "error"))
+    assert not (tmp_path / END_OF_JOB).exists()  # the hook stays open until close() or exit
+    hook.close()
     assert (tmp_path / END_OF_JOB).exists()
     colls = json.loads((tmp_path / "collections/000000000/worker_0_collections.json").read_text())
     assert set(colls["collections"]) == {"all", "default", "hyperparameters", "metrics", "losses", "predictions",
@@ -71,6 +74,7 @@ def test_sklearn_estimator_with_the_hook_as_callback(tmp_path):
     assert sorted(trial.tensor_names()) == ["labels", "predictions", "validation_0-mlogloss"]
     assert value(trial, "validation_0-mlogloss", 2)[0] == clf.evals_result()["validation_0"]["mlogloss"][2]
     np.testing.assert_array_equal(value(trial, "predictions", 2), clf.predict_proba(Xv))
+    hook.close()
     assert (tmp_path / END_OF_JOB).exists()
 
 
@@ -175,6 +179,44 @@ def test_save_scalar_and_save_tensor(tmp_path):
     assert value(trial, "scalar/lr", 0).tolist() == [0.3]
 
 
+def test_save_scalar_and_save_tensor_after_training_land_at_a_step_of_their_own(tmp_path):
+    t = task("binary")
+    hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=2))
+    r = train(t, hook, rounds=3)  # rounds 0, 1, 2: steps 0 and 2 saved
+    acc = float(((r.booster.predict(t.valid) > 0.5) == t.valid.get_label()).mean())
+    hook.save_scalar("test_accuracy", acc)
+    hook.save_tensor("test_predictions", r.booster.predict(t.valid), "custom")
+    train(t, hook, rounds=2)  # a second run of the same hook saves nothing (a warning says so)
+    hook.close()
+    trial = create_trial(str(tmp_path))
+    assert trial.steps() == [0, 2, 3]  # step 3 is off the schedule: saved after training, never over step 2
+    assert value(trial, "scalar/test_accuracy", 3).tolist() == [pytest.approx(acc)]
+    np.testing.assert_allclose(value(trial, "test_predictions", 3), r.booster.predict(t.valid), rtol=1e-6)
+    assert trial.tensor_names(collection="custom") == ["test_predictions"]
+    assert trial.tensor("validation-logloss").steps() == [0, 2]
+    assert value(trial, "validation-logloss", 2)[0] == r.evals_result["validation"]["logloss"][2]
+
+
+@pytest.mark.parametrize("propagate", ["0", "1"])
+def test_wrong_arguments_to_public_methods_raise_at_once(tmp_path, monkeypatch, propagate):
+    monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", propagate)
+    hook = smd.Hook(out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="Invalid mode 'a'"):
+        hook.set_mode("a")
+    with pytest.raises(TypeError, match="name"):
+        hook.save_scalar(3, 1.0)
+    with pytest.raises(TypeError, match="not a number"):
+        hook.save_scalar("acc", "high")
+    with pytest.raises(TypeError, match="timestamp"):
+        hook.save_scalar("acc", 1.0, timestamp="now")
+    with pytest.raises(TypeError, match="collections_to_write"):
+        hook.save_tensor("t", np.zeros(2), ["custom", None])
+    assert not hook.disabled and hook.mode == smd.modes.GLOBAL
+    train(task("binary"), hook, rounds=2)
+    hook.close()
+    assert create_trial(str(tmp_path)).steps() == [0]
+
+
 def test_hook_slot(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path))
     assert smd.get_hook() is hook
@@ -265,3 +307,55 @@ def test_include_regex_saves_matching_tensors_in_default(tmp_path):
     # as in 1.0.34, a collection's tensors are computed when that collection is saved: no feature
     # importance here, as the feature_importance collection is not
     assert not any(n.startswith("feature_importance/") for n in trial.tensor_names())
+
+
+def test_a_resumed_job_continues_the_step_numbers(tmp_path):
+    """A job resumed from a checkpoint (spot training) finds its own steps in the folder, with no
+    end-of-training marker: its rounds follow them, none is written twice."""
+    t = task("binary")
+    first = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=1))
+    r1 = train(t, first, rounds=3)
+    first.close()
+    (tmp_path / END_OF_JOB).unlink()  # the first job was interrupted before its end
+    before = {p.name: p.read_bytes() for p in (tmp_path / "events").rglob("*.tfevents")}
+    second = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=2))
+    r2 = train(t, second, rounds=4, xgb_model=r1.booster)
+    second.close()
+    trial = create_trial(str(tmp_path))
+    # the resumed job's rounds are steps 3..6; the schedule (every 2nd step) saves 4 and 6
+    assert trial.steps() == [0, 1, 2, 4, 6]
+    assert value(trial, "validation-logloss", 2)[0] == r1.evals_result["validation"]["logloss"][2]
+    assert value(trial, "validation-logloss", 6)[0] == r2.evals_result["validation"]["logloss"][3]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "events").rglob("*.tfevents") if p.name in before} == before
+
+
+def test_a_spot_job_resumes_from_the_checkpoint_folder_state(tmp_path, monkeypatch, peer):
+    """On SageMaker a resumed job's tensors folder starts empty; its checkpoint folder (named by
+    $CHECKPOINT_CONFIG_FILE_PATH) comes back. The state the hook keeps there, in 1.0.34's format,
+    continues the step numbers after the last step written."""
+    import subprocess
+
+    config = tmp_path / "checkpointconfig.json"
+    config.write_text(json.dumps({"LocalPath": str(tmp_path / "checkpoints")}))
+    monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(config))
+    t = task("binary")
+    first = smd.Hook(out_dir=str(tmp_path / "a"), save_config=smd.SaveConfig(save_interval=2))
+    r1 = train(t, first, rounds=4)  # saves rounds 0 and 2
+    first.close()
+    states = json.loads((tmp_path / "checkpoints" / "metadata.json").read_text())
+    assert states == [{"training-run": 0, "latest-global-step-saved": 2, "latest-global-step-seen": 2,
+                       "latest-mode-step": {"GLOBAL": 2}}]
+    # smdebug 1.0.34 resumes from the same state
+    code = ("from smdebug.core.state_store import StateStore; import json; "
+            "print(json.dumps(StateStore().get_last_saved_state()))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # 1.0.34's own smdebug
+    out = subprocess.run([peer, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "CHECKPOINT_CONFIG_FILE_PATH": str(config)})
+    assert json.loads(out.stdout.strip().splitlines()[-1])["latest-global-step-seen"] == 2
+    second = smd.Hook(out_dir=str(tmp_path / "b"), save_config=smd.SaveConfig(save_interval=2))
+    train(t, second, rounds=3, xgb_model=r1.booster)
+    second.close()
+    assert second.resumed_from == 2
+    assert create_trial(str(tmp_path / "b")).steps() == [4]  # rounds 0..2 of the resumed job are steps 3..5
+    states = json.loads((tmp_path / "checkpoints" / "metadata.json").read_text())
+    assert [s["training-run"] for s in states] == [0, 1] and states[1]["latest-global-step-seen"] == 4

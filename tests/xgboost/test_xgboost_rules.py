@@ -79,7 +79,8 @@ def hook_run(out_dir, params, train, valid, rounds, schedule=None, collections=C
     callbacks = ([_Schedule(schedule)] if schedule else []) + [hook]
     booster = xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")],
                         evals_result=res, verbose_eval=False, callbacks=callbacks)
-    assert hook._closed and not hook.disabled  # closed by after_training: the trial is complete
+    assert not hook.disabled
+    hook.close()  # the trial is complete
     return HookRun(str(out_dir), booster, res, dvalid, rounds, hook)
 
 

@@ -19,8 +19,16 @@ __all__ = ["main"]
 _MODULES = ("info", "show", "plot", "rules", "report", "export", "consolidate")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line (``smdebug plot: ...``), exit status 2,
+    like every other bad input; ``--help`` still shows the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="smdebug",
         description="Look into smdebug trials: what was saved, values, plots, rules, reports, exports.",
     )
@@ -31,12 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from smdebug.cli.common import CliError
+    from smdebug.cli.common import CliError, GuardedStdout
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    stdout = sys.stdout
     try:
-        return args.func(args) or 0
+        sys.stdout = GuardedStdout(stdout)
+        code = args.func(args) or 0
+        sys.stdout.flush()
+        return code
     except CliError as exc:
         print(f"smdebug {args.command}: {exc}", file=sys.stderr)
         return 2
@@ -51,6 +63,8 @@ def main(argv=None) -> int:
         kind = "" if isinstance(exc, (SMDebugError, OSError)) else f"{type(exc).__name__}: "
         print(f"smdebug {args.command}: {kind}{exc}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

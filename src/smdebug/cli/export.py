@@ -1,9 +1,12 @@
 """``smdebug export TRIAL -o OUT --format parquet|csv``: reductions and scalars as one tidy table.
 
-Columns: ``step, mode, mode_step, worker, tensor, reduction, abs, value``. A saved reduction is a
-row with its name (``abs`` tells abs reductions); a scalar tensor is a row with reduction ``value``;
-with ``--raw-max-size N`` tensors of at most N elements are flattened, element i as reduction
-``value[i]``. Parquet (pyarrow, the ``export`` extra) is written as a dataset partitioned by mode
+Columns: ``step, mode, mode_step, worker, tensor, reduction, abs, value, int_value``. A saved
+reduction is a row with its name (``abs`` tells abs reductions); a scalar tensor is a row with
+reduction ``value``; with ``--raw-max-size N`` tensors of at most N elements are flattened,
+element i as reduction ``value[i]``. ``value`` is a float64 (rounded beyond 2**53 for integers);
+``int_value`` holds integer and boolean values exactly (int64; empty for floats, and for uint64
+values above 2**63 - 1, which are counted on stderr). Tensors whose values are not numbers
+(strings, complex) are skipped with one line on stderr naming them. Parquet (pyarrow, the ``export`` extra) is written as a dataset partitioned by mode
 (``OUT/mode=TRAIN/part-0.parquet``: hive partitioning that DuckDB, Polars and Spark read directly).
 """
 
@@ -11,9 +14,21 @@ from __future__ import annotations
 
 import os
 
-from smdebug.cli.common import CliError, add_trial_argument, open_trial, parse_mode, progress
+from smdebug.cli.common import (
+    CliError,
+    add_trial_argument,
+    check_at_least,
+    check_writable,
+    needs_extra,
+    open_trial,
+    parse_mode,
+    progress,
+    say,
+    writing,
+)
 
-COLUMNS = ("step", "mode", "mode_step", "worker", "tensor", "reduction", "abs", "value")
+COLUMNS = ("step", "mode", "mode_step", "worker", "tensor", "reduction", "abs", "value", "int_value")
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def add(sub) -> None:
@@ -28,10 +43,32 @@ def add(sub) -> None:
     p.set_defaults(func=run)
 
 
-def rows(trial, regex=None, mode=None, raw_max_size=1):
-    """Yield the table's rows as tuples in COLUMNS order."""
+class _Cells:
+    """``value`` and ``int_value`` of one number; counts the integers int64 cannot hold."""
+
+    def __init__(self):
+        self.too_large = 0
+
+    def __call__(self, x) -> list:
+        import numpy as np
+
+        x = np.asarray(x).ravel()[0]
+        if x.dtype.kind not in "iub":
+            return [float(x), None]
+        i = int(x)
+        if not _INT64[0] <= i <= _INT64[1]:
+            self.too_large += 1
+            return [float(x), None]
+        return [float(x), i]
+
+
+def rows(trial, regex=None, mode=None, raw_max_size=1, speak=say):
+    """Yield the table's rows as tuples in COLUMNS order; ``speak`` gets one line per skipped tensor."""
     import numpy as np
 
+    from smdebug.cli.series import not_numeric
+
+    cells, skipped = _Cells(), set()
     names = trial.tensor_names(regex=regex) if regex else trial.tensor_names()
     modes = [mode] if mode is not None else (trial.modes() or [parse_mode("global")])
     for name in progress(names, len(names), "tensors"):
@@ -43,20 +80,28 @@ def rows(trial, regex=None, mode=None, raw_max_size=1):
                     saved = t.saved(ms, mode=m, worker=w)
                     if saved["reductions"]:
                         for (op, ab), v in t.reduction_values(ms, mode=m, worker=w).items():
-                            yield (g, m.name, ms, w, name, op, bool(ab), float(np.asarray(v).ravel()[0]))
+                            yield (g, m.name, ms, w, name, op, bool(ab), *cells(v))
                     if saved["raw"]:
                         shape = saved["shape"]
                         if shape is not None and int(np.prod(shape)) > raw_max_size:
                             continue
                         v = np.asarray(t.value(ms, mode=m, worker=w))
-                        if v.size > raw_max_size or v.dtype.kind not in "fiub":
+                        if v.size > raw_max_size:
                             continue
-                        flat = v.astype(np.float64).ravel()
+                        why = not_numeric(v)
+                        if why:
+                            if name not in skipped:
+                                skipped.add(name)
+                                speak(f"skipped {name}: {why}")
+                            continue
+                        flat = v.ravel()
                         if v.ndim == 0 or (v.size == 1 and raw_max_size == 1):
-                            yield (g, m.name, ms, w, name, "value", False, float(flat[0]))
+                            yield (g, m.name, ms, w, name, "value", False, *cells(flat[0]))
                         else:
                             for i, x in enumerate(flat):
-                                yield (g, m.name, ms, w, name, f"value[{i}]", False, float(x))
+                                yield (g, m.name, ms, w, name, f"value[{i}]", False, *cells(x))
+    if cells.too_large:
+        speak(f"{cells.too_large} uint64 values above 2**63 - 1 have an empty int_value (value is rounded)")
 
 
 def to_columns(row_iter) -> dict:
@@ -68,26 +113,38 @@ def to_columns(row_iter) -> dict:
 
 
 def run(args) -> int:
-    import re
+    from smdebug.patterns import PatternError, compile
 
     if args.tensor:
         try:
-            re.compile(args.tensor)
-        except re.error as exc:
-            raise CliError(f"--tensor {args.tensor!r} is not a valid regular expression: {exc}") from None
+            compile(args.tensor, arg="--tensor")
+        except PatternError as exc:
+            raise CliError(str(exc)) from None
+    check_at_least("--raw-max-size", args.raw_max_size, 0)
     out = args.output
+    if not out or not out.strip():
+        raise CliError("-o: the output path is empty")
     parent = os.path.dirname(os.path.abspath(out)) or "."
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
         raise CliError(f"-o {out}: cannot write there ({parent} is missing or not writable)")
-    if args.format == "parquet" and os.path.isdir(out) and os.listdir(out):
-        raise CliError(f"-o {out}: folder exists and is not empty")
-    trial = open_trial(args.trial)
-    cols = to_columns(rows(trial, args.tensor, parse_mode(args.mode), args.raw_max_size))
-    n = len(cols["step"])
     if args.format == "csv":
-        _write_csv(out, cols)
+        check_writable(out)
     else:
-        _write_parquet(out, cols)
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise CliError(f"-o {out}: is a file; Parquet output is a folder (or use --format csv)")
+        if os.path.isdir(out) and os.listdir(out):
+            raise CliError(f"-o {out}: folder exists and is not empty")
+        needs_extra("pyarrow", "export")
+    mode = parse_mode(args.mode)
+    trial = open_trial(args.trial)
+    cols = to_columns(rows(trial, args.tensor, mode, args.raw_max_size,
+                           speak=lambda line: say(f"smdebug export: {line}")))
+    n = len(cols["step"])
+    with writing(out):
+        if args.format == "csv":
+            _write_csv(out, cols)
+        else:
+            _write_parquet(out, cols)
     print(f"wrote {out}: {n} rows ({args.format})")
     return 0
 
@@ -110,6 +167,7 @@ def _write_parquet(path: str, cols: dict) -> None:
     schema = pa.schema([
         ("step", pa.int64()), ("mode", pa.string()), ("mode_step", pa.int64()), ("worker", pa.string()),
         ("tensor", pa.string()), ("reduction", pa.string()), ("abs", pa.bool_()), ("value", pa.float64()),
+        ("int_value", pa.int64()),
     ])
     table = pa.table({c: cols[c] for c in COLUMNS}, schema=schema)
     ds.write_dataset(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
-from smdebug.cli.common import add_trial_argument, open_trial, progress
+from smdebug.cli.common import add_trial_argument, check_at_least, emit_json, needs_extra, open_trial, progress
 
 
 def add(sub) -> None:
@@ -68,11 +67,13 @@ def summarize(trial) -> dict:
 
 
 def run(args) -> int:
+    check_at_least("--max-steps", args.max_steps, 1)
+    if not args.json:
+        needs_extra("rich", "cli")  # the tables
     trial = open_trial(args.trial)
     info = summarize(trial)
     if args.json:
-        json.dump(info, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(info)
         return 0
     _print_tables(info, args.max_steps)
     return 0

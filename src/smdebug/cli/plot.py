@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-import re
-
-from smdebug.cli.common import CliError, add_trial_argument, check_writable, open_trial, parse_mode
+from smdebug.cli.common import (
+    CliError,
+    add_trial_argument,
+    check_at_least,
+    check_writable,
+    needs_extra,
+    open_trial,
+    parse_mode,
+    say,
+    writing,
+)
+from smdebug.patterns import PatternError
+from smdebug.patterns import compile as compile_pattern
 
 _FORMATS = (".png", ".svg", ".pdf")
 
@@ -21,9 +31,11 @@ def add(sub) -> None:
     p.set_defaults(func=run)
 
 
-def collect(trial, regex=None, reduction=None, abs_=False, mode=None, max_lines=30) -> list:
-    """The series ``plot`` draws."""
-    from smdebug.cli.series import default_loss_names, tensor_series
+def collect(trial, regex=None, reduction=None, abs_=False, mode=None, max_lines=30, speak=None) -> list:
+    """The series ``plot`` draws. A tensor that is not numeric, or empty at every step, is skipped
+    with one line to ``speak`` (default: stderr) saying which and why."""
+    from smdebug.cli.common import say
+    from smdebug.cli.series import NotPlottable, default_loss_names, tensor_series
     from smdebug.exceptions import TensorUnavailableForStep
 
     if regex is None:
@@ -32,27 +44,36 @@ def collect(trial, regex=None, reduction=None, abs_=False, mode=None, max_lines=
             raise CliError(f"{trial.path} has no losses; pick tensors with --tensor REGEX")
     else:
         try:
-            re.compile(regex)
-        except re.error as exc:
-            raise CliError(f"--tensor {regex!r} is not a valid regular expression: {exc}") from None
+            compile_pattern(regex, arg="--tensor")
+        except PatternError as exc:
+            raise CliError(str(exc)) from None
         names = trial.tensor_names(regex=regex)
         if not names:
             raise CliError(f"no tensor matches --tensor {regex!r} (see `smdebug info`)")
     modes = [mode] if mode is not None else (trial.modes() or [parse_mode("global")])
-    out = []
-    for name in names:
+    out, skipped = [], []
+    for i, name in enumerate(names):
         for m in modes:
             try:
                 s = tensor_series(trial, name, m, reduction, abs_)
             except TensorUnavailableForStep as exc:
                 raise CliError(str(exc)) from None
+            except NotPlottable as exc:
+                (speak or say)(f"skipped {exc}")
+                skipped.append(name)
+                break
             if s is not None:
                 if len(modes) > 1:
                     s.label = f"{s.label} ({s.mode})"
                 out.append(s)
             if len(out) >= max_lines:
+                if i + 1 < len(names):
+                    (speak or say)(f"drew the first {max_lines} lines (--max-lines): {len(names) - i - 1} more "
+                                   f"matching tensors not drawn, from {names[i + 1]}")
                 return out
     if not out:
+        if skipped and len(skipped) == len(names):
+            raise CliError(f"nothing to plot: every matching tensor was skipped ({', '.join(names[:5])})")
         what = f"--reduction {reduction}" if reduction else "values"
         raise CliError(f"nothing to plot: no {what} saved for {', '.join(names[:5])}")
     return out
@@ -80,10 +101,14 @@ def run(args) -> int:
     out = check_writable(args.output)
     if not out.lower().endswith(_FORMATS):
         raise CliError(f"-o {out}: the file name must end in .png, .svg or .pdf")
-    trial = open_trial(args.trial)
+    check_at_least("--max-lines", args.max_lines, 1)
     mode = parse_mode(args.mode)
-    series = collect(trial, args.tensor, args.reduction, args.abs, mode, args.max_lines)
+    needs_extra("matplotlib", "plot")
+    trial = open_trial(args.trial)
+    series = collect(trial, args.tensor, args.reduction, args.abs, mode, args.max_lines,
+                     speak=lambda line: say(f"smdebug plot: {line}"))
     fig = figure(series, f"{trial.name}: {args.tensor or 'losses'}", by_mode_step=mode is not None)
-    fig.savefig(out)
+    with writing(out):
+        fig.savefig(out)
     print(f"wrote {out}: {len(series)} line(s), {sum(len(s.values) for s in series)} points")
     return 0

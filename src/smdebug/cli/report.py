@@ -12,7 +12,7 @@ import html
 import io
 import time
 
-from smdebug.cli.common import CliError, add_trial_argument, check_writable, open_trial
+from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, open_trial, say, writing
 
 
 def add(sub) -> None:
@@ -80,7 +80,7 @@ def _png(fig) -> str:
 
 def _norm_plots(trial, collection: str, title: str) -> str | None:
     from smdebug.cli.plot import figure
-    from smdebug.cli.series import tensor_series
+    from smdebug.cli.series import NotPlottable, tensor_series
 
     if collection not in trial.collections():
         return None
@@ -89,7 +89,11 @@ def _norm_plots(trial, collection: str, title: str) -> str | None:
     series = []
     for n in names:
         for m in modes[:1]:
-            s = tensor_series(trial, n, m, "l2")
+            try:
+                s = tensor_series(trial, n, m, "l2")
+            except NotPlottable as exc:
+                say(f"smdebug report: skipped {exc}")
+                continue
             if s is not None:
                 s.label = n
                 series.append(s)
@@ -102,7 +106,7 @@ def _loss_plot(trial) -> str | None:
     from smdebug.cli.plot import collect, figure
 
     try:
-        series = collect(trial)
+        series = collect(trial, speak=lambda line: say(f"smdebug report: {line}"))
     except CliError:
         return None
     return _png(figure(series, "losses per mode", by_mode_step=False))
@@ -175,9 +179,10 @@ def render(trial, with_rules: bool = True) -> str:
 
 def run(args) -> int:
     out = check_writable(args.output)
+    needs_extra("matplotlib", "plot")
     trial = open_trial(args.trial)
     page = render(trial, with_rules=not args.no_rules)
-    with open(out, "w", encoding="utf-8") as fh:
+    with writing(out), open(out, "w", encoding="utf-8") as fh:
         fh.write(page)
     print(f"wrote {out}; open it with: xdg-open {out}")
     return 0

@@ -14,7 +14,17 @@ import json
 import sys
 from dataclasses import dataclass, field
 
-from smdebug.cli.common import CliError, add_trial_argument, open_trial, progress
+from smdebug.cli.common import (
+    CliError,
+    Reminder,
+    add_trial_argument,
+    check_at_least,
+    check_step_range,
+    open_trial,
+    poll_interval,
+    progress,
+    say,
+)
 
 
 class _RuleAction(argparse.Action):
@@ -32,7 +42,11 @@ class _ParamAction(argparse.Action):
         key, sep, val = value.partition("=")
         if not sep or not key.strip():
             parser.error(f"--param {value!r}: expected NAME=VALUE")
-        specs[-1][1][key.strip()] = val
+        rule, params = specs[-1]
+        if key.strip() in params:
+            parser.error(f"--param {key.strip()} given twice for --rule {rule} "
+                         f"({params[key.strip()]!r}, then {val!r}): give it once")
+        params[key.strip()] = val
 
 
 _RULE_LIST = "the built-in rules"  # the epilog, replaced by the registry's listing when help is shown
@@ -122,6 +136,39 @@ def build_rules(trial, specs, action_str: str = "") -> list:
     return runs
 
 
+class _NeedsTheTrial(Exception):
+    pass
+
+
+class _TrialNotOpenYet:
+    """Stands for the trial while ``watch`` checks its rules before the job has started."""
+
+    def __init__(self, path: str):
+        self.path = self.trial_dir = path
+        self.name = path.rstrip("/").rsplit("/", 1)[-1]
+
+    def __getattr__(self, name):
+        raise _NeedsTheTrial(name)
+
+
+def check_rules(path: str, specs, action_str: str = "") -> None:
+    """Build the rules without the trial (names, parameters, action): a CliError for bad input
+    before ``watch`` waits for a job. A rule whose constructor reads the trial is checked when
+    the trial opens; what the rules log on construction is said then, once."""
+    import logging
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        for spec in specs:
+            try:
+                build_rules(_TrialNotOpenYet(path), [spec], action_str)
+            except _NeedsTheTrial:
+                continue
+    finally:
+        logging.disable(previous)
+
+
 def evaluate_step(runs, trial, step, all_firings=False) -> list:
     """Invoke every active rule at ``step``; the firings it produced."""
     from smdebug.exceptions import (
@@ -191,6 +238,7 @@ def _summary(runs, as_json: bool) -> int:
 
 
 def run_rules(args) -> int:
+    check_step_range(args.start_step, args.end_step)
     trial = open_trial(args.trial)
     runs = build_rules(trial, args.rule)
     steps = [s for s in trial.steps() if s >= args.start_step and (args.end_step is None or s < args.end_step)]
@@ -202,28 +250,53 @@ def run_rules(args) -> int:
     return _summary(runs, args.json)
 
 
-def follow_steps(trial, start: int, end: int | None):
-    """Complete global steps >= start as the job writes them; ends when training has ended."""
+def follow_steps(trial, start: int, end: int | None, *, clock=None, sleep=None, speak=None,
+                 quiet_for: float = 60.0):
+    """Complete global steps >= start as the job writes them; ends when training has ended.
+
+    When no step comes for ``quiet_for`` seconds, says on stderr (then sparsely) which step it
+    waits for and for how long: a job that died without ``training_job_end.ts`` is otherwise
+    waited for in silence. ``clock``, ``sleep``, ``speak`` are injectable for tests.
+    """
+    import time
+
     from smdebug.exceptions import NoMoreData, StepUnavailable
 
+    clock, sleep, speak = clock or time.monotonic, sleep or time.sleep, speak or say
     nxt = start
+    remind = None
     while end is None or nxt < end:
         ready = [s for s in trial.steps() if s >= nxt and (end is None or s < end)]
         if ready:
+            remind = None
             yield from ready
             nxt = ready[-1] + 1
             continue
         try:
-            trial.wait_for_steps([nxt])
+            trial.wait_for_steps([nxt], timeout=0)
         except NoMoreData:
             return
         except StepUnavailable:
             nxt += 1  # skipped by the save schedule; the next listing finds the later steps
+        except TimeoutError:
+            remind = remind or Reminder(clock, speak, first=quiet_for)
+            last = trial.last_complete_step
+
+            def message(waited, step=nxt, last=last):
+                seen = f"the last complete step is {last}" if last >= 0 else "no step is complete yet"
+                return (f"still waiting for step {step} after {waited:.0f} s ({seen}; no training_job_end.ts: "
+                        "if the job has stopped, Ctrl-C ends the watch)")
+
+            remind(message)
+            sleep(poll_interval())
 
 
 def run_watch(args) -> int:
-    trial = open_trial(args.trial, wait=args.wait)
+    check_step_range(args.start_step, args.end_step)
+    check_at_least("--wait", args.wait, 0)
     action = json.dumps({"name": "StopTraining"}) if args.stop_training else ""
+    check_rules(args.trial, args.rule, action_str=action)
+    trial = open_trial(args.trial, wait=args.wait)
     runs = build_rules(trial, args.rule, action_str=action)
     print(f"watching {trial.path} with {', '.join(r.name for r in runs)}", file=sys.stderr, flush=True)
     for step in follow_steps(trial, args.start_step, args.end_step):

@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Series", "tensor_series", "default_loss_names", "scalar"]
+__all__ = ["Series", "NotPlottable", "tensor_series", "default_loss_names", "scalar", "not_numeric"]
+
+
+class NotPlottable(Exception):
+    """A tensor whose values are not numbers (strings, complex) or that is empty at every step;
+    the message says which and why. Callers skip it with one line saying so."""
+
+
+def not_numeric(value) -> str | None:
+    """Why an array's values are not plain numbers (None when they are)."""
+    kind = value.dtype.kind
+    if kind in "fiub":
+        return None
+    if kind == "c":
+        return "complex values (real part, imaginary part or magnitude? use `smdebug show`)"
+    if kind in "US":
+        return "strings, not numbers"
+    return f"{value.dtype} values, not numbers"
 
 
 @dataclass
@@ -36,7 +53,8 @@ def tensor_series(trial, name: str, mode, reduction: str | None = None, abs_: bo
     """``name`` over the complete steps of ``mode``: its scalar value, or a reduction of it.
 
     Without ``reduction`` a scalar tensor gives its value and a larger one its mean. A step where
-    neither the raw tensor nor the reduction was saved is left out.
+    neither the raw tensor nor the reduction was saved, or where the tensor is empty, is left out.
+    NotPlottable when the values are not numbers or the tensor is empty at every step.
     """
     import numpy as np
 
@@ -54,11 +72,21 @@ def tensor_series(trial, name: str, mode, reduction: str | None = None, abs_: bo
             raw_values = t.values(mode=mode)
         except TensorUnavailableForStep:
             raw_values = None
+    empty = 0
     for step in steps:
         if raw_values is not None:
-            v = np.asarray(raw_values[step])
+            v = _numeric(name, raw_values[step])
+            if v.size == 0:
+                empty += 1
+                continue
             y = scalar(v) if v.size == 1 else float(np.mean(v, dtype=np.float64))
         else:
+            saved = t.saved(step, mode=mode)
+            if (reduction or "mean", bool(abs_)) not in saved["reductions"] and saved["raw"]:
+                # computed from the raw value: numbers only, and not from an empty array
+                if _numeric(name, t.value(step, mode=mode)).size == 0:
+                    empty += 1
+                    continue
             try:
                 y = scalar(t.reduction_value(step, reduction or "mean", mode=mode, abs=abs_))
             except TensorUnavailableForStep:
@@ -66,4 +94,16 @@ def tensor_series(trial, name: str, mode, reduction: str | None = None, abs_: bo
         s.mode_steps.append(step)
         s.steps.append(trial.global_step(mode, step) if mode.name != "GLOBAL" else step)
         s.values.append(y)
+    if empty and not s.values:
+        raise NotPlottable(f"{name}: empty (0 values) at every {mode.name} step")
     return s if s.values else None
+
+
+def _numeric(name: str, value):
+    import numpy as np
+
+    v = np.asarray(value)
+    why = not_numeric(v)
+    if why:
+        raise NotPlottable(f"{name}: {why}")
+    return v

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
-from smdebug.cli.common import CliError, add_trial_argument, open_trial, parse_mode, tensor_of
+from smdebug.cli.common import CliError, add_trial_argument, emit_json, open_trial, parse_mode, tensor_of
 
 
 def add(sub) -> None:
@@ -16,7 +15,9 @@ def add(sub) -> None:
     p.add_argument("--mode", help="train, eval, predict or global (default global)")
     p.add_argument("--worker", help="worker name (default: the first worker that saved it)")
     p.add_argument("--full", action="store_true", help="print the whole array")
-    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.add_argument("--json", action="store_true",
+                   help="print strict JSON for scripts: NaN and infinities as the strings \"NaN\", \"Infinity\", "
+                        "\"-Infinity\"; complex numbers as [real, imag]")
     p.set_defaults(func=run)
 
 
@@ -24,7 +25,7 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
     """Statistics of a tensor at a step (its saved reductions when the raw value was not saved)."""
     import numpy as np
 
-    from smdebug.exceptions import TensorUnavailableForStep
+    from smdebug.exceptions import IndexReaderException, TensorUnavailableForStep
     from smdebug.modes import ModeKeys
 
     mode = mode or ModeKeys.GLOBAL
@@ -35,6 +36,11 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
     if step is None:
         step = steps[-1]
     elif step not in steps:
+        try:
+            trial._check_step_readable(step, mode=mode)  # an unreadable index file is not "not saved"
+        except IndexReaderException as exc:
+            raise CliError(f"tensor {name!r} at {mode.name} step {step} cannot be read (an index file is "
+                           f"unreadable): {exc}") from None
         raise CliError(f"tensor {name!r} was not saved at {mode.name} step {step} (saved at {_few(steps)})")
     if worker is not None and worker not in t.workers(step, mode=mode):
         raise CliError(f"worker {worker!r} did not save {name!r} at step {step} (workers: {', '.join(t.workers(step, mode=mode))})")
@@ -60,6 +66,8 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
         out["inf"] = int(np.isinf(v).sum())
         if finite.size:
             out.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()), std=float(finite.std()))
+        if value.dtype.kind == "c":
+            out["statistics_of"] = "magnitude"  # min/max/mean/std/NaN/Inf of |z|
     out["_value"] = value
     return out
 
@@ -77,14 +85,15 @@ def run(args) -> int:
     if args.json:
         if args.full and value is not None:
             info["value"] = value.tolist()
-        json.dump(info, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        emit_json(info)
         return 0
     print(f"{info['tensor']}  step {info['step']} ({info['mode']})" + (f"  worker {info['worker']}" if info["worker"] else ""))
     if info.get("shape") is not None:
         print(f"shape   {tuple(info['shape'])}")
     if info.get("raw"):
         print(f"dtype   {info['dtype']}  ({info['size']} values)")
+        if info.get("statistics_of"):
+            print(f"(statistics of the {info['statistics_of']} of the complex values)")
         for key in ("min", "max", "mean", "std"):
             if key in info:
                 print(f"{key:<7} {info[key]:.6g}")

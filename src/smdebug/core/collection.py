@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+from smdebug.patterns import compile as compile_pattern
 
 __all__ = ["Collection", "CollectionKeys"]
 
@@ -103,10 +103,7 @@ class Collection:
             for item in t:
                 self.include(item)
         elif isinstance(t, str):
-            try:  # a bad pattern is named now, not at the first step (where it would disable the hook)
-                re.compile(t)
-            except (re.error, RecursionError, OverflowError) as exc:
-                raise SMDebugValueError(f"include_regex {t!r} of collection {self.name!r} is not a regex ({exc})") from None
+            compile_pattern(t, arg=f"include_regex of collection {self.name!r}")  # refused here, not mid-training
             self.include_regex.append(t)
             self.__dict__.pop("_compiled", None)
         else:
@@ -127,7 +124,7 @@ class Collection:
             return True
         compiled = self.__dict__.get("_compiled")
         if compiled is None or len(compiled) != len(self.include_regex):
-            compiled = [re.compile(r) for r in self.include_regex]
+            compiled = [compile_pattern(r, arg=f"include_regex of collection {self.name!r}") for r in self.include_regex]
             self.__dict__["_compiled"] = compiled
         return any(c.search(tname) for c in compiled)
 

@@ -4,8 +4,11 @@ afterwards for any trial (smdebug 1.0.34's included) with :func:`consolidate`.
 A consolidated object only ever adds to a trial (under ``_smdebug/index/``); the per-step index
 files stay, so smdebug 1.0.34 and readers that ignore consolidation see the same trial. An object
 is written only when it holds exactly the index files of that worker's bucket: the writer checks
-with one listing of the bucket folder before writing it, and removes an older object as soon as
-it starts writing into a bucket again (a rerun into the same folder).
+with one listing of the bucket folder before writing it, removes an older object as soon as it
+starts writing into a bucket again (a rerun into the same folder), and any other object of the
+bucket once its own is written (one ``smdebug consolidate`` wrote while the job was still in the
+bucket). Readers still check each object against the listing of index/ (see
+:mod:`smdebug.trials.consolidated`): an object never hides a step written after it.
 """
 
 from __future__ import annotations
@@ -132,7 +135,10 @@ class BucketConsolidator:
             return
         obj = encode_consolidated(self.worker, b, files)
         prefix = obj[: head_size(obj, b)]
-        self.store.write(consolidated_key(b, self.worker, crc32c(prefix)), obj)
+        key = consolidated_key(b, self.worker, crc32c(prefix))
+        self.store.write(key, obj)
+        # an object `smdebug consolidate` wrote while this writer was still in the bucket covers fewer steps
+        _delete_objects(self.store, b, self.worker, keep=key)
         self._heads = {k: v for k, v in self._heads.items() if k // HEADS_GROUP == b // HEADS_GROUP}
         self._heads[b] = prefix
         self.store.write(heads_key(b // HEADS_GROUP, self.worker),
@@ -165,7 +171,9 @@ def consolidate(path, *, include_incomplete: bool = False) -> ConsolidateReport:
 
     A worker's bucket is consolidated when it is complete: training has ended
     (``training_job_end.ts``), or the worker has written a later bucket. ``include_incomplete``
-    consolidates the newest buckets too (only for a job you know has stopped writing).
+    consolidates the newest buckets too. That is safe on a live job: readers read the steps
+    written after an object from their per-step files, and the hook's writer replaces the
+    object when it completes the bucket; it only saves less.
     """
     store = open_store(path)
     ended = include_incomplete or store.exists(END_OF_JOB)

@@ -29,14 +29,19 @@ def propagate_default() -> bool:
         return False
 
 
-def guarded(default=None):
+def guarded(default=None, check=None):
     """Decorate a hook method: when it raises, log the error once, disable the hook and return
     ``default`` — unless ``hook.propagate_errors`` is set (or $SMDEBUG_PROPAGATE_ERRORS=1).
-    TrainingStopRequested always goes through: it is how a hook stops training."""
+    TrainingStopRequested always goes through: it is how a hook stops training.
+
+    ``check(self, *args, **kwargs)`` (a public method's argument checks) runs first, outside the
+    guard and on a disabled hook too: a wrong argument is the caller's error, raised at once."""
 
     def deco(method):
         @functools.wraps(method)
         def wrapper(self, *args, **kwargs):
+            if check is not None:
+                check(self, *args, **kwargs)
             if getattr(self, "disabled", False):
                 return default
             try:

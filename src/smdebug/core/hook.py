@@ -17,14 +17,16 @@ import numpy as np
 
 from smdebug.core import active_hook
 from smdebug.core.adapter import NumpyAdapter, TensorAdapter
+from smdebug.core.arguments import check_mode, check_save_tensor, scalar_value
 from smdebug.core.collection import Collection, CollectionKeys
 from smdebug.core.collection_defaults import CollectionDefaults
 from smdebug.core.end_of_job import mark_end_of_training
 from smdebug.core.guard import guarded, propagate_default
 from smdebug.core.hook_options import HookOptions, options_signature, tensorboard_dir_for
 from smdebug.core.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
-from smdebug.core.modes import ALLOWED_MODES, ModeKeys
+from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.resume import resume_numbering
 from smdebug.core.save_config import SaveConfig
 from smdebug.core.save_plan import Planner, included_collections
 from smdebug.core.step_buffer import StepBuffer
@@ -104,6 +106,10 @@ class BaseHook:
         self._writer: StepWriter | None = None
         self._closed = False
         self.stop_watcher = StopRequestWatcher(self.store)
+        self._training_ended = False  # see _end_training_run
+        self._resume_checked = False  # see _resume
+        self.resumed_from: int | None = None  # the last step the folder held of this worker
+        self._state_file = None  # the checkpoint folder's training state (core.resume)
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
@@ -187,18 +193,25 @@ class BaseHook:
         return bool(self.planner.collections_with(tensor_name) & self._collections_for_step())
 
     # ---------------------------------------------------------------- steps and modes
-    @guarded()
+    @guarded(check=lambda self, mode: check_mode(mode))
     def set_mode(self, mode) -> None:
-        if mode not in ALLOWED_MODES:
-            raise SMDebugValueError(f"Invalid mode {mode!r}: valid modes are {', '.join(m.name for m in ALLOWED_MODES)}")
         if mode != self.mode:
             self._end_step()  # what the current step saved keeps the current step's mode
         self.mode = mode
         self.mode_steps.setdefault(mode, self.init_step)
         self.planner.new_step()
 
+    def _resume(self) -> None:
+        """Before the first step: continue after the steps this worker already wrote into the
+        folder (a resumed job, core.resume), so that none is written twice."""
+        self._resume_checked = True
+        if not self.dry_run:
+            self._state_file = resume_numbering(self)
+
     def _begin_step(self) -> None:
         """End the current step and start the next one (called by the framework glue)."""
+        if not self._resume_checked:
+            self._resume()
         self._end_step()
         self._next_step()
         self.buffer.new_step()
@@ -239,6 +252,8 @@ class BaseHook:
         if rec:
             self.last_saved_step = self._handed_step = rec.step
             writer.submit(rec)
+            if self._state_file is not None:
+                self._state_file.write(self)
             if not self.exported_collections:
                 self.export_collections()
 
@@ -301,18 +316,20 @@ class BaseHook:
         elif self._is_tensor(value):
             yield value
 
-    @guarded()
     def save_scalar(self, name, value, sm_metric=False, timestamp: float | None = None) -> None:
         """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
         close, scalars left over go with the last step, or with a step of their own when that
-        step is already written."""
-        self._check_open(self.SCALAR_PREFIX + str(name))
-        arr = np.asarray(self.adapter.materialize([self.adapter.snapshot(value)])[0], dtype=np.float64).reshape(-1)
-        if arr.size != 1:
-            raise SMDebugTypeError(f"save_scalar({name!r}): value of type {type(value).__name__} is not a scalar")
-        self.buffer.add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
+        step is already written. A name that is not a string or a value that is not one number
+        raises SMDebugTypeError."""
+        arr = scalar_value(self.adapter, name, value, timestamp)
+        self._add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
 
     @guarded()
+    def _add_scalar(self, name: str, arr, wall_time: float) -> None:
+        self._check_open(name)
+        self.buffer.add_scalar(name, arr, wall_time)
+
+    @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""
@@ -320,7 +337,7 @@ class BaseHook:
         names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
         self.planner.add_tensor(tensor_name, [self.collection_manager.get(n, create=True) for n in names])
         if self.planner.prepared and self.step >= 0:
-            self._save_for_tensor(tensor_name, tensor_value)
+            self._save_for_tensor(tensor_name, tensor_value, check_before_write=not self._training_ended)
         else:
             self._custom[tensor_name] = (tensor_value, names)
 
@@ -339,6 +356,17 @@ class BaseHook:
         if req is not None:
             self._write_held()
         return req
+
+    @guarded()
+    def _end_training_run(self) -> None:
+        """The framework's training ended; the hook stays open until ``close()`` (or exit). What
+        is saved from now on (save_scalar, save_tensor: a final accuracy, a test metric) goes to
+        the step after the last one, whatever the schedule, written at close."""
+        if self._training_ended:
+            return
+        self._write_held()
+        self._begin_step()
+        self._training_ended = True
 
     def _write_held(self) -> None:
         """End the current step and wait until the writer has written everything handed over."""

@@ -4,7 +4,6 @@ error naming the file, the section and the key."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from smdebug.codec.values import parse_bool
@@ -88,12 +87,15 @@ class ValueParser:
 
     def regexes(self, section: str, key: str, value: Any) -> list[str]:
         """The patterns that compile (a pattern that does not is a problem)."""
+        from smdebug.patterns import PatternError
+        from smdebug.patterns import compile as compile_pattern
+
         out = []
         for pattern in self.str_list(section, key, value):
-            try:
-                re.compile(pattern)
-            except (re.error, RecursionError, OverflowError) as exc:
-                self.report(self.error(section, key, pattern, f"a regular expression ({exc})"))
+            try:  # refused here when RE2 cannot run it in linear time (smdebug/patterns.py)
+                compile_pattern(pattern, arg=f"{key} in {section} of {self.where}")
+            except PatternError as exc:
+                self.report(SMDebugValueError(str(exc)))
                 continue
             out.append(pattern)
         return out

@@ -63,6 +63,10 @@ class StepBuffer:
         self._counts[base] = first + count
         return first
 
+    def names(self) -> set:
+        """The names of the tensors (not reductions) the step holds so far."""
+        return {r.name for r in self.records if r.kind is _TENSOR or r.kind is _SHAPE}
+
     def new_step(self) -> None:
         self._counts.clear()
 

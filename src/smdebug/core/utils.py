@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 
 __all__ = ["no_refresh", "refresh", "match_any"]
@@ -38,4 +37,6 @@ def refresh(trials):
 
 def match_any(name: str, patterns) -> bool:
     """Whether any regex matches anywhere in the name (``re.search``)."""
-    return any(re.search(p, name) for p in patterns)
+    from smdebug.patterns import compile_all
+
+    return any(c.search(name) for c in compile_all(patterns, arg="pattern"))

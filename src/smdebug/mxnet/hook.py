@@ -9,11 +9,12 @@ import weakref
 import mxnet as mx
 from mxnet.gluon.parameter import DeferredInitializationError
 
+from smdebug.core.arguments import check_type
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
 from smdebug.core.locations import CHIEF_WORKER, worker_name
-from smdebug.exceptions import SMDebugTypeError, TrainingStopRequested
+from smdebug.exceptions import TrainingStopRequested
 from smdebug.mxnet.adapter import MXNetAdapter
 from smdebug.mxnet.collection import MXNET_COLLECTIONS
 
@@ -111,11 +112,10 @@ class Hook(BaseHook):
         return {p.name: p for m in self._models for p in m.collect_params().values()}
 
     # ---------------------------------------------------------------- registration
-    @guarded()
+    @guarded(check=lambda self, block: check_type("register_block", "block", block, mx.gluon.Block,
+                                                  "an mxnet.gluon.Block"))
     def register_block(self, block) -> None:
         """Register a Gluon block: a model (each forward call a step) or a loss."""
-        if not isinstance(block, mx.gluon.Block):
-            raise SMDebugTypeError(f"register_block needs an mxnet.gluon.Block, not {type(block).__name__}")
         if block in self._module_names:
             logger.warning("smdebug: the hook is already registered to block %s", block.name)
             return
@@ -132,11 +132,10 @@ class Hook(BaseHook):
 
     register_hook = register_block
 
-    @guarded()
+    @guarded(check=lambda self, loss_block: check_type("register_loss", "loss_block", loss_block, mx.gluon.Block,
+                                                       "an mxnet.gluon.Block"))
     def register_loss(self, loss_block) -> None:
         """Register a loss block (e.g. ``gluon.loss.SoftmaxCrossEntropyLoss()``): its output is a loss."""
-        if not isinstance(loss_block, mx.gluon.Block):
-            raise SMDebugTypeError(f"register_loss needs an mxnet.gluon.Block, not {type(loss_block).__name__}")
         if loss_block in self._module_names:
             logger.warning("smdebug: the hook is already registered to block %s", loss_block.name)
             return

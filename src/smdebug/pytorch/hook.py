@@ -7,11 +7,12 @@ import weakref
 
 import torch
 
+from smdebug.core.arguments import check_type
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
 from smdebug.core.locations import CHIEF_WORKER, worker_name
-from smdebug.exceptions import SMDebugTypeError, TrainingStopRequested
+from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
 
@@ -80,11 +81,10 @@ class Hook(BaseHook):
         return isinstance(value, torch.Tensor)
 
     # ---------------------------------------------------------------- registration
-    @guarded()
+    @guarded(check=lambda self, module: check_type("register_module", "module", module, torch.nn.Module,
+                                                   "a torch.nn.Module"))
     def register_module(self, module) -> None:
         """Register a model (or a model wrapped by torch.compile / DistributedDataParallel)."""
-        if not isinstance(module, torch.nn.Module):
-            raise SMDebugTypeError(f"register_module needs a torch.nn.Module, not {type(module).__name__}")
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
         compiled = isinstance(inner, torch.nn.Module)
         model = inner if compiled else module
@@ -111,11 +111,10 @@ class Hook(BaseHook):
 
     register_hook = register_module
 
-    @guarded()
+    @guarded(check=lambda self, loss_module: check_type("register_loss", "loss_module", loss_module,
+                                                        torch.nn.Module, "a torch.nn.Module"))
     def register_loss(self, loss_module) -> None:
         """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss."""
-        if not isinstance(loss_module, torch.nn.Module):
-            raise SMDebugTypeError(f"register_loss needs a torch.nn.Module, not {type(loss_module).__name__}")
         self._module_names[loss_module] = loss_module._get_name()
         self._handles.append(loss_module.register_forward_hook(self._forward_hook))
         self.has_registered_loss_module = True
@@ -175,11 +174,10 @@ class Hook(BaseHook):
 
         return call
 
-    @guarded()
+    @guarded(check=lambda self, tensor_name, tensor_value: check_type(
+        f"record_tensor_value({tensor_name!r})", "tensor_value", tensor_value, torch.Tensor, "a torch.Tensor"))
     def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
         """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'."""
-        if not isinstance(tensor_value, torch.Tensor):
-            raise SMDebugTypeError(f"record_tensor_value({tensor_name!r}) needs a torch.Tensor")
         if self.step >= 0 and self.saving_this_step():
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from smdebug.codec.values import parse_bool
 from smdebug.modes import parse_mode
+from smdebug.patterns import compile as compile_pattern
 
 __all__ = [
     "NONE_STRINGS",
@@ -174,21 +175,15 @@ def as_int_list(value: Any) -> list[int]:
 def as_regex(value: Any) -> re.Pattern:
     """A compiled regular expression; a pattern that does not compile is refused here, not at step 500."""
     if isinstance(value, re.Pattern):
-        return value
-    s = as_str(value)
-    try:
-        return re.compile(s)
-    except re.error as exc:
-        raise ValueError(f"{s!r} is not a valid regular expression: {exc}") from None
-    except (RecursionError, OverflowError) as exc:
-        raise ValueError(f"{s[:80]!r}... is too deeply nested or too large a regular expression ({exc})") from None
+        return compile_pattern(value, arg="regex")
+    return compile_pattern(as_str(value), arg="regex")  # RE2 (linear time); a PatternError is a ValueError
 
 
 def as_regex_list(value: Any) -> list[re.Pattern]:
     """Several regexes: a list, or one string split at its top-level commas (:func:`split_top_level`):
     ``"Seq.{1,3}, .*loss"`` is two regexes, ``Seq.{1,3}`` whole; ``"a\\,b"`` is one regex."""
     if isinstance(value, re.Pattern):
-        return [value]
+        return [as_regex(value)]
     return [as_regex(s) for s in as_str_list(value, regex=True)]
 
 

@@ -11,7 +11,13 @@ from __future__ import annotations
 import logging
 
 from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import SMDebugValueError, TensorUnavailable, TensorUnavailableForStep
+from smdebug.exceptions import (
+    EventFileCorrupt,
+    IndexReaderException,
+    SMDebugValueError,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
 from smdebug.trials.records import RecordCheck, Where
 
 __all__ = ["RequiredTensors", "RequiredTensorsForTrial"]
@@ -96,10 +102,19 @@ class RequiredTensorsForTrial:
                     raise TensorUnavailableForStep(name, s, ModeKeys.GLOBAL, bool(entry and entry[1]))
                 picks.append((t, f, pos))
         store = self.trial.store
-        reqs = [(f.event_key, f.location(pos, Where(store, f.key)), f.key) for _t, f, pos in picks]
-        # the payload CRCs the index recorded are checked, as Tensor.value checks them
-        checks = [RecordCheck(f.step, t.name, f.crc(pos), Where(store, f.key)) for t, f, pos in picks]
-        values = self.trial._read_records(reqs, checks)
+
+        def read():
+            reqs = [(f.event_key, f.location(pos, Where(store, f.key)), f.key) for _t, f, pos in picks]
+            # the payload CRCs the index recorded are checked, as Tensor.value checks them
+            checks = [RecordCheck(f.step, t.name, f.crc(pos), Where(store, f.key)) for t, f, pos in picks]
+            return self.trial._read_records(reqs, checks)
+
+        try:
+            values = read()
+        except (EventFileCorrupt, IndexReaderException):
+            if not self.trial._stale_chunks([f for _t, f, _p in picks]):
+                raise
+            values = read()  # the stale consolidated objects now answer from the per-step files
         self.release()
         pinned = {}
         for (t, f, pos), v in zip(picks, values):

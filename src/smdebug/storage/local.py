@@ -1,8 +1,9 @@
-"""The local-folder backend: plain files, writes through ``<name>.tmp`` and a rename."""
+"""The local-folder backend: plain files, writes through ``<name>.<unique>.tmp`` and a rename."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Sequence
 
@@ -13,6 +14,7 @@ __all__ = ["LocalStore"]
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
 _SMALL = 1 << 16  # chunks under this size are joined before writing
+_TMP_SEQ = itertools.count()  # with the pid: a temp name no other writer (process or thread) uses
 
 
 def _write_all(fd: int, chunks) -> None:
@@ -89,7 +91,8 @@ class LocalStore(Store):
 
     def write_chunks(self, key: str, chunks) -> None:
         path = self._path(key)
-        tmp = path + ".tmp"
+        # unique: the hook and `smdebug consolidate` (another process) may write the same key at once
+        tmp = f"{path}.{os.getpid():x}-{next(_TMP_SEQ):x}.tmp"
         folder = os.path.dirname(path)
         try:
             if folder not in self._folders:

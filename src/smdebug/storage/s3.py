@@ -23,7 +23,7 @@ import botocore.exceptions as bce
 import fsspec.asyn
 import s3fs
 
-from smdebug.exceptions import SMDebugValueError, StorageError
+from smdebug.exceptions import ObjectNotFound, SMDebugValueError, StorageError
 from smdebug.storage.remote import FsspecStore, join_key
 
 __all__ = ["S3Store", "endpoint_from_env"]
@@ -150,7 +150,10 @@ class S3Store(FsspecStore):
         err = super()._wrap(key, exc, verb)
         if err is exc:
             return err
-        if isinstance(exc, (PermissionError, bce.NoCredentialsError, bce.PartialCredentialsError)):
+        if _error_code(exc) == "NoSuchBucket":
+            err = ObjectNotFound(f"cannot {verb} {self.describe(key)}: the bucket {self.bucket!r} does not exist "
+                                 "(check its name, and the endpoint or region)")
+        elif isinstance(exc, (PermissionError, bce.NoCredentialsError, bce.PartialCredentialsError)):
             err = StorageError(f"{err} (check the AWS credentials: environment, ~/.aws or instance role)")
         elif isinstance(exc, _CONNECT_ERRORS):
             err = StorageError(f"{err} (endpoint {self.endpoint or 'from the AWS configuration'} is unreachable)")
@@ -284,8 +287,10 @@ class S3Store(FsspecStore):
 
         try:
             keys = self._run(run)
-        except FileNotFoundError:
-            return []  # no such bucket: nothing under it
+        except FileNotFoundError as exc:
+            if _error_code(exc) == "NoSuchBucket":  # not an empty prefix: say so
+                raise self._wrap(base, exc, "list") from exc
+            return []
         except Exception as exc:  # noqa: BLE001
             raise self._wrap(base, exc, "list") from exc
         keys.sort()

@@ -8,13 +8,14 @@ from smdebug.core.collection_defaults import CollectionDefaults
 __all__ = ["Collection", "CollectionManager", "CollectionKeys", "TF_COLLECTIONS"]
 
 # the collections smdebug 1.0.34's TensorFlow hook creates; tensors are put into them by name
-# (weights, gradients, losses, metrics...) rather than by regex, except biases (1.0.34's regex)
+# (weights, biases, gradients, losses, metrics...) rather than by regex; 1.0.34's regex for biases
+# also caught the optimizer's slots of biases (adam/..._bias_momentum)
 TF_COLLECTIONS = CollectionDefaults(
     created={
         CollectionKeys.ALL: None,
         CollectionKeys.DEFAULT: None,
         CollectionKeys.WEIGHTS: None,
-        CollectionKeys.BIASES: "^(?!gradient).*bias",
+        CollectionKeys.BIASES: None,  # by what a variable is (tensorflow.variables), not by regex
         CollectionKeys.GRADIENTS: None,
         CollectionKeys.LOSSES: None,
         CollectionKeys.METRICS: None,

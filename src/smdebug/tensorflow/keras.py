@@ -23,15 +23,20 @@ import keras
 import numpy as np
 
 from smdebug.core.adapter import NumpyAdapter
+from smdebug.core.arguments import check_save_tensor
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
+from smdebug.core.held_step import complete_held
 from smdebug.core.hook import BaseHook
 from smdebug.core.hook_options import options_signature
-from smdebug.core.locations import CHIEF_WORKER, worker_name
+from smdebug.core.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
-from smdebug.tensorflow import capture, names
+from smdebug.tensorflow import capture, names, tape
 from smdebug.tensorflow.collection import TF_COLLECTIONS
+from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
+from smdebug.tensorflow.replicas import Replica, tf_config_worker
+from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
 
 __all__ = ["KerasHook"]
 
@@ -47,52 +52,9 @@ def _numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _assign(hook: BaseHook, name: str, coll: str) -> None:
-    """Put ``name`` into collection ``coll`` of ``hook`` (whether it is saved is the plan's)."""
-    known = hook.__dict__.setdefault("_known", set())
-    if name in known or not coll:
-        return
-    known.add(name)
-    hook.collection_manager.get(coll).add_tensor_name(name)
-    hook.planner.forget(name)
-
-
 def _save(hook: BaseHook, name: str, coll: str, value) -> None:
-    _assign(hook, name, coll)
+    assign(hook, name, coll)
     hook._save_for_tensor(name, value)
-
-
-def _tf_config_worker() -> str | None:
-    """``worker_<task index>`` for multi-worker training configured by $TF_CONFIG."""
-    import json
-    import os
-
-    try:
-        task = json.loads(os.environ.get("TF_CONFIG", "") or "{}").get("task") or {}
-    except ValueError:
-        return None
-    index = task.get("index")
-    return worker_name(int(index)) if isinstance(index, int) else None
-
-
-class _Replica(BaseHook):
-    """What one more device of a MirroredStrategy writes (include_workers="all"): the same steps
-    as the hook, under the device's worker name. Built by the hook, never the active hook."""
-
-    collection_defaults = TF_COLLECTIONS
-    make_adapter = NumpyAdapter
-
-    def __init__(self, options, device: str, workers: int):
-        self._configure(options)
-        self.worker = device
-        self._workers = workers
-
-    def _get_num_workers(self) -> int:
-        return self._workers
-
-    @property
-    def writes(self) -> bool:
-        return not self.dry_run
 
 
 class KerasHook(keras.callbacks.Callback, BaseHook):
@@ -115,15 +77,17 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def _configure(self, options) -> None:
         self._options = options
         super()._configure(options)
-        self._replicas: list = []  # _Replica hooks of the other devices (MirroredStrategy, "all")
+        self._replicas: list = []  # Replica hooks of the other devices (MirroredStrategy, "all")
         self._n_replicas = 1
         self._chief = True
         self._stash = capture.Stash()
-        self._variables: list = []  # (tensor name, keras variable) read at batch end
-        self._optimizer_vars: list = []
+        self._variables: list = []  # Watched model variables, read at the end of a saved step
+        self._model_vars: list = []  # ModelVariables of each registered model
+        self._optimizer_vars: dict = {}  # id(optimizer) -> its Watched variables
         self._models: list = []
         self._tape_in_step = False
         self._in_fit = False
+        self._capture_colls: set = set()  # collections whose regexes match gradients or layers
 
     # ---------------------------------------------------------------- collections
     def _wants(self, coll: str) -> bool:
@@ -131,7 +95,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def _assign(self, name: str, coll: str) -> None:
         for h in (self, *self._replicas):
-            _assign(h, name, coll)
+            assign(h, name, coll)
 
     def _save(self, name: str, coll: str, value, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
@@ -146,7 +110,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     # ---------------------------------------------------------------- workers
     def _get_worker_name(self) -> str:
-        return _tf_config_worker() or CHIEF_WORKER
+        return tf_config_worker() or CHIEF_WORKER
 
     def _get_num_workers(self) -> int:
         return max(self._n_replicas, 1)
@@ -158,7 +122,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def _setup_replicas(self, model) -> None:
         """Under MirroredStrategy, workers are the devices (1.0.34's GPU naming,
         ``/job:localhost/replica:0/task:0/device:CPU:0``); the hook writes the first, and with
-        include_workers="all" one _Replica per other device."""
+        include_workers="all" one Replica per other device."""
         try:
             devices = list(model.distribute_strategy.extended.worker_devices or ())
         except (RuntimeError, AttributeError):  # the default strategy has no devices to name
@@ -170,7 +134,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._n_replicas = len(devices)
         self.worker = devices[0]
         if self.save_all_workers:
-            self._replicas = [_Replica(self._options, d, len(devices)) for d in devices[1:]]
+            self._replicas = [Replica(self._options, d, len(devices)) for d in devices[1:]]
             for h in self._replicas:
                 h.set_mode(self.mode)
 
@@ -182,20 +146,36 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         super().set_model(model)
         self._register_model(model)
 
+    def register_model(self, model) -> None:
+        """Make ``model`` known to the hook before ``fit`` (1.0.34's method; ``fit`` registers
+        the model it trains by itself). Its weights and biases are read at the end of each saved
+        step of ``fit``/``evaluate``/``predict``, its gradients and layers captured in ``fit``,
+        also when it is compiled after this call. In a custom loop the wrapped tape saves the
+        weights it differentiates; layer inputs/outputs of eager loops are not captured."""
+        if not isinstance(model, keras.Model):
+            raise SMDebugTypeError(f"register_model expects a keras.Model, got {type(model).__name__}")
+        self._register_model(model)
+
     @guarded()
     def _register_model(self, model) -> None:
-        if model in self._models:
-            return
-        self._models.append(model)
-        self._setup_replicas(model)
+        if model not in self._models:
+            self._models.append(model)
+            self._model_vars.append(ModelVariables(model))
+            self._setup_replicas(model)
+            self._refresh_variables()
+        if getattr(model, "optimizer", None) is None:
+            return  # not compiled yet: captured once fit sets it as the callbacks' model
         top = model.name
-        for layer in model.layers:
-            for v in layer.weights:
-                name = names.callback_weight_name(layer.name, v, top)
-                self._assign(name, _K.BIASES if names.is_bias(name) else _K.WEIGHTS)
-                self._variables.append((name, v))
-        want_grads, want_layers = self._wants(_K.GRADIENTS), self._wants(_K.LAYERS)
-        if want_grads:
+        # a collection's regex sees the captured tensors too (``include("dense_1/")``: its gradients)
+        layers = model._flatten_layers(include_self=False, recursive=True)
+        grad_probes = [names.gradient_name(v, top) for v in model.trainable_weights] or [
+            f"gradients/{la.name}/{var}Grad" for la in layers for var in ("kernel", "bias")]  # not built yet
+        by_regex_g = self._regex_collections(grad_probes)
+        by_regex_l = self._regex_collections([f"{la.name}/{io}" for la in layers for io in ("inputs", "outputs")])
+        self._capture_colls |= by_regex_g | by_regex_l
+        want_grads = self._wants(_K.GRADIENTS) or bool(by_regex_g)
+        want_layers = self._wants(_K.LAYERS) or bool(by_regex_l)
+        if self._wants(_K.GRADIENTS):
             for v in model.trainable_weights:
                 self._assign(names.gradient_name(v, top), _K.GRADIENTS)
         if want_grads or want_layers:
@@ -205,10 +185,24 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                 wants_capture=self._wants_capture, receive=self._receive,
             )
 
+    def _refresh_variables(self) -> None:
+        """Pick up variables Keras built since the last look (a model built inside ``fit``)."""
+        for mv in self._model_vars:
+            for w in mv.refresh():
+                self._assign(w.name, w.collection)
+                self._variables.append(w)
+
+    def _regex_collections(self, probes: list) -> set:
+        """The saved collections whose regexes match one of ``probes`` (tensor names)."""
+        colls = self.collection_manager.get_collections()
+        return {name for name in self.include_collections
+                if (c := colls.get(name)) is not None and c.include_regex and any(c.matches(p) for p in probes)}
+
     @guarded(default=False)
     def _wants_capture(self, mode: str) -> bool:
-        """Whether the step about to run saves gradients or layers (then the instrumented function runs)."""
-        return bool(self._due() & _CAPTURED)
+        """Whether the step about to run saves gradients or layers, or a collection whose regex
+        matches them (then the instrumented function runs)."""
+        return bool(self._due() & (_CAPTURED | self._capture_colls))
 
     @guarded()
     def _receive(self, mode: str, captured: dict) -> None:
@@ -216,22 +210,29 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         for name, value in captured.items():
             self._save(name, _K.GRADIENTS if name.startswith("gradients/") else _K.LAYERS, value, per_replica=split)
 
-    def _optimizer_variables(self) -> list:
-        if not self._optimizer_vars and self._models:
-            opt = getattr(self._models[0], "optimizer", None)
-            if opt is not None and getattr(opt, "built", True):
-                slots = {id(v) for v in getattr(opt, "_trainable_variables", ())}
-                for v in opt.variables:
-                    if id(v) not in slots:
-                        name = names.optimizer_variable_name(v)
-                        self._assign(name, _K.OPTIMIZER_VARIABLES)
-                        self._optimizer_vars.append((name, v))
-        return self._optimizer_vars
+    def _optimizer_variables(self, optimizer) -> list:
+        """``optimizer``'s own variables (looked up once it is built)."""
+        found = self._optimizer_vars.get(id(optimizer))
+        if not found:
+            found = self._optimizer_vars[id(optimizer)] = optimizer_variables(optimizer)
+            for w in found:
+                self._assign(w.name, w.collection)
+        return found
+
+    def _save_watched(self, watched) -> None:
+        """Save the variables that a collection due at this step holds (by name or regex)."""
+        plan_at = self.planner.plan_at_step
+        mode, step = self.mode, self.mode_steps[self.mode]
+        for w in watched:
+            if plan_at(w.name, mode, step) is not None:
+                self._save(w.name, None, w.var)
 
     # ---------------------------------------------------------------- callback
     def _batch_begin(self, mode: ModeKeys) -> None:
         for h in (self, *self._replicas):
             if h.mode != mode:
+                if self._in_fit and h.mode == ModeKeys.TRAIN and mode == ModeKeys.EVAL:
+                    hold_for_epoch_end(h)  # the epoch's last TRAIN step waits for the epoch's logs
                 h.set_mode(mode)
             h._begin_step()
         req = self.stop_requested()
@@ -239,20 +240,17 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             self.model.stop_training = True
 
     def _batch_end(self, logs) -> None:
-        due = self._due()
-        if not due:
+        if not self._due():
             return
         for key, value in (logs or {}).items():
-            if key == "outputs":
-                continue
-            coll = _K.LOSSES if key == "loss" or key.endswith("_loss") else _K.METRICS
-            self._save(key, coll, np.asarray(value))
-        if due & {_K.WEIGHTS, _K.BIASES, _K.ALL, _K.DEFAULT}:
-            for name, v in self._variables:
-                self._save(name, None, v)
-        if self.mode == ModeKeys.TRAIN and due & {_K.OPTIMIZER_VARIABLES, _K.ALL}:
-            for name, v in self._optimizer_variables():
-                self._save(name, None, v)
+            if key != "outputs":
+                self._save(key, log_collection(key), np.asarray(value))
+        self._refresh_variables()
+        self._save_watched(self._variables)
+        if self.mode == ModeKeys.TRAIN and self._models:
+            opt = getattr(self._models[0], "optimizer", None)
+            if opt is not None:
+                self._save_watched(self._optimizer_variables(opt))
 
     @guarded()
     def on_train_batch_begin(self, batch, logs=None):
@@ -278,6 +276,19 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def on_predict_batch_end(self, batch, logs=None):
         self._batch_end({"batch": batch})
 
+    @guarded()
+    def on_epoch_end(self, epoch, logs=None):
+        """The epoch's logs (loss, metrics, ``val_loss``, ``val_*``) go to the epoch's last TRAIN
+        step, whatever the save schedule (as 1.0.34); a name that step saved already keeps its
+        value (the same: Keras' epoch logs are its last batch's), and ``batch`` is not saved."""
+        logs = {k: np.asarray(v) for k, v in (logs or {}).items() if k not in ("outputs", "batch")}
+        for h in (self, *self._replicas):
+            held = h.__dict__.pop("_held_for_epoch", None)
+            if held is not None:
+                complete_held(h, held, lambda _h=h: force_save(_h, logs))
+            elif h.mode == ModeKeys.TRAIN:
+                force_save(h, logs)
+
     def on_train_begin(self, logs=None):
         self._in_fit = True
 
@@ -294,38 +305,18 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     # ---------------------------------------------------------------- custom loops
     def wrap_optimizer(self, optimizer):
-        """Kept for 1.0.34's scripts: Keras 3 gradients are captured without wrapping the
-        optimizer (inside ``fit``) or through ``wrap_tape`` (custom loops); returns ``optimizer``."""
-        return optimizer
+        """In a custom loop (``wrap_tape``), save the optimizer's own variables after each update
+        of a step that saves (``optimizer_variables``); inside ``fit`` they are read at the end of
+        the batch, wrapped or not. Returns ``optimizer``."""
+        return tape.wrap_optimizer(self, optimizer)
 
-    def wrap_tape(self, tape):
+    def wrap_tape(self, tape_):
         """Save the loss, weights and gradients of each ``tape.gradient`` call of an eager loop.
 
         Each ``with tape:`` block starts a step (in the hook's mode; TRAIN when none was set).
         Inside a ``tf.function`` the values are symbolic and nothing is saved (as 1.0.34).
         """
-        import tensorflow as tf
-
-        if not isinstance(tape, tf.GradientTape):
-            raise SMDebugTypeError(f"wrap_tape expects a tf.GradientTape, got {type(tape).__name__}")
-        push, gradient = tape._push_tape, tape.gradient
-        hook = self
-
-        def _push_tape():
-            if not hook._tape_in_step:
-                hook._tape_in_step = True
-                hook._tape_step()
-            return push()
-
-        def _gradient(target, sources, *args, **kwargs):
-            grads = gradient(target, sources, *args, **kwargs)
-            hook._tape_in_step = False
-            hook._tape_record(target, sources, grads)
-            return grads
-
-        tape._push_tape = _push_tape
-        tape.gradient = _gradient
-        return tape
+        return tape.wrap_tape(self, tape_)
 
     @guarded()
     def _tape_step(self) -> None:
@@ -349,17 +340,28 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             self._save(wname, _K.BIASES if names.is_bias(wname) else _K.WEIGHTS, v)
             self._save(names.gradient_name(v), _K.GRADIENTS, tf.convert_to_tensor(g))
 
-    # ---------------------------------------------------------------- user tensors
     @guarded()
+    def _optimizer_applied(self, optimizer) -> None:
+        if self._in_fit or not self._due():
+            return
+        self._save_watched(self._optimizer_variables(optimizer))
+
+    # ---------------------------------------------------------------- user tensors
+    @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
         super().save_tensor(tensor_name, _numpy(tensor_value), collections_to_write)
 
     def _write_held(self) -> None:
+        for h in (self, *self._replicas):
+            held = h.__dict__.pop("_held_for_epoch", None)
+            if held is not None:  # fit ended without an epoch end (an error): written as it is
+                complete_held(h, held)
         for h in self._replicas:
             h._write_held()
         super()._write_held()
 
     def close(self) -> None:
+        self._write_held()
         for h in self._replicas:  # each leaves its done-file; the chief then marks the end
             h.close()
         for m in self._models:

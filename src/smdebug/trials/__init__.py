@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from smdebug.core.consolidate import consolidate
-from smdebug.exceptions import SMDebugTypeError
+from smdebug.exceptions import SMDebugNotImplementedError, SMDebugTypeError
 from smdebug.storage import is_remote, open_store
 from smdebug.trials.tensor import Tensor
 from smdebug.trials.trial import Trial
@@ -27,10 +27,16 @@ class S3Trial(Trial):
         super().__init__(name, open_store(f"s3://{bucket_name}/{prefix_name.strip('/')}"), **kwargs)
 
 
-def create_trial(path=None, name=None, range_steps=None, *, out_dir=None, **kwargs) -> Trial:
+DEFAULT_PROFILER_OUTPUT_DIR = "/opt/ml/processing/outputs/"
+
+
+def create_trial(path=None, name=None, profiler=False, output_dir=DEFAULT_PROFILER_OUTPUT_DIR, *,
+                 range_steps=None, out_dir=None, **kwargs) -> Trial:
     """Open the trial at a local path or ``s3://bucket/prefix``.
 
-    ``name`` defaults to the last component of the path. ``range_steps=(begin, end)`` loads only
+    ``name`` defaults to the last component of the path. ``profiler=True`` opens the job's
+    profiler data instead (see :func:`create_profiler_trial`); ``output_dir`` is where a profiler
+    trial writes its reports (unused by a tensor trial). ``range_steps=(begin, end)`` loads only
     global steps ``begin <= step < end`` (either bound may be None). ``out_dir`` is accepted as
     another name for ``path``. ``collection_wait_timeout`` (seconds, default 0 or
     ``$SMDEBUG_COLLECTION_WAIT_TIMEOUT``) waits for a job that has not written its collections yet.
@@ -41,11 +47,23 @@ def create_trial(path=None, name=None, range_steps=None, *, out_dir=None, **kwar
         raise SMDebugTypeError("create_trial takes path or out_dir, not both")
     if path is None:
         raise SMDebugTypeError("create_trial needs a path (a local folder or s3://bucket/prefix)")
-    kwargs.pop("profiler", None)
-    kwargs.pop("output_dir", None)
+    if not isinstance(profiler, bool):
+        raise SMDebugTypeError(f"create_trial: profiler={profiler!r} must be True or False (the third "
+                               "argument; pass a step range as range_steps=(begin, end))")
     path = os.fspath(path).strip() if hasattr(path, "__fspath__") else str(path).strip()
     if name is None:
         name = os.path.basename(path.rstrip("/"))
     if not is_remote(path):
         path = os.path.expanduser(path)
+    if profiler:
+        return create_profiler_trial(path, name, output_dir, range_steps=range_steps, **kwargs)
     return Trial(name, open_store(path), range_steps=range_steps, **kwargs)
+
+
+def create_profiler_trial(path, name, output_dir=DEFAULT_PROFILER_OUTPUT_DIR, **kwargs):
+    """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here): the one
+    place the profiler trial is to be wired in."""
+    raise SMDebugNotImplementedError(
+        f"create_trial({path!r}, profiler=True): reading profiler data is not implemented in this version "
+        "of smdebug; create_trial(path) (profiler=False) opens the job's saved tensors"
+    )

@@ -53,6 +53,15 @@ class Chunk:
             except IndexReaderException as exc:
                 self._files = self._fallback(self, exc)
 
+    def use_per_step(self, why: str) -> None:
+        """Answer from the per-step index files from now on (the object is stale: ``why``)."""
+        self._entries = None
+        self._files = self._fallback(self, IndexReaderException(why))
+
+    @property
+    def fell_back(self) -> bool:
+        return self._files is not None
+
     def _per_step(self, row: int):
         step = int(self.steps[row])
         f = self._files.get(step)

@@ -2,12 +2,17 @@
 :mod:`smdebug.codec.consolidated` and :mod:`smdebug.core.consolidate`).
 
 At open: one listing of the consolidated objects, one read of each heads object (a worker's
-heads of up to 100 buckets), one listing of the bucket folders of index/, and a ranged read of
-the head of each object no heads object vouches for (concurrent on S3). A bucket is *covered* when every
-worker has an object for it; covered buckets' per-step index files are neither listed nor read.
-The per-step listing starts at the first bucket that is not covered. A missing, stale, truncated
-or corrupt object costs nothing but speed: its bucket is read from the per-step files, and the
-trial says so once in the log.
+heads of up to 100 buckets), a ranged read of the head of each object no heads object vouches
+for (concurrent on S3), and one listing of the bucket folders of index/. An object names the
+steps it covers; it proves itself current against a listing of its bucket after the last of
+them: one LIST per covered bucket below the newest, which the trial's own listing of index/
+(from the newest covered bucket's last step on) does for that one. A step found there that no
+object names (written after ``smdebug consolidate`` ran on a live job) is read from its per-step
+file; so is a step written after the trial opened. A step rewritten after its object was made
+is caught at its first read (:func:`drop_stale`). A missing, stale, truncated or corrupt object
+costs nothing but speed: its bucket is read from the per-step files, and the trial says so once
+in the log. Objects of every layout written so far are checked the same way (the check needs
+only the steps a head holds).
 """
 
 from __future__ import annotations
@@ -27,15 +32,17 @@ from smdebug.core.locations import (
     INDEX_PREFIX,
     bucket_of,
     index_bucket_key,
+    index_key,
     parse_consolidated_key,
     parse_heads_key,
     parse_index_key,
 )
 from smdebug.exceptions import IndexReaderException
 from smdebug.storage import Store
+from smdebug.trials.chunks import ChunkFile
 from smdebug.trials.index_state import IndexState
 
-__all__ = ["Coverage", "open_consolidated", "HEAD_READ"]
+__all__ = ["Coverage", "open_consolidated", "rewritten_since", "drop_stale", "HEAD_READ"]
 
 logger = logging.getLogger("smdebug")
 
@@ -44,15 +51,20 @@ HEAD_READ = 64 * 1024  # bytes read from each object at open: the head, and the 
 
 @dataclass
 class Coverage:
-    """Which (bucket, worker) index files the consolidated objects serve."""
+    """Which index files the consolidated objects serve; what the trial's first listing misses."""
 
-    covered: set = field(default_factory=set)  # (bucket, worker)
-    list_after: str | None = None  # where the per-step listing of index/ may start
+    covered: set = field(default_factory=set)  # (bucket, worker) with an object in use
+    list_after: str | None = None  # where the trial's listing of index/ starts
+    extra: list = field(default_factory=list)  # [(key, (step, worker))] found by the buckets' checks
     chunks: int = 0
     fallbacks: list = field(default_factory=list)  # messages of objects not used
+    _by_bw: dict = field(default_factory=dict)  # (bucket, worker) -> Chunk
 
     def covers(self, step: int, worker: str) -> bool:
-        return bool(self.covered) and (bucket_of(step), worker) in self.covered
+        """Whether an object in use serves this step's index file (a step written after the
+        object was made is not: it is read from its own file)."""
+        chunk = self._by_bw.get((bucket_of(step), worker)) if self._by_bw else None
+        return chunk is not None and chunk.row(step) is not None
 
 
 class _Warner:
@@ -147,9 +159,26 @@ def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
     return head, entries
 
 
+def _rows_in(head, rng):
+    if rng is None:
+        return None
+    keep = np.ones(len(head.steps), bool)
+    if rng[0] is not None:
+        keep &= head.steps >= rng[0]
+    if rng[1] is not None:
+        keep &= head.steps < rng[1]
+    return np.flatnonzero(keep)
+
+
+def _after_step(step: int) -> str:
+    """The listing position after every index file of ``step`` (any worker)."""
+    return f"{index_bucket_key(step)}{step:012d}_~"
+
+
 def open_consolidated(store: Store, index: IndexState, workers: set, num_workers: int, rng) -> Coverage:
     """Take in the consolidated objects of the buckets in ``rng`` ((lo, hi) or None); adds their
-    workers to ``workers``."""
+    workers to ``workers``. ``Coverage.list_after`` and ``Coverage.extra`` tell the trial what to
+    list and read besides."""
     cov = Coverage()
     warn = _Warner(cov)
     found, heads_keys = _list_objects(store, rng, warn)
@@ -168,31 +197,42 @@ def open_consolidated(store: Store, index: IndexState, workers: set, num_workers
     by_bucket: dict = {}
     for (bucket, worker), (head, entries) in sorted(got.items()):
         key = found[(bucket, worker)][0]
-        rows = None
-        if rng is not None:
-            keep = np.ones(len(head.steps), bool)
-            if rng[0] is not None:
-                keep &= head.steps >= rng[0]
-            if rng[1] is not None:
-                keep &= head.steps < rng[1]
-            rows = np.flatnonzero(keep)
+        rows = _rows_in(head, rng)
         chunk = index.add_chunk(key, store.describe(key), head, _loader(store), _fallback(store, index, warn), rows)
         if entries is not None:
             chunk.set_entries(entries)
+        cov._by_bw[(bucket, worker)] = chunk
         by_bucket.setdefault(bucket, set()).add(worker)
-    cov.chunks = sum(len(w) for w in by_bucket.values())
-    for bucket, ws in by_bucket.items():
-        cov.covered.update((bucket, w) for w in ws)
+    cov.covered = set(cov._by_bw)
+    cov.chunks = len(cov.covered)
     full = {b for b, ws in by_bucket.items() if len(ws) >= num_workers and ws >= workers}
     workers.update(w for ws in by_bucket.values() for w in ws)
     folders = [b for b in _bucket_folders(store) if _in_range(b, rng)]
     uncovered = [b for b in folders if b not in full]
-    if uncovered:
-        first = min(uncovered)
-        cov.list_after = f"{INDEX_PREFIX}{first - 1:09d}/~" if first > 0 else None
-    elif folders:
-        cov.list_after = f"{INDEX_PREFIX}{max(folders):09d}/~"
+    # the trial lists index/ from the first bucket it must read whole, or after the newest
+    # covered bucket's last step named by all its objects; a covered bucket below that start is
+    # checked by a listing of its own, after that step
+    newest = min(uncovered) if uncovered else max(full | set(folders)) if (full or folders) else None
+    if newest is None:
+        return cov
+    if newest in full:
+        cov.list_after = _tail(cov, newest)
+    elif newest > 0:
+        cov.list_after = f"{INDEX_PREFIX}{newest - 1:09d}/~"
+    for b in sorted(full.intersection(folders)):
+        if b >= newest:
+            break
+        for k in store.list(index_bucket_key(b * INDEX_BUCKET), start_after=_tail(cov, b)):
+            sw = parse_index_key(k)
+            if sw is not None and not cov.covers(*sw):
+                cov.extra.append((k, sw))
     return cov
+
+
+def _tail(cov: Coverage, bucket: int) -> str:
+    """After the last step every object of the bucket names (a later step is new)."""
+    lasts = [int(c.steps[-1]) for (b, _w), c in cov._by_bw.items() if b == bucket and len(c.steps)]
+    return _after_step(min(lasts)) if lasts else index_bucket_key(bucket * INDEX_BUCKET)
 
 
 def _bucket_folders(store: Store) -> list[int]:
@@ -231,3 +271,51 @@ def _fallback(store: Store, index: IndexState, warn):
         return files
 
     return fallback
+
+
+def rewritten_since(store: Store, chunk, rows) -> str | None:
+    """Why ``chunk`` no longer matches the per-step index files of ``rows`` (a step rewritten after
+    the object was made: same key, other records), or None when they agree. Read on the error path
+    only: a record of the chunk failed to read or verify."""
+    steps = [int(chunk.steps[r]) for r in rows]
+    keys = [index_key(s, chunk.worker) for s in steps]
+    for row, step, key, blob in zip(rows, steps, keys, store.read_many(keys)):
+        where = store.describe(key)
+        if isinstance(blob, Exception):
+            return f"{where} is gone ({blob})"
+        try:
+            p = decode_index(blob, where)
+        except IndexReaderException as exc:
+            return f"step {step}: {exc}"
+        tags = chunk.head.layouts[chunk.head.layout_ids[row]].tags
+        same = (tuple(p.tags) == tuple(tags) and p.event_file_name == chunk.event_key(row)
+                and int(chunk.head.mode_steps[row]) == p.mode_step and int(chunk.head.modes[row]) == p.mode.value)
+        for pos in range(len(tags)) if same else ():
+            crc = None if p.crcs is None else p.crcs[pos]
+            if chunk.location(row, pos, where) != (p.starts[pos], p.lengths[pos]) or chunk.crc(row, pos) != crc:
+                same = False
+                break
+        if not same:
+            return f"{where} was rewritten after {chunk.where} was made (step {step})"
+    return None
+
+
+def drop_stale(store: Store, files) -> bool:
+    """After a failed read of records of ``files`` (IndexFile or ChunkFile): whether a consolidated
+    object serving some of them is stale (a step rewritten since it was made); such objects then
+    answer from the per-step index files (one warning). False when every object agrees with the
+    per-step files: the failure is the records' own."""
+    rows: dict = {}
+    for f in files:
+        if isinstance(f, ChunkFile) and not f.chunk.fell_back:
+            rows.setdefault(id(f.chunk), (f.chunk, set()))[1].add(f.row)
+    stale = False
+    for chunk, rs in rows.values():
+        try:
+            why = rewritten_since(store, chunk, sorted(rs))
+        except IndexReaderException as exc:  # the object's own entries cannot be read
+            why = str(exc)
+        if why is not None:
+            chunk.use_per_step(why)
+            stale = True
+    return stale

@@ -10,6 +10,8 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import get_numpy_reduction
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
+    EventFileCorrupt,
+    IndexReaderException,
     InvalidWorker,
     NoMoreData,
     ShapeUnavailableForStep,
@@ -127,9 +129,7 @@ class Tensor:
                         trial._check_step_readable(g)
                     raise TensorUnavailableForStep(self.name, step_num, mode)
             elif state == StepState.UNAVAILABLE:
-                g = step_num if mode == ModeKeys.GLOBAL else None
-                if g is not None:
-                    trial._check_step_readable(g)
+                trial._check_step_readable(step_num, mode=mode)
                 raise StepUnavailable(step_num, mode)
             else:
                 if trial.loaded_all_steps:
@@ -197,7 +197,16 @@ class Tensor:
 
     # ------------------------------------------------------------------ values
     def _read(self, picks):
-        """Values of (IndexFile, position) pairs, in one batched read."""
+        """Values of (IndexFile, position) pairs, in one batched read; once more when a consolidated
+        object behind a failed read turns out stale (a step rewritten since it was made)."""
+        try:
+            return self._read_once(picks)
+        except (EventFileCorrupt, IndexReaderException):
+            if not self.trial._stale_chunks([f for f, _ in picks]):
+                raise
+        return self._read_once(picks)
+
+    def _read_once(self, picks):
         trial = self.trial
         reqs, checks = [], []
         for f, pos in picks:
@@ -259,7 +268,7 @@ class Tensor:
                 return self._read([(f, pos)])[0]
             if entry[0] >= 0:
                 return get_numpy_reduction(reduction_name, self._read([(f, entry[0])])[0], abs)
-        raise TensorUnavailableForStep(reduction_name, step_num, mode)
+        raise TensorUnavailableForStep(self.name, step_num, mode, reduction=reduction_name, abs=bool(abs))
 
     def saved(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> dict:
         """What was saved of this tensor at a step, without reading a value.

@@ -30,7 +30,7 @@ from smdebug.exceptions import (
     TensorUnavailable,
 )
 from smdebug.storage import Store
-from smdebug.trials.consolidated import Coverage, open_consolidated
+from smdebug.trials.consolidated import Coverage, drop_stale, open_consolidated
 from smdebug.trials.index_state import IndexState
 from smdebug.trials.records import Where, WindowCache, read_records
 from smdebug.trials.tensor import Tensor
@@ -140,17 +140,16 @@ class Trial:
 
     def refresh_data(self) -> None:
         """Read index files that appeared since the last refresh."""
+        listed = []
         if self._coverage is None:  # the consolidated index objects, read once at open
             self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.num_workers,
                                                self.range_steps)
             self._list_after = max(self._list_after or "", self._coverage.list_after or "") or None
-        keys = self.store.list(INDEX_PREFIX, start_after=self._list_after)
+            listed, self._coverage.extra = self._coverage.extra, []  # steps written after their bucket's object
+        listed += [(k, parse_index_key(k)) for k in self.store.list(INDEX_PREFIX, start_after=self._list_after)]
         new = []
-        for k in keys:
-            if k in self._seen_keys:
-                continue
-            sw = parse_index_key(k)
-            if sw is None or not self._in_range(sw[0]) or self._coverage.covers(*sw):
+        for k, sw in listed:
+            if k in self._seen_keys or sw is None or not self._in_range(sw[0]) or self._coverage.covers(*sw):
                 continue
             new.append((k, sw))
         if new:
@@ -197,11 +196,10 @@ class Trial:
         self.refresh_data()
 
     # ------------------------------------------------------------------ tensors
-    def _tensors_matching_regex(self, regex) -> set:
-        from smdebug.core.utils import match_any
+    def _tensors_matching_regex(self, regex, arg="regex") -> set:
+        from smdebug.patterns import names_matching
 
-        patterns = regex if isinstance(regex, (list, tuple)) else [regex]
-        return {n for n in self._index.names if match_any(n, patterns)}
+        return names_matching(self._index.names, regex, arg=arg)  # RE2: linear in the name, re.search's semantics
 
     @staticmethod
     def _collection_name(collection) -> str:
@@ -215,7 +213,7 @@ class Trial:
         coll = self.collection(self._collection_name(collection))
         names = set(coll.tensor_names)
         if coll.include_regex:
-            names |= self._tensors_matching_regex(coll.include_regex)
+            names |= self._tensors_matching_regex(coll.include_regex, f"include_regex of collection {coll.name!r}")
         return names
 
     def tensor_names(self, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None, *, show_prefixed_tensors=False) -> list:
@@ -351,12 +349,37 @@ class Trial:
                     time.sleep(self._poll)
 
     # ------------------------------------------------------------------ values
-    def _check_step_readable(self, step: int, worker: str | None = None) -> None:
-        """Raise the error of an unreadable index file of this step (and worker, if given)."""
+    def _check_step_readable(self, step: int, worker: str | None = None, mode=ModeKeys.GLOBAL) -> None:
+        """Raise the error of an unreadable index file of this step (and worker, if given). A step
+        of another mode is matched by global step when known; when not, any unreadable index
+        file of a global step the trial has not mapped may hold it, and the error says so."""
+        mode = mode or ModeKeys.GLOBAL
+        g = step if mode == ModeKeys.GLOBAL else self._global_step_currently(mode, step)
+        unknown = []
         for key, msg in self.bad_index_files.items():
             s, w = parse_index_key(key)
-            if s == step and (worker is None or w == worker):
+            if worker is not None and w != worker:
+                continue
+            if s == g:
                 raise IndexReaderException(msg)
+            if g is None and s not in self._index.global_to_mode and self._may_hold(mode, step, s):
+                unknown.append(msg)
+        if unknown:
+            raise IndexReaderException(
+                f"step {step} of mode {mode.name} is in no readable index file, and {len(unknown)} index file(s) "
+                f"of this trial cannot be read (it may be in one): {unknown[0]}")
+
+    def _may_hold(self, mode, mode_step: int, g: int) -> bool:
+        """Whether global step ``g`` can be ``mode_step`` of ``mode``, given the steps of that mode known
+        (mode steps grow with global steps)."""
+        m2g = self._index.mode_to_global.get(mode, {})
+        below = [gg for ms, gg in m2g.items() if ms < mode_step]
+        above = [gg for ms, gg in m2g.items() if ms > mode_step]
+        return (not below or max(below) < g) and (not above or min(above) > g)
+
+    def _stale_chunks(self, files) -> bool:
+        """After a failed read of records of ``files``: see :func:`trials.consolidated.drop_stale`."""
+        return drop_stale(self.store, files)
 
     def _read_records(self, requests, checks=None):
         """Decode records (trials.records.read_records); ``checks`` verifies payload CRCs."""

@@ -34,7 +34,10 @@ _EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=N
 class Hook(BaseHook, xgb.callback.TrainingCallback):
     """Saves what an XGBoost booster does while it trains, one step per boosting round (mode
     GLOBAL). Pass it as a callback: ``xgboost.train(params, dtrain, callbacks=[hook])`` or
-    ``XGBClassifier(callbacks=[hook])``. It closes itself when training ends (one hook per run).
+    ``XGBClassifier(callbacks=[hook])``. When training ends, every round is written and the hook
+    stays open (one hook per run) until ``hook.close()`` or the program's exit, which mark the end
+    of training: ``save_scalar``/``save_tensor`` called after training (a test metric) are saved
+    at the step after the last round, whatever the schedule.
 
     Collections (names as smdebug 1.0.34 writes them; ``metrics`` is saved by default, every
     10 rounds unless ``save_config`` says otherwise):
@@ -79,6 +82,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         super()._configure(replace(o, reduction_config=None))
         self._trees_kind = None  # whether the booster is made of trees, known at before_training
         self._warned: set = set()
+        self._world: int | None = None  # the collective's size while training ran
 
     def __deepcopy__(self, memo):
         """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
@@ -96,7 +100,8 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         return worker_name(xgb.collective.get_rank())
 
     def _get_num_workers(self) -> int:
-        return xgb.collective.get_world_size()
+        # the world of the training run: the collective may have ended before close() (at exit)
+        return self._world if self._world is not None else xgb.collective.get_world_size()
 
     # ---------------------------------------------------------------- TrainingCallback
     def before_training(self, model):
@@ -110,7 +115,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         return self.stop_requested() is not None
 
     def after_training(self, model):
-        self.close()
+        self._end_training_run()
         return model
 
     @guarded()
@@ -118,18 +123,23 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         if not isinstance(model, xgb.Booster):
             raise TypeError(f"the XGBoost hook saves a Booster's training, not a {type(model).__name__} (xgb.cv)")
         self.worker = self._get_worker_name()  # the collective may start after the hook is made
+        self._world = xgb.collective.get_world_size()
+        if not self._resume_checked:  # rounds count from 0 again in a resumed job: they follow its steps
+            self._resume()
         self._trees_kind = extract.booster_kind(model) in extract.TREE_BOOSTERS
 
     @guarded()
     def _after_iteration(self, model, epoch, evals_log) -> None:
-        if self._closed:  # closed when its training ended: its trial is complete
-            self._warn_once("closed", "smdebug: this hook's training run ended and its trial is complete; "
-                            "make a new hook for another run (nothing is saved)")
+        if self._training_ended or self._closed:  # one training run per hook
+            self._warn_once("closed", "smdebug: this hook's training run ended; make a new hook for "
+                            "another run (nothing of this one is saved)")
             return
         if self._trees_kind is None:
             self._before_training(model)
         self._end_step()
-        self.step = self.mode_steps[self.mode] = epoch - 1  # the step is the boosting round, as in 1.0.34
+        # the step is the boosting round, as in 1.0.34 (after the steps of the job it resumes)
+        first = 0 if self.resumed_from is None else self.resumed_from + 1
+        self.step = self.mode_steps[self.mode] = first + epoch - 1
         self._begin_step()
         try:
             if self._step_saves:

@@ -194,7 +194,7 @@ _SELECTING = re.compile(r"regex|collection|^labels$|^predictions$")
 
 
 def _show(value) -> str:
-    if isinstance(value, re.Pattern):
+    if isinstance(value, re.Pattern) or type(value).__name__ == "_Regexp":  # re or RE2 (smdebug.patterns)
         return repr(value.pattern)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(v) for v in value) + "]"

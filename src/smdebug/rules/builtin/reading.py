@@ -27,7 +27,7 @@ from smdebug.codec.tensor import numpy_dtype
 from smdebug.codec.tfrecord import RECORD_OVERHEAD, unframe
 from smdebug.codec.wire import read_varint
 from smdebug.core.reductions import get_numpy_reduction
-from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
+from smdebug.exceptions import EventFileCorrupt, IndexReaderException, ObjectNotFound
 from smdebug.trials.records import RecordCheck, Where, check_payload
 
 __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each", "decode_record_tensor"]
@@ -374,8 +374,15 @@ class StepReader:
                         meta.append((name, step, w, False, True))
         if not picks:
             return []
+        try:
+            got = self._tensors(trial.store, picks)
+        except (EventFileCorrupt, IndexReaderException):
+            # a consolidated object made before a step was rewritten: it then answers from the per-step files
+            if not trial._stale_chunks([f for f, _pos, _name in picks]):
+                raise
+            got = self._tensors(trial.store, picks)
         out = []
-        for (name, step, w, compute, is_red), v in zip(meta, self._tensors(trial.store, picks)):
+        for (name, step, w, compute, is_red), v in zip(meta, got):
             if v.dtype.kind not in "biufc":
                 v = numeric(v)
                 if v is None:
