@@ -42,6 +42,15 @@ def test_the_xgboost_losses_collection_uses_the_same_definition():
         assert bool(regex.search(name)) == is_loss_metric(name) == xgb_is_loss(name), name
 
 
+def test_the_loss_regex_is_one_re2_knows():
+    """The losses regex has a lookahead, which RE2 runs only for the known default regexes: the
+    one definition must stay one of them (smdebug.patterns.KNOWN_DEFAULTS is keyed by its text)."""
+    from smdebug.core.metric_names import LOSS_REGEX
+    from smdebug.patterns import KNOWN_DEFAULTS
+
+    assert LOSS_REGEX in KNOWN_DEFAULTS
+
+
 @pytest.mark.parametrize("metric", ["aucpr", "ndcg@5", "pre"])
 def test_overfit_does_not_compare_a_metric_that_grows(tmp_path, metric):
     """Validation above training is overfitting for a loss; for aucpr/ndcg/pre it is the model

@@ -11,7 +11,7 @@ Rules are grouped by family in a few modules and imported only when first used:
 
 Nothing here lists them: each rule class registers itself when its module is imported
 (:mod:`smdebug.rules.builtin.base`), and :func:`rule_classes` imports every module of this
-package once. A new rule is one class in any module of the package.
+package (and of its sub-packages) once. A new rule is one class in any of those modules.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def rule_classes() -> dict:
     from smdebug.rules.builtin.base import registered_rules
 
     if not _loaded:
-        for info in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{info.name}")
+        for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):  # sub-packages too (profiler rules)
+            importlib.import_module(info.name)
         _loaded = True
     return dict(sorted(registered_rules().items()))
 
