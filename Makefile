@@ -4,16 +4,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PEER := .venv-peer
 MXVENV := .venv-mxnet
-FIXTURES ?= ../shared/fixtures/smdebug-1.0.34
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture mutation
+.PHONY: demo check test lint bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost,tensorflow,plot,cli,export]'
+	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost,tensorflow,plot,cli,export,profiler]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -80,6 +79,19 @@ test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installe
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(MXVENV)/bin/python -m pytest -m mxnet \
 		-W ignore::DeprecationWarning tests/mxnet
+
+# what a clone of the repo alone checks in under a minute: ruff, import-linter and the
+# framework-free tests (no torch, TensorFlow, XGBoost, MXNet, smdebug 1.0.34, moto or Chromium;
+# tests/conftest.py, --framework-free). Its virtualenv needs no framework; `make test` adds them.
+$(VENV)/.check: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev,plot,cli,export]'
+	touch $@
+
+check: $(VENV)/.check
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest --framework-free -q -r fE tests
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples

@@ -1,4 +1,4 @@
-"""Shared test helpers: where ../shared lives, smdebug 1.0.34's interpreter, running a JSON script."""
+"""Shared test helpers: the golden trials, smdebug 1.0.34's interpreter, running a JSON script."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures" / "smdebug-1.0.34"
-ORACLE = SHARED / "tools" / "oracle.py"
+# trials written by smdebug 1.0.34 and the project's tools that wrote and read them, copied into
+# the repository (tests/golden/README.md): a clone alone runs the tests that need them
+GOLDEN = REPO / "tests" / "golden"
+FIXTURES = GOLDEN / "smdebug-1.0.34"
+ORACLE = GOLDEN / "tools" / "oracle.py"
+RECIPES = GOLDEN / "tools" / "fixture_recipes.py"
 
 
 def peer_python() -> str:

@@ -1,5 +1,5 @@
 """Our Trial API answers equal smdebug 1.0.34's on every fixture trial, except its known defects
-(../shared/fixtures/README.md), where the correct answer is asserted instead."""
+(tests/golden/README.md), where the correct answer is asserted instead."""
 
 from __future__ import annotations
 

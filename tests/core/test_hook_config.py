@@ -1,4 +1,4 @@
-"""SageMaker hook JSON (format.md section 8): parsing, errors, and parity with smdebug 1.0.34."""
+"""SageMaker hook JSON (docs/format.md section 8): parsing, errors, and parity with smdebug 1.0.34."""
 
 from __future__ import annotations
 

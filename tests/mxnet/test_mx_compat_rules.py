@@ -42,7 +42,7 @@ def _rank(dump, tensor):
 
 
 def _known_defect(key, ours, theirs, theirs_json) -> bool:
-    """Where 1.0.34 answers wrongly (../shared/fixtures/README.md, defects 1 and 4)."""
+    """Where 1.0.34 answers wrongly (tests/golden/README.md, defects 1 and 4)."""
     if key[0].startswith("tensor_names_") and theirs == {"raises": "KeyError"}:
         return ours == []  # tensor_names(mode=M) with no tensor in M
     if key[0] == "tensors" and key[-1].startswith(("red_l1", "red_l2")):

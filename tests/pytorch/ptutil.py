@@ -16,9 +16,8 @@ import torch.nn as nn
 import smdebug.pytorch as smd
 from smdebug.core.modes import ModeKeys
 from smdebug.trials import create_trial
-from smdtest import SHARED, flatten_oracle
+from smdtest import RECIPES, flatten_oracle
 
-RECIPES = SHARED / "tools" / "fixture_recipes.py"
 WEIGHTS = ["Sequential_0.weight", "Sequential_2.weight"]
 BIASES = ["Sequential_0.bias", "Sequential_2.bias"]
 PARAMS = sorted(WEIGHTS + BIASES)

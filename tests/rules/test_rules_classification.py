@@ -111,7 +111,7 @@ def _write(path, step, tensors: dict, collections: dict) -> None:
 
 
 def test_confusion_spec_cases(tmp_path):
-    # smdebug's historic tests of the rule (builtin-rules.md 3.8)
+    # smdebug's historic tests of the rule (docs/builtin-rules.md 3.8)
     rng = np.random.default_rng(0)
     y = rng.integers(0, 10, 100)
     _write(tmp_path / "a", 0, {"y": y, "y_hat": y}, {"labels": ["y"], "preds": ["y_hat"]})

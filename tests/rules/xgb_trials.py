@@ -1,7 +1,7 @@
 """Trials of real XGBoost boosting runs, written with FileWriter in the XGBoost hook's naming.
 
 Until ``smdebug.xgboost`` lands, this writes per boosting round what smdebug 1.0.34's XGBoost hook
-writes (../shared/docs/frameworks.md section 2.2): metrics ``<evals name>-<metric>`` equal to
+writes (as ``smdebug.xgboost.extract`` does): metrics ``<evals name>-<metric>`` equal to
 ``evals_result``, ``hyperparameters/<key>`` at the first saved round, ``predictions`` and
 ``labels`` of the validation set at that round, ``feature_importance/<type>/<feature>`` (get_score
 normalised per type) and ``trees/<column>`` (the rows of ``trees_to_dataframe`` for the trees built

@@ -1,6 +1,6 @@
 """Our hook and smdebug 1.0.34's XGBoost hook on the same training run write the same trial,
-except where 1.0.34 is wrong (docs/xgboost.md): full_shap/<f> holds feature f's column, not the
-whole matrix. Both trials are read with our create_trial."""
+except where 1.0.34 is wrong (README.md, "Saving what XGBoost does"): full_shap/<f> holds
+feature f's column, not the whole matrix. Both trials are read with our create_trial."""
 
 from __future__ import annotations
 

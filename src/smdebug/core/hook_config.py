@@ -1,4 +1,4 @@
-"""The SageMaker hook JSON (format.md section 8) parsed into plain settings a Hook is built from.
+"""The SageMaker hook JSON (docs/format.md section 8) parsed into plain settings a Hook is built from.
 
 ``{"LocalPath": ..., "HookParameters": {...}, "CollectionConfigurations": [{"CollectionName": ...,
 "CollectionParameters": {...}}]}``. Parameter values are strings as SageMaker writes them

@@ -1,4 +1,4 @@
-"""Every key name of the on-disk format, in one place (format.md section 1)."""
+"""Every key name of the on-disk format, in one place (docs/format.md section 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What to save of a tensor: raw values, reductions, norms, shapes (format.md section 5)."""
+"""What to save of a tensor: raw values, reductions, norms, shapes (docs/format.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""When to save: SaveConfig (one SaveConfigMode per mode) and its JSON (format.md section 7)."""
+"""When to save: SaveConfig (one SaveConfigMode per mode) and its JSON (docs/format.md section 7)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import weakref
 
@@ -11,10 +12,12 @@ from smdebug.core.arguments import check_type
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.guard import guarded
 from smdebug.core.hook import BaseHook
+from smdebug.core.hook_options import options_signature
 from smdebug.core.locations import CHIEF_WORKER, worker_name
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
+from smdebug.pytorch.profiling import profiling_for
 
 __all__ = ["Hook", "CollectionKeys"]
 
@@ -58,8 +61,16 @@ class Hook(BaseHook):
     collection_defaults = PYTORCH_COLLECTIONS
     make_adapter = TorchAdapter
 
+    def __init__(self, *args, profiler_config=None, **kwargs):
+        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
+        super().__init__(*args, **kwargs)
+
+    __init__.__signature__ = options_signature(
+        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
+
     def _configure(self, options) -> None:
         super()._configure(options)
+        self.profiling = profiling_for(self, getattr(self, "_profiler_config", None))
         self._tops: list = []  # (name prefix, module) of registered models
         self._step_module = None
         self._handles: list = []
@@ -94,6 +105,8 @@ class Hook(BaseHook):
         if self._step_module is None:
             self._step_module = module
             self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
+            if self.profiling is not None:
+                self.profiling.register_module(module)
         if compiled:
             logger.info("smdebug: %s is compiled; its layers' inputs and outputs are not captured", top)
         else:
@@ -125,6 +138,8 @@ class Hook(BaseHook):
         if req is not None:
             raise TrainingStopRequested(req.rule, req.step, req.reason)
         self._start_step()
+        if self.profiling is not None:
+            self.profiling.step_start(self.mode, self.mode_steps[self.mode])
 
     @guarded()
     def _start_step(self) -> None:
@@ -183,6 +198,9 @@ class Hook(BaseHook):
 
     def close(self) -> None:
         super().close()
+        if self.profiling is not None:
+            self.profiling.close()
+            self.profiling = None
         if self._opt_handle is not None:
             self._opt_handle.remove()
             self._opt_handle = None

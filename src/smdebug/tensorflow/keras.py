@@ -17,6 +17,7 @@ them. What is saved, and where the names come from:
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import keras
@@ -32,6 +33,7 @@ from smdebug.core.hook_options import options_signature
 from smdebug.core.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
+from smdebug.profiler.session import profiler_for_hook
 from smdebug.tensorflow import capture, names, tape
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
@@ -68,15 +70,18 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     collection_defaults = TF_COLLECTIONS
     make_adapter = NumpyAdapter
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, profiler_config=None, **kwargs):
         keras.callbacks.Callback.__init__(self)
+        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         BaseHook.__init__(self, *args, **kwargs)
 
-    __init__.__signature__ = options_signature()
+    __init__.__signature__ = options_signature(
+        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
 
     def _configure(self, options) -> None:
         self._options = options
         super()._configure(options)
+        self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "tensorflow")
         self._replicas: list = []  # Replica hooks of the other devices (MirroredStrategy, "all")
         self._n_replicas = 1
         self._chief = True
@@ -235,11 +240,15 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                     hold_for_epoch_end(h)  # the epoch's last TRAIN step waits for the epoch's logs
                 h.set_mode(mode)
             h._begin_step()
+        if self._profiler is not None:
+            self._profiler.step_start(mode, self.mode_steps[mode])
         req = self.stop_requested()
         if req is not None and self.model is not None and mode == ModeKeys.TRAIN:
             self.model.stop_training = True
 
     def _batch_end(self, logs) -> None:
+        if self._profiler is not None:
+            self._profiler.step_end()
         if not self._due():
             return
         for key, value in (logs or {}).items():
@@ -276,11 +285,17 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def on_predict_batch_end(self, batch, logs=None):
         self._batch_end({"batch": batch})
 
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._profiler is not None:
+            self._profiler.span_start("epoch", "Epoch", "Epoch", {"epoch": str(epoch)})
+
     @guarded()
     def on_epoch_end(self, epoch, logs=None):
         """The epoch's logs (loss, metrics, ``val_loss``, ``val_*``) go to the epoch's last TRAIN
         step, whatever the save schedule (as 1.0.34); a name that step saved already keeps its
         value (the same: Keras' epoch logs are its last batch's), and ``batch`` is not saved."""
+        if self._profiler is not None:
+            self._profiler.span_end("epoch")
         logs = {k: np.asarray(v) for k, v in (logs or {}).items() if k not in ("outputs", "batch")}
         for h in (self, *self._replicas):
             held = h.__dict__.pop("_held_for_epoch", None)
@@ -370,3 +385,5 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             except Exception:  # noqa: BLE001 - the model is being torn down
                 logger.debug("smdebug: could not restore the model's functions", exc_info=True)
         super().close()
+        if self._profiler is not None:
+            self._profiler.close()

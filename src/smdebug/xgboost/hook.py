@@ -19,16 +19,17 @@ from smdebug.core.hook import BaseHook
 from smdebug.core.hook_options import HookOptions, options_signature
 from smdebug.core.locations import worker_name
 from smdebug.core.save_config import SaveConfig
+from smdebug.profiler.session import profiler_for_hook
 from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 
 __all__ = ["Hook"]
 
 logger = logging.getLogger("smdebug")
-DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: 100)
+DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: SaveConfig's 500)
 JSON_DEFAULT_VALUES = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
 _EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-               for name in ("hyperparameters", "train_data", "validation_data"))
+               for name in ("hyperparameters", "train_data", "validation_data", "profiler_config"))
 
 
 class Hook(BaseHook, xgb.callback.TrainingCallback):
@@ -65,8 +66,10 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
 
-    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, **kwargs):
+    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, profiler_config=None,
+                 **kwargs):
         # checked before the hook exists: a bad argument leaves no folder and no active hook behind
+        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         self.hyperparameters = dict(hyperparameters) if hyperparameters else None
         self.train_data = extract.as_dmatrix(train_data, "train_data")
         self.validation_data = extract.as_dmatrix(validation_data, "validation_data")
@@ -83,6 +86,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self._trees_kind = None  # whether the booster is made of trees, known at before_training
         self._warned: set = set()
         self._world: int | None = None  # the collective's size while training ran
+        self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "xgboost")
 
     def __deepcopy__(self, memo):
         """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
@@ -108,15 +112,29 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self._before_training(model)
         return model
 
+    def before_iteration(self, model, epoch, evals_log) -> bool:
+        if self._profiler is not None:  # a round is a step of the profiler's timeline
+            self._profiler.step_start(self.mode, epoch)
+        return False
+
     def after_iteration(self, model, epoch, evals_log) -> bool:
         """Save the round; True (stop training) only when a rule asked for it."""
         self._after_iteration(model, epoch, evals_log)
+        if self._profiler is not None:
+            self._profiler.step_end()
         # outside the guard: a request stops training even when an error disabled the hook
         return self.stop_requested() is not None
 
     def after_training(self, model):
         self._end_training_run()
+        if self._profiler is not None:  # training ended: the sampler stops, the timeline is finished
+            self._profiler.close()
         return model
+
+    def close(self) -> None:
+        super().close()
+        if self._profiler is not None:
+            self._profiler.close()
 
     @guarded()
     def _before_training(self, model) -> None:

@@ -1,4 +1,4 @@
-"""The 21 built-in rules of SageMaker Debugger, as open source (spec: builtin-rules.md).
+"""The 21 built-in rules of SageMaker Debugger, as open source (spec: docs/builtin-rules.md).
 
 Rules are grouped by family in a few modules and imported only when first used:
 

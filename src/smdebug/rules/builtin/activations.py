@@ -1,6 +1,6 @@
 """Rules on layer inputs and outputs: DeadRelu, SaturatedActivation, CheckInputImages, NLPSequenceRatio.
 
-Specification: builtin-rules.md sections 3.9, 3.10, 3.17, 3.18 and its ambiguity register. The
+Specification: docs/builtin-rules.md sections 3.9, 3.10, 3.17, 3.18 and its ambiguity register. The
 default regexes are MXNet Gluon names; the PyTorch hook names a module's tensors
 ``<attribute name>_input_<i>`` / ``<attribute name>_output_<i>`` (inside ``nn.Sequential`` the
 attribute is the index, e.g. ``1_output_0``; the model itself is ``<ClassName>_input_0``), saved

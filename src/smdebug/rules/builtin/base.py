@@ -204,7 +204,7 @@ def _show(value) -> str:
 def select_tensor_names(trial, step, collection_names=(), tensor_regex=(), *, mode=None, rule_name="rule") -> list:
     """Names in ``collection_names`` ∪ those matching any of ``tensor_regex`` that have data at ``step``.
 
-    With neither given, every tensor of the trial (builtin-rules.md §1.4, logged once by the
+    With neither given, every tensor of the trial (docs/builtin-rules.md §1.4, logged once by the
     caller if it wants). ``tensor_regex`` items are compiled patterns or strings (``re.search``).
     """
     from smdebug.modes import ModeKeys

@@ -1,4 +1,4 @@
-"""Rules comparing predictions with labels: Confusion and ClassImbalance (builtin-rules.md 3.8, 3.12).
+"""Rules comparing predictions with labels: Confusion and ClassImbalance (docs/builtin-rules.md 3.8, 3.12).
 
 Both turn saved values into class ids the same way (:func:`class_ids`): probability vectors
 (a last axis of more than one element) become their argmax, one-dimensional probabilities of a

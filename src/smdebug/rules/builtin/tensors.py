@@ -1,4 +1,4 @@
-"""Built-in rules that look at tensors' values at one step (builtin-rules.md §3.1-3.3, 3.5, 3.15).
+"""Built-in rules that look at tensors' values at one step (docs/builtin-rules.md §3.1-3.3, 3.5, 3.15).
 
 VanishingGradient, ExplodingTensor, AllZero, TensorVariance and SimilarAcrossRuns. Every rule
 reads what a step needs in one batched read per trial (``reading.StepReader``), on **every worker**

@@ -1,6 +1,6 @@
 """Rules on the course of training: LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule.
 
-Specification: builtin-rules.md 3.7, 3.13, 3.14, 3.19 and its ambiguity register. Losses are scalars.
+Specification: docs/builtin-rules.md 3.7, 3.13, 3.14, 3.19 and its ambiguity register. Losses are scalars.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rules for XGBoost's trees and importances: TreeDepth, FeatureImportanceOverweight, CreateXgboostReport.
 
-Specification: builtin-rules.md 3.11, 3.20, 3.21. Tensor names are those of the XGBoost hook
-(frameworks.md 2.2): ``trees/<column>`` (columns of ``trees_to_dataframe``),
+Specification: docs/builtin-rules.md 3.11, 3.20, 3.21. Tensor names are those of the XGBoost hook
+(``smdebug.xgboost.extract``): ``trees/<column>`` (columns of ``trees_to_dataframe``),
 ``feature_importance/<type>/<feature>``, ``<data>-<metric>``, ``predictions``, ``labels``,
 ``hyperparameters/<key>``.
 """

@@ -1,4 +1,4 @@
-"""Built-in rules that follow tensors over steps (builtin-rules.md §3.4, 3.6, 3.16).
+"""Built-in rules that follow tensors over steps (docs/builtin-rules.md §3.4, 3.6, 3.16).
 
 WeightUpdateRatio, UnchangedTensor and PoorWeightInitialization. Rules that compare a tensor with
 its own history run on TRAIN steps when the trial has any (EVAL-phase weights do not change and
@@ -24,7 +24,7 @@ __all__ = ["WeightUpdateRatio", "UnchangedTensor", "PoorWeightInitialization"]
 
 
 def history_mode(trial):
-    """TRAIN when the trial saved TRAIN steps, else GLOBAL (builtin-rules.md §1.5)."""
+    """TRAIN when the trial saved TRAIN steps, else GLOBAL (docs/builtin-rules.md §1.5)."""
     return ModeKeys.TRAIN if ModeKeys.TRAIN in trial.modes() else ModeKeys.GLOBAL
 
 

@@ -1,0 +1,94 @@
+"""Profiler overhead: the same PyTorch training with and without profiling.
+
+MLP 256-512-512-512-10, batch 128, CPU, one thread, SGD, a DataLoader, the PyTorch hook with its
+defaults in every configuration (see bench/profiler_workload.py). Each configuration runs in a
+fresh process, interleaved with the others, after one untimed round; the step time counts the
+training loop plus hook.close() (which ends the sampler and closes the timeline), divided by the
+steps. Two measures, because the 2-vCPU VM this was written on is shared and its wall clock
+moves by 2x between runs: the process's CPU time (all its threads, the sampler included), as the
+median of per-round ratios (profiled / hook of the same round); and the wall clock, as the ratio
+of the fastest runs (the least disturbed). Prints a table and writes bench/out/profiler.json.
+
+usage: python bench/bench_profiler.py [--steps 300] [--repeat 7] [--warmup-rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+CONFIGS = ("hook", "profiled", "profiled100", "python")
+
+
+def run(config: str, out_dir: str, steps: int) -> dict:
+    shutil.rmtree(out_dir, ignore_errors=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(REPO / "src"))
+    p = subprocess.run([sys.executable, str(HERE / "profiler_workload.py"), config, out_dir, str(steps)],
+                       capture_output=True, text=True, env=env, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"{config} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--warmup-rounds", type=int, default=1)
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="smdebug-profbench-"))
+    step: dict = {c: [] for c in CONFIGS}
+    ratio: dict = {c: [] for c in CONFIGS}
+    cpu: dict = {c: [] for c in CONFIGS}
+    cpu_ratio: dict = {c: [] for c in CONFIGS}
+    outside: list = []
+    try:
+        for rep in range(args.warmup_rounds + args.repeat):
+            r = {c: run(c, str(base / c), args.steps) for c in CONFIGS}
+            if rep < args.warmup_rounds:
+                continue
+            t = {c: (r[c]["loop_s"] + r[c]["close_s"]) / r[c]["steps"] for c in CONFIGS}
+            for c in CONFIGS:
+                step[c].append(t[c])
+                ratio[c].append(t[c] / t["hook"])
+                cpu[c].append(r[c]["cpu_s"] / r[c]["steps"])
+                cpu_ratio[c].append(r[c]["cpu_s"] / r["hook"]["cpu_s"])
+            # python profiling: the steps outside its two configured steps, against the hook's loop
+            py = r["python"]
+            outside.append((py["outside_s"] / py["outside_steps"]) / (r["hook"]["loop_s"] / r["hook"]["steps"]))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    fastest = {c: min(v) for c, v in step.items()}
+    wall_x = {c: fastest[c] / fastest["hook"] for c in CONFIGS}
+    cpu_med = {c: statistics.median(v) for c, v in cpu.items()}
+    cpu_x = {c: statistics.median(v) for c, v in cpu_ratio.items()}
+    labels = {"hook": "hook, no profiling", "profiled": "system 500 ms + framework every step",
+              "profiled100": "system 100 ms + framework every step",
+              "python": "as 500 ms + cProfile of 2 steps (whole run)"}
+    print(f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {args.steps} steps, "
+          f"median of {args.repeat} rounds")
+    print(f"{'configuration':<46}{'CPU ms/step':>12}{'CPU x hook':>11}{'wall ms/step':>13}{'wall x hook':>12}")
+    for c in CONFIGS:
+        print(f"{labels[c]:<46}{cpu_med[c] * 1e3:>12.2f}{cpu_x[c]:>10.3f}x{fastest[c] * 1e3:>13.2f}{wall_x[c]:>11.3f}x")
+    out_ratio = statistics.median(outside)
+    print(f"{'python: wall of the steps outside its 2 steps':<46}{'':>12}{'':>11}{'':>13}{out_ratio:>11.3f}x")
+    (HERE / "out").mkdir(exist_ok=True)
+    (HERE / "out" / "profiler.json").write_text(json.dumps(
+        {"cpu_ms_per_step": {c: cpu_med[c] * 1e3 for c in CONFIGS}, "cpu_x_hook": cpu_x,
+         "fastest_wall_ms_per_step": {c: fastest[c] * 1e3 for c in CONFIGS}, "wall_x_hook": wall_x,
+         "python_outside_x_hook": out_ratio, "cpu_ratios_per_round": cpu_ratio, "wall_ratios_per_round": ratio,
+         "steps": args.steps, "repeat": args.repeat}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
