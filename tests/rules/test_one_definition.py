@@ -13,7 +13,7 @@ import pytest
 from smdebug.codec.values import parse_bool
 from smdebug.modes import ModeKeys, parse_mode
 
-# builtin-rules.md §1.3: "True"/"False", also "true"/"false"/"1"/"0"; nothing else (a hook JSON
+# SageMaker's rule parameters: "True"/"False", also "true"/"false"/"1"/"0"; nothing else (a hook JSON
 # with "yes" fails in real smdebug, so it fails here too)
 TRUE = [True, 1, 1.0, "true", "True", "TRUE", " true ", "1", " 1 "]
 FALSE = [False, 0, 0.0, "false", "False", "FALSE", " false ", "0"]

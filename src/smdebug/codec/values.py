@@ -7,7 +7,7 @@ from typing import Any
 
 __all__ = ["TRUE_STRINGS", "FALSE_STRINGS", "parse_bool"]
 
-# builtin-rules.md §1.3: "True"/"False" as documented, also "true"/"false"/"1"/"0"; the environment's
+# SageMaker's rule parameters: "True"/"False" as documented, also "true"/"false"/"1"/"0"; the environment's
 # SMDEBUG_PROPAGATE_ERRORS=1. Not "yes"/"on": a hook JSON that real smdebug refuses stays refused.
 TRUE_STRINGS = frozenset({"true", "1"})
 FALSE_STRINGS = frozenset({"false", "0"})
