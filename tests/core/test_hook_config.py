@@ -271,7 +271,7 @@ def test_hook_kwargs():
         ({"save_interval": "0"}, "save_interval"),
         ({"include_workers": "some"}, "include_workers"),
         ({"save_all": "yes"}, "save_all"),
-        ({"export_tensorboard": "1"}, "export_tensorboard"),
+        ({"export_tensorboard": "on"}, "export_tensorboard"),
         ({"dry_run": "maybe"}, "dry_run"),
         ({"reductions": "median"}, "median"),
         ({"reductions": "mean", "save_raw_tensor": "sure"}, "save_raw_tensor"),

@@ -27,7 +27,7 @@ def test_a_dict_of_modes_still_means_per_mode_schedules():
 
 @pytest.mark.parametrize("bad,key", [({"save_intervall": 10}, "save_intervall"),
                                      ({"TRAIN": {}, "save_interval": 10}, "save_interval"),
-                                     ({"train": {}}, "train")])
+                                     ({"training": {}}, "training")])
 def test_other_dicts_are_refused_naming_the_key(bad, key):
     with pytest.raises(SMDebugValueError, match=repr(key)):
         SaveConfig.parse(bad)

@@ -381,5 +381,5 @@ def test_stalled_training_with_a_job_prefix_asks_sagemaker_not_the_trial(tmp_pat
     with caplog.at_level("WARNING", logger="smdebug"):
         assert fired_at(rule) == 2
     assert 60 < clock.now - 1000 <= 61.1
-    assert "0 jobs in progress start with 'stall-job'; stopping none" in caplog.text
+    assert "found 0 InProgress training jobs starting with 'stall-job'" in caplog.text  # the StopTraining action's code
     assert read_stop_request(trial.store) is None

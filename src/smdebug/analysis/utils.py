@@ -16,12 +16,9 @@ def parse_list_from_str(arg, delimiter=",") -> list:
 
 
 def parse_bool(arg, default):
+    """``arg`` as a bool (:func:`smdebug.codec.values.parse_bool`); None gives ``default``."""
+    from smdebug.codec.values import parse_bool as parse
+
     if arg is None:
         return default
-    if arg in (True, False):
-        return bool(arg)
-    if arg in ("True", "true"):
-        return True
-    if arg in ("False", "false"):
-        return False
-    raise ValueError(f"boolean argument expected, but found {arg!r}")
+    return parse(arg)

@@ -135,12 +135,12 @@ def parse_mode(value: str | None):
     """``train``/``eval``/``predict``/``global`` (any case) to ModeKeys; None stays None."""
     if value is None:
         return None
-    from smdebug.modes import ModeKeys
+    from smdebug.modes import parse_mode as parse
 
-    name = value.strip().upper()
-    if name not in ModeKeys.__members__:
-        raise CliError(f"--mode {value!r}: expected one of train, eval, predict, global")
-    return ModeKeys[name]
+    try:
+        return parse(value)
+    except ValueError:
+        raise CliError(f"--mode {value!r}: expected one of train, eval, predict, global") from None
 
 
 def tensor_of(trial, name: str):

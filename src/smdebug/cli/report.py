@@ -14,19 +14,6 @@ import time
 
 from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, open_trial, say, writing
 
-# rule -> (collections or regexes that must hold tensors, parameters); checked in this order
-_APPLICABLE = (
-    ("VanishingGradient", {"collection": "gradients"}, {}),
-    ("ExplodingTensor", {}, {}),
-    ("LossNotDecreasing", {"collection": "losses"}, {}),
-    ("WeightUpdateRatio", {"collection": "weights"}, {}),
-    ("DeadRelu", {"regex": ".*relu_output"}, {}),
-    ("SaturatedActivation", {"regex": ".*tanh_input|.*sigmoid_input"}, {}),
-    ("ClassImbalance", {"regex": ".*labels", "regex2": ".*predictions"}, {}),
-    ("TreeDepth", {"regex": "^trees/"}, {}),
-    ("FeatureImportanceOverweight", {"regex": ".*feature_importance/weight"}, {}),
-)
-
 
 def add(sub) -> None:
     p = sub.add_parser("report", help="write one self-contained HTML report (plots, rules, what was saved)")
@@ -37,21 +24,14 @@ def add(sub) -> None:
 
 
 def applicable_rules(trial) -> list:
-    """``[(rule name, params)]`` of the built-in rules whose inputs the trial holds."""
+    """``[(rule name, params)]`` of the registered built-in rules whose inputs the trial holds
+    (each rule says what it needs: ``report_needs`` / ``report_params``), sorted by name."""
+    from smdebug.rules.builtin import rule_classes
+
     out = []
-    colls = trial.collections()
-    for name, needs, params in _APPLICABLE:
-        ok = True
-        if "collection" in needs:
-            c = needs["collection"]
-            ok = c in colls and bool(trial.tensor_names(collection=c))
-        for key in ("regex", "regex2"):
-            if ok and key in needs:
-                ok = bool(trial.tensor_names(regex=needs[key]))
-        if ok:
-            params = dict(params)
-            if name == "LossNotDecreasing" and any(m.name == "TRAIN" for m in trial.modes()):
-                params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
+    for name, cls in rule_classes().items():
+        params = cls.report_params(trial)
+        if params is not None:
             out.append((name, params))
     return out
 

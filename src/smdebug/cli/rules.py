@@ -49,10 +49,32 @@ class _ParamAction(argparse.Action):
         params[key.strip()] = val
 
 
+_RULE_LIST = "the built-in rules"  # the epilog, replaced by the registry's listing when help is shown
+
+
+def rule_listing() -> str:
+    """The registered built-in rules with their parameters and defaults (``smdebug rules --help``)."""
+    from smdebug.rules.builtin import rule_classes
+
+    lines = ["built-in rules (--rule NAME, then --param NAME=VALUE for the parameters below):"]
+    for name, cls in rule_classes().items():
+        lines.append(f"  {name}: {cls.summary()}")
+        params = ", ".join(f"{p.name}={p.default}" if p.default is not None else p.name for p in cls.params)
+        lines.append(f"      parameters: {params or 'none'}")
+    return "\n".join(lines)
+
+
+class _RuleListFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help whose epilog lists the registered rules; built only when help is shown (imports the rules)."""
+
+    def add_text(self, text):
+        super().add_text(rule_listing() if text is _RULE_LIST else text)
+
+
 def _add_rule_options(p) -> None:
     add_trial_argument(p)
     p.add_argument("--rule", action=_RuleAction, required=True, metavar="NAME",
-                   help="a built-in rule (VanishingGradient, ExplodingTensor, ...); repeat for several")
+                   help="a built-in rule (listed below); repeat for several")
     p.add_argument("--param", action=_ParamAction, metavar="NAME=VALUE",
                    help="a parameter of the --rule before it (strings as in SageMaker's RuleParameters)")
     p.add_argument("--start-step", type=int, default=0, help="first global step to evaluate (default 0)")
@@ -64,10 +86,12 @@ def _add_rule_options(p) -> None:
 
 def add(sub) -> None:
     p = sub.add_parser("rules", help="run built-in rules over a trial; exit 1 when any fired, "
-                                     "2 when one evaluated no tensor")
+                                     "2 when one evaluated no tensor",
+                       epilog=_RULE_LIST, formatter_class=_RuleListFormatter)
     _add_rule_options(p)
     p.set_defaults(func=run_rules)
-    w = sub.add_parser("watch", help="follow a running job and run built-in rules on each new step")
+    w = sub.add_parser("watch", help="follow a running job and run built-in rules on each new step",
+                       epilog=_RULE_LIST, formatter_class=_RuleListFormatter)
     _add_rule_options(w)
     w.add_argument("--stop-training", action="store_true",
                    help="when a rule fires, ask the job to stop (the StopTraining action)")

@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 
+from smdebug.codec.values import parse_bool
 from smdebug.exceptions import TrainingStopRequested
 
 __all__ = ["guarded", "PROPAGATE_ERRORS_ENV"]
@@ -15,7 +16,17 @@ PROPAGATE_ERRORS_ENV = "SMDEBUG_PROPAGATE_ERRORS"
 
 
 def propagate_default() -> bool:
-    return os.getenv(PROPAGATE_ERRORS_ENV, "").strip().lower() in ("1", "true", "yes")
+    """``$SMDEBUG_PROPAGATE_ERRORS`` as a bool (:func:`smdebug.codec.values.parse_bool`); unset or
+    empty is False; a value that is no boolean is False, with a warning naming it."""
+    raw = os.getenv(PROPAGATE_ERRORS_ENV, "")
+    if not raw.strip():
+        return False
+    try:
+        return parse_bool(raw)
+    except ValueError:
+        logger.warning("smdebug: %s=%r is not a boolean (true/false or 1/0): errors are not propagated",
+                       PROPAGATE_ERRORS_ENV, raw)
+        return False
 
 
 def guarded(default=None, check=None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from smdebug.codec.values import parse_bool
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
@@ -73,11 +74,10 @@ class ValueParser:
     def boolean(self, section: str, key: str, value: Any, default: bool | None = False) -> bool | None:
         if value is None:  # absent or JSON null
             return default
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise self.error(section, key, value, '"true" or "false"')
+        try:
+            return parse_bool(value)
+        except ValueError:
+            raise self.error(section, key, value, 'true or false (or 1/0)') from None
 
     def str_list(self, section: str, key: str, value: Any) -> list[str]:
         items = value.split(",") if isinstance(value, str) else value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from smdebug.codec.values import parse_bool
 from smdebug.core.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS
 from smdebug.exceptions import SMDebugValueError
 
@@ -11,11 +12,10 @@ __all__ = ["ReductionConfig", "ALLOWED_REDUCTIONS", "ALLOWED_NORMS"]
 
 
 def _parse_bool(name: str, value) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise SMDebugValueError(f"{name}={value!r} must be a boolean")
+    try:
+        return parse_bool(value)
+    except ValueError as exc:
+        raise SMDebugValueError(f"{name}={value!r} must be a boolean ({exc})") from None
 
 
 class ReductionConfig:

@@ -7,6 +7,7 @@ from typing import Any
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+from smdebug.modes import parse_mode
 
 __all__ = ["SaveConfig", "SaveConfigMode", "DEFAULT_SAVE_CONFIG_INTERVAL"]
 
@@ -158,8 +159,11 @@ class SaveConfig:
             raise SMDebugTypeError(f"save_config={params!r} is not a dict")
         configs: dict[Any, Any] = {}
         for k, v in params.items():
-            mode = ModeKeys.__members__.get(k) if isinstance(k, str) else k
-            if not isinstance(mode, ModeKeys):
+            try:
+                mode = parse_mode(k)
+            except ValueError:
+                mode = None
+            if mode is None:
                 raise SMDebugValueError(
                     f"save_config key {k!r} is not a mode ({', '.join(ModeKeys.__members__)}) "
                     f"nor one of {', '.join(_PARAMS)} for every mode"

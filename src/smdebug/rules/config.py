@@ -90,9 +90,9 @@ def _lookup(name, rule_classes):
         table = dict(rule_classes) if isinstance(rule_classes, Mapping) else {c.__name__: c for c in rule_classes}
         if name in table:
             return table[name]
-    from smdebug.rules.builtin import RULE_MODULES, get_rule_class
+    from smdebug.rules.builtin import get_rule_class, rule_classes
 
-    if name not in RULE_MODULES:
+    if name not in rule_classes():
         try:
             get_rule_class(name)  # raises with the list of built-in rules (and a hint)
         except RuleConfigurationError as exc:

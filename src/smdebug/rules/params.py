@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from smdebug.codec.values import parse_bool
+from smdebug.modes import parse_mode
 from smdebug.patterns import compile as compile_pattern
 
 __all__ = [
@@ -33,8 +35,6 @@ __all__ = [
 ]
 
 NONE_STRINGS = frozenset({"", "none", "null"})
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 _INT64 = 2**63
 
 
@@ -79,18 +79,9 @@ def as_int(value: Any) -> int:
 
 
 def as_bool(value: Any) -> bool:
-    """``True``/``"True"``/``"true"``/``"1"``/``"yes"`` and their opposites; never ``bool("False")``."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in _TRUE:
-            return True
-        if v in _FALSE:
-            return False
-    raise ValueError(f"expected True or False, got {value!r}")
+    """``True``/``"True"``/``"true"``/``"1"`` and their opposites; never ``bool("False")``
+    (:func:`smdebug.codec.values.parse_bool`, the one parser of booleans)."""
+    return parse_bool(value)
 
 
 def as_str(value: Any) -> str:
@@ -197,21 +188,9 @@ def as_regex_list(value: Any) -> list[re.Pattern]:
 
 
 def as_mode(value: Any):
-    """A ModeKeys member from ``"TRAIN"``, ``"modes.EVAL"``, ``"eval"``, an int value, or a ModeKeys."""
-    from smdebug.modes import ModeKeys
-
-    if isinstance(value, ModeKeys):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return ModeKeys(value)
-        except ValueError:
-            pass
-    if isinstance(value, str):
-        name = value.strip().upper().rsplit(".", 1)[-1]
-        if name in ModeKeys.__members__:
-            return ModeKeys[name]
-    raise ValueError(f"expected a mode (TRAIN, EVAL, PREDICT or GLOBAL), got {value!r}")
+    """A ModeKeys member from ``"TRAIN"``, ``"modes.EVAL"``, ``"eval"``, an int value, or a ModeKeys
+    (:func:`smdebug.modes.parse_mode`, the one parser of mode names)."""
+    return parse_mode(value)
 
 
 def optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -8,14 +8,20 @@ Rules are grouped by family in a few modules and imported only when first used:
 - ``activations``: DeadRelu, SaturatedActivation, CheckInputImages, NLPSequenceRatio
 - ``classification``: Confusion, ClassImbalance
 - ``trees``: TreeDepth, FeatureImportanceOverweight, CreateXgboostReport
+
+Nothing here lists them: each rule class registers itself when its module is imported
+(:mod:`smdebug.rules.builtin.base`), and :func:`rule_classes` imports every module of this
+package (and of its sub-packages) once. A new rule is one class in any of those modules.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 __all__ = [
     "RULE_MODULES",
+    "rule_classes",
     "rule_names",
     "get_rule_class",
     "required_collections",
@@ -42,48 +48,38 @@ __all__ = [
     "CreateXgboostReport",
 ]
 
-# rule class name -> module of this package that defines it
-RULE_MODULES = {
-    "VanishingGradient": "tensors",
-    "ExplodingTensor": "tensors",
-    "AllZero": "tensors",
-    "TensorVariance": "tensors",
-    "SimilarAcrossRuns": "tensors",
-    "WeightUpdateRatio": "weights",
-    "UnchangedTensor": "weights",
-    "PoorWeightInitialization": "weights",
-    "LossNotDecreasing": "training",
-    "Overfit": "training",
-    "Overtraining": "training",
-    "StalledTrainingRule": "training",
-    "DeadRelu": "activations",
-    "SaturatedActivation": "activations",
-    "CheckInputImages": "activations",
-    "NLPSequenceRatio": "activations",
-    "Confusion": "classification",
-    "ClassImbalance": "classification",
-    "TreeDepth": "trees",
-    "FeatureImportanceOverweight": "trees",
-    "CreateXgboostReport": "trees",
-}
+_loaded = False
+
+
+def rule_classes() -> dict:
+    """``{name: class}`` of every built-in rule, sorted by name (imports each module of the package once)."""
+    global _loaded
+    from smdebug.rules.builtin.base import registered_rules
+
+    if not _loaded:
+        for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):  # sub-packages too (profiler rules)
+            importlib.import_module(info.name)
+        _loaded = True
+    return dict(sorted(registered_rules().items()))
 
 
 def rule_names() -> list[str]:
-    """The documented class names of the built-in rules."""
-    return list(RULE_MODULES)
+    """The documented class names of the built-in rules, sorted."""
+    return list(rule_classes())
 
 
 def get_rule_class(name: str):
     """The class of built-in rule ``name`` (as documented, e.g. ``"VanishingGradient"``)."""
     from smdebug.exceptions import RuleConfigurationError
 
-    module = RULE_MODULES.get(name)
-    if module is None:
-        lowered = {n.lower(): n for n in RULE_MODULES}
+    classes = rule_classes()
+    cls = classes.get(name) if isinstance(name, str) else None
+    if cls is None:
+        lowered = {n.lower(): n for n in classes}
         hint = lowered.get(str(name).lower())
-        more = f"; did you mean {hint!r}?" if hint else f"; built-in rules: {', '.join(RULE_MODULES)}"
+        more = f"; did you mean {hint!r}?" if hint else f"; built-in rules: {', '.join(classes)}"
         raise RuleConfigurationError(str(name), None, f"no such built-in rule{more}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return cls
 
 
 def required_collections(name: str) -> list:
@@ -92,6 +88,8 @@ def required_collections(name: str) -> list:
 
 
 def __getattr__(name: str):
-    if name in RULE_MODULES:
+    if name == "RULE_MODULES":  # rule name -> module of this package (from the registry)
+        return {n: c.__module__.rsplit(".", 1)[-1] for n, c in rule_classes().items()}
+    if not name.startswith("_") and name in rule_classes():
         return get_rule_class(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

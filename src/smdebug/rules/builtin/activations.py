@@ -96,6 +96,7 @@ class DeadRelu(_LayerActivityRule):
     ``tensor_regex="^1_output_0$"`` for the ReLU at index 1 of an ``nn.Sequential``.
     """
 
+    report_needs = {"regex": ".*relu_output"}  # what smdebug report needs saved to run it
     params = (
         Param("tensor_regex", as_regex_list, ".*relu_output"),
         Param("threshold_inactivity", as_float, "1.0"),
@@ -123,6 +124,7 @@ class SaturatedActivation(_LayerActivityRule):
     (save them with the ``inputs`` collection or ``include_regex``).
     """
 
+    report_needs = {"regex": ".*tanh_input|.*sigmoid_input"}  # what smdebug report needs saved to run it
     params = (
         Param("collection_names", as_str_list, None),
         Param("tensor_regex", as_regex_list, ".*tanh_input|.*sigmoid_input"),

@@ -1,4 +1,11 @@
-"""What every built-in rule shares: declared parameters, their parsing, and tensor selection."""
+"""What every built-in rule shares: declared parameters, their parsing, tensor selection, and the registry.
+
+A concrete subclass of :class:`BuiltinRule` (public name, ``invoke_at_step`` defined, module under
+``smdebug.``) registers itself when its class is created: :func:`registered_rules` is then the one
+list of the built-in rules that ``smdebug.rules.builtin``, ``create_rule``, ``smdebug rules`` and
+``smdebug report`` read. Adding a rule means writing one class (``register=False`` opts out;
+``register=True`` registers a class defined elsewhere).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from smdebug.exceptions import RuleConfigurationError, TensorUnavailableForStep
+from smdebug.rules.builtin.reading import StepReader
 from smdebug.rules.rule import Rule
 
-__all__ = ["Param", "HookCollection", "BuiltinRule", "select_tensor_names"]
+__all__ = [
+    "Param",
+    "HookCollection",
+    "BuiltinRule",
+    "ReadingRule",
+    "SelectingRule",
+    "registered_rules",
+    "select_tensor_names",
+]
 
 logger = logging.getLogger("smdebug")
 
@@ -47,6 +63,20 @@ class BuiltinRule(Rule):
     hook_collections: ClassVar[tuple[HookCollection, ...]] = ()
     uses_other_trials: ClassVar[bool] = False
     evaluates_tensors: ClassVar[bool] = True  # False: judges no tensor (StalledTrainingRule watches time)
+    # what ``smdebug report`` needs saved to run this rule (None: the report leaves it out):
+    # {"collection": name that must hold tensors, "regex": ..., "regex2": ...}, each optional
+    report_needs: ClassVar[dict | None] = None
+
+    def __init_subclass__(cls, register: bool | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if register is None:
+            register = (
+                not cls.__name__.startswith("_")
+                and cls.__module__.startswith("smdebug.")
+                and not getattr(cls.invoke_at_step, "__isabstractmethod__", False)
+            )
+        if register:
+            _register(cls)
 
     def __init__(self, base_trial, action_str="", other_trials=None, **kwargs):
         name = type(self).__name__
@@ -72,6 +102,29 @@ class BuiltinRule(Rule):
     def param_defaults(cls) -> dict:
         return {p.name: p.default for p in cls.params}
 
+    @classmethod
+    def summary(cls) -> str:
+        """The first sentence of the class docstring (for ``smdebug rules --help``)."""
+        first = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+        end = first.find(". ")
+        return (first[: end + 1] if end >= 0 else first).replace("``", "")
+
+    @classmethod
+    def report_params(cls, trial) -> dict | None:
+        """The parameters ``smdebug report`` runs this rule with on ``trial``; None when the trial
+        holds none of what ``report_needs`` says the rule reads (or the report leaves it out)."""
+        needs = cls.report_needs
+        if needs is None:
+            return None
+        if "collection" in needs:
+            c = needs["collection"]
+            if c not in trial.collections() or not trial.tensor_names(collection=c):
+                return None
+        for key in ("regex", "regex2"):
+            if key in needs and not trial.tensor_names(regex=needs[key]):
+                return None
+        return {}
+
     def evaluated(self, n: int = 1) -> None:
         """Count ``n`` tensor values this rule judged (read and checked against its condition):
         ``invoke_rule`` and ``smdebug rules`` report a rule that judged none."""
@@ -83,6 +136,58 @@ class BuiltinRule(Rule):
         if not parts:  # a fixed collection (VanishingGradient: gradients)
             parts += [f"collection {c.name!r}" for c in self.hook_collections]
         return ", ".join(parts) or "no selection parameter"
+
+
+class ReadingRule(BuiltinRule):
+    """A built-in rule reading through its own :class:`StepReader` (it learns record layouts)."""
+
+    @property
+    def reader(self) -> StepReader:
+        r = self.__dict__.get("_reader")
+        if r is None:
+            r = self._reader = StepReader()
+        return r
+
+
+class SelectingRule(ReadingRule):
+    """A rule over ``collection_names`` ∪ ``tensor_regex``; neither given means every tensor."""
+
+    warn_on_all = False  # AllZero etc. "must specify" a selection: say so once when none is given
+
+    def _check_selection(self):
+        if self.warn_on_all and not self.collection_names and not self.tensor_regex:
+            self.logger.warning(
+                "%s: neither collection_names nor tensor_regex was given: inspecting every tensor", self.rule_name
+            )
+
+    def selected(self, step, trial=None) -> list[str]:
+        return select_tensor_names(
+            trial or self.base_trial, step, self.collection_names, self.tensor_regex, rule_name=self.rule_name
+        )
+
+
+# the names these bases had before they were public
+_ReadingRule = ReadingRule
+_SelectingRule = SelectingRule
+
+# rule class name -> class, in the order the classes were created
+_REGISTRY: dict[str, type[BuiltinRule]] = {}
+
+
+def _register(cls) -> None:
+    old = _REGISTRY.get(cls.__name__)
+    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise TypeError(
+            f"two built-in rules named {cls.__name__!r}: {old.__module__}.{old.__qualname__} and "
+            f"{cls.__module__}.{cls.__qualname__}"
+        )
+    _REGISTRY[cls.__name__] = cls  # a module reloaded replaces its own class
+
+
+def registered_rules() -> dict:
+    """``{name: class}`` of the rules registered so far (``smdebug.rules.builtin.rule_classes()``
+    first imports every module of the package, so that all have registered)."""
+    return dict(_REGISTRY)
 
 
 _SELECTING = re.compile(r"regex|collection|^labels$|^predictions$")

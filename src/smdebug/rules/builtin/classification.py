@@ -167,6 +167,7 @@ class ClassImbalance(BuiltinRule):
     ``predictions``, which the default regexes read.
     """
 
+    report_needs = {"regex": ".*labels", "regex2": ".*predictions"}  # what smdebug report needs saved to run it
     params = (
         Param("threshold_imbalance", _positive, "10", "largest acceptable largest/smallest class count"),
         Param("threshold_misprediction", _fraction, "0.7", "largest acceptable mispredicted fraction of a class"),

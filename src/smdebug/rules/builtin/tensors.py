@@ -14,8 +14,8 @@ import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.modes import ModeKeys
-from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names
-from smdebug.rules.builtin.reading import StepReader, close_each, mean_abs, scalar
+from smdebug.rules.builtin.base import HookCollection, Param, ReadingRule, SelectingRule
+from smdebug.rules.builtin.reading import close_each, mean_abs, scalar
 from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list, bounded, optional
 
 __all__ = [
@@ -26,33 +26,9 @@ __all__ = [
     "SimilarAcrossRuns",
 ]
 
-class _ReadingRule(BuiltinRule):
-    """A built-in rule reading through its own :class:`StepReader` (it learns record layouts)."""
-
-    @property
-    def reader(self) -> StepReader:
-        r = self.__dict__.get("_reader")
-        if r is None:
-            r = self._reader = StepReader()
-        return r
-
-
-class _SelectingRule(_ReadingRule):
-    """A rule over ``collection_names`` ∪ ``tensor_regex``; neither given means every tensor."""
-
-    warn_on_all = False  # AllZero etc. "must specify" a selection: say so once when none is given
-
-    def _check_selection(self):
-        if self.warn_on_all and not self.collection_names and not self.tensor_regex:
-            self.logger.warning(
-                "%s: neither collection_names nor tensor_regex was given: inspecting every tensor", self.rule_name
-            )
-
-    def selected(self, step, trial=None) -> list[str]:
-        return select_tensor_names(
-            trial or self.base_trial, step, self.collection_names, self.tensor_regex, rule_name=self.rule_name
-        )
-
+# the names these bases had here before they moved to base.py
+_ReadingRule = ReadingRule
+_SelectingRule = SelectingRule
 
 _percent = bounded(as_float, 0.0, 100.0)
 
@@ -62,7 +38,7 @@ _REGEX = Param("tensor_regex", as_regex_list, None, "regexes of tensor names to 
 
 
 # ---------------------------------------------------------------------- the rules
-class VanishingGradient(_ReadingRule):
+class VanishingGradient(ReadingRule):
     """Fires when the mean of the absolute values of a gradient is below ``threshold``.
 
     Reads the ``gradients`` collection (fixed, as documented); the saved ``abs mean`` reduction
@@ -70,6 +46,7 @@ class VanishingGradient(_ReadingRule):
     (``value(step)``, one worker), every worker's gradients are checked.
     """
 
+    report_needs = {"collection": "gradients"}  # what smdebug report needs saved to run it
     params = (Param("threshold", as_float, "0.0000001", "mean |gradient| below which it has vanished"),)
     hook_collections = (HookCollection("gradients", {"save_interval": "500"}),)
 
@@ -89,13 +66,14 @@ class VanishingGradient(_ReadingRule):
         return False
 
 
-class ExplodingTensor(_SelectingRule):
+class ExplodingTensor(SelectingRule):
     """Fires when a selected tensor holds NaN (or ±Inf unless ``only_nan``).
 
     No selection means every tensor. A tensor saved only as reductions is checked through its
     saved reductions. Unlike the reference (one worker), every worker's values are checked.
     """
 
+    report_needs = {}  # what smdebug report needs saved to run it
     params = (_COLLECTIONS, _REGEX, Param("only_nan", as_bool, "False", "True: NaN only; False: NaN and ±Inf"))
 
     def invoke_at_step(self, step) -> bool:
@@ -116,7 +94,7 @@ class ExplodingTensor(_SelectingRule):
         return False  # pragma: no cover - the vectorized check found what this loop finds
 
 
-class AllZero(_SelectingRule):
+class AllZero(SelectingRule):
     """Fires when at least ``threshold`` percent of a selected tensor's values are zero (per tensor,
     on every worker). No selection means every tensor, with a warning. ``threshold`` outside
     0-100 is refused when the rule is built."""
@@ -140,7 +118,7 @@ class AllZero(_SelectingRule):
         return False
 
 
-class TensorVariance(_SelectingRule):
+class TensorVariance(SelectingRule):
     """Fires when a selected tensor's variance (numpy ``var``, or its saved ``variance`` reduction)
     is above ``max_threshold`` or below ``min_threshold``, on any worker; with neither threshold it
     never fires (a warning says so at construction); ``min_threshold > max_threshold`` is refused.
@@ -185,7 +163,7 @@ def _as_trials(other_trials) -> list:
     return [create_trial(t) if isinstance(t, str) else t for t in items]
 
 
-class SimilarAcrossRuns(_SelectingRule):
+class SimilarAcrossRuns(SelectingRule):
     """Fires when a selected tensor differs between the base trial and another trial at a step.
 
     Compared with ``numpy.allclose(rtol=1e-5, atol=1e-8, equal_nan=True)`` (different shapes

@@ -12,9 +12,10 @@ import time
 import numpy as np
 
 from smdebug.analysis.utils import no_refresh, refresh
+from smdebug.core.metric_names import is_increasing_metric
 from smdebug.core.modes import ModeKeys
-from smdebug.core.stop_request import write_stop_request
 from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
+from smdebug.rules.actions import Firing, LocalStopTraining
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names, value_or_none
 from smdebug.rules.params import as_bool, as_float, as_int, as_mode, as_regex_list, as_str, as_str_list, optional
 from smdebug.trials.trial import StepState
@@ -25,7 +26,6 @@ LOSSES = "losses"
 # XGBoost has no modes: training and validation metrics are told apart by their name's prefix
 _TRAIN_METRIC = re.compile(r"^train-(.+)$")
 _VALID_METRIC = re.compile(r"^(?:validation|valid|eval|test)-(.+)$")
-_NOT_A_LOSS = re.compile(r"(?:auc|map)(?:@.*)?$")
 
 
 def _require(rule, name, ok, message):
@@ -73,6 +73,7 @@ class LossNotDecreasing(_LossRule):
     The reported step is the global step.
     """
 
+    report_needs = {"collection": LOSSES}  # what smdebug report needs saved to run it
     params = (
         Param("collection_names", as_str_list, None),
         Param("tensor_regex", as_regex_list, None),
@@ -84,6 +85,13 @@ class LossNotDecreasing(_LossRule):
         Param("strict", as_bool, "False"),
     )
     hook_collections = (HookCollection(LOSSES, {"save_interval": "500"}),)
+
+    @classmethod
+    def report_params(cls, trial) -> dict | None:
+        params = super().report_params(trial)
+        if params is not None and any(m.name == "TRAIN" for m in trial.modes()):
+            params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
+        return params
 
     def __init__(self, base_trial, action_str="", other_trials=None, **params):
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
@@ -224,7 +232,7 @@ class Overfit(_LossRule):
         return any([self._exceeds(tn, float(np.mean(train[tn])), float(np.mean(val[vn]))) for tn, vn in pairs])
 
     def _check_metrics(self, step, names) -> bool:
-        train = {m.group(1): n for n in names if (m := _TRAIN_METRIC.match(n)) and not _NOT_A_LOSS.search(m.group(1))}
+        train = {m.group(1): n for n in names if (m := _TRAIN_METRIC.match(n)) and not is_increasing_metric(n)}
         fired = False
         for n in names:
             m = _VALID_METRIC.match(n)
@@ -272,7 +280,7 @@ class Overtraining(_LossRule):
         fired = False
         for n in self._loss_names(step):
             phase = _phase(mode, n)
-            if phase is None or (mode == ModeKeys.GLOBAL and _NOT_A_LOSS.search(n)):
+            if phase is None or (mode == ModeKeys.GLOBAL and is_increasing_metric(n)):
                 continue
             v = self._scalar_value(n, s, mode)
             if v is None:
@@ -321,6 +329,14 @@ class StalledTrainingRule(BuiltinRule):
         self.last_seen_step = -1
         self._marker = None
         self._stalled = False
+        self._stopper = None
+        if self.stop_training_on_fire:
+            if self.training_job_name_prefix:
+                from smdebug.rules.aws_actions import SageMakerStopTraining
+
+                self._stopper = SageMakerStopTraining(self.rule_name, self.training_job_name_prefix)
+            else:
+                self._stopper = LocalStopTraining(self.rule_name)
 
     def _observe(self) -> float:
         """Refresh the trial, note progress, return the time now."""
@@ -373,35 +389,11 @@ class StalledTrainingRule(BuiltinRule):
         raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=True)
 
     def _stop_training(self, reason: str) -> None:
-        if self.training_job_name_prefix:
-            stop_sagemaker_job(self.training_job_name_prefix, self.logger)
-        else:
-            write_stop_request(self.base_trial.store, self.rule_name, self.last_seen_step, reason)
+        """The StopTraining action's own code (rules/actions.py, rules/aws_actions.py): SageMaker's
+        StopTrainingJob with a job prefix, else the local stop request."""
+        self._stopper.invoke(Firing(self.rule_name, self.last_seen_step, reason, self.base_trial))
 
     def invoke_at_step(self, step) -> bool:
         self.last_seen_step = max(self.last_seen_step, step)
         return self._stalled
 
-
-def stop_sagemaker_job(prefix: str, logger) -> bool:
-    """Stop the one InProgress SageMaker training job whose name starts with ``prefix``; with none
-    or several, stop nothing (1.0.34's safe mode). Errors are logged, never raised."""
-    import os
-
-    import boto3
-
-    try:
-        client = boto3.client("sagemaker", region_name=os.getenv("AWS_REGION", "us-east-1"))
-        pages = client.get_paginator("list_training_jobs").paginate(
-            NameContains=prefix, StatusEquals="InProgress", PaginationConfig={"MaxItems": 5000})
-        names = [j["TrainingJobName"] for page in pages for j in page.get("TrainingJobSummaries", [])
-                 if j["TrainingJobName"].startswith(prefix)]
-        if len(names) != 1:
-            logger.warning("StalledTrainingRule: %d jobs in progress start with %r; stopping none", len(names), prefix)
-            return False
-        client.stop_training_job(TrainingJobName=names[0])
-        logger.info("StalledTrainingRule: stopped training job %s", names[0])
-        return True
-    except Exception as exc:  # noqa: BLE001 - a failed stop is reported, the rule still fires
-        logger.error("StalledTrainingRule: could not stop a training job with prefix %r: %s", prefix, exc)
-        return False

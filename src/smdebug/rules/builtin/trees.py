@@ -58,6 +58,7 @@ class TreeDepth(BuiltinRule):
     is logged once and never fires.
     """
 
+    report_needs = {"regex": "^trees/"}  # what smdebug report needs saved to run it
     params = (Param("depth", _non_negative_int, "4", "largest acceptable tree depth"),)
     hook_collections = (HookCollection("trees"),)
 
@@ -100,6 +101,7 @@ class FeatureImportanceOverweight(BuiltinRule):
     normalises). A model using at most ``nfeatures`` features always has a share of 1.
     """
 
+    report_needs = {"regex": ".*feature_importance/weight"}  # what smdebug report needs saved to run it
     params = (
         Param("threshold", _fraction, "0.8", "largest acceptable share of the top features"),
         Param("nfeatures", _positive_int, "3", "number of largest features"),

@@ -15,9 +15,9 @@ import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.modes import ModeKeys
-from smdebug.rules.builtin.base import HookCollection, Param
+from smdebug.rules.builtin.base import HookCollection, Param, ReadingRule, SelectingRule
 from smdebug.rules.builtin.reading import ValueKey, close_each
-from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX, _ReadingRule, _SelectingRule
+from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, bounded, optional
 
 __all__ = ["WeightUpdateRatio", "UnchangedTensor", "PoorWeightInitialization"]
@@ -94,7 +94,7 @@ _at_least_two = bounded(as_int, 2)
 _non_negative = bounded(as_float, 0.0)
 
 
-class WeightUpdateRatio(_HistoryRule, _ReadingRule):
+class WeightUpdateRatio(_HistoryRule, ReadingRule):
     """Fires when ``‖w_s − w_p‖ / (‖w_p‖ + epsilon)`` (L2 norms) of a tensor of the ``weights``
     collection is above ``large_threshold`` or below ``small_threshold``; ``p`` is the previous
     saved step (of TRAIN mode if the trial has TRAIN steps). With ``num_steps``, a previous step
@@ -103,6 +103,7 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
     ``large_threshold`` is refused when the rule is built.
     """
 
+    report_needs = {"collection": "weights"}  # what smdebug report needs saved to run it
     params = (
         Param("num_steps", optional(_positive_int), None, "compare only with a step at most this far back"),
         Param("large_threshold", as_float, "10.0", "ratio above which the rule fires"),
@@ -151,7 +152,7 @@ class WeightUpdateRatio(_HistoryRule, _ReadingRule):
         return False
 
 
-class UnchangedTensor(_HistoryRule, _SelectingRule):
+class UnchangedTensor(_HistoryRule, SelectingRule):
     """Fires when a selected tensor is ``numpy.allclose`` to itself over the last ``num_steps``
     saved steps (they need not be consecutive): every older step is compared with the current one
     (``allclose`` is not transitive). Steps are TRAIN steps when the trial has any, else GLOBAL
@@ -213,7 +214,7 @@ class UnchangedTensor(_HistoryRule, _SelectingRule):
         return False
 
 
-class PoorWeightInitialization(_ReadingRule):
+class PoorWeightInitialization(ReadingRule):
     """During the first ``steps`` analyzed (saved) steps, fires when any of three checks does:
 
     - the largest variance of the activation inputs (``activation_inputs_regex``, one tensor per
