@@ -33,7 +33,7 @@ def __getattr__(name):
 
         return create_trial
     if name == "launch":  # smdebug run's Python form; nothing of it is imported with smdebug
-        from smdebug.launch import launch
+        import smdebug.launch  # the package is callable: smdebug.launch(...) is smdebug.launch.launch(...)
 
-        return launch
+        return smdebug.launch
     raise AttributeError(f"module 'smdebug' has no attribute {name!r}")

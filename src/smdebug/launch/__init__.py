@@ -13,7 +13,9 @@ Modules: :mod:`~smdebug.launch.spec` (the normalised job spec), :mod:`~smdebug.l
 from __future__ import annotations
 
 import os
+import sys
 import time
+import types
 
 from smdebug.launch.inputs import build_spec
 from smdebug.launch.launcher import Launcher, LaunchResult
@@ -50,3 +52,14 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     launcher = Launcher(spec, list(command), run_dir, zcc=zcc, stop_grace=stop_grace, term_grace=term_grace,
                         rule_timeout=rule_timeout, echo=echo)
     return launcher.run()
+
+
+class _CallableModule(types.ModuleType):
+    """``smdebug.launch`` is this package once imported (Python binds a submodule as an attribute of
+    its parent), so the package itself is callable: ``smdebug.launch(...)`` is :func:`launch`."""
+
+    def __call__(self, *args, **kwargs) -> LaunchResult:
+        return launch(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

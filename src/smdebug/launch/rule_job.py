@@ -147,7 +147,7 @@ class RuleJob:
         self.details = ""
         self.modified = time.time()
         self.fired_step: int | None = None
-        self.evaluated = 0
+        self.evaluated: int | None = None
         self._on_change = on_change
         self._on_stop = on_stop
         self._poll = poll
