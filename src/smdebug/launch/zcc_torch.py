@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 import sys
+import warnings
 import weakref
 
 import torch
@@ -55,6 +56,7 @@ class _Attach:
         self.loss_modules = weakref.WeakSet()
         self.loss_step = None
         self.checked_optimizer = False
+        self.handle = None  # the global forward pre-hook, removed after the first optimizer step
 
     # ------------------------------------------------------------ root discovery
     def pre_hook(self, module, args):
@@ -119,6 +121,9 @@ class _Attach:
         if self.checked_optimizer or self.root is None:
             return
         self.checked_optimizer = True
+        if self.handle is not None:  # the root and the losses of a step have been seen: no more cost per call
+            self.handle.remove()
+            self.handle = None
         trained = {id(p) for g in optimizer.param_groups for p in g["params"]}
         inner = getattr(self.root, "_orig_mod", self.root)
         mine = [n for n, p in inner.named_parameters() if p.requires_grad and id(p) not in trained]
@@ -135,10 +140,13 @@ def install():
         return _installed
     state = _installed = _Attach()
     disable = torch.compiler.disable
-    nn.modules.module.register_module_forward_pre_hook(disable(state.pre_hook))
+    state.handle = nn.modules.module.register_module_forward_pre_hook(disable(state.pre_hook))
+    # our global hook is the one this warns about; it fires for the OptimizedModule and is unwrapped
+    warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
     from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-    register_optimizer_step_pre_hook(disable(state.on_optimizer_step))
+    # not wrapped in torch.compiler.disable: that wrapper made a DDP rank hang at exit (gloo, torch 2.13)
+    register_optimizer_step_pre_hook(state.on_optimizer_step)
     original = torch.Tensor.backward
 
     @functools.wraps(original)

@@ -16,16 +16,16 @@ _TARGETS = {"torch": "smdebug.launch.zcc_torch"}
 
 
 def _chain():
-    """Run the next sitecustomize on sys.path, the one this file shadows."""
-    from importlib.machinery import PathFinder
-
+    """Run the next sitecustomize on sys.path, the one this file shadows (importing nothing:
+    the import system's own PathFinder and module_from_spec are already loaded)."""
+    finder = next((f for f in sys.meta_path if getattr(f, "__name__", "") == "PathFinder"), None)
+    if finder is None:
+        return
     path = [p for p in sys.path if os.path.abspath(p or ".") != _DIR]
-    spec = PathFinder.find_spec("sitecustomize", path)
+    spec = finder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
-    import importlib.util
-
-    module = importlib.util.module_from_spec(spec)
+    module = sys.modules["_frozen_importlib"].module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
 
