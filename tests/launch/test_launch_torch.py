@@ -13,6 +13,7 @@ import pytest
 
 import smdebug
 from smdebug.trials import create_trial
+from smdtest import run_json
 
 pytest.importorskip("torch")
 
@@ -47,6 +48,15 @@ def test_unmodified_script_leaves_the_names_of_the_explicitly_hooked_one(tmp_pat
     assert "Net_fc1.weight" in a.tensor_names() and "loss_output_0" in a.tensor_names(collection="losses")
     assert a.steps() == b.steps() == [0, 1, 2, 3]
     assert a.tensor("loss_output_0").value(2) == pytest.approx(b.tensor("loss_output_0").value(2), rel=1e-5)
+
+
+def test_the_zero_code_change_trial_is_read_by_smdebug_1034(tmp_path, peer):
+    result, _ = _launch(tmp_path, ["--steps", "3"])
+    got = run_json(peer, SCRIPTS / "peer_read.py", result.out_dir)
+    ours = create_trial(result.out_dir)
+    assert got["steps"] == ours.steps() == [0, 1, 2]
+    assert got["names"] == sorted(ours.tensor_names())
+    assert got["loss"] == pytest.approx(float(ours.tensor("loss_output_0").value(2)), rel=1e-6)
 
 
 def test_the_script_that_makes_its_own_hook_keeps_it(tmp_path):
