@@ -95,6 +95,16 @@ def test_nan_at_step_k_stops_the_job_within_three_steps(tmp_path):
     assert report["FiredAtStep"] == k
 
 
+@pytest.mark.parametrize("ignore, signal_number", [(["--ignore-stop"], 15), (["--ignore-stop", "--ignore-sigterm"], 9)])
+def test_a_job_that_does_not_stop_gets_sigterm_then_sigkill(tmp_path, ignore, signal_number):
+    result, lines = _launch(tmp_path, ["--steps", "3000", "--nan-at", "2", "--step-time", "0.02", *ignore],
+                            rules=["exploding_tensor"], actions=["stop"], stop_grace=0.5, term_grace=0.5)
+    assert result.status == "Stopped" and result.stop_step == 2
+    assert result.exit_code == 128 + signal_number
+    assert any("sending SIGTERM" in line for line in lines)
+    assert any("sending SIGKILL" in line for line in lines) == (signal_number == 9)
+
+
 def test_healthy_run_ends_no_issues_found(tmp_path):
     result, lines = _launch(tmp_path, ["--steps", "5"], rules=["exploding_tensor"], actions=["stop"])
     assert result.exit_code == 0 and result.status == "Completed"

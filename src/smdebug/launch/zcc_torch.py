@@ -101,10 +101,11 @@ class _Attach:
 
     @staticmethod
     def _fast_stop_checks(hook) -> None:
-        """Look for a rule's stop request as often as the launcher looks for new steps."""
+        """Look for a rule's stop request as often as the launcher looks for new steps (20 ms on a local
+        folder, 0.5 s on object storage, at step boundaries only)."""
         interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
         watcher = getattr(hook, "stop_watcher", None)
-        if interval and watcher is not None and not getattr(getattr(hook, "store", None), "remote", False):
+        if interval and watcher is not None:  # on S3 the launcher's interval is 0.5 s: one request at most
             watcher.interval = min(watcher.interval, float(interval))
 
     # ------------------------------------------------------------ losses and the optimizer
