@@ -12,7 +12,7 @@ import os
 import sys
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
-_TARGETS = {"torch": "smdebug.launch.zcc_torch"}
+_TARGETS = {"torch": "smdebug.launch.zcc_torch", "xgboost": "smdebug.launch.zcc_xgboost"}
 
 
 def _chain():
