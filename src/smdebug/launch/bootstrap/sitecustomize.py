@@ -12,7 +12,8 @@ import os
 import sys
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
-_TARGETS = {"torch": "smdebug.launch.zcc_torch", "xgboost": "smdebug.launch.zcc_xgboost"}
+_TARGETS = {"torch": "smdebug.launch.zcc_torch", "xgboost": "smdebug.launch.zcc_xgboost",
+            "keras": "smdebug.launch.zcc_keras"}
 
 
 def _chain():
