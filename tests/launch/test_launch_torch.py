@@ -156,3 +156,22 @@ def test_bad_configuration_fails_before_the_job_starts(tmp_path):
     assert proc.returncode == 2
     assert "ExplodingTensor" in proc.stderr and "only_nan" in proc.stderr
     assert not marker.exists()
+
+
+def test_interrupting_the_launcher_stops_job_and_rules(tmp_path):
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(tmp_path / "r"), "--rule", "exploding_tensor",
+         *[f"--collection={c}" for c in EVERY_STEP], "--", sys.executable, MLP, "--steps", "3000",
+         "--step-time", "0.02"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:  # the job's own output: it is training
+        if line.startswith("last step 3"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    status = json.loads(Path(tmp_path, "r", "status.json").read_text())
+    assert status["TrainingJobStatus"] == "Stopped", err[-2000:]
+    assert [r["RuleEvaluationStatus"] for r in status["DebugRuleEvaluationStatuses"]] == ["Stopped"]
+    assert proc.returncode != 0
+    assert 3 <= create_trial(str(tmp_path / "r" / "debug-output")).steps()[-1] < 3000 - 1

@@ -172,10 +172,10 @@ class Launcher:
             restore()
         self._reap_group()
         ended = time.time()
-        self._mark_end_of_training()
-        if self._interrupted:
+        if self._interrupted:  # before the end is marked: a rule job ending now ends Stopped
             for job in self.jobs:
                 job.stop()
+        self._mark_end_of_training()
         self._join_rules()
         status = "Stopped" if (self._stop.is_set() or self._interrupted) else ("Completed" if rc == 0 else "Failed")
         exit_code = rc if rc >= 0 else 128 - rc
@@ -193,6 +193,8 @@ class Launcher:
 
         def handler(signum, _frame):
             self._interrupted = True
+            for job in self.jobs:  # now: the job's hook may mark the end of training as it exits
+                job.stop()
             self._signal_group(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
 
         old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -21,7 +21,7 @@ class StatusBoard:
     def __init__(self, run_dir: str, spec, command: list[str]):
         self.path = os.path.join(run_dir, "status.json")
         self.events_path = os.path.join(run_dir, "events.jsonl")
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # also taken in the launcher's signal handler
         self.spec = spec
         self.command = list(command)
         self.created = time.time()
