@@ -8,8 +8,8 @@ unwrapped by the hook itself), and registers it on the hook made from the job's
 debughookconfig.json. Loss modules (``nn.modules.loss._Loss``) are registered when first called;
 a loss computed with a function (``F.cross_entropy``) is recorded as ``loss`` when ``backward()``
 is called on a scalar, unless a loss module was registered. At the first optimizer step the
-root's parameters are checked against the optimizer's. Every callback is wrapped in
-``torch.compiler.disable`` (no extra dynamo recompiles). A script that makes its own hook keeps
+root's parameters are checked against the optimizer's. The global hook does nothing while dynamo
+traces (no extra recompiles) and returns at once after the first optimizer step. A script that makes its own hook keeps
 it: nothing is attached then. One line on stderr says what was attached.
 """
 
@@ -56,11 +56,10 @@ class _Attach:
         self.loss_modules = weakref.WeakSet()
         self.loss_step = None
         self.checked_optimizer = False
-        self.handle = None  # the global forward pre-hook, removed after the first optimizer step
 
     # ------------------------------------------------------------ root discovery
     def pre_hook(self, module, args):
-        if self.done:
+        if torch.compiler.is_compiling() or self.done:  # first: dynamo folds it and guards on nothing of ours
             return
         if self.hook is not None:
             if isinstance(module, nn.modules.loss._Loss) and module not in self.loss_modules:
@@ -122,9 +121,10 @@ class _Attach:
         if self.checked_optimizer or self.root is None:
             return
         self.checked_optimizer = True
-        if self.handle is not None:  # the root and the losses of a step have been seen: no more cost per call
-            self.handle.remove()
-            self.handle = None
+        if self.loss_modules or self.loss_step is not None:
+            # the root and the loss of a step have been seen: the global hook returns at once from now
+            # on (removing it would make dynamo recompile a compiled model: it guards on their number)
+            self.done = True
         trained = {id(p) for g in optimizer.param_groups for p in g["params"]}
         inner = getattr(self.root, "_orig_mod", self.root)
         mine = [n for n, p in inner.named_parameters() if p.requires_grad and id(p) not in trained]
@@ -140,13 +140,13 @@ def install():
     if _installed is not None:
         return _installed
     state = _installed = _Attach()
-    disable = torch.compiler.disable
-    state.handle = nn.modules.module.register_module_forward_pre_hook(disable(state.pre_hook))
+    # not wrapped in torch.compiler.disable: with that wrapper a DDP rank hung at exit (gloo, torch
+    # 2.13); the hook returns at once while dynamo traces instead (no side effect, no recompile)
+    nn.modules.module.register_module_forward_pre_hook(state.pre_hook)
     # our global hook is the one this warns about; it fires for the OptimizedModule and is unwrapped
     warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
     from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-    # not wrapped in torch.compiler.disable: that wrapper made a DDP rank hang at exit (gloo, torch 2.13)
     register_optimizer_step_pre_hook(state.on_optimizer_step)
     original = torch.Tensor.backward
 
