@@ -13,7 +13,7 @@ import sys
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
 _TARGETS = {"torch": "smdebug.launch.zcc_torch", "xgboost": "smdebug.launch.zcc_xgboost",
-            "keras": "smdebug.launch.zcc_keras"}
+            "keras": "smdebug.launch.zcc_keras", "mxnet": "smdebug.launch.zcc_mxnet"}
 
 
 def _chain():
