@@ -175,3 +175,41 @@ def test_interrupting_the_launcher_stops_job_and_rules(tmp_path):
     assert [r["RuleEvaluationStatus"] for r in status["DebugRuleEvaluationStatuses"]] == ["Stopped"]
     assert proc.returncode != 0
     assert 3 <= create_trial(str(tmp_path / "r" / "debug-output")).steps()[-1] < 3000 - 1
+
+
+class _SdkRule:
+    """Shaped like Rule.sagemaker(rule_configs.exploding_tensor(), rule_parameters={"tensor_regex": ".*"})."""
+
+    collection_configs = None
+    actions = None
+
+    def to_debugger_rule_config_dict(self):
+        return {"RuleConfigurationName": "ExplodingTensor", "RuleEvaluatorImage": "DEFAULT_RULE_EVALUATOR_IMAGE",
+                "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"}}
+
+
+_RULE_FORMS = {
+    "flag": {"rules": ["exploding_tensor:tensor_regex=.*"]},
+    "rule_configs": {"rules": [{"DebugRuleConfiguration": {
+        "RuleConfigurationName": "ExplodingTensor",
+        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"}}}]},
+    "sdk": {"rules": [_SdkRule()]},
+    "job": {"job": {"DebugRuleConfigurations": [{
+        "RuleConfigurationName": "ExplodingTensor",
+        "RuleEvaluatorImage": "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest",
+        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"}}]}},
+}
+
+
+@pytest.mark.parametrize("form", sorted(_RULE_FORMS))
+def test_the_same_rule_four_ways_gives_the_same_result(tmp_path, form):
+    lines = []
+    result = smdebug.launch([sys.executable, MLP, "--steps", "300", "--nan-at", "3", "--step-time", "0.03"],
+                            run_dir=str(tmp_path / form), collection_configs=EVERY_STEP, actions=["stop"],
+                            echo=lines.append, **_RULE_FORMS[form])
+    config = json.loads(Path(result.run_dir, "config", "debughookconfig.json").read_text())
+    assert config["CollectionConfigurations"] == [
+        {"CollectionName": c.split(":")[0], "CollectionParameters": {"save_interval": "1"}} for c in EVERY_STEP]
+    assert result.status == "Stopped" and result.stop_step == 3
+    assert _rule(result, "ExplodingTensor")["StatusDetails"].startswith(
+        "RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step 3 resulted")
