@@ -28,7 +28,7 @@ def test_public_exports_are_pinned():
 
     assert set(smdebug.__all__) == {
         "modes", "ModeKeys", "SaveConfig", "SaveConfigMode", "ReductionConfig", "CollectionKeys",
-        "create_trial", "__version__",
+        "create_trial", "launch", "__version__",
     }
     for name in smdebug.__all__:
         assert getattr(smdebug, name) is not None

@@ -22,6 +22,7 @@ __all__ = [
     "ReductionConfig",
     "CollectionKeys",
     "create_trial",
+    "launch",
     "__version__",
 ]
 
@@ -31,4 +32,8 @@ def __getattr__(name):
         from smdebug.trials import create_trial
 
         return create_trial
+    if name == "launch":  # smdebug run's Python form; nothing of it is imported with smdebug
+        import smdebug.launch  # the package is callable: smdebug.launch(...) is smdebug.launch.launch(...)
+
+        return smdebug.launch
     raise AttributeError(f"module 'smdebug' has no attribute {name!r}")

@@ -1,0 +1,68 @@
+"""``smdebug run [options] -- COMMAND...``: the command with hooks attached (no code change) and rules
+beside it as jobs, configured as on SageMaker. Exit status: the command's (2 for bad configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add(sub) -> None:
+    p = sub.add_parser(
+        "run", help="run a training command with hooks attached and rules as jobs beside it",
+        description="Run COMMAND (python train.py, torchrun ..., accelerate launch ...) with the smdebug hook "
+                    "attached without code changes, and each rule as a job on the live trial. "
+                    "Example: smdebug run --rule exploding_tensor --action stop -- python train.py",
+    )
+    p.add_argument("--out-dir", help="the trial: a folder or s3://bucket/prefix (default RUN_DIR/debug-output)")
+    p.add_argument("--run-dir", help="status.json, events.jsonl, config/, rule-output/ (default smdebug-runs/NAME)")
+    p.add_argument("--name", help="the job's name (default smdebug-run-<time>-<hex>)")
+    p.add_argument("--config", metavar="JSON", help="a debughookconfig.json (SageMaker's in-container hook file)")
+    p.add_argument("--job", metavar="JSON", help="a CreateTrainingJob request: DebugHookConfig, "
+                                                 "DebugRuleConfigurations, TensorBoardOutputConfig")
+    p.add_argument("--collection", action="append", default=[], metavar="NAME[:K=V...]",
+                   help="a collection to save, e.g. weights:save_interval=10 (repeatable)")
+    p.add_argument("--hook-param", action="append", default=[], metavar="K=V",
+                   help="a HookParameters entry, e.g. save_interval=100 (repeatable)")
+    p.add_argument("--rule", action="append", default=[], metavar="RULE[:K=V...]",
+                   help="a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.* (repeatable)")
+    p.add_argument("--rule-file", action="append", default=[], metavar="FILE.py:CLASS[:K=V...]",
+                   help="a rule of your own (a path, file:// or s3://), e.g. my_rules.py:MyRule:threshold=20")
+    p.add_argument("--action", action="append", default=[], metavar="ACTION",
+                   help="what every rule does when it fires: stop, log, email:ADDRESS, sms:+NUMBER")
+    p.add_argument("--tensorboard", metavar="DIR", help="also write TensorBoard event files there")
+    p.add_argument("--no-zcc", action="store_true", help="do not attach hooks (the script makes its own)")
+    p.add_argument("--stop-grace", type=float, default=120.0, metavar="S",
+                   help="after a StopTraining action, SIGTERM the job if it still runs after S seconds (120)")
+    p.add_argument("--term-grace", type=float, default=30.0, metavar="S",
+                   help="then SIGKILL it after S more seconds (30)")
+    p.add_argument("--rule-timeout", type=float, default=600.0, metavar="S",
+                   help="how long rule jobs may take after training ended (600)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    p.set_defaults(func=run_job)
+
+
+def run_job(args) -> int:
+    import os
+
+    from smdebug.cli.common import CliError
+    from smdebug.launch import LaunchConfigError, Launcher, build_spec, default_name
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CliError("no command: smdebug run [options] -- python train.py ...")
+    name = args.name or default_name()
+    run_dir = args.run_dir or os.path.join("smdebug-runs", name)
+    try:
+        spec = build_spec(name=name, out_dir=args.out_dir,
+                          default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
+                          job=args.job, config=args.config, hook_parameters=args.hook_param,
+                          collections=args.collection, rules=args.rule, rule_files=args.rule_file,
+                          actions=args.action, tensorboard=args.tensorboard)
+        launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc, stop_grace=args.stop_grace,
+                            term_grace=args.term_grace, rule_timeout=args.rule_timeout)
+        return launcher.run().exit_code
+    except LaunchConfigError as exc:
+        raise CliError(str(exc)) from None

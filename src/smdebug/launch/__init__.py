@@ -1,0 +1,65 @@
+"""``smdebug run`` / ``smdebug.launch(...)``: a training command with hooks attached without code
+changes, and each requested rule as a job beside it, configured as on SageMaker.
+
+>>> result = smdebug.launch(["python", "train.py"], rules=[rule_configs.exploding_tensor()],
+...                         out_dir="runs/a/debug-output", actions=["stop"])
+>>> result.status, result.issues
+
+Modules: :mod:`~smdebug.launch.spec` (the normalised job spec), :mod:`~smdebug.launch.inputs`
+(flags, JSON documents, SDK objects), :mod:`~smdebug.launch.rule_job`, :mod:`~smdebug.launch.launcher`,
+``bootstrap/sitecustomize.py`` (the zero-code-change bootstrap) and the per-framework attach code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import types
+
+from smdebug.launch.inputs import build_spec
+from smdebug.launch.launcher import Launcher, LaunchResult
+from smdebug.launch.spec import JobSpec, LaunchConfigError
+
+__all__ = ["launch", "build_spec", "Launcher", "LaunchResult", "JobSpec", "LaunchConfigError", "default_name"]
+
+
+def default_name() -> str:
+    return time.strftime("smdebug-run-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.urandom(2).hex()}"
+
+
+def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(), hook_parameters=None,
+           tensorboard_output_config=None, out_dir=None, run_dir=None, job=None, actions=(), name=None,
+           zcc=True, stop_grace=120.0, term_grace=30.0, rule_timeout=600.0, echo=None) -> LaunchResult:
+    """Run ``command`` (a list, or a string split on whitespace) with hooks attached and ``rules`` beside it.
+
+    ``rules``: ``rule_configs.<fn>()`` dicts, DebugRuleConfiguration dicts, SageMaker SDK ``Rule``
+    objects (duck-typed) or flag strings (``"exploding_tensor:tensor_regex=.*"``).
+    ``debugger_hook_config``: a DebugHookConfig dict or SDK ``DebuggerHookConfig``;
+    ``collection_configs``: ``CollectionConfig`` objects, dicts or ``"weights:save_interval=10"``;
+    ``job``: a CreateTrainingJob request (dict or JSON path); ``actions``: ``"stop"``, ``"log"``, ...
+    for every rule. The trial goes to ``out_dir`` (default ``<run_dir>/debug-output``); the run's
+    status.json, events.jsonl and rule-output/ go to ``run_dir`` (default ``smdebug-runs/<name>``).
+    """
+    if isinstance(command, str):
+        command = command.split()
+    name = name or default_name()
+    run_dir = run_dir or os.path.join("smdebug-runs", name)
+    spec = build_spec(name=name, out_dir=out_dir, default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
+                      job=job, hook_config=debugger_hook_config, hook_parameters=hook_parameters,
+                      collections=collection_configs, rules=rules, actions=actions,
+                      tensorboard=tensorboard_output_config)
+    launcher = Launcher(spec, list(command), run_dir, zcc=zcc, stop_grace=stop_grace, term_grace=term_grace,
+                        rule_timeout=rule_timeout, echo=echo)
+    return launcher.run()
+
+
+class _CallableModule(types.ModuleType):
+    """``smdebug.launch`` is this package once imported (Python binds a submodule as an attribute of
+    its parent), so the package itself is callable: ``smdebug.launch(...)`` is :func:`launch`."""
+
+    def __call__(self, *args, **kwargs) -> LaunchResult:
+        return launch(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

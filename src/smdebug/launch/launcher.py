@@ -1,0 +1,243 @@
+"""The launcher: the training command in its own process group, one rule job per rule beside it.
+
+It writes the job's ``config/debughookconfig.json`` (the file the hooks read through
+$SMDEBUG_CONFIG_FILE_PATH), puts the zero-code-change bootstrap first on PYTHONPATH, starts the
+command, and follows it: ``status.json`` and ``events.jsonl`` in the run folder, each rule's
+report under ``rule-output/<RuleConfigurationName>/``. When the command ends, by any cause
+(``kill -9`` included), the end of training is marked in the trial so every rule job ends.
+
+A StopTraining action writes a stop request into the trial (core.stop_request): the hook ends
+training at its next step. If the command is still running ``stop_grace`` seconds later it gets
+SIGTERM (the whole process group), then SIGKILL after ``term_grace`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from smdebug.launch.rule_job import RuleJob
+from smdebug.launch.spec import JobSpec, LaunchConfigError
+from smdebug.launch.status import StatusBoard
+
+__all__ = ["Launcher", "LaunchResult", "BOOTSTRAP_DIR", "ZCC_ENV", "STOP_INTERVAL_ENV"]
+
+logger = logging.getLogger("smdebug")
+
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+ZCC_ENV = "SMDEBUG_ZCC"
+STOP_INTERVAL_ENV = "SMDEBUG_STOP_CHECK_INTERVAL"
+LOCAL_POLL = 0.02  # seconds between looks at a local trial while the job is live
+REMOTE_POLL = 0.5
+
+
+@dataclass
+class LaunchResult:
+    """How a launch ended: the command's exit code, the job status, and each rule's status."""
+
+    exit_code: int
+    status: str
+    run_dir: str
+    out_dir: str
+    rules: list = field(default_factory=list)  # DebugRuleEvaluationStatus dicts
+    stop_step: int | None = None
+
+    @property
+    def issues(self) -> list[str]:
+        return [r["RuleConfigurationName"] for r in self.rules if r["RuleEvaluationStatus"] == "IssuesFound"]
+
+
+def _remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+class Launcher:
+    """Runs ``command`` under ``spec``; everything about the configuration is checked when it is made."""
+
+    def __init__(self, spec: JobSpec, command: list[str], run_dir: str, *, zcc: bool = True,
+                 stop_grace: float = 120.0, term_grace: float = 30.0, rule_timeout: float = 600.0,
+                 poll: float | None = None, echo=None):
+        if not command:
+            raise LaunchConfigError("no command to run: give it after --")
+        self.spec = spec
+        self.command = [str(c) for c in command]
+        self.run_dir = os.path.abspath(run_dir)
+        self.zcc = zcc
+        self.stop_grace, self.term_grace, self.rule_timeout = float(stop_grace), float(term_grace), float(rule_timeout)
+        self.poll = poll if poll is not None else (REMOTE_POLL if _remote(spec.out_dir) else LOCAL_POLL)
+        self._echo = echo if echo is not None else (lambda msg: print(f"smdebug run: {msg}", file=sys.stderr, flush=True))
+        self._check_out_dir()
+        os.makedirs(os.path.join(self.run_dir, "config"), exist_ok=True)
+        self.board = StatusBoard(self.run_dir, spec, self.command)
+        self.jobs = [RuleJob(r, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name), spec.name,
+                             on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll)
+                     for r in spec.rules]
+        self.board.jobs = self.jobs
+        self._proc: subprocess.Popen | None = None
+        self._stop = threading.Event()
+        self._stop_step: int | None = None
+        self._interrupted = False
+        self._lock = threading.Lock()
+
+    def _check_out_dir(self) -> None:
+        from smdebug.core.locations import END_OF_JOB
+        from smdebug.storage import open_store
+
+        try:
+            if not _remote(self.spec.out_dir):
+                os.makedirs(self.spec.out_dir, exist_ok=True)
+            if open_store(self.spec.out_dir).exists(END_OF_JOB):
+                raise LaunchConfigError(f"{self.spec.out_dir} holds a finished trial ({END_OF_JOB} exists): give "
+                                        "another --out-dir")
+        except LaunchConfigError:
+            raise
+        except Exception as exc:
+            raise LaunchConfigError(f"cannot open the output folder {self.spec.out_dir}: {exc}") from None
+
+    # ---------------------------------------------------------------- set-up
+    def write_config(self) -> str:
+        path = os.path.join(self.run_dir, "config", "debughookconfig.json")
+        with open(path, "w") as f:
+            f.write(self.spec.hook_config_json())
+        return path
+
+    def child_env(self, config_path: str) -> dict:
+        env = dict(os.environ)
+        env["SMDEBUG_CONFIG_FILE_PATH"] = config_path
+        env["SMDEBUG_LAUNCH_RUN_DIR"] = self.run_dir
+        env.setdefault(STOP_INTERVAL_ENV, f"{self.poll:g}")
+        if self.zcc:
+            env[ZCC_ENV] = "1"
+            old = env.get("PYTHONPATH")
+            env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + old if old else "")
+        return env
+
+    # ---------------------------------------------------------------- callbacks from rule jobs
+    def _rule_changed(self, job) -> None:
+        self.board.update()
+        if job.status in ("IssuesFound", "Error"):
+            first = job.details.strip().splitlines()[0] if job.details.strip() else ""
+            self._echo(f"rule {job.name}: {job.status}: {first}")
+
+    def _stop_requested(self, job, step: int) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._stop_step = step
+            self._stop.set()
+        self._echo(f"rule {job.name} found an issue at step {step}: StopTraining (SIGTERM in {self.stop_grace:g} s "
+                   "if the job has not stopped)")
+        self.board.update(job_status="Stopping", secondary="Stopping", StopRequest={"Rule": job.name, "Step": step})
+        threading.Thread(target=self._escalate, name="smdebug-stop", daemon=True).start()
+
+    def _escalate(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        for sig, wait in ((signal.SIGTERM, self.stop_grace), (signal.SIGKILL, self.term_grace)):
+            try:
+                proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                self._echo(f"the job did not stop within {wait:g} s: sending {sig.name} to its process group")
+                self._signal_group(sig)
+
+    def _signal_group(self, sig) -> None:
+        try:
+            os.killpg(self._proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    # ---------------------------------------------------------------- the run
+    def run(self) -> LaunchResult:
+        config = self.write_config()
+        self.board.update(secondary="Starting")
+        try:
+            self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)
+        except OSError as exc:
+            raise LaunchConfigError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
+        self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
+        for job in self.jobs:
+            job.start()
+        restore = self._forward_signals()
+        try:
+            rc = self._proc.wait()
+        finally:
+            restore()
+        self._reap_group()
+        ended = time.time()
+        if self._interrupted:  # before the end is marked: a rule job ending now ends Stopped
+            for job in self.jobs:
+                job.stop()
+        self._mark_end_of_training()
+        self._join_rules()
+        status = "Stopped" if (self._stop.is_set() or self._interrupted) else ("Completed" if rc == 0 else "Failed")
+        exit_code = rc if rc >= 0 else 128 - rc
+        self.board.update(job_status=status, secondary=status, ExitCode=exit_code,
+                          TrainingEndTime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended)))
+        result = LaunchResult(exit_code=exit_code, status=status, run_dir=self.run_dir, out_dir=self.spec.out_dir,
+                              rules=[j.describe() for j in self.jobs], stop_step=self._stop_step)
+        self._summary(result)
+        return result
+
+    def _forward_signals(self):
+        """SIGINT / SIGTERM to the launcher go to the job's process group (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def handler(signum, _frame):
+            self._interrupted = True
+            for job in self.jobs:  # now: the job's hook may mark the end of training as it exits
+                job.stop()
+            self._signal_group(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
+
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        return lambda: [signal.signal(s, h) for s, h in old.items()]
+
+    def _reap_group(self) -> None:
+        """Processes the command left behind in its group (data-loader workers, ranks) are ended."""
+        try:
+            os.killpg(self._proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        self._signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + min(self.term_grace, 5.0)
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self._proc.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)  # waiting for processes that are not our children to exit, bounded
+        self._signal_group(signal.SIGKILL)
+
+    def _mark_end_of_training(self) -> None:
+        from smdebug.core.locations import END_OF_JOB
+        from smdebug.storage import open_store
+
+        try:
+            store = open_store(self.spec.out_dir)
+            if not store.exists(END_OF_JOB):
+                store.write(END_OF_JOB, b"")
+        except Exception as exc:
+            logger.error("smdebug: could not mark the end of training in %s: %s", self.spec.out_dir, exc)
+
+    def _join_rules(self) -> None:
+        deadline = time.monotonic() + self.rule_timeout
+        for job in self.jobs:
+            if not job.join(max(deadline - time.monotonic(), 0.0)):
+                job.fail(f"ClientError: the rule job did not finish within {self.rule_timeout:g} s after "
+                         "training ended")
+
+    def _summary(self, result: LaunchResult) -> None:
+        for r in result.rules:
+            self._echo(f"{r['RuleConfigurationName']}: {r['RuleEvaluationStatus']}")
+        if result.issues:
+            self._echo(f"rules that found issues: {', '.join(result.issues)}")
+        self._echo(f"job {result.status} (exit code {result.exit_code}); status in "
+                   f"{os.path.join(self.run_dir, 'status.json')}")

@@ -1,0 +1,251 @@
+"""A rule job: one rule evaluated beside training on the live trial, with SageMaker's statuses.
+
+``InProgress`` -> ``IssuesFound`` (the first firing; StatusDetails is the RuleEvaluationConditionMet
+text) | ``NoIssuesFound`` (training ended, every step evaluated) | ``Error`` ("ClientError: ..."
+with the traceback, cut to 1024 characters) | ``Stopping`` -> ``Stopped`` (the launcher was
+interrupted). The rule's report goes to ``rule-output/<RuleConfigurationName>/report.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+from contextlib import contextmanager
+
+from smdebug.exceptions import MissingCollectionFiles, RuleConfigurationError, RuleEvaluationConditionMet
+from smdebug.launch.spec import LaunchConfigError, RuleSpec
+
+__all__ = ["RuleJob", "load_rule_class", "check_rule", "STATUS_DETAILS_MAX", "poll_interval"]
+
+logger = logging.getLogger("smdebug")
+
+STATUS_DETAILS_MAX = 1024
+_RANGE_KEYS = ("start_step", "end_step")
+_NOT_RULE_PARAMS = {"source_s3_uri", "rule_to_invoke", "action_json", *_RANGE_KEYS}
+_env_lock = threading.Lock()
+_env_users = 0
+
+
+@contextmanager
+def poll_interval(seconds: float):
+    """$SMDEBUG_POLL_INTERVAL set while trials are opened (a Trial reads it when made); the
+    user's own setting wins."""
+    global _env_users
+    key = "SMDEBUG_POLL_INTERVAL"
+    with _env_lock:
+        mine = key not in os.environ or _env_users > 0
+        if mine:
+            _env_users += 1
+            os.environ[key] = f"{seconds:g}"
+    try:
+        yield
+    finally:
+        if mine:
+            with _env_lock:
+                _env_users -= 1
+                if _env_users == 0:
+                    os.environ.pop(key, None)
+
+
+def _read_source(source: str, where: str) -> tuple[str, bytes]:
+    if source.startswith("s3://"):
+        from smdebug.storage import open_store
+
+        parent, _sep, key = source.rpartition("/")
+        try:
+            return source, open_store(parent).read(key)
+        except Exception as exc:
+            raise LaunchConfigError(f"{where}: cannot read the rule file {source}: {exc}") from None
+    path = source[len("file://"):] if source.startswith("file://") else source
+    try:
+        with open(path, "rb") as f:
+            return path, f.read()
+    except OSError as exc:
+        raise LaunchConfigError(f"{where}: cannot read the rule file {path}: {exc.strerror or exc}") from None
+
+
+def load_rule_class(spec: RuleSpec):
+    """The Rule subclass ``rule_to_invoke`` names: from ``source_s3_uri`` for a custom rule, else built-in."""
+    from smdebug.rules import Rule
+
+    where = spec.where or f"rule {spec.name}"
+    if spec.source is None:
+        from smdebug.rules.builtin import get_rule_class
+
+        try:
+            return get_rule_class(spec.rule_to_invoke.strip())
+        except RuleConfigurationError as exc:
+            raise LaunchConfigError(f"{where}: {exc}") from None
+    path, code = _read_source(spec.source, where)
+    mod_name = f"smdebug_rule_{spec.name.replace('-', '_').replace('.', '_')}"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(mod_name, loader=None))
+    module.__file__ = path
+    sys.modules[mod_name] = module  # dataclasses and pickling look a class's module up
+    try:
+        exec(compile(code, path, "exec"), module.__dict__)
+    except Exception as exc:
+        raise LaunchConfigError(f"{where}: importing the rule file {path} failed: "
+                                f"{type(exc).__name__}: {exc}") from exc
+    cls = getattr(module, spec.rule_to_invoke.strip(), None)
+    if not isinstance(cls, type) or not issubclass(cls, Rule):
+        found = sorted(n for n, v in vars(module).items() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule)
+        raise LaunchConfigError(f"{where}: {path} defines no smdebug Rule class {spec.rule_to_invoke!r} "
+                                f"(rule classes there: {', '.join(found) or 'none'})")
+    return cls
+
+
+def _int_param(spec: RuleSpec, key: str) -> int | None:
+    value = spec.parameters.get(key)
+    if value is None or not value.strip() or value.strip().lower() in ("none", "null"):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise LaunchConfigError(f"{spec.where or spec.name}: {key}={value!r} is not an integer") from None
+
+
+def check_rule(spec: RuleSpec):
+    """Everything about a rule that can be checked before the job starts; returns its class."""
+    from smdebug.rules.actions import parse_actions
+    from smdebug.rules.builtin.base import BuiltinRule
+
+    cls = load_rule_class(spec)
+    where = spec.where or f"rule {spec.name}"
+    for key in _RANGE_KEYS:
+        _int_param(spec, key)
+    try:
+        parse_actions(spec.parameters.get("action_json", ""), spec.name)
+    except RuleConfigurationError as exc:
+        raise LaunchConfigError(f"{where}: {exc}") from None
+    if issubclass(cls, BuiltinRule):
+        for p in cls.params:
+            if p.name in spec.parameters:
+                try:
+                    p.parse(spec.parameters[p.name])
+                except ValueError as exc:
+                    raise LaunchConfigError(f"{where}: rule {spec.name}, parameter {p.name}: {exc}") from None
+    return cls
+
+
+class RuleJob:
+    """One rule on the trial at ``out_dir``, in a thread; ``on_change(job)`` hears every status change."""
+
+    def __init__(self, spec: RuleSpec, out_dir: str, output_dir: str, run_name: str, *, on_change=None,
+                 on_stop=None, poll: float = 0.02, wait_s: float = 1e9):
+        self.spec = spec
+        self.name = spec.name
+        self.out_dir = out_dir
+        self.output_dir = output_dir
+        self.arn = f"local:rule-job/{run_name}-{spec.name.lower()}-{os.urandom(4).hex()}"
+        self.status = "InProgress"
+        self.details = ""
+        self.modified = time.time()
+        self.fired_step: int | None = None
+        self.evaluated: int | None = None
+        self._on_change = on_change
+        self._on_stop = on_stop
+        self._poll = poll
+        self._wait_s = wait_s
+        self._cls = check_rule(spec)
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=f"smdebug-rule-{spec.name}", daemon=True)
+
+    def start(self) -> None:
+        self._set("InProgress", "")
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def stop(self) -> None:
+        """The launcher was interrupted: the job ends Stopped once the trial's end is marked."""
+        if self.status == "InProgress":
+            self._stopping = True
+            self._set("Stopping", "")
+
+    def fail(self, details: str) -> None:
+        """The launcher gave up waiting for the job."""
+        self._set("Error", details)
+
+    def describe(self) -> dict:
+        """A DebugRuleEvaluationStatus."""
+        return {"RuleConfigurationName": self.name, "RuleEvaluationJobArn": self.arn,
+                "RuleEvaluationStatus": self.status, "StatusDetails": self.details,
+                "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
+                + f".{int(self.modified * 1000) % 1000:03d}Z"}
+
+    def _set(self, status: str, details: str) -> None:
+        self.status, self.details, self.modified = status, details[:STATUS_DETAILS_MAX], time.time()
+        if self._on_change is not None:
+            self._on_change(self)
+
+    def _open_trial(self):
+        from smdebug.trials import create_trial
+
+        with poll_interval(self._poll):
+            return create_trial(self.out_dir, name="base_trial", collection_wait_timeout=self._wait_s)
+
+    def _run(self) -> None:
+        from smdebug.rules import create_rule, invoke_rule
+        from smdebug.rules.actions import parse_actions
+
+        run = None
+        try:
+            try:
+                trial = self._open_trial()
+            except MissingCollectionFiles:
+                self._end("Error", "ClientError: No debugging data was saved by the training job. Check that "
+                          "the debugger hook was attached (smdebug run prints one line when it attaches). "
+                          f"Training ended and {self.out_dir} holds no collection files.")
+                return
+            params = {k: v for k, v in self.spec.parameters.items() if k not in _RANGE_KEYS}
+            params.pop("source_s3_uri", None)
+            rule = create_rule(params, trial, rule_classes={self.spec.rule_to_invoke.strip(): self._cls})
+            start = _int_param(self.spec, "start_step") or 0
+            run = invoke_rule(rule, start_step=start, end_step=_int_param(self.spec, "end_step"),
+                              raise_eval_cond=True)
+        except RuleEvaluationConditionMet as exc:
+            self.fired_step = exc.step
+            self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}\n", rule=locals().get("rule"))
+            kinds = {s.kind for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
+                     if "training_job_prefix" not in s.params}
+            if "stoptraining" in kinds and self._on_stop is not None:
+                self._on_stop(self, exc.step)
+            return
+        except Exception as exc:
+            tb = traceback.format_exc()
+            logger.error("smdebug: rule job %s failed: %s", self.name, exc)
+            self._end("Error", f"ClientError: {type(exc).__name__}: {exc}\n{tb}")
+            return
+        if self._stopping:
+            self._end("Stopped", f"The launcher was interrupted after {len(run.evaluated)} steps.", run=run)
+        elif not run.evaluated:
+            self._end("Error", f"ClientError: the rule evaluated no step ({run.skipped} skipped: the tensors "
+                      "it reads were not saved, or no step was saved). Check the collections it needs.", run=run)
+        else:
+            self._end("NoIssuesFound", f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
+                      f"{run.evaluated[-1]}); {run.skipped} skipped.", run=run)
+
+    def _end(self, status: str, details: str, run=None, rule=None) -> None:
+        if run is not None:
+            self.evaluated = len(run.evaluated)
+        report = {"RuleConfigurationName": self.name, "RuleEvaluationStatus": status,
+                  "RuleTriggered": int(status == "IssuesFound"), "FiredAtStep": self.fired_step,
+                  "StepsEvaluated": self.evaluated, "RuleParameters": self.spec.parameters,
+                  "StatusDetails": details[:STATUS_DETAILS_MAX]}
+        if rule is not None and isinstance(getattr(rule, "report", None), dict):
+            report["Report"] = {k: v for k, v in rule.report.items() if k != "RuleParameters"}
+        try:
+            os.makedirs(self.output_dir, exist_ok=True)
+            with open(os.path.join(self.output_dir, "report.json"), "w") as f:
+                json.dump(report, f, indent=2, default=str)
+        except OSError as exc:
+            logger.error("smdebug: rule job %s could not write its report to %s: %s", self.name, self.output_dir, exc)
+        self._set(status, details)

@@ -1,0 +1,301 @@
+"""The job spec: one normalised form of every way a user configures a debugged job.
+
+The model is the CreateTrainingJob subset in PascalCase (docs/zero-code-change.md section C.2):
+``DebugHookConfig`` (written into the job as ``debughookconfig.json``, the file the hooks read),
+``DebugRuleConfigurations`` (one rule job each) and ``TensorBoardOutputConfig``. Collections are
+merged as SageMaker's SDK merges them (one entry per name and parameters, first seen first) and
+the API's limits are enforced; everything wrong is a :class:`LaunchConfigError` naming the input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from smdebug.exceptions import SMDebugValueError
+
+__all__ = [
+    "LaunchConfigError",
+    "RuleSpec",
+    "JobSpec",
+    "SpecBuilder",
+    "BUILTIN_IMAGE",
+    "CUSTOM_IMAGE",
+    "MAX_RULES",
+    "MAX_COLLECTIONS",
+]
+
+BUILTIN_IMAGE = "DEFAULT_RULE_EVALUATOR_IMAGE"  # the SDK's placeholder before fit()
+CUSTOM_IMAGE = "sagemaker-debugger-rule-evaluator:latest"
+MAX_RULES = 20  # DebugRuleConfigurations
+MAX_COLLECTIONS = 20  # CollectionConfigurations
+MAX_MAP = 20  # HookParameters, CollectionParameters
+MAX_RULE_PARAMS = 100  # RuleParameters
+MAX_VALUE = 256  # ConfigKey / ConfigValue length
+_NAME = re.compile(r"^[A-Za-z0-9\-_.]{1,256}$")
+_BUILTIN_IMAGE = re.compile(r"(^|/)sagemaker-debugger-rules(:[^/]*)?$")
+_HOOK_KEYS = {"S3OutputPath", "LocalPath", "HookParameters", "CollectionConfigurations", "DebugHookSpecification"}
+_RULE_KEYS = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters", "LocalPath", "S3OutputPath",
+              "InstanceType", "VolumeSizeInGB"}
+
+
+class LaunchConfigError(SMDebugValueError):
+    """A job configuration that cannot run; the message names the file, flag or argument."""
+
+
+def string_map(value, where: str, limit: int) -> dict[str, str]:
+    """A SageMaker ``map<string,string>``: numbers and bools become strings as the SDK writes them."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LaunchConfigError(f"{where} must be an object of string values, not {type(value).__name__}")
+    if len(value) > limit:
+        raise LaunchConfigError(f"{where} has {len(value)} entries; SageMaker allows at most {limit}")
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not 1 <= len(k) <= MAX_VALUE:
+            raise LaunchConfigError(f"{where}: key {k!r} must be a string of 1 to {MAX_VALUE} characters")
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, (int, float)):
+            v = str(v)
+        if not isinstance(v, str):
+            raise LaunchConfigError(f"{where}: {k}={v!r} must be a string")
+        if len(v) > MAX_VALUE:
+            raise LaunchConfigError(f"{where}: the value of {k} has {len(v)} characters; SageMaker allows {MAX_VALUE}")
+        out[k] = v
+    return out
+
+
+def collection_entry(value, where: str) -> dict:
+    """``{"CollectionName": ..., "CollectionParameters": {...}}`` checked (parameters left out when empty)."""
+    if not isinstance(value, dict):
+        raise LaunchConfigError(f"{where} must be an object with CollectionName, not {value!r}")
+    unknown = set(value) - {"CollectionName", "CollectionParameters"}
+    if unknown:
+        raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} (allowed: CollectionName, "
+                                "CollectionParameters)")
+    name = value.get("CollectionName")
+    if not isinstance(name, str) or not name.strip():
+        raise LaunchConfigError(f"{where} has no CollectionName")
+    params = string_map(value.get("CollectionParameters"), f"CollectionParameters of {name!r} in {where}", MAX_MAP)
+    entry = {"CollectionName": name.strip()}
+    if params:
+        entry["CollectionParameters"] = params
+    return entry
+
+
+@dataclass
+class RuleSpec:
+    """One DebugRuleConfiguration: a built-in rule (by ``rule_to_invoke``) or a custom one (``source_s3_uri``)."""
+
+    name: str
+    parameters: dict
+    image: str = BUILTIN_IMAGE
+    where: str = ""
+
+    @property
+    def rule_to_invoke(self) -> str:
+        return self.parameters["rule_to_invoke"]
+
+    @property
+    def source(self) -> str | None:
+        return self.parameters.get("source_s3_uri")
+
+    def to_request_dict(self) -> dict:
+        return {"RuleConfigurationName": self.name, "RuleEvaluatorImage": self.image,
+                "RuleParameters": dict(self.parameters)}
+
+
+def rule_spec(value, where: str) -> RuleSpec:
+    """A RuleSpec from a DebugRuleConfiguration dict."""
+    if not isinstance(value, dict):
+        raise LaunchConfigError(f"{where} must be a DebugRuleConfiguration object, not {type(value).__name__}")
+    unknown = set(value) - _RULE_KEYS
+    if unknown:
+        raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} of a DebugRuleConfiguration")
+    name = value.get("RuleConfigurationName")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise LaunchConfigError(f"{where}: RuleConfigurationName {name!r} must be 1 to 256 letters, digits, "
+                                "'-', '_' or '.'")
+    params = string_map(value.get("RuleParameters"), f"RuleParameters of rule {name} ({where})", MAX_RULE_PARAMS)
+    if not params.get("rule_to_invoke", "").strip():
+        raise LaunchConfigError(f"{where}: rule {name} has no RuleParameters.rule_to_invoke")
+    image = value.get("RuleEvaluatorImage") or BUILTIN_IMAGE
+    if not isinstance(image, str):
+        raise LaunchConfigError(f"{where}: RuleEvaluatorImage of rule {name} must be a string")
+    builtin = image == BUILTIN_IMAGE or _BUILTIN_IMAGE.search(image)
+    if "source_s3_uri" in params:
+        if builtin and image != BUILTIN_IMAGE:
+            raise LaunchConfigError(f"{where}: rule {name} names the built-in rules image and a source_s3_uri")
+    elif not builtin:
+        raise LaunchConfigError(f"{where}: rule {name} runs in the container image {image!r}; container images "
+                                "are not run here: give the rule's Python file as RuleParameters.source_s3_uri")
+    return RuleSpec(name=name, parameters=params, image=image, where=where)
+
+
+@dataclass
+class JobSpec:
+    """Everything a launch needs, normalised; ``hook_config()`` is the in-job debughookconfig.json."""
+
+    name: str
+    out_dir: str
+    s3_output_path: str | None = None
+    hook_parameters: dict = field(default_factory=dict)
+    collections: list = field(default_factory=list)
+    rules: list = field(default_factory=list)
+    tensorboard: dict | None = None
+
+    def hook_config(self) -> dict:
+        hp = dict(self.hook_parameters)
+        if self.tensorboard and self.tensorboard.get("LocalPath"):
+            hp.setdefault("export_tensorboard", "true")
+            hp.setdefault("tensorboard_dir", self.tensorboard["LocalPath"])
+        doc = {"S3OutputPath": self.s3_output_path, "LocalPath": self.out_dir,
+               "HookParameters": hp or None,
+               "CollectionConfigurations": [dict(c) for c in self.collections] or None}
+        return doc
+
+    def hook_config_json(self) -> str:
+        return json.dumps(self.hook_config(), indent=2, sort_keys=True) + "\n"
+
+    def request_dict(self) -> dict:
+        """The CreateTrainingJob members this spec stands for."""
+        hook = {k: v for k, v in self.hook_config().items() if v is not None}
+        out = {"TrainingJobName": self.name, "DebugHookConfig": hook,
+               "DebugRuleConfigurations": [r.to_request_dict() for r in self.rules]}
+        if self.tensorboard:
+            out["TensorBoardOutputConfig"] = dict(self.tensorboard)
+        return out
+
+
+class SpecBuilder:
+    """Collects hook settings, collections and rules from any input, then checks them as a whole."""
+
+    def __init__(self):
+        self.hook_parameters: dict = {}
+        self._hook_where: str | None = None
+        self.local_path: str | None = None
+        self.s3_output_path: str | None = None
+        self.collections: list = []
+        self._collection_keys: set = set()
+        self.rules: list[RuleSpec] = []
+        self.tensorboard: dict | None = None
+        self.name: str | None = None
+
+    def add_hook_config(self, doc, where: str) -> None:
+        """A DebugHookConfig or a debughookconfig.json document."""
+        if not isinstance(doc, dict):
+            raise LaunchConfigError(f"{where} must be a DebugHookConfig object, not {type(doc).__name__}")
+        if self._hook_where is not None:
+            raise LaunchConfigError(f"a hook configuration is given twice: in {self._hook_where} and in {where}")
+        self._hook_where = where
+        unknown = set(doc) - _HOOK_KEYS
+        if unknown:
+            raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} of a DebugHookConfig "
+                                    f"(allowed: {', '.join(sorted(_HOOK_KEYS))})")
+        for key in ("S3OutputPath", "LocalPath"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise LaunchConfigError(f"{where}: {key} must be a path string")
+        self.s3_output_path = doc.get("S3OutputPath") or None
+        self.local_path = doc.get("LocalPath") or None
+        self.add_hook_parameters(doc.get("HookParameters"), f"HookParameters of {where}")
+        colls = doc.get("CollectionConfigurations")
+        if colls is not None and not isinstance(colls, list):
+            raise LaunchConfigError(f"{where}: CollectionConfigurations must be a list")
+        for i, c in enumerate(colls or []):
+            self.add_collection(c, f"CollectionConfigurations[{i}] of {where}")
+
+    def add_hook_parameters(self, params, where: str) -> None:
+        for k, v in string_map(params, where, MAX_MAP).items():
+            if k in self.hook_parameters and self.hook_parameters[k] != v:
+                raise LaunchConfigError(f"{where}: hook parameter {k} is set twice ({self.hook_parameters[k]!r} "
+                                        f"and {v!r})")
+            self.hook_parameters[k] = v
+
+    def add_collection(self, value, where: str) -> None:
+        entry = collection_entry(value, where)
+        key = (entry["CollectionName"], tuple(sorted(entry.get("CollectionParameters", {}).items())))
+        if key not in self._collection_keys:  # the SDK's set union (_prepare_collection_configs)
+            self._collection_keys.add(key)
+            self.collections.append(entry)
+
+    def add_rule(self, value, where: str, collections=None) -> RuleSpec:
+        spec = rule_spec(value, where)
+        self.rules.append(spec)
+        if collections is not None and not isinstance(collections, list):
+            raise LaunchConfigError(f"{where}: the rule's CollectionConfigurations must be a list")
+        for i, c in enumerate(collections or []):
+            self.add_collection(c, f"collection {i} of rule {spec.name} ({where})")
+        return spec
+
+    def add_tensorboard(self, doc, where: str) -> None:
+        if not isinstance(doc, dict) or not isinstance(doc.get("LocalPath") or doc.get("S3OutputPath"), str):
+            raise LaunchConfigError(f"{where}: TensorBoardOutputConfig needs a LocalPath or S3OutputPath string")
+        self.tensorboard = {k: doc[k] for k in ("LocalPath", "S3OutputPath") if isinstance(doc.get(k), str)}
+
+    def add_request(self, doc, where: str) -> None:
+        """A CreateTrainingJob request (or DescribeTrainingJob response): its Debug* members."""
+        if not isinstance(doc, dict):
+            raise LaunchConfigError(f"{where} must hold a JSON object (a CreateTrainingJob request)")
+        known = {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig"}
+        if not known & set(doc):
+            raise LaunchConfigError(f"{where} has none of {', '.join(sorted(known))}: not a CreateTrainingJob "
+                                    "request with a debugger configuration")
+        if isinstance(doc.get("TrainingJobName"), str):
+            self.name = doc["TrainingJobName"]
+        if doc.get("DebugHookConfig") is not None:
+            self.add_hook_config(doc["DebugHookConfig"], f"DebugHookConfig of {where}")
+        rules = doc.get("DebugRuleConfigurations") or []
+        if not isinstance(rules, list):
+            raise LaunchConfigError(f"{where}: DebugRuleConfigurations must be a list")
+        for i, r in enumerate(rules):
+            self.add_rule(r, f"DebugRuleConfigurations[{i}] of {where}")
+        if doc.get("TensorBoardOutputConfig") is not None:
+            self.add_tensorboard(doc["TensorBoardOutputConfig"], f"TensorBoardOutputConfig of {where}")
+
+    def add_action(self, action_json: dict, where: str) -> None:
+        """Add an action (``{"name": "StopTraining"}``) to every rule's action_json, once."""
+        from smdebug.rules.actions import parse_actions
+
+        for r in self.rules:
+            current = r.parameters.get("action_json", "")
+            specs = parse_actions(current, r.name)
+            kind = action_json["name"].lower()
+            if any(s.kind == kind and s.params == {k: v for k, v in action_json.items() if k != "name"}
+                   for s in specs):
+                continue
+            items = json.loads(current.replace('\\"', '"')) if current.strip() else []
+            items = [items] if isinstance(items, dict) else items
+            r.parameters["action_json"] = json.dumps([*items, action_json])
+
+    def build(self, name: str, out_dir: str | None, default_out_dir: str | None = None) -> JobSpec:
+        """The checked spec. The trial goes to ``out_dir`` (--out-dir), else the configuration's
+        LocalPath, else ``<S3OutputPath>/<job>/debug-output``, else ``default_out_dir``."""
+        if len(self.rules) > MAX_RULES:
+            raise LaunchConfigError(f"{len(self.rules)} rules; SageMaker allows at most {MAX_RULES}")
+        seen: dict[str, str] = {}
+        for r in self.rules:
+            if r.name in seen:
+                raise LaunchConfigError(f"two rules are named {r.name} ({seen[r.name]} and {r.where}): "
+                                        "RuleConfigurationName must be unique")
+            seen[r.name] = r.where
+        if len(self.collections) > MAX_COLLECTIONS:
+            names = ", ".join(c["CollectionName"] for c in self.collections)
+            raise LaunchConfigError(f"{len(self.collections)} collection configurations ({names}); SageMaker "
+                                    f"allows at most {MAX_COLLECTIONS}")
+        if len(self.hook_parameters) > MAX_MAP:
+            raise LaunchConfigError(f"{len(self.hook_parameters)} hook parameters; SageMaker allows {MAX_MAP}")
+        job = self.name or name
+        if out_dir is None:
+            if self.local_path is not None:
+                out_dir = self.local_path
+            elif self.s3_output_path is not None:
+                out_dir = f"{self.s3_output_path.rstrip('/')}/{job}/debug-output"
+        out_dir = out_dir or default_out_dir
+        if out_dir is None:
+            raise LaunchConfigError("no output folder: give --out-dir (or LocalPath / S3OutputPath)")
+        return JobSpec(name=job, out_dir=out_dir, s3_output_path=self.s3_output_path,
+                       hook_parameters=dict(self.hook_parameters), collections=list(self.collections),
+                       rules=list(self.rules), tensorboard=self.tensorboard)

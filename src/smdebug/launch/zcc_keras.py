@@ -1,0 +1,79 @@
+"""Zero-code-change attach for Keras 3, installed by the bootstrap right after ``import keras``
+(``tf.keras`` loads it too).
+
+``keras.Model.fit``, ``evaluate`` and ``predict`` get one KerasHook, made once from the job's
+debughookconfig.json, as one more callback, unless the call already has an smdebug hook among its
+callbacks or the script made its own hook. The hook stays open across calls and marks the end of
+training when the process exits. One line on stderr says what was attached.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+
+import keras
+
+__all__ = ["install"]
+
+logger = logging.getLogger("smdebug")
+_installed = None
+
+
+class _Attach:
+    def __init__(self):
+        self.hook = None
+        self.done = False
+
+    def callbacks_for(self, model, callbacks) -> list | None:
+        import smdebug.tensorflow as smd
+
+        if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+            return None  # fit's own call of evaluate for validation passes its CallbackList: already hooked
+        callbacks = list(callbacks or [])
+        if any(isinstance(c, smd.KerasHook) for c in callbacks):
+            return None
+        if self.hook is None:
+            if self.done:
+                return None
+            self.done = True
+            if smd.get_hook() is not None:  # the script made its own hook
+                return None
+            hook = smd.get_hook(create_if_not_exists=True)
+            if hook is None:
+                return None
+            interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
+            if interval and getattr(hook, "stop_watcher", None) is not None:
+                hook.stop_watcher.interval = min(hook.stop_watcher.interval, float(interval))
+            self.hook = hook
+            sys.stderr.write(f"smdebug: attached to {type(model).__name__} {model.name!r} (Keras fit/evaluate/"
+                             f"predict) via zero-code-change; saving to {hook.out_dir}\n")
+        return [*callbacks, self.hook]
+
+
+def _wrap(state, original):
+    @functools.wraps(original)
+    def call(self, *args, **kwargs):
+        try:
+            callbacks = state.callbacks_for(self, kwargs.get("callbacks"))
+        except Exception as exc:  # never breaks training
+            logger.error("smdebug: zero-code-change attach to Keras failed: %s", exc)
+            callbacks = None
+        if callbacks is not None:
+            kwargs["callbacks"] = callbacks
+        return original(self, *args, **kwargs)
+
+    call.__smdebug_zcc__ = True
+    return call
+
+
+def install():
+    global _installed
+    if _installed is not None:
+        return _installed
+    state = _installed = _Attach()
+    for name in ("fit", "evaluate", "predict"):
+        setattr(keras.Model, name, _wrap(state, getattr(keras.Model, name)))
+    return state

@@ -1,0 +1,164 @@
+"""Zero-code-change attach for PyTorch, installed by the bootstrap right after ``import torch``.
+
+Public hook registries only, no patched torch: a global module forward pre-hook finds the root
+model at its first forward (the first module called with trainable parameters, outside data-loader
+workers), unwraps DistributedDataParallel / DataParallel (``.module``) so that tensor names equal
+those of ``hook.register_module(model)`` on the bare model (torch.compile's OptimizedModule is
+unwrapped by the hook itself), and registers it on the hook made from the job's
+debughookconfig.json. Loss modules (``nn.modules.loss._Loss``) are registered when first called;
+a loss computed with a function (``F.cross_entropy``) is recorded as ``loss`` when ``backward()``
+is called on a scalar, unless a loss module was registered. At the first optimizer step the
+root's parameters are checked against the optimizer's. The global hook does nothing while dynamo
+traces (no extra recompiles) and returns at once after the first optimizer step. A script that makes its own hook keeps
+it: nothing is attached then. One line on stderr says what was attached.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import warnings
+import weakref
+
+import torch
+from torch import nn
+
+__all__ = ["install", "unwrap"]
+
+logger = logging.getLogger("smdebug")
+_WRAPPERS = ("DistributedDataParallel", "DataParallel")
+_installed = None
+
+
+def unwrap(module):
+    """The model a DDP / DataParallel wrapper holds (torch.compile's wrapper is kept: the hook unwraps it)."""
+    while type(module).__name__ in _WRAPPERS and isinstance(getattr(module, "module", None), nn.Module):
+        module = module.module
+    return module
+
+
+def _in_worker() -> bool:
+    try:
+        from torch.utils.data import get_worker_info
+
+        return get_worker_info() is not None
+    except Exception:
+        return False
+
+
+class _Attach:
+    def __init__(self):
+        self.hook = None
+        self.root = None
+        self.done = False  # nothing more to do in this process (attached elsewhere, or no config)
+        self.loss_modules = weakref.WeakSet()
+        self.loss_step = None
+        self.checked_optimizer = False
+
+    # ------------------------------------------------------------ root discovery
+    def pre_hook(self, module, args):
+        if torch.compiler.is_compiling() or self.done:  # first: dynamo folds it and guards on nothing of ours
+            return
+        if self.hook is not None:
+            if isinstance(module, nn.modules.loss._Loss) and module not in self.loss_modules:
+                self.loss_modules.add(module)
+                self.hook.register_loss(module)
+            return
+        if isinstance(module, nn.modules.loss._Loss) or _in_worker():
+            return
+        if not any(p.requires_grad for p in module.parameters()):
+            return  # a transform or a frozen module: not the model being trained
+        self._attach(module, args)
+
+    def _attach(self, module, args) -> None:
+        import smdebug.pytorch as smd
+
+        self.done = True
+        existing = smd.get_hook()
+        if existing is not None:  # the script made its own hook: it keeps it
+            self._fast_stop_checks(existing)
+            return
+        hook = smd.get_hook(create_if_not_exists=True)
+        if hook is None:
+            return
+        target = unwrap(module)
+        hook.register_module(target)
+        if not hook.has_registered_module:
+            return  # the hook logged why and disabled itself
+        self._fast_stop_checks(hook)
+        self.hook, self.root, self.done = hook, target, False
+        inner = getattr(target, "_orig_mod", target)
+        n = sum(p.numel() for p in inner.parameters())
+        wrapped = f" (in {type(module).__name__})" if target is not module else ""
+        sys.stderr.write(f"smdebug: attached to {inner._get_name()}{wrapped}, {n} parameters, via zero-code-change; "
+                         f"saving to {hook.out_dir}\n")
+        if target is module:
+            # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
+            hook._forward_pre_hook(module, args)
+
+    @staticmethod
+    def _fast_stop_checks(hook) -> None:
+        """Look for a rule's stop request as often as the launcher looks for new steps (20 ms on a local
+        folder, 0.5 s on object storage, at step boundaries only)."""
+        interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
+        watcher = getattr(hook, "stop_watcher", None)
+        if interval and watcher is not None:  # on S3 the launcher's interval is 0.5 s: one request at most
+            watcher.interval = min(watcher.interval, float(interval))
+
+    # ------------------------------------------------------------ losses and the optimizer
+    def on_backward(self, tensor) -> None:
+        hook = self.hook
+        if hook is None or len(self.loss_modules) or tensor.dim() != 0 or hook.step < 0:
+            return
+        if self.loss_step == hook.step:
+            return
+        self.loss_step = hook.step
+        hook.record_tensor_value("loss", tensor.detach())
+
+    def on_optimizer_step(self, optimizer, args, kwargs) -> None:
+        if self.checked_optimizer or self.root is None:
+            return
+        self.checked_optimizer = True
+        if self.loss_modules or self.loss_step is not None:
+            # the root and the loss of a step have been seen: the global hook returns at once from now
+            # on (removing it would make dynamo recompile a compiled model: it guards on their number)
+            self.done = True
+        trained = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        inner = getattr(self.root, "_orig_mod", self.root)
+        mine = [n for n, p in inner.named_parameters() if p.requires_grad and id(p) not in trained]
+        if mine:
+            sys.stderr.write(f"smdebug: warning: {inner._get_name()}, the model attached to, has parameters the "
+                             f"optimizer does not train ({', '.join(mine[:3])}...): attach explicitly with "
+                             "hook.register_module(model) if it is not the model being trained\n")
+
+
+def install():
+    """Install the global hooks once per process (the bootstrap calls it after ``import torch``)."""
+    global _installed
+    if _installed is not None:
+        return _installed
+    state = _installed = _Attach()
+    # not wrapped in torch.compiler.disable: with that wrapper a DDP rank hung at exit (gloo, torch
+    # 2.13); the hook returns at once while dynamo traces instead (no side effect, no recompile)
+    nn.modules.module.register_module_forward_pre_hook(state.pre_hook)
+    # our global hook is the one this warns about; it fires for the OptimizedModule and is unwrapped
+    warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    register_optimizer_step_pre_hook(state.on_optimizer_step)
+    original = torch.Tensor.backward
+
+    @functools.wraps(original)
+    def backward(self, *args, **kwargs):
+        try:
+            state.on_backward(self)
+        except Exception as exc:  # never breaks training
+            state.hook = None
+            logger.error("smdebug: recording the loss failed (%s); the loss is no longer recorded", exc)
+        return original(self, *args, **kwargs)
+
+    backward.__smdebug_zcc__ = True
+    torch.Tensor.backward = backward
+    return state
