@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from rule_trials import write_trial
 from smdebug.core.metric_names import is_increasing_metric, is_loss_metric
 from smdebug.rules import invoke_rule
 from smdebug.rules.builtin import Overfit, Overtraining
 from smdebug.trials import create_trial
-from trialgen import write_trial
 
 LOSSES = ["train-rmse", "validation_0-logloss", "train-error@0.7", "validation-mape", "eval-mlogloss", "test-poisson-nloglik"]
 GROWING = ["train-auc", "validation-aucpr", "eval-ndcg@5", "train-pre@10", "validation-map", "valid-ndcg", "test-map@3-"]

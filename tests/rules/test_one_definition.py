@@ -120,10 +120,10 @@ def test_every_mode_user_takes_the_same_spellings():
 
 # ------------------------------------------------------------------ stopping a job: one code path
 def test_stalled_training_stops_through_the_stop_training_action(tmp_path, monkeypatch):
+    from rule_trials import write_trial
     from smdebug.rules.actions import LocalStopTraining
     from smdebug.rules.builtin import StalledTrainingRule, training
     from smdebug.trials import create_trial
-    from trialgen import write_trial
 
     trial = create_trial(write_trial(tmp_path / "t", {"loss": {0: 1.0}}))
     assert isinstance(StalledTrainingRule(trial, stop_training_on_fire="True")._stopper, LocalStopTraining)

@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rule_trials import write_trial
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules import invoke_rule
 from smdebug.rules.builtin import rule_classes, rule_names
 from smdebug.rules.builtin.base import BuiltinRule, Param, ReadingRule, SelectingRule
 from smdebug.rules.params import as_float
 from smdebug.trials import create_trial
-from trialgen import write_trial
 
 STEPS = range(6)
 _RNG = np.random.default_rng(0)

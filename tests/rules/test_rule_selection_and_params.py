@@ -11,13 +11,13 @@ import logging
 import numpy as np
 import pytest
 
+from rule_trials import write_trial
 from smdebug.cli import main
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules import invoke_rule
 from smdebug.rules.builtin import ExplodingTensor, LossNotDecreasing, get_rule_class
 from smdebug.rules.params import as_regex_list, as_str_list
 from smdebug.trials import create_trial
-from trialgen import write_trial
 
 
 @pytest.fixture

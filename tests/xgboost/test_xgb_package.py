@@ -22,6 +22,9 @@ def test_exports():
 
 def test_xgboost_is_imported_only_by_smdebug_xgboost():
     pattern = re.compile(r"^\s*(import xgboost|from xgboost)", re.M)
+    # smdebug.launch's zero-code-change glue patches xgboost once the user's script imported it
+    # (an import hook: tests/launch/test_zcc_xgboost.py); nothing else may import it
+    allowed = {"launch/zcc_xgboost.py"}
     offenders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
                  if "xgboost" not in p.relative_to(SRC).parts and pattern.search(p.read_text())]
-    assert offenders == []
+    assert sorted(set(offenders) - allowed) == []
