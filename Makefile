@@ -68,8 +68,9 @@ demo: $(VENV)/.installed
 		--rule LossNotDecreasing --param mode=TRAIN --rule WeightUpdateRatio || test $$? -eq 1
 	$(VENV)/bin/smdebug report $(DEMO)/pytorch -o $(DEMO)/report.html
 	rm -rf $(DEMO)/run
-	$(VENV)/bin/smdebug run --run-dir $(DEMO)/run --collection weights --collection losses:save_interval=10 \
-		--rule exploding_tensor --rule loss_not_decreasing --action stop -- $(PY) examples/unmodified_pytorch.py
+	$(VENV)/bin/smdebug run --run-dir $(DEMO)/run --collection weights:save_interval=10 \
+		--collection gradients:save_interval=10 --collection losses:save_interval=10 \
+		--rule exploding_tensor --action stop -- $(PY) examples/unmodified_pytorch.py
 	@echo "open the report with: xdg-open $(CURDIR)/$(DEMO)/report.html"
 
 # headless Chromium (Debian's package) opens the HTML report of CreateXgboostReport in the tests

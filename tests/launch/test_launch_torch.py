@@ -114,6 +114,15 @@ def test_healthy_run_ends_no_issues_found(tmp_path):
     assert Path(result.out_dir, "training_job_end.ts").exists()
 
 
+def test_a_rule_that_judged_no_tensor_ends_error_not_no_issues_found(tmp_path):
+    # the selection matches nothing (a misspelt collection): "NoIssuesFound" would be a silent wrong answer
+    result, _ = _launch(tmp_path, ["--steps", "4"], rules=["exploding_tensor:collection_names=gradient"])
+    assert result.exit_code == 0
+    rule = _rule(result, "ExplodingTensor")
+    assert rule["RuleEvaluationStatus"] == "Error"
+    assert rule["StatusDetails"].startswith("ClientError: the rule evaluated no tensor in 4 steps")
+
+
 def test_a_rule_that_raises_ends_error_and_training_goes_on(tmp_path):
     rule_file = f"{SCRIPTS / 'raising_rule.py'}:Broken:threshold=2"
     lines = []

@@ -92,11 +92,20 @@ def test_the_hook_reads_the_written_config(tmp_path):
     assert settings.include_collections == ["weights", "losses"]
 
 
-def test_collections_merge_like_the_sdk():
+def test_collections_merge_one_entry_per_name_the_users_first():
+    # the SDK would send losses three times and the hook keep the rule's 500: the user's 5 lost
     spec = build_spec(name="j", out_dir="/tmp/x", collections=["losses", "losses", "losses:save_interval=5"],
                       rules=["loss_not_decreasing"])
     names = [(c["CollectionName"], c.get("CollectionParameters")) for c in spec.collections]
-    assert names == [("losses", None), ("losses", {"save_interval": "5"}), ("losses", {"save_interval": "500"})]
+    assert names == [("losses", {"save_interval": "5"})]
+    # a rule's default first (a CreateTrainingJob's order), then the user's entry: the user's wins
+    spec = build_spec(name="j", out_dir="/tmp/x", rules=["loss_not_decreasing"], collections=["losses:save_interval=7"])
+    assert [(c["CollectionName"], c.get("CollectionParameters")) for c in spec.collections] == [
+        ("losses", {"save_interval": "7"})]
+    # a name only a rule asks for keeps the rule's parameters
+    spec = build_spec(name="j", out_dir="/tmp/x", rules=["loss_not_decreasing"])
+    assert [(c["CollectionName"], c.get("CollectionParameters")) for c in spec.collections] == [
+        ("losses", {"save_interval": "500"})]
 
 
 def test_action_stop_reaches_every_rule_once():

@@ -1,8 +1,9 @@
 """A rule job: one rule evaluated beside training on the live trial, with SageMaker's statuses.
 
 ``InProgress`` -> ``IssuesFound`` (the first firing; StatusDetails is the RuleEvaluationConditionMet
-text) | ``NoIssuesFound`` (training ended, every step evaluated) | ``Error`` ("ClientError: ..."
-with the traceback, cut to 1024 characters) | ``Stopping`` -> ``Stopped`` (the launcher was
+text) | ``NoIssuesFound`` (training ended, every step evaluated, tensors judged) | ``Error``
+("ClientError: ..." with the traceback, cut to 1024 characters; also a rule that evaluated no step,
+or no tensor: its "no issue" would mean nothing) | ``Stopping`` -> ``Stopped`` (the launcher was
 interrupted). The rule's report goes to ``rule-output/<RuleConfigurationName>/report.json``.
 """
 
@@ -229,6 +230,10 @@ class RuleJob:
         elif not run.evaluated:
             self._end("Error", f"ClientError: the rule evaluated no step ({run.skipped} skipped: the tensors "
                       "it reads were not saved, or no step was saved). Check the collections it needs.", run=run)
+        elif run.looked_at_nothing:  # steps evaluated, but no tensor judged: "no issue" would mean nothing
+            self._end("Error", f"ClientError: the rule evaluated no tensor in {len(run.evaluated)} steps (its "
+                      "selection matched nothing it could judge, or too few steps of it were saved). Check "
+                      "the collections and parameters it needs.", run=run)
         else:
             self._end("NoIssuesFound", f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
                       f"{run.evaluated[-1]}); {run.skipped} skipped.", run=run)

@@ -3,7 +3,8 @@
 The model is the CreateTrainingJob subset in PascalCase (docs/zero-code-change.md section C.2):
 ``DebugHookConfig`` (written into the job as ``debughookconfig.json``, the file the hooks read),
 ``DebugRuleConfigurations`` (one rule job each) and ``TensorBoardOutputConfig``. Collections are
-merged as SageMaker's SDK merges them (one entry per name and parameters, first seen first) and
+merged into one entry per name, the user's over a rule's defaults (:meth:`SpecBuilder.add_collection`:
+SageMaker's SDK sends each distinct pair and the hook keeps whichever it reads last) and
 the API's limits are enforced; everything wrong is a :class:`LaunchConfigError` naming the input.
 """
 
@@ -214,12 +215,30 @@ class SpecBuilder:
                                         f"and {v!r})")
             self.hook_parameters[k] = v
 
-    def add_collection(self, value, where: str) -> None:
+    def add_collection(self, value, where: str, from_rule: bool = False) -> None:
+        """One entry per collection name. SageMaker's SDK sends every distinct (name, parameters)
+        pair and the hook keeps the last one it reads, so a rule's default (``losses`` every 500
+        steps) could silently replace the user's ``losses:save_interval=10``. Here the user's
+        entries (flags, DebugHookConfig) win over the collections a rule asks for, a later user
+        entry's parameters update an earlier one's, and a rule's entry only adds a name not yet
+        configured."""
         entry = collection_entry(value, where)
-        key = (entry["CollectionName"], tuple(sorted(entry.get("CollectionParameters", {}).items())))
-        if key not in self._collection_keys:  # the SDK's set union (_prepare_collection_configs)
-            self._collection_keys.add(key)
+        name = entry["CollectionName"]
+        current = next((c for c in self.collections if c["CollectionName"] == name), None)
+        if current is None:
             self.collections.append(entry)
+            self._collection_keys.add((name, from_rule))
+            return
+        if from_rule:
+            return  # configured already (by the user, or by an earlier rule)
+        if (name, True) in self._collection_keys:  # a rule's default, replaced by the user's entry
+            self._collection_keys.discard((name, True))
+            self._collection_keys.add((name, False))
+            self.collections[self.collections.index(current)] = entry
+            return
+        params = {**current.get("CollectionParameters", {}), **entry.get("CollectionParameters", {})}
+        if params:
+            current["CollectionParameters"] = params
 
     def add_rule(self, value, where: str, collections=None) -> RuleSpec:
         spec = rule_spec(value, where)
@@ -227,7 +246,7 @@ class SpecBuilder:
         if collections is not None and not isinstance(collections, list):
             raise LaunchConfigError(f"{where}: the rule's CollectionConfigurations must be a list")
         for i, c in enumerate(collections or []):
-            self.add_collection(c, f"collection {i} of rule {spec.name} ({where})")
+            self.add_collection(c, f"collection {i} of rule {spec.name} ({where})", from_rule=True)
         return spec
 
     def add_tensorboard(self, doc, where: str) -> None:
