@@ -137,3 +137,15 @@ def test_export_bad_output(tmp_path, digits_trial):
     proc = subprocess.run([sys.executable, "-m", "smdebug", "export", digits_trial, "-o", "/nonexistent-dir/t"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "cannot write there" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_export_parquet_of_nothing_writes_the_columns_and_no_row(tmp_path, capsys):
+    # pyarrow's write_dataset writes no file for an empty table: "wrote OUT: 0 rows" with no OUT
+    pytest.importorskip("pyarrow")
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "table"
+    assert main(["export", str(FIXTURES / "multi_worker_modes"), "-o", str(out), "--tensor", "^no such tensor$"]) == 0
+    assert "0 rows" in capsys.readouterr().out
+    table = ds.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == 0 and "int_value" in table.schema.names and "step" in table.schema.names

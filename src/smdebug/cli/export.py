@@ -170,6 +170,12 @@ def _write_parquet(path: str, cols: dict) -> None:
         ("int_value", pa.int64()),
     ])
     table = pa.table({c: cols[c] for c in COLUMNS}, schema=schema)
+    if table.num_rows == 0:  # write_dataset writes no file at all: the folder would be missing
+        import pyarrow.parquet as pq
+
+        os.makedirs(path, exist_ok=True)
+        pq.write_table(table, os.path.join(path, "part-0.parquet"))  # the columns, no row
+        return
     ds.write_dataset(
         table, path, format="parquet", partitioning=["mode"], partitioning_flavor="hive",
         existing_data_behavior="overwrite_or_ignore", basename_template="part-{i}.parquet",
