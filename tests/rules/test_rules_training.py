@@ -306,21 +306,9 @@ def test_bad_parameters_are_refused_at_construction(small_trial, cls, params, ba
 # ---------------------------------------------------------------- hand-written trials
 def _written(path, series: dict, end=True):
     """A trial holding scalar series {name: {global step: value}} (GLOBAL mode), as FileWriter writes."""
-    from smdebug.core.collection_manager import CollectionManager
-    from smdebug.core.writer import FileWriter
+    from rule_trials import write_trial
 
-    cm = CollectionManager()
-    cm.add("default")
-    cm.set_num_workers(1)
-    cm.export(str(path), "worker_0_collections.json")
-    for step in sorted({s for values in series.values() for s in values}):
-        with FileWriter(str(path), step=step) as fw:
-            for name, values in series.items():
-                if step in values:
-                    fw.write_tensor(np.asarray(values[step], dtype=np.float32), name)
-    if end:
-        (path / "training_job_end.ts").write_bytes(b"")
-    return create_trial(str(path))
+    return create_trial(write_trial(path, series, end=end))
 
 
 def test_loss_not_decreasing_pinned_schedule(tmp_path):
