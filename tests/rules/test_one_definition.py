@@ -42,6 +42,7 @@ def test_every_bool_user_takes_the_same_spellings(monkeypatch, caplog):
     from smdebug.core.hook_config_values import ValueParser
     from smdebug.core.reduction_config import ReductionConfig
     from smdebug.exceptions import SMDebugValueError
+    from smdebug.profiler.config import _bool as profiler_bool
     from smdebug.rules.params import as_bool
 
     vp = ValueParser("hook.json", None)
@@ -51,6 +52,7 @@ def test_every_bool_user_takes_the_same_spellings(monkeypatch, caplog):
         assert analysis_parse_bool(value, default=not want) is want
         assert vp.boolean("s", "k", value) is want
         assert ReductionConfig(save_raw_tensor=value).save_raw_tensor is want
+        assert profiler_bool("DisableProfiler", value) is want
     for value in ["maybe", 2, "yes", "on"]:
         with pytest.raises(ValueError):
             as_bool(value)
@@ -60,6 +62,8 @@ def test_every_bool_user_takes_the_same_spellings(monkeypatch, caplog):
             vp.boolean("s", "k", value)
         with pytest.raises(SMDebugValueError, match="save_raw_tensor"):
             ReductionConfig(save_raw_tensor=value)
+        with pytest.raises(SMDebugValueError, match="DisableProfiler"):
+            profiler_bool("DisableProfiler", value)
     assert analysis_parse_bool(None, default=True) is True and vp.boolean("s", "k", None, default=True) is True
     for value in ["1", "true", "True", "TRUE", " 1"]:
         monkeypatch.setenv(PROPAGATE_ERRORS_ENV, value)

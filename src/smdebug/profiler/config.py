@@ -80,11 +80,12 @@ def _number(key: str, value, kind=float, minimum=None):
 
 
 def _bool(key: str, value) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise SMDebugValueError(f"profiler config: {key}={value!r} must be true or false")
+    from smdebug.codec.values import parse_bool  # the one parser of booleans
+
+    try:
+        return parse_bool(value)
+    except ValueError:
+        raise SMDebugValueError(f"profiler config: {key}={value!r} must be true or false") from None
 
 
 @dataclass
