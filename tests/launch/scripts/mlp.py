@@ -97,6 +97,10 @@ def main():
 
 
     if args.ddp:
+        # both ranks finish their gloo traffic before either tears it down: without the barrier one
+        # rank's gloo thread can see its peer's sockets close and abort the process at exit
+        # ("terminate called without an active exception", seen once in CI)
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 
