@@ -1,0 +1,115 @@
+"""Columnar profiler data: what the readers produce and what the profiler rules, the timeline and
+the report consume.
+
+Everything here is plain numpy (no pandas): times are absolute microseconds since the epoch
+(int64), as in 1.0.34's files after decoding. A reader builds these once per file and caches
+them; windowing is ``np.searchsorted`` on sorted times, so a rule over a 24-hour profile touches
+only the rows of its window.
+
+* :class:`Series` — one system metric of one node: ``(node_id, type, name, dimension)`` with its
+  samples, sorted by time (e.g. ``("algo-1", "cpu", "cpu3", "CPUUtilization")``).
+* :class:`FrameworkEvents` — framework trace events (complete events: a start and an end), one
+  row each, sorted by ``start_us``. ``phase`` is the process name of 1.0.34's files (its
+  ``event_phase``: ``"Step:ModeKeys.TRAIN"``, ``"Forward"``, ``"DataLoaderIter"``...), ``name``
+  the event's name, ``step`` the ``args.step_num`` as int (-1 when absent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Series", "FrameworkEvents", "StepSpans"]
+
+
+def _window(times: np.ndarray, start_us: int | None, end_us: int | None) -> slice:
+    lo = 0 if start_us is None else int(np.searchsorted(times, start_us, side="left"))
+    hi = len(times) if end_us is None else int(np.searchsorted(times, end_us, side="right"))
+    return slice(lo, hi)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One system metric of one node, sorted by ``timestamp_us`` (int64) with ``value`` (float64)."""
+
+    node_id: str
+    type: str  # "cpu", "gpu", "memory", "i/o", "network" (1.0.34's Type)
+    name: str  # "cpu0".., "gpu0".., or the metric's own name for device-less rows
+    dimension: str  # "CPUUtilization", "GPUUtilization", "GPUMemoryUtilization", "MemoryUsedPercent"...
+    timestamp_us: np.ndarray
+    value: np.ndarray
+
+    def window(self, start_us: int | None = None, end_us: int | None = None) -> Series:
+        """The samples with ``start_us <= timestamp_us <= end_us`` (inclusive, as 1.0.34)."""
+        s = _window(self.timestamp_us, start_us, end_us)
+        return Series(self.node_id, self.type, self.name, self.dimension, self.timestamp_us[s], self.value[s])
+
+    def __len__(self) -> int:
+        return len(self.timestamp_us)
+
+
+@dataclass(frozen=True)
+class FrameworkEvents:
+    """Framework events, one row each, sorted by ``start_us``. All columns have the same length."""
+
+    phase: np.ndarray  # str (object array): the process name, 1.0.34's event_phase
+    name: np.ndarray  # str (object array): the event name
+    start_us: np.ndarray  # int64
+    end_us: np.ndarray  # int64
+    step: np.ndarray  # int64, -1 when the event names no step
+    node_id: np.ndarray  # str (object array)
+    pid: np.ndarray  # int64
+    tid: np.ndarray  # int64
+    args: list = field(default_factory=list)  # dict | None per row (kept for the compatibility API)
+
+    def __len__(self) -> int:
+        return len(self.start_us)
+
+    @property
+    def duration_us(self) -> np.ndarray:
+        return self.end_us - self.start_us
+
+    def take(self, index: np.ndarray) -> FrameworkEvents:
+        """The rows at ``index`` (an int array or a boolean mask), order kept."""
+        idx = np.flatnonzero(index) if index.dtype == bool else index
+        return FrameworkEvents(self.phase[idx], self.name[idx], self.start_us[idx], self.end_us[idx],
+                               self.step[idx], self.node_id[idx], self.pid[idx], self.tid[idx],
+                               [self.args[i] for i in idx] if self.args else [])
+
+    def overlapping(self, start_us: int | None = None, end_us: int | None = None) -> FrameworkEvents:
+        """The events that overlap ``[start_us, end_us]`` inclusively (1.0.34's semantics)."""
+        mask = np.ones(len(self), dtype=bool)
+        if start_us is not None:
+            mask &= self.end_us >= start_us
+        if end_us is not None:
+            mask &= self.start_us <= end_us
+        return self.take(mask)
+
+    def of_phase(self, prefix: str) -> FrameworkEvents:
+        """The events whose phase (process name) starts with ``prefix``."""
+        return self.take(np.array([str(p).startswith(prefix) for p in self.phase], dtype=bool))
+
+
+@dataclass(frozen=True)
+class StepSpans:
+    """The training steps of one mode: one row per (node, step), sorted by ``start_us``."""
+
+    mode: str  # "TRAIN", "EVAL", "PREDICT", "GLOBAL"
+    step: np.ndarray  # int64
+    start_us: np.ndarray  # int64
+    end_us: np.ndarray  # int64
+    node_id: np.ndarray  # str (object array)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    @property
+    def duration_us(self) -> np.ndarray:
+        return self.end_us - self.start_us
+
+    @classmethod
+    def from_events(cls, events: FrameworkEvents, mode: str = "TRAIN") -> StepSpans:
+        """The ``Step:ModeKeys.<mode>`` events of ``events`` as spans."""
+        sel = events.take(np.array([p == f"Step:ModeKeys.{mode}" for p in events.phase], dtype=bool))
+        return cls(mode, sel.step, sel.start_us, sel.end_us, sel.node_id)
