@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,7 @@ def test_an_upload_that_fails_keeps_the_file_and_names_it(aws_env, caplog):
     assert len(kept) == 1 and sorted(steps_of(read_events(p.root))) == [0, 1, 2]
     assert f"could not be uploaded to s3://smd-no-such-bucket/prof; they are kept in {p.root}" in caplog.text
     assert str(kept[0]) in caplog.text
+    shutil.rmtree(p.root)
 
 
 def test_pytorch_training_with_an_s3_out_dir_uploads_workers_and_detailed_traces(bucket, aws_env, boto_client,
