@@ -117,3 +117,24 @@ def test_pytorch_training_with_an_s3_out_dir_uploads_workers_and_detailed_traces
     assert trace.startswith("framework/pytorch/detailed_profiling/") and "/000000003/" in trace
     assert "traceEvents" in json.loads((tmp_path / "down" / trace).read_text())
     assert "framework/training_job_end.ts" in keys
+
+
+def test_a_profiler_left_open_uploads_everything_at_exit(bucket, aws_env, boto_client):
+    import subprocess
+    import sys
+
+    script = (
+        "from smdebug.profiler import Profiler, ProfilerConfig\n"
+        f"p = Profiler(ProfilerConfig(local_path='s3://{bucket}/left-open', interval_millis=100))\n"
+        "p.system.wait_for_samples(1, timeout=30)\n"
+        "for s in range(3):\n"
+        "    p.step_start('train', s)\n"
+        "print(p.root)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], check=True, timeout=120, capture_output=True, text=True)
+    assert "upload" not in out.stderr and "failed" not in out.stderr, out.stderr[-3000:]
+    keys = _keys(boto_client, bucket, "left-open")
+    assert "framework/training_job_end.ts" in keys and "system/training_job_end.ts" in keys
+    assert any(k.startswith("framework/pevents/") for k in keys)
+    assert any(k.startswith("system/incremental/") for k in keys)
+    assert not Path(out.stdout.strip()).exists()

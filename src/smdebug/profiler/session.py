@@ -23,6 +23,7 @@ import atexit
 import logging
 import os
 import tempfile
+import threading
 import weakref
 
 from smdebug.core.guard import guarded, propagate_default
@@ -50,6 +51,17 @@ def _close_at_exit(ref) -> None:
     prof = ref()
     if prof is not None:
         prof.close()
+
+
+def _register_exit(ref, remote: bool) -> None:
+    """Close the profiler at exit. A remote root uploads then, through asyncio and thread pools,
+    which refuse new work once the interpreter's atexit handlers run ("cannot schedule new
+    futures after interpreter shutdown"): such a profiler closes at threading's exit instead
+    (``threading._register_atexit``, run before thread pools shut down)."""
+    if remote and hasattr(threading, "_register_atexit"):
+        threading._register_atexit(_close_at_exit, ref)
+    else:
+        atexit.register(_close_at_exit, ref)
 
 
 def _local_rank() -> int:
@@ -120,7 +132,7 @@ class Profiler:
 
             self.system = SystemMetricsSampler(self.root, config.interval_millis, system_node_id(), gpus=gpus,
                                                on_file=self.file_done).start()
-        atexit.register(_close_at_exit, weakref.ref(self))
+        _register_exit(weakref.ref(self), remote=self.upload is not None)
         if self.upload is not None:
             logger.info("smdebug: profiler: recording to %s (staged in %s)", self.url, self.root)
         else:
