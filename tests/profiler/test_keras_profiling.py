@@ -144,3 +144,19 @@ def test_detailed_profiling_runs_tensorflows_profiler_over_the_configured_steps(
     assert steps[3]["end"] <= int(end_us) <= steps[4]["end"]  # stopped when step 4 began
     planes = list(folder.glob("plugins/profile/*/*.xplane.pb"))
     assert planes and all(p.stat().st_size > 0 for p in planes)
+
+
+def test_keras_profile_to_s3_uploads_the_tensorflow_trace(bucket, aws_env, boto_client):
+    x, y = kerasutil.digits(160)
+    model = kerasutil.compile_sgd(kerasutil.sequential())
+    cfg = ProfilerConfig(system_metrics=False, detailed={"StartStep": 1, "NumSteps": 1})
+    hook = smd.KerasHook(f"s3://{bucket}/keras", profiler_config=cfg)  # profiler: <out_dir>/profiler
+    model.fit(x, y, batch_size=32, epochs=1, callbacks=[hook], verbose=0)
+    hook.close()
+    smd.del_hook()
+    pages = boto_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="keras/profiler/")
+    keys = [o["Key"][len("keras/profiler/"):] for page in pages for o in page.get("Contents", [])]
+    detailed = [k for k in keys if k.startswith("framework/tensorflow/detailed_profiling/")]
+    assert any(k.endswith(".xplane.pb") for k in detailed) and any(k.endswith(".metadata") for k in detailed)
+    assert all(k.split("/")[4] == "000000001" for k in detailed)
+    assert any(k.startswith("framework/pevents/") for k in keys) and "framework/training_job_end.ts" in keys
