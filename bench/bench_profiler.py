@@ -40,6 +40,15 @@ def run(config: str, out_dir: str, steps: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def _spread(values: list) -> dict:
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return {"median": statistics.median(values), "q1": q[0], "q3": q[2], "min": min(values), "max": max(values)}
+
+
+def _fmt(s: dict) -> str:
+    return f"{s['median']:.3f}x [{s['q1']:.3f}-{s['q3']:.3f}] ({s['min']:.3f}-{s['max']:.3f})"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=300)
@@ -80,13 +89,18 @@ def main() -> None:
     print(f"{'configuration':<46}{'CPU ms/step':>12}{'CPU x hook':>11}{'wall ms/step':>13}{'wall x hook':>12}")
     for c in CONFIGS:
         print(f"{labels[c]:<46}{cpu_med[c] * 1e3:>12.2f}{cpu_x[c]:>10.3f}x{fastest[c] * 1e3:>13.2f}{wall_x[c]:>11.3f}x")
+    print("\nper-round ratios to the hook-only run of the same round: median [quartiles] (min-max)")
+    spread = {}
+    for c in CONFIGS[1:]:
+        spread[c] = {"cpu": _spread(cpu_ratio[c]), "wall": _spread(ratio[c])}
+        print(f"{labels[c]:<46} CPU {_fmt(spread[c]['cpu'])}   wall {_fmt(spread[c]['wall'])}")
     out_ratio = statistics.median(outside)
     print(f"{'python: wall of the steps outside its 2 steps':<46}{'':>12}{'':>11}{'':>13}{out_ratio:>11.3f}x")
     (HERE / "out").mkdir(exist_ok=True)
     (HERE / "out" / "profiler.json").write_text(json.dumps(
         {"cpu_ms_per_step": {c: cpu_med[c] * 1e3 for c in CONFIGS}, "cpu_x_hook": cpu_x,
          "fastest_wall_ms_per_step": {c: fastest[c] * 1e3 for c in CONFIGS}, "wall_x_hook": wall_x,
-         "python_outside_x_hook": out_ratio, "cpu_ratios_per_round": cpu_ratio, "wall_ratios_per_round": ratio,
+         "python_outside_x_hook": out_ratio, "spread": spread, "cpu_ratios_per_round": cpu_ratio, "wall_ratios_per_round": ratio,
          "steps": args.steps, "repeat": args.repeat}, indent=1))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from timelines import read_events, steps_of
 
+from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler import Profiler, ProfilerConfig, TimelineWriter
 from smdebug.profiler.timeline import now_us
 from smdtest import peer_python, run_json
@@ -133,9 +134,9 @@ def test_an_error_disables_the_profiler_not_training(tmp_path, caplog):
     assert "disabled the hook" in caplog.text
 
 
-def test_s3_is_refused_clearly():
-    with pytest.raises(Exception, match="local folders only"):
-        Profiler(ProfilerConfig(local_path="s3://bucket/prof"))
+def test_an_unsupported_url_is_refused_naming_it():
+    with pytest.raises(SMDebugValueError, match="unsupported storage URL 'ftp://host/prof'"):
+        Profiler(ProfilerConfig(local_path="ftp://host/prof"))
 
 
 def test_a_profiler_left_open_is_closed_at_exit(tmp_path):

@@ -4,7 +4,9 @@
 * :class:`ProfilerConfig` — SageMaker's ProfilerConfig JSON (``$SMPROFILER_CONFIG_PATH`` or
   ``/opt/ml/input/config/profilerconfig.json``) or keyword arguments.
 * :class:`Profiler` — one recording session; the framework hooks report steps and events to it.
-* :class:`SystemMetricsSampler`, :class:`TimelineWriter`, :class:`PythonProfiling` — its parts.
+* :class:`SystemMetricsSampler`, :class:`TimelineWriter`, :class:`PythonProfiling` — its parts;
+  profiler.upload.RemoteUpload sends their finished files to an ``s3://`` root through
+  smdebug.storage.
 
 Written against smdebug.core and the standard library only: no framework imports here (the
 framework glue lives in smdebug.<framework>).

@@ -74,7 +74,7 @@ class PythonProfiling:
     """Starts and stops the Python profiler at step boundaries (``boundary``)."""
 
     def __init__(self, root: str, framework: str, node_id: str, profiler: str = "cprofile",
-                 timer: str = "total_time"):
+                 timer: str = "total_time", on_file=None):
         if profiler == "pyinstrument":
             try:
                 import pyinstrument  # noqa: F401
@@ -88,6 +88,7 @@ class PythonProfiling:
         self.node_id = node_id
         self.kind = _Pyinstrument if profiler == "pyinstrument" else _CProfile
         self.timer = timer
+        self.on_file = on_file  # called with each stats file written (the profiler uploads it)
         self._running = None
         self._start_label = None
         self.folders: list[str] = []
@@ -116,6 +117,9 @@ class PythonProfiling:
         os.makedirs(folder, exist_ok=True)
         running.stop(folder)
         self.folders.append(folder)
+        if self.on_file is not None:
+            for name in sorted(os.listdir(folder)):
+                self.on_file(os.path.join(folder, name))
 
     def close(self, mode: str = "global", step="*") -> None:
         self._stop(boundary_label(mode, step, "end", time.time() * 1e6))

@@ -22,10 +22,12 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import tempfile
+import threading
 import weakref
 
 from smdebug.core.guard import guarded, propagate_default
-from smdebug.exceptions import SMDebugNotImplementedError, SMDebugValueError
+from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler.config import ProfilerConfig
 from smdebug.profiler.locations import END_MARKER, framework_node_id, system_node_id
 from smdebug.profiler.timeline import TimelineWriter, now_us
@@ -51,6 +53,17 @@ def _close_at_exit(ref) -> None:
         prof.close()
 
 
+def _register_exit(ref, remote: bool) -> None:
+    """Close the profiler at exit. A remote root uploads then, through asyncio and thread pools,
+    which refuse new work once the interpreter's atexit handlers run ("cannot schedule new
+    futures after interpreter shutdown"): such a profiler closes at threading's exit instead
+    (``threading._register_atexit``, run before thread pools shut down)."""
+    if remote and hasattr(threading, "_register_atexit"):
+        threading._register_atexit(_close_at_exit, ref)
+    else:
+        atexit.register(_close_at_exit, ref)
+
+
 def _local_rank() -> int:
     for var in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"):
         if os.environ.get(var, "").isdigit():
@@ -61,7 +74,9 @@ def _local_rank() -> int:
 class Profiler:
     """``config``: a ProfilerConfig (None: read $SMPROFILER_CONFIG_PATH or SageMaker's file; an
     error if there is none). ``out_dir``: where to write when the config names no ``local_path``
-    (``<out_dir>/profiler``). ``framework``: the folder of Python stats. ``rank``: the distributed
+    (``<out_dir>/profiler``). Either may be an ``s3://`` URL: the files are then written to a local
+    staging folder (:attr:`root`) and uploaded as each is finished (see profiler.upload), under the
+    same keys as in a local folder; :attr:`url` names the destination. ``framework``: the folder of Python stats. ``rank``: the distributed
     rank naming framework files (None: the process id). ``system_metrics``: None samples on local
     rank 0 only (one sampler a node)."""
 
@@ -76,10 +91,20 @@ class Profiler:
         root = config.local_path or (os.path.join(str(out_dir), "profiler") if out_dir is not None else None)
         if root is None:
             raise SMDebugValueError("Profiler(): give ProfilerConfig(local_path=...) or out_dir")
-        if "://" in root:
-            raise SMDebugNotImplementedError(f"profiler LocalPath={root!r}: the profiler writes local folders only")
+        self.upload = None  # a RemoteUpload when the root is a URL (s3://...)
+        if "://" in root and not root.startswith("file://"):
+            from smdebug.profiler.upload import RemoteUpload
+            from smdebug.storage import open_store
+
+            store = open_store(root)  # the debug hook's storage layer: a clear error for a bad URL
+            self.upload = RemoteUpload(store, tempfile.mkdtemp(prefix="smdebug-profiler-"))
+            self.url = store.url
+            self.root = self.upload.staging  # written as a local root, uploaded file by file
+        else:
+            root = root[len("file://"):] if root.startswith("file://") else root
+            self.root = os.path.abspath(os.path.expanduser(root))
+            self.url = self.root
         self.config = config
-        self.root = os.path.abspath(os.path.expanduser(root))
         self.framework = framework
         self.disabled = False
         self.propagate_errors = propagate_default()
@@ -91,22 +116,33 @@ class Profiler:
         self.timeline = None
         if config.framework_metrics and not config.disabled:
             self.timeline = TimelineWriter(self.root, self.node_id, config.rotate_max_file_size,
-                                           config.rotate_close_interval_s, config.file_open_fail_threshold)
+                                           config.rotate_close_interval_s, config.file_open_fail_threshold,
+                                           on_file=self.file_done)
         self.python = None
         if config.python is not None and not config.disabled:
             from smdebug.profiler.python_profiler import PythonProfiling
 
             self.python = PythonProfiling(self.root, framework, self.node_id, config.python_profiler,
-                                          config.cprofile_timer)
+                                          config.cprofile_timer, on_file=self.file_done)
         self.system = None
         if system_metrics is None:
             system_metrics = config.system_metrics and _local_rank() == 0
         if system_metrics and not config.disabled:
             from smdebug.profiler.system import SystemMetricsSampler
 
-            self.system = SystemMetricsSampler(self.root, config.interval_millis, system_node_id(), gpus=gpus).start()
-        atexit.register(_close_at_exit, weakref.ref(self))
-        logger.info("smdebug: profiler: recording to %s", self.root)
+            self.system = SystemMetricsSampler(self.root, config.interval_millis, system_node_id(), gpus=gpus,
+                                               on_file=self.file_done).start()
+        _register_exit(weakref.ref(self), remote=self.upload is not None)
+        if self.upload is not None:
+            logger.info("smdebug: profiler: recording to %s (staged in %s)", self.url, self.root)
+        else:
+            logger.info("smdebug: profiler: recording to %s", self.root)
+
+    def file_done(self, path: str) -> None:
+        """A part finished the file ``path`` under :attr:`root`: with a remote root it is uploaded
+        now (in the background) under the same key."""
+        if self.upload is not None:
+            self.upload.submit(path)
 
     def __enter__(self) -> Profiler:
         return self
@@ -203,7 +239,8 @@ class Profiler:
     # ------------------------------------------------------------------ end
     def close(self) -> None:
         """End the open step, stop the sampler and Python profiling, close the timeline and write
-        ``system/training_job_end.ts`` and ``framework/training_job_end.ts``."""
+        ``system/training_job_end.ts`` and ``framework/training_job_end.ts`` (with a remote root:
+        after the last upload)."""
         if self._closed:
             return
         self._closed = True
@@ -225,6 +262,9 @@ class Profiler:
                 logger.exception("smdebug: profiler: closing %s failed", what)
 
     def _write_end_markers(self) -> None:
+        if self.upload is not None:  # after every other upload: an end marker means all data is there
+            self.upload.close([f"{sub}/{END_MARKER}" for sub in ("system", "framework")])
+            return
         for sub in ("system", "framework"):
             os.makedirs(os.path.join(self.root, sub), exist_ok=True)
             open(os.path.join(self.root, sub, END_MARKER), "w").close()

@@ -108,8 +108,9 @@ class SystemMetricsSampler:
     profiler.gpu.GpuSampler, None for no GPU rows, or "auto" (NVML if it finds a GPU)."""
 
     def __init__(self, root: str, interval_ms: int = 500, node_id: str = "algo-1", gpus="auto",
-                 host: HostSampler | None = None):
+                 host: HostSampler | None = None, on_file=None):
         self.root = root
+        self.on_file = on_file  # called with each finished minute file (the profiler uploads it)
         self.interval = interval_ms / 1000.0
         self.node_id = node_id
         self.host = host if host is not None else HostSampler()
@@ -147,6 +148,7 @@ class SystemMetricsSampler:
         if self._f is not None:
             self._f.close()
             self._f = None
+            self._finished(self._path)
         if self.gpus is not None:
             self.gpus.close()
             self.gpus = None
@@ -180,6 +182,10 @@ class SystemMetricsSampler:
                         self._cond.notify_all()
                     return
 
+    def _finished(self, path: str) -> None:
+        if self.on_file is not None:
+            self.on_file(path)
+
     def sample_once(self) -> None:
         now = time.time()
         rows = self.host.rows(now)
@@ -189,6 +195,8 @@ class SystemMetricsSampler:
         if path != self._path:
             if self._f is not None:
                 self._f.close()
+                self._f = None
+                self._finished(self._path)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             self._f = open(path, "ab")  # noqa: SIM115 - one file a minute, kept open for the minute
             self._path = path

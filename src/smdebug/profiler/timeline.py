@@ -16,7 +16,8 @@ once per file. The file is written as ``<root>/framework/<node>_pythontimeline.j
 is rotated (larger than ``max_bytes`` or open longer than ``close_interval_s``) or closed, renamed to
 ``<root>/framework/pevents/<YYYYMMDDHH>/<last_end_us>_<node>_pythontimeline.json`` where
 ``last_end_us`` is the largest event end in the file. Unlike 1.0.34, a name already taken is never
-overwritten (the time is moved on by a microsecond) and no event is dropped at rotation.
+overwritten (the time is moved on by a microsecond) and no event is dropped at rotation. ``on_file``
+is told each finished file (the profiler uploads it when its root is remote).
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class TimelineWriter:
     def __init__(self, root: str, node_id: str, max_bytes: int = 10 * 1024 * 1024,
                  close_interval_s: float = 60.0, open_fail_threshold: int = 50,
                  suffix: str = TIMELINE_SUFFIX, flush_interval_s: float = 1.0, batch: int = 512,
-                 clock=time.monotonic):
+                 clock=time.monotonic, on_file=None):
         self.root = root
+        self.on_file = on_file  # called with each finished file's path (the profiler uploads it)
         self.node_id = node_id
         self.suffix = suffix
         self.max_bytes = max_bytes
@@ -201,3 +203,5 @@ class TimelineWriter:
         os.makedirs(os.path.dirname(final), exist_ok=True)
         os.replace(self._tmp, final)
         self.files.append(final)
+        if self.on_file is not None:
+            self.on_file(final)

@@ -129,7 +129,8 @@ class TorchProfiling:
         if profiler.config.detailed is not None and not profiler.config.disabled:
             from smdebug.pytorch.profiling_detailed import DetailedProfiling
 
-            self.detailed = DetailedProfiling(profiler.root, profiler.node_id, profiler.config.detailed)
+            self.detailed = DetailedProfiling(profiler.root, profiler.node_id, profiler.config.detailed,
+                                              on_file=profiler.file_done)
         t = profiler.timeline
         if t is not None:
             profiling_workers.enable(t.root, t.max_bytes, t.close_interval_s, t.open_fail_threshold)

@@ -23,8 +23,9 @@ def _now_us() -> int:
 
 
 class DetailedProfiling:
-    def __init__(self, root: str, node_id: str, config_range):
+    def __init__(self, root: str, node_id: str, config_range, on_file=None):
         self.root = root
+        self.on_file = on_file  # called with each trace written (the profiler uploads it)
         self.node_id = node_id
         self.range = config_range
         self._prof = None
@@ -56,6 +57,8 @@ class DetailedProfiling:
         path = os.path.join(folder, f"{self.node_id}_{self._start_us}_{end_us}.pt.trace.json")
         prof.export_chrome_trace(path)
         self.files.append(path)
+        if self.on_file is not None:
+            self.on_file(path)
 
     def close(self) -> None:
         if self._prof is not None:

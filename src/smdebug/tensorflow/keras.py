@@ -33,10 +33,10 @@ from smdebug.core.hook_options import options_signature
 from smdebug.core.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
-from smdebug.profiler.session import profiler_for_hook
 from smdebug.tensorflow import capture, names, stop, tape
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
+from smdebug.tensorflow.profiling import keras_profiling_for
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
 from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
 
@@ -81,7 +81,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def _configure(self, options) -> None:
         self._options = options
         super()._configure(options)
-        self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "tensorflow")
+        self._profiler = keras_profiling_for(getattr(self, "_profiler_config", None), self.out_dir)
         self._replicas: list = []  # Replica hooks of the other devices (MirroredStrategy, "all")
         self._n_replicas = 1
         self._chief = True
@@ -243,11 +243,11 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                 h.set_mode(mode)
             h._begin_step()
         if self._profiler is not None:
-            self._profiler.step_start(mode, self.mode_steps[mode])
+            self._profiler.batch_begin(mode, self.mode_steps[mode])
 
     def _batch_end(self, logs) -> None:
         if self._profiler is not None:
-            self._profiler.step_end()
+            self._profiler.batch_end()
         if not self._due():
             return
         for key, value in (logs or {}).items():
@@ -286,7 +286,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._profiler is not None:
-            self._profiler.span_start("epoch", "Epoch", "Epoch", {"epoch": str(epoch)})
+            self._profiler.epoch_begin(epoch)
 
     @guarded()
     def on_epoch_end(self, epoch, logs=None):
@@ -294,7 +294,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         step, whatever the save schedule (as 1.0.34); a name that step saved already keeps its
         value (the same: Keras' epoch logs are its last batch's), and ``batch`` is not saved."""
         if self._profiler is not None:
-            self._profiler.span_end("epoch")
+            self._profiler.epoch_end()
         logs = {k: np.asarray(v) for k, v in (logs or {}).items() if k not in ("outputs", "batch")}
         for h in (self, *self._replicas):
             held = h.__dict__.pop("_held_for_epoch", None)
@@ -308,6 +308,8 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def on_train_end(self, logs=None):
         self._in_fit = False
+        if self._profiler is not None:
+            self._profiler.train_end()
         self._write_held()
 
     def on_test_end(self, logs=None):
