@@ -1,0 +1,100 @@
+"""A synthetic profiler trial with the ProfilerTrial's surface (system_series, framework_events,
+steps, first_timestamp, get_latest_timestamp, path) over the columnar shapes of
+smdebug.profiler.reading.frames: one node, a few steps with data loading, forward, backward and
+optimizer, one step that stalls in the data loader, and a torch.profiler trace of two steps."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans
+
+T0 = 1_700_000_000_000_000  # µs since the epoch
+STEP_US = 100_000
+STALL_STEP = 7
+STALL_US = 400_000
+
+
+class SynthTrial:
+    def __init__(self, path, steps: int = 12, node: str = "algo-1", fw_node: str = "0-algo-1", cores: int = 2,
+                 gpus: int = 1, kineto: bool = True):
+        self.path = str(path)
+        self.node = node
+        rows = []  # phase, name, start, end, step, tid
+        t = T0 + 1_000_000  # one second of initialization
+        for s in range(steps):
+            load = 10_000 + (STALL_US if s == STALL_STEP else 0)
+            start = t
+            rows.append(("DataLoaderIter", "_SingleProcessDataLoaderIter::GetNext", t, t + load, -1, 1))
+            t += load
+            rows.append(("Forward", "Net", t, t + 30_000, -1, 1))
+            rows.append(("Backward", "Net.backward", t + 30_000, t + 80_000, -1, 2))
+            rows.append(("Optimizer", "SGD.step", t + 80_000, t + 90_000, -1, 1))
+            t += 90_000
+            rows.append(("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", start, t, s, 1))
+        self.end = t + 500_000
+        rows.sort(key=lambda r: r[2])
+        n = len(rows)
+        self._events = FrameworkEvents(
+            phase=np.array([r[0] for r in rows], dtype=object), name=np.array([r[1] for r in rows], dtype=object),
+            start_us=np.array([r[2] for r in rows], dtype=np.int64), end_us=np.array([r[3] for r in rows], dtype=np.int64),
+            step=np.array([r[4] for r in rows], dtype=np.int64), node_id=np.array([fw_node] * n, dtype=object),
+            pid=np.full(n, 4242, dtype=np.int64), tid=np.array([r[5] for r in rows], dtype=np.int64),
+            args=[{"step_num": str(r[4])} if r[4] >= 0 else None for r in rows])
+        ts = np.arange(T0, self.end + 1, 100_000, dtype=np.int64)
+        phase = np.linspace(0, 6, len(ts))
+        self._series = []
+        for c in range(cores):
+            self._series.append(Series(node, "cpu", f"cpu{c}", "CPUUtilization", ts, 40 + 30 * np.sin(phase + c)))
+        for g in range(gpus):
+            self._series.append(Series(node, "gpu", f"gpu{g}", "GPUUtilization", ts, 20 + 10 * np.cos(phase)))
+            self._series.append(Series(node, "gpu", f"gpu{g}", "GPUMemoryUtilization", ts, np.linspace(10, 60, len(ts))))
+        self._series.append(Series(node, "memory", "MemoryUsedPercent", "MemoryUsedPercent", ts,
+                                   np.linspace(20, 25, len(ts))))
+        self._series.append(Series(node, "i/o", "IOWait", "IOWait", ts, np.full(len(ts), 1.5)))
+        if kineto:
+            self.kineto = write_kineto(self.path, fw_node, T0 + 1_000_000 + 3 * STEP_US, 2)
+
+    @property
+    def first_timestamp(self) -> int:
+        return T0
+
+    def get_latest_timestamp(self) -> int:
+        return self.end
+
+    def system_series(self, start_us, end_us, *, type=None, dimension=None, node_id=None):  # noqa: A002
+        return [s.window(start_us, end_us) for s in self._series
+                if (type is None or s.type == type) and (dimension is None or s.dimension == dimension)
+                and (node_id is None or s.node_id == node_id)]
+
+    def framework_events(self, start_us, end_us) -> FrameworkEvents:
+        return self._events.overlapping(start_us, end_us)
+
+    def steps(self, mode="TRAIN") -> StepSpans:
+        return StepSpans.from_events(self._events, str(getattr(mode, "name", mode)))
+
+
+def write_kineto(root: str, fw_node: str, start_us: int, steps: int) -> str:
+    """A torch.profiler-like trace (baseTimeNanoseconds + relative ts) of ``steps`` linear layers."""
+    base_ns = (start_us - 50) * 1000
+    events = [{"ph": "M", "name": "process_name", "pid": 777, "tid": 0, "args": {"name": "python3"}},
+              {"ph": "M", "name": "thread_name", "pid": 777, "tid": 777, "args": {"name": "main"}}]
+    for s in range(steps):
+        ts = 50 + s * STEP_US + 20_000
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 777, "tid": 777, "ts": ts,
+                       "dur": 120.5, "args": {"External id": s}})
+        events.append({"ph": "s", "id": 1 + s, "pid": 777, "tid": 777, "ts": ts, "cat": "ac2g", "name": "ac2g"})
+        events.append({"ph": "f", "id": 1 + s, "pid": 0, "tid": 7, "ts": ts + 5, "cat": "ac2g", "name": "ac2g",
+                       "bp": "e"})
+        events.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 5, "dur": 40})
+    events.append({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 50 + steps * STEP_US})
+    doc = {"schemaVersion": 1, "baseTimeNanoseconds": base_ns, "traceEvents": events, "traceName": "x"}
+    folder = os.path.join(root, "framework", "pytorch", "detailed_profiling", "2023111422", "000000003")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{fw_node}_{start_us}_{start_us + steps * STEP_US}.pt.trace.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
