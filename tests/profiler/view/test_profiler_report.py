@@ -1,0 +1,94 @@
+"""The profiler report: the numbers (phases per step, slowest steps, system statistics, heat maps)
+and the page in headless Chromium (renders, no console errors, every section, every chart)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from synth import STALL_STEP, STALL_US, SynthTrial
+
+from chromium import needs_chromium
+from smdebug.analysis.profiler_report import profiler_report_html, render_profiler_report, stats
+from smdebug.exceptions import SMDebugValueError
+
+SECTIONS = ["summary", "rules", "step-time", "phases", "slowest-steps", "dataloader", "system", "heatmaps"]
+REPORTS = {
+    "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
+                    "Details": {"step_details": {"algo-1": {"max": 500.0, "p50": 100.0}}},
+                    "RuleParameters": "threshold:3\nmode:None\nn_outliers:10\nstddev:3"},
+    "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 40, "Details": {},
+                      "RuleParameters": "threshold:50\ncpu_threshold:90"},
+    "LowGPUUtilization": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 0, "Details": {}},
+}
+
+
+def test_phases_per_step_add_up_and_find_the_stall(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    spans = trial.steps("TRAIN")
+    ph = stats.phases_per_step(spans, trial.framework_events(None, None))
+    assert np.allclose(ph["data loading"], [10_000 + (STALL_US if s == STALL_STEP else 0) for s in spans.step])
+    assert np.allclose(ph["forward"], 30_000) and np.allclose(ph["backward"], 50_000)
+    assert np.allclose(ph["optimizer"], 10_000) and np.allclose(ph["other"], 0)
+    slow = stats.slowest_steps(spans, trial.framework_events(None, None), n=2)
+    assert slow[0]["step"] == STALL_STEP and slow[0]["duration_us"] == 500_000
+    assert slow[0]["top"][0] == {"phase": "DataLoaderIter", "name": "_SingleProcessDataLoaderIter::GetNext",
+                                 "us": 10_000 + STALL_US}
+    assert slow[0]["times_median"] == pytest.approx(5.0)
+
+
+def test_system_statistics_and_heat_map(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    series = trial.system_series(None, None)
+    rows = {(r["metric"]): r for r in stats.system_stats(series)}
+    cpu = np.concatenate([s.value for s in series if s.dimension == "CPUUtilization"])
+    assert rows["CPUUtilization"]["p95"] == pytest.approx(np.percentile(cpu, 95))
+    assert rows["CPUUtilization"]["samples"] == len(cpu) and rows["CPUUtilization"]["unit"] == "percent"
+    cores = [s for s in series if s.dimension == "CPUUtilization"]
+    hm = stats.heat_map(cores, trial.first_timestamp, trial.get_latest_timestamp(), bins=4)
+    assert hm["rows"] == ["cpu0", "cpu1"] and hm["values"].shape == (2, 4)
+    edges = hm["edges_us"]
+    first_bin = cores[1].value[(cores[1].timestamp_us >= edges[0]) & (cores[1].timestamp_us < edges[1])]
+    assert hm["values"][1, 0] == pytest.approx(first_bin.mean())
+
+
+@needs_chromium
+def test_the_report_renders_every_section_in_chromium(tmp_path, chromium):
+    trial = SynthTrial(tmp_path / "trial", kineto=False)
+    out = render_profiler_report(trial, REPORTS, tmp_path / "out" / "profiler-report.html")
+    page = open(out).read()
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    state = chromium.open(f"file://{out}")
+    assert chromium.problems() == []
+    assert state["sections"] == SECTIONS
+    assert state["images"] and all(i["complete"] and i["width"] > 0 for i in state["images"])
+    charted = {i["section"] for i in state["images"]}
+    assert {"step-time", "phases", "dataloader", "system", "heatmaps"} <= charted
+    text = state["text"]
+    assert "Rules that fired: StepOutlier" in text and "1 of 3 rules fired." in text
+    assert "fired (1 time)" in text and "looked at no data" in text and "no issue" in text
+    assert "checkpoint, garbage collection" in text  # StepOutlier's fix is there
+    assert "n_outliers=10" not in text and "n_outliers:10" in text
+    assert f"\n{STALL_STEP}\t0-algo-1" in text  # the stalled step heads the slowest steps
+    assert "12 batches fetched" in text
+
+
+@needs_chromium
+def test_a_report_without_rules_or_steps_says_so(tmp_path, chromium):
+    trial = SynthTrial(tmp_path / "trial", kineto=False)
+    empty = trial._events.take(np.zeros(len(trial._events), dtype=bool))
+    trial._events = empty
+    out = render_profiler_report(trial, {}, tmp_path / "r.html")
+    state = chromium.open(f"file://{out}")
+    assert chromium.problems() == []
+    assert state["sections"] == SECTIONS
+    text = state["text"]
+    assert "No profiler rule was run for this report" in text
+    assert "No step events were recorded" in text and "No data-loader events were recorded" in text
+    assert {i["section"] for i in state["images"]} == {"system", "heatmaps"}
+
+
+def test_no_profiler_data_is_an_error(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    trial.get_latest_timestamp = lambda: None
+    with pytest.raises(SMDebugValueError, match="no profiler data to report on"):
+        profiler_report_html(trial, {})
