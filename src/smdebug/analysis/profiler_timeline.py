@@ -39,6 +39,10 @@ __all__ = ["build_timeline", "timeline_nodes", "node_of", "kineto_files", "DETAI
 
 DETAILED_PREFIX = "framework/pytorch/detailed_profiling/"
 _KINETO_NAME = re.compile(r"(?P<node>[^/_]+)_(?P<start>\d+)_(?P<end>\d+)\.pt\.trace\.json$")
+# part 1 and 1.0.34 name a SageMaker process "<rank>-algo-<n>" in file names; the readers (as
+# 1.0.34's) call it "algo-<n>-<rank>"
+_ALGO_PROCESS = re.compile(r"^(algo-\d+)-(\d+)$")
+_RANK_ALGO = re.compile(r"^(\d+)-(algo-\d+)$")
 _SYSTEM_PID = 1
 _RULES_PID = 2
 _FRAMEWORK_PID = 100
@@ -59,8 +63,17 @@ def _window(trial, start_us, end_us) -> tuple:
 
 
 def _host(framework_node: str) -> str:
-    """``<rank>-<host>`` -> ``<host>``."""
+    """``algo-<n>-<rank>`` -> ``algo-<n>``; ``<rank>-<host>`` -> ``<host>``."""
+    m = _ALGO_PROCESS.match(framework_node)
+    if m:
+        return m.group(1)
     return framework_node.split("-", 1)[1] if "-" in framework_node else framework_node
+
+
+def _reader_node(file_node: str) -> str:
+    """A process's name in a file name as the readers name it (``0-algo-1`` -> ``algo-1-0``)."""
+    m = _RANK_ALGO.match(file_node)
+    return f"{m.group(2)}-{m.group(1)}" if m else file_node
 
 
 def node_of(framework_node: str, system_nodes: list[str]) -> str:
@@ -82,7 +95,7 @@ def kineto_files(trial) -> list[dict]:
     for key in store.list(DETAILED_PREFIX):
         m = _KINETO_NAME.search(key)
         if m:
-            out.append({"key": key, "fw_node": m["node"], "start_us": int(m["start"]), "end_us": int(m["end"])})
+            out.append({"key": key, "fw_node": _reader_node(m["node"]), "start_us": int(m["start"]), "end_us": int(m["end"])})
     return sorted(out, key=lambda f: f["start_us"])
 
 
@@ -126,14 +139,15 @@ def _counters(series, max_points: int, downsampled: dict) -> list[dict]:
     out = []
     for s in series:
         ts, vals = s.timestamp_us, np.asarray(s.value, dtype=np.float64)
-        track = f"{s.name} {s.dimension}"
+        track = f"{s.name} {s.dimension}" if s.dimension and s.dimension != s.name else s.name
+        key = s.dimension or s.name
         if len(ts) > max_points:
             downsampled[track] = {"samples": int(len(ts)), "points": int(max_points)}
             ts, vals = _bucket_mean(ts, vals, max_points)
         finite = np.isfinite(vals)
         for t, v in zip(ts[finite].tolist(), vals[finite].tolist()):
             out.append({"ph": "C", "name": track, "cat": s.type, "pid": _SYSTEM_PID, "tid": 0, "ts": int(t),
-                        "args": {s.dimension: v}})
+                        "args": {key: v}})
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 
@@ -19,12 +20,14 @@ STALL_US = 400_000
 
 
 class SynthTrial:
-    def __init__(self, path, steps: int = 12, node: str = "algo-1", fw_node: str = "0-algo-1", cores: int = 2,
-                 gpus: int = 1, kineto: bool = True):
+    def __init__(self, path, steps: int = 12, node: str = "algo-1", fw_node: str = "algo-1-0", cores: int = 2,
+                 gpus: int = 1, kineto: bool = True, t0: int = T0, file_node: str = "0-algo-1"):
+        """``fw_node``: the process as the readers name it; ``file_node``: as part 1's file names do."""
         self.path = str(path)
+        self.file_node = file_node
         self.node = node
         rows = []  # phase, name, start, end, step, tid
-        t = T0 + 1_000_000  # one second of initialization
+        t = t0 + 1_000_000  # one second of initialization
         for s in range(steps):
             load = 10_000 + (STALL_US if s == STALL_STEP else 0)
             start = t
@@ -44,7 +47,7 @@ class SynthTrial:
             step=np.array([r[4] for r in rows], dtype=np.int64), node_id=np.array([fw_node] * n, dtype=object),
             pid=np.full(n, 4242, dtype=np.int64), tid=np.array([r[5] for r in rows], dtype=np.int64),
             args=[{"step_num": str(r[4])} if r[4] >= 0 else None for r in rows])
-        ts = np.arange(T0, self.end + 1, 100_000, dtype=np.int64)
+        ts = np.arange(t0, self.end + 1, 100_000, dtype=np.int64)
         phase = np.linspace(0, 6, len(ts))
         self._series = []
         for c in range(cores):
@@ -52,15 +55,17 @@ class SynthTrial:
         for g in range(gpus):
             self._series.append(Series(node, "gpu", f"gpu{g}", "GPUUtilization", ts, 20 + 10 * np.cos(phase)))
             self._series.append(Series(node, "gpu", f"gpu{g}", "GPUMemoryUtilization", ts, np.linspace(10, 60, len(ts))))
-        self._series.append(Series(node, "memory", "MemoryUsedPercent", "MemoryUsedPercent", ts,
+        self._series.append(Series(node, "memory", "MemoryUsedPercent", "", ts,
                                    np.linspace(20, 25, len(ts))))
-        self._series.append(Series(node, "i/o", "IOWait", "IOWait", ts, np.full(len(ts), 1.5)))
+        self._series.append(Series(node, "i/o", "IOPS", "", ts, np.full(len(ts), 1.5)))
         if kineto:
-            self.kineto = write_kineto(self.path, fw_node, T0 + 1_000_000 + 3 * STEP_US, 2)
+            self.kineto = write_kineto(self.path, file_node, t0 + 1_000_000 + 3 * STEP_US, 2)
+
+        self.t0 = t0
 
     @property
     def first_timestamp(self) -> int:
-        return T0
+        return self.t0
 
     def get_latest_timestamp(self) -> int:
         return self.end
@@ -92,9 +97,34 @@ def write_kineto(root: str, fw_node: str, start_us: int, steps: int) -> str:
         events.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 5, "dur": 40})
     events.append({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 50 + steps * STEP_US})
     doc = {"schemaVersion": 1, "baseTimeNanoseconds": base_ns, "traceEvents": events, "traceName": "x"}
-    folder = os.path.join(root, "framework", "pytorch", "detailed_profiling", "2023111422", "000000003")
+    hour = time.strftime("%Y%m%d%H", time.gmtime(start_us / 1e6))
+    folder = os.path.join(root, "framework", "pytorch", "detailed_profiling", hour, "000000003")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{fw_node}_{start_us}_{start_us + steps * STEP_US}.pt.trace.json")
     with open(path, "w") as f:
         json.dump(doc, f)
     return path
+
+
+def write_profile(root) -> SynthTrial:
+    """The synthetic profile written to ``root`` by part 1's writers (TimelineWriter, the system
+    metrics' JSON lines), times just after now; returns the SynthTrial it was made from, which
+    ProfilerTrial(root) must read back."""
+    from smdebug.profiler.locations import system_file
+    from smdebug.profiler.system import format_rows
+    from smdebug.profiler.timeline import TimelineWriter, now_us
+
+    synth = SynthTrial(root, t0=(now_us() // 1_000_000 + 2) * 1_000_000)
+    ev = synth._events
+    writer = TimelineWriter(str(root), synth.file_node)
+    for i in range(len(ev)):
+        writer.complete(str(ev.phase[i]), str(ev.name[i]), int(ev.start_us[i]), int(ev.end_us[i]), ev.args[i])
+    writer.close()
+    series = synth._series
+    for k, t in enumerate(series[0].timestamp_us.tolist()):
+        rows = [(s.type, s.name, s.dimension, float(s.value[k])) for s in series]
+        path = system_file(str(root), t / 1e6, synth.node)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "ab") as f:
+            f.write(format_rows(rows, synth.node, t / 1e6))
+    return synth

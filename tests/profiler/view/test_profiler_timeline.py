@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from synth import STALL_STEP, SynthTrial, write_kineto
+from synth import STALL_STEP, SynthTrial, write_kineto, write_profile
 from trace_check import trace_problems
 
 from smdebug.analysis.profiler_timeline import build_timeline, node_of, timeline_nodes
@@ -20,11 +20,11 @@ def test_the_trace_is_valid_and_holds_every_source(tmp_path):
     assert trace_problems(trace) == []
     ev = trace["traceEvents"]
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
-    assert procs[1] == "system algo-1" and "framework 0-algo-1" in procs.values()
-    assert any(v.startswith("torch.profiler python3 [0-algo-1]") for v in procs.values())
+    assert procs[1] == "system algo-1" and "framework algo-1-0" in procs.values()
+    assert any(v.startswith("torch.profiler python3 [algo-1-0]") for v in procs.values())
     counters = {e["name"] for e in ev if e["ph"] == "C"}
     assert {"cpu0 CPUUtilization", "cpu1 CPUUtilization", "gpu0 GPUUtilization", "gpu0 GPUMemoryUtilization",
-            "MemoryUsedPercent MemoryUsedPercent"} <= counters
+            "MemoryUsedPercent"} <= counters
     # every system sample is a counter point, values kept
     cpu0 = [e for e in ev if e["name"] == "cpu0 CPUUtilization"]
     want = trial.system_series(None, None, dimension="CPUUtilization")[0]
@@ -82,7 +82,7 @@ def test_long_series_are_averaged_down_and_say_so(tmp_path):
 
 
 def test_nodes_of_a_local_run_and_of_a_cluster():
-    assert node_of("0-algo-2", ["algo-1", "algo-2"]) == "algo-2"
+    assert node_of("algo-2-0", ["algo-1", "algo-2"]) == "algo-2"  # "0-algo-2" in file names, as the readers call it
     assert node_of("4242-mybox", ["algo-1"]) == "algo-1"  # a local run: one node whatever the host is called
     assert node_of("1-other", ["algo-1", "algo-2"]) == "other"
     assert node_of("4242-my-box", []) == "my-box"
@@ -134,3 +134,27 @@ def test_second_kineto_file_ids_do_not_collide(tmp_path):
     ids = [e["id"] for e in ev if e["ph"] == "s"]
     assert len(ids) == len(set(ids)) == 3
     assert trace_problems({"traceEvents": ev, "displayTimeUnit": "ms"}) == []
+
+
+def test_a_profile_written_by_part_1_reads_into_the_same_timeline(tmp_path):
+    """The files part 1's writers make, read by the ProfilerTrial: the same tracks and events as the
+    in-memory profile they were written from (values as written: 2 decimals)."""
+    from smdebug.profiler.reading.trial import ProfilerTrial
+
+    synth = write_profile(tmp_path / "p")
+    trial = ProfilerTrial(str(tmp_path / "p"))
+    # the trial's end is where every stream has data: the framework's last event (system samples go on)
+    assert trial.first_timestamp == synth.first_timestamp and trial.get_latest_timestamp() < synth.end
+    ours = build_timeline(trial)
+    want = build_timeline(synth, end_us=trial.get_latest_timestamp())
+    assert trace_problems(ours) == []
+
+    def shape(trace):
+        ev = trace["traceEvents"]
+        counters = sorted((e["name"], e["ts"]) for e in ev if e["ph"] == "C")
+        spans = sorted((e["cat"], e["name"], e["ts"], e["dur"]) for e in ev if e["ph"] == "X")
+        names = sorted(e["args"]["name"] for e in ev if e["name"] in ("process_name", "thread_name"))
+        return counters, spans, names
+
+    assert shape(ours) == shape(want)
+    assert ours["otherData"]["detailed_profiles"] == want["otherData"]["detailed_profiles"] != []

@@ -100,23 +100,29 @@ def _loader_section(dl: dict) -> str:
     return section("dataloader", "Data loader", body)
 
 
+def _mean_or_each(items: list, node: str, label: str) -> list:
+    """Up to 8 series as they are, more as their mean (when they share their times)."""
+    if len(items) <= 8:
+        return [(s.name, s) for s in items]
+    t = items[0].timestamp_us
+    if all(len(s) == len(t) and np.array_equal(s.timestamp_us, t) for s in items):
+        mean = items[0].__class__(node, items[0].type, label, items[0].dimension, t,
+                                  np.mean([s.value for s in items], axis=0))
+        return [(f"mean of {len(items)} {label}", mean)]
+    return [(s.name, s) for s in items]
+
+
 def _panels(series: list, node: str) -> dict:
     mine = [s for s in series if s.node_id == node]
-    cpu = [s for s in mine if s.dimension == "CPUUtilization"]
-    panels: dict = {}
-    if cpu:
-        t = cpu[0].timestamp_us
-        if all(len(s) == len(t) and np.array_equal(s.timestamp_us, t) for s in cpu):
-            mean = cpu[0].__class__(node, "cpu", "cpu (mean)", "CPUUtilization", t, np.mean([s.value for s in cpu], axis=0))
-            panels["CPU %"] = [(f"mean of {len(cpu)} cores", mean)]
-        else:
-            panels["CPU %"] = [(s.name, s) for s in cpu]
-    panels["GPU %"] = [(s.name, s) for s in mine if s.dimension == "GPUUtilization"]
-    panels["GPU memory %"] = [(s.name, s) for s in mine if s.dimension == "GPUMemoryUtilization"]
-    panels["memory %"] = [(s.dimension, s) for s in mine if s.type == "memory"]
-    panels["I/O"] = [(f"{s.name} {s.dimension}" if s.name != s.dimension else s.name, s) for s in mine if s.type == "i/o"]
-    panels["network"] = [(f"{s.name} {s.dimension}", s) for s in mine if s.type == "network"][:8]
-    return panels
+    return {
+        "CPU %": _mean_or_each([s for s in mine if s.dimension == "CPUUtilization"], node, "cores"),
+        "GPU %": [(s.name, s) for s in mine if s.dimension == "GPUUtilization"],
+        "GPU memory %": [(s.name, s) for s in mine if s.dimension == "GPUMemoryUtilization"],
+        "memory %": [(stats.metric_of(s), s) for s in mine if s.type == "memory"],
+        "I/O wait %": _mean_or_each([s for s in mine if s.dimension == "I/OWaitPercentage"], node, "cores"),
+        "I/O": [(stats.metric_of(s), s) for s in mine if s.type == "i/o"],
+        "network": [(stats.metric_of(s), s) for s in mine if s.type == "network"][:8],
+    }
 
 
 def _system_sections(series: list, origin: int, end: int) -> str:

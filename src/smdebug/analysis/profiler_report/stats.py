@@ -8,12 +8,13 @@ clipped to that step's end; "other" is the rest of the step (time between the re
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["PHASES", "MODES", "JobSummary", "job_summary", "all_steps", "phases_per_step", "slowest_steps",
-           "system_stats", "heat_map", "dataloader_stats", "STAT_UNITS"]
+           "system_stats", "metric_of", "heat_map", "dataloader_stats", "STAT_UNITS"]
 
 MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
 # report phase -> the framework phases (1.0.34's event_phase) that make it
@@ -23,13 +24,12 @@ PHASES = {
     "backward": ("Backward", "Backward-node"),
     "optimizer": ("Optimizer",),
 }
+_DEVICE = re.compile(r"^(cpu|gpu)\d+$")
 STAT_UNITS = {"cpu": "percent", "gpu": "percent", "memory": "percent", "i/o": "percent", "network": "bytes"}
 
 
 def _steps_of(trial, mode: str):
-    from smdebug.modes import ModeKeys
-
-    return trial.steps(ModeKeys[mode])
+    return trial.steps(mode)
 
 
 def all_steps(trial) -> dict:
@@ -132,12 +132,18 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
     return out
 
 
+def metric_of(s) -> str:
+    """A series' metric: its dimension for a device (``cpu3`` -> ``CPUUtilization``), else its name
+    (``MemoryUsedPercent``, ``ReadThroughputInBytesPerSecond``)."""
+    return s.dimension if _DEVICE.match(s.name) and s.dimension else s.name
+
+
 def system_stats(series: list) -> list[dict]:
     """One row per (node, type, dimension): max, p99, p95, p50, min over all devices' samples (as
     1.0.34's report), and the number of samples."""
     groups: dict = {}
     for s in series:
-        groups.setdefault((s.node_id, s.type, s.dimension), []).append(np.asarray(s.value, dtype=np.float64))
+        groups.setdefault((s.node_id, s.type, metric_of(s)), []).append(np.asarray(s.value, dtype=np.float64))
     rows = []
     for (node, typ, dim), parts in sorted(groups.items()):
         v = np.concatenate(parts)
