@@ -15,8 +15,9 @@ What goes in (all times absolute microseconds since the epoch, so the sources li
   ``framework/pytorch/detailed_profiling/``: an event's absolute time is
   ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid
   (``torch.profiler <its name>``), flow ids are made unique per file.
-* **Rule verdicts** (optional) — one global instant event (``ph: "i"``) per rule that fired, at
-  the end of the window, with its violations in ``args``.
+* **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
+  fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
+  a global instant event at the end when the report does not say where (1.0.34's reports).
 
 Nodes: system metrics name the node ``algo-<n>``; framework files name the process
 ``<rank>-<host>``. A process whose host is a system node goes with that node; otherwise, when the
@@ -232,13 +233,23 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
 
 
 def _verdicts(rule_reports: dict, at_us: int) -> list[dict]:
+    """A slice per window in which a rule fired (its report's ``Verdict.fired_windows``), one
+    thread per rule; a rule that fired without saying where: an instant event at ``at_us``."""
     out = []
-    for rule, rep in sorted((rule_reports or {}).items()):
-        if int(rep.get("RuleTriggered", 0) or 0) > 0:
-            out.append({"ph": "i", "s": "g", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": 0,
-                        "ts": at_us, "args": {"RuleTriggered": rep.get("RuleTriggered"),
-                                              "Violations": rep.get("Violations"),
-                                              "Datapoints": rep.get("Datapoints")}})
+    fired = [(rule, rep) for rule, rep in sorted((rule_reports or {}).items())
+             if int(rep.get("RuleTriggered", 0) or 0) > 0 or (rep.get("Verdict") or {}).get("fired_windows")]
+    for tid, (rule, rep) in enumerate(fired, start=1):
+        verdict = rep.get("Verdict") or {}
+        args = {"RuleTriggered": rep.get("RuleTriggered"), "Violations": rep.get("Violations"),
+                "Datapoints": rep.get("Datapoints"), "message": verdict.get("message", "")}
+        out += _meta(_RULES_PID, "", 0, tid, rule)
+        windows = verdict.get("fired_windows") or []
+        for start, end in windows:
+            out.append({"ph": "X", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
+                        "ts": int(start), "dur": max(int(end) - int(start), 0), "args": args})
+        if not windows:
+            out.append({"ph": "i", "s": "g", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
+                        "ts": at_us, "args": args})
     if out:
         out = _meta(_RULES_PID, "profiler rules", _RULES_PID) + out
     return out

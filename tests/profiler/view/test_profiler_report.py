@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synth import STALL_STEP, STALL_US, SynthTrial
+from synth import STALL_STEP, STALL_US, T0, SynthTrial
 
 from chromium import needs_chromium
 from smdebug.analysis.profiler_report import profiler_report_html, render_profiler_report, stats
@@ -15,7 +15,12 @@ SECTIONS = ["summary", "rules", "step-time", "phases", "slowest-steps", "dataloa
 REPORTS = {
     "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
                     "Details": {"step_details": {"algo-1": {"max": 500.0, "p50": 100.0}}},
-                    "RuleParameters": "threshold:3\nmode:None\nn_outliers:10\nstddev:3"},
+                    "RuleParameters": "threshold:3\nmode:None\nn_outliers:10\nstddev:3",
+                    "Verdict": {"status": "issues found", "message": "step 7 took 5.0x the median",
+                                "fired_windows": [[T0 + 1_700_000, T0 + 2_200_000]]}},
+    "GPUMemoryIncrease": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 0, "Details": {},
+                          "Verdict": {"status": "no GPU data", "message": "no GPU data: the profile holds no GPU "
+                                      "metrics in 3 windows", "fired_windows": []}},
     "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 40, "Details": {},
                       "RuleParameters": "threshold:50\ncpu_threshold:90"},
     "LowGPUUtilization": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 0, "Details": {}},
@@ -64,7 +69,9 @@ def test_the_report_renders_every_section_in_chromium(tmp_path, chromium):
     charted = {i["section"] for i in state["images"]}
     assert {"step-time", "phases", "dataloader", "system", "heatmaps"} <= charted
     text = state["text"]
-    assert "Rules that fired: StepOutlier" in text and "1 of 3 rules fired." in text
+    assert "Rules that fired: StepOutlier" in text and "1 of 4 rules fired." in text
+    assert "step 7 took 5.0x the median" in text and "fired in the windows 1.7-2.2 s" in text
+    assert "GPUMemoryIncrease\tno GPU data" in text and "no GPU data: the profile holds no GPU metrics" in text
     assert "fired (1 time)" in text and "looked at no data" in text and "no issue" in text
     assert "checkpoint, garbage collection" in text  # StepOutlier's fix is there
     assert "n_outliers=10" not in text and "n_outliers:10" in text

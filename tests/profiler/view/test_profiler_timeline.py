@@ -117,13 +117,22 @@ def test_an_empty_profile_says_so(tmp_path):
         build_timeline(trial)
 
 
-def test_rule_verdicts_are_instant_events(tmp_path):
+def test_rule_verdicts_are_slices_over_the_windows_they_fired_in(tmp_path):
     trial = SynthTrial(tmp_path, kineto=False)
-    trace = build_timeline(trial, rule_reports={"StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12},
-                                                "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0}})
+    steps = trial.steps("TRAIN")
+    window = [int(steps.start_us[STALL_STEP]), int(steps.end_us[STALL_STEP])]
+    trace = build_timeline(trial, rule_reports={
+        "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
+                        "Verdict": {"status": "issues found", "message": "step 7", "fired_windows": [window]}},
+        "LowGPUUtilization": {"RuleTriggered": 2, "Violations": 2, "Datapoints": 30},  # 1.0.34's: no windows
+        "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0}})
     assert trace_problems(trace) == []
     fired = [e for e in trace["traceEvents"] if e.get("cat") == "rule"]
-    assert [e["name"] for e in fired] == ["StepOutlier fired"]
+    assert [(e["name"], e["ph"]) for e in fired] == [("StepOutlier fired", "X"), ("LowGPUUtilization fired", "i")]
+    assert [fired[0]["ts"], fired[0]["ts"] + fired[0]["dur"]] == window
+    assert fired[1]["ts"] == trial.get_latest_timestamp()
+    threads = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name" and e["pid"] == 2}
+    assert threads == {"StepOutlier", "LowGPUUtilization"}
 
 
 def test_second_kineto_file_ids_do_not_collide(tmp_path):

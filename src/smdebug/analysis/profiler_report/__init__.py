@@ -23,7 +23,7 @@ import numpy as np
 from smdebug.analysis.profiler_report import charts, stats
 from smdebug.analysis.profiler_report.page import CSS, fmt_ms, fmt_s, img, rules_section, section, table, verdict_of
 
-__all__ = ["render_profiler_report", "profiler_report_html"]
+__all__ = ["render_profiler_report", "write_report", "profiler_report_html"]
 
 
 def _summary(trial, job: stats.JobSummary, fw_nodes: list, sys_nodes: list, rule_reports: dict) -> str:
@@ -170,7 +170,7 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
         f"<p class='meta'>{html.escape(str(trial.path))} &middot; written "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
         _summary(trial, job, fw_nodes, sorted({s.node_id for s in series}), rule_reports),
-        rules_section(rule_reports),
+        rules_section(rule_reports, first),
         _step_section(steps, first),
         _phase_section(phases, mode),
         _slow_section(stats.slowest_steps(steps[mode], events) if mode else [], first),
@@ -191,3 +191,7 @@ def render_profiler_report(trial, rule_reports: dict | None, path) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(page)
     return os.fspath(path)
+
+
+# the name the ProfilerReport rule calls (smdebug.rules.profiler.report.HTML_RENDERER)
+write_report = render_profiler_report

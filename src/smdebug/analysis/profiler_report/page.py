@@ -68,15 +68,22 @@ def fmt_ms(us: float) -> str:
     return f"{us / 1e3:,.1f} ms"
 
 
+def _verdict(report: dict) -> dict:
+    v = report.get("Verdict")
+    return v if isinstance(v, dict) else {}
+
+
 def verdict_of(report: dict) -> tuple[str, str]:
-    """``(verdict text, CSS class)`` of one rule report (1.0.34's schema, plus our ``status``/``Error``)."""
-    if report.get("Error"):
-        return f"error: {report['Error']}", "nodata"
+    """``(verdict text, CSS class)`` of one rule report: 1.0.34's schema (``RuleTriggered``,
+    ``Datapoints``), and our rules' ``Verdict`` (status and message) when present."""
+    v = _verdict(report)
+    status = v.get("status") or report.get("status")
+    if report.get("Error") or status == "error":
+        return f"error: {report.get('Error') or v.get('message', '')}", "nodata"
     triggered = int(report.get("RuleTriggered", 0) or 0)
-    if triggered > 0:
+    if triggered > 0 or status == "issues found":
         return f"fired ({triggered} time{'s' if triggered != 1 else ''})", "fired"
-    status = report.get("status") or report.get("Status")
-    if isinstance(status, str) and status not in ("", "ok"):
+    if isinstance(status, str) and status not in ("", "ok", "no issue"):
         return status, "nodata"
     if report.get("Datapoints") == 0:
         return "looked at no data", "nodata"
@@ -89,9 +96,17 @@ def _params(p) -> str:
     return str(p or "-").replace("\n", ", ")
 
 
-def _evidence(report: dict) -> str:
+def _evidence(report: dict, origin_us: int | None) -> str:
     details = report.get("Details")
     items = []
+    v = _verdict(report)
+    if v.get("message"):
+        items.append(f"<li>{html.escape(str(v['message']))}</li>")
+    windows = v.get("fired_windows") or []
+    if windows and origin_us is not None:
+        shown = ", ".join(f"{(a - origin_us) / 1e6:.1f}-{(b - origin_us) / 1e6:.1f} s" for a, b in windows[:8])
+        more = f" and {len(windows) - 8} more" if len(windows) > 8 else ""
+        items.append(f"<li>fired in the windows {shown}{more} (time since the job started)</li>")
     viol = report.get("Violations")
     if viol is not None:
         items.append(f"<li>violations: {html.escape(str(viol))}, datapoints: "
@@ -109,7 +124,7 @@ def _evidence(report: dict) -> str:
     return f"<ul class='evidence'>{''.join(items)}</ul>" if items else "-"
 
 
-def rules_section(rule_reports: dict) -> str:
+def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
     """Every rule's verdict with its evidence and the recommended fix; fired rules first."""
     if not rule_reports:
         return section("rules", "Rules: verdicts and what to fix",
@@ -118,13 +133,13 @@ def rules_section(rule_reports: dict) -> str:
 
     def order(item):
         name, rep = item
-        return (-int(rep.get("RuleTriggered", 0) or 0), name)
+        return (verdict_of(rep)[1] != "fired", -int(rep.get("RuleTriggered", 0) or 0), name)
 
     rows = []
     for name, rep in sorted(rule_reports.items(), key=order):
         verdict, cls = verdict_of(rep)
         check, fix = advice_for(name, rep)
-        rows.append((name, Raw(html.escape(verdict), cls), Raw(_evidence(rep)), check,
+        rows.append((name, Raw(html.escape(verdict), cls), Raw(_evidence(rep, origin_us)), check,
                      Raw(html.escape(fix), "fix" if cls == "fired" else ""), _params(rep.get("RuleParameters"))))
     fired = sum(1 for _, rep in rule_reports.items() if verdict_of(rep)[1] == "fired")
     lead = (f"<p>{fired} of {len(rule_reports)} rules fired.</p>" if fired
