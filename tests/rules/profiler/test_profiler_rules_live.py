@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from prof_rule_trials import SECOND, T0, Profile, series, steps
+
 from smdebug.core.stop_request import read_stop_request
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules import invoke_rule
