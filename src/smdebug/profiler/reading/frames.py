@@ -39,11 +39,20 @@ class Series:
     dimension: str  # "CPUUtilization", "GPUUtilization", "GPUMemoryUtilization", "MemoryUsedPercent"...
     timestamp_us: np.ndarray
     value: np.ndarray
+    # the file's own Timestamp (epoch seconds, float64) when read from a file: 1.0.34's
+    # ProfilerSystemEvent.timestamp, kept so that the compatibility API returns it unchanged
+    timestamp_s: np.ndarray | None = None
 
     def window(self, start_us: int | None = None, end_us: int | None = None) -> Series:
         """The samples with ``start_us <= timestamp_us <= end_us`` (inclusive, as 1.0.34)."""
         s = _window(self.timestamp_us, start_us, end_us)
-        return Series(self.node_id, self.type, self.name, self.dimension, self.timestamp_us[s], self.value[s])
+        return Series(self.node_id, self.type, self.name, self.dimension, self.timestamp_us[s], self.value[s],
+                      None if self.timestamp_s is None else self.timestamp_s[s])
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """``(node_id, type, name, dimension)``: what names this series."""
+        return (self.node_id, self.type, self.name, self.dimension)
 
     def __len__(self) -> int:
         return len(self.timestamp_us)
@@ -69,6 +78,30 @@ class FrameworkEvents:
     @property
     def duration_us(self) -> np.ndarray:
         return self.end_us - self.start_us
+
+    @classmethod
+    def empty(cls) -> FrameworkEvents:
+        obj = np.empty(0, dtype=object)
+        i64 = np.empty(0, dtype=np.int64)
+        return cls(obj, obj.copy(), i64, i64.copy(), i64.copy(), obj.copy(), i64.copy(), i64.copy(), [])
+
+    @classmethod
+    def concat(cls, parts: list[FrameworkEvents]) -> FrameworkEvents:
+        """The rows of all ``parts``, sorted by ``start_us`` (stable: equal starts keep their order)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        cols = {f: np.concatenate([getattr(p, f) for p in parts])
+                for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid")}
+        args: list = []
+        for p in parts:
+            args.extend(p.args if p.args else [None] * len(p))
+        merged = cls(args=args, **cols)
+        if len(merged.start_us) > 1 and bool(np.any(merged.start_us[1:] < merged.start_us[:-1])):
+            return merged.take(np.argsort(merged.start_us, kind="stable"))
+        return merged
 
     def take(self, index: np.ndarray) -> FrameworkEvents:
         """The rows at ``index`` (an int array or a boolean mask), order kept."""
