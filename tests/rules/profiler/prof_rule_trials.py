@@ -49,7 +49,7 @@ class Profile:
     """The profiler trial's protocol over in-memory data. ``visible_until`` (µs) hides what a live
     job has not written yet; ``reveal(us)`` shows more; ``finished`` is the end marker."""
 
-    def __init__(self, series_list=(), event_rows=(), *, finished=True, visible_until=None, path="/nowhere"):
+    def __init__(self, series_list=(), event_rows=(), *, finished=True, visible_until=None, path=None):
         self.series = list(series_list)
         self.events = events(list(event_rows))
         self.finished = finished

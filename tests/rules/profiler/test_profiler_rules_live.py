@@ -38,13 +38,13 @@ RULESCONFIG_DEFAULTS = {  # smdebug-rulesconfig 1.0.1's profiler_rules (Profiler
 }
 
 
-def test_the_eleven_rules_are_registered_with_sagemakers_defaults():
+def test_the_eleven_rules_are_registered_with_sagemakers_defaults(tmp_path):
     classes = profiler_rule_classes()
     assert sorted(classes) == sorted(RULESCONFIG_DEFAULTS)
     for name, defaults in RULESCONFIG_DEFAULTS.items():
         cls = get_rule_class(name)
         assert cls.profiler_rule and cls is classes[name]
-        built = cls(Profile([]))
+        built = cls(Profile([], path=str(tmp_path)))
         for k, v in defaults.items():
             assert getattr(built, k) == v, (name, k)
     assert not get_rule_class("VanishingGradient").profiler_rule
@@ -130,6 +130,15 @@ def test_profiler_report_runs_every_rule_and_writes_their_reports(tmp_path):
         == "no issue"  # GPU data but no I/O wait: judged, no issue
     assert r.rules["StepOutlier"].n_outliers == 0
     assert "LowGPUUtilization_threshold_p95:60" in r.report["RuleParameters"]
+
+
+def test_profiler_report_says_when_it_cannot_write_its_reports(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RuleConfigurationError) as exc:
+        ProfilerReport(Profile([]), output_dir=str(tmp_path / "file"))
+    assert exc.value.parameter == "output_dir" and "profiler-reports" in str(exc.value)
+    assert ProfilerReport(Profile([], path=str(tmp_path))).reports_dir == str(tmp_path / "profiler-output" /
+                                                                               "profiler-reports")
 
 
 def test_profiler_report_refuses_an_override_its_rule_does_not_take():

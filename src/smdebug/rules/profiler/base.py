@@ -34,6 +34,7 @@ from smdebug.profiler.reading.frames import FrameworkEvents, Series
 from smdebug.rules.actions import Firing
 from smdebug.rules.builtin.base import BuiltinRule, Param
 from smdebug.rules.params import as_float, as_int, bounded
+from smdebug.storage import open_store
 
 __all__ = ["ProfilerRule", "WindowData", "scan_param", "percent_param", "count_param", "STATUSES"]
 
@@ -98,6 +99,12 @@ class ProfilerRule(BuiltinRule, register=False):
     :meth:`judge` (one window -> True when the condition is met in it) and may override
     :meth:`enough_data` and :meth:`describe_inputs`. ``sleep`` (keyword-only, not a rule
     parameter) replaces ``time.sleep`` between two looks at a running job, for tests.
+
+    Actions run as for the debugger rules. The StopTraining action (without a SageMaker job
+    prefix) writes its stop request where a hook looks for one: ``stop_out_dir`` (keyword-only,
+    the training job's hook ``out_dir``), else the profiler folder itself (a hook whose
+    ``ProfilerConfig(local_path=...)`` is its own out_dir sees it there; with the default
+    ``<out_dir>/profiler`` pass ``stop_out_dir=<out_dir>``).
     """
 
     profiler_rule: ClassVar[bool] = True
@@ -106,8 +113,9 @@ class ProfilerRule(BuiltinRule, register=False):
     inputs: ClassVar[str] = "system metrics"  # what the rule reads, for messages
     poll_s: ClassVar[float] = 1.0
 
-    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, **params):
+    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None, **params):
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+        self.stop_out_dir = stop_out_dir
         self.report["RuleParameters"] = "\n".join(f"{p.name}:{getattr(self, p.name)}" for p in self.params)
         self.sleep = sleep or time.sleep
         self.last_timestamp: int | None = None
@@ -140,9 +148,20 @@ class ProfilerRule(BuiltinRule, register=False):
         data = fetch_window(self.base_trial, start, end, framework=self.reads_framework)
         self.run_window(data)
         if self.report["Verdict"]["fired_windows"] and self.report["Verdict"]["fired_windows"][-1] == [start, end]:
-            exc = RuleEvaluationConditionMet(self.rule_name, step)
-            self._actions.invoke(Firing(self.rule_name, step, f"{exc}: {self.reason}", self.base_trial))
-            raise exc
+            self.fire(step)
+
+    def fire(self, step, end_of_rule: bool = False) -> None:
+        """Run the actions and raise RuleEvaluationConditionMet(rule, step) (the window number)."""
+        exc = RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=end_of_rule)
+        if len(self._actions):
+            self._actions.invoke(Firing(self.rule_name, step, f"{exc}: {self.reason}", self.action_target()))
+        raise exc
+
+    def action_target(self):
+        """What the actions are told is the trial: one with the ``store`` a hook watches."""
+        if self.stop_out_dir is None and getattr(self.base_trial, "store", None) is not None:
+            return self.base_trial
+        return _StoreTarget(open_store(self.stop_out_dir or self.base_trial.path))
 
     def run_window(self, data: WindowData) -> bool:
         """Judge one fetched window, update the report; True when the rule fired in it."""
@@ -212,6 +231,11 @@ class ProfilerRule(BuiltinRule, register=False):
         """Count ``n`` datapoints judged (1.0.34's Datapoints; and "looked at nothing" when 0)."""
         self.report["Datapoints"] += int(n)
         self.evaluated(int(n))
+
+
+@dataclass
+class _StoreTarget:
+    store: object
 
 
 def node_series(series: list) -> dict:

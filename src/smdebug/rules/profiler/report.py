@@ -6,8 +6,7 @@ import importlib
 import json
 import os
 
-from smdebug.exceptions import NoMoreProfilerData, RuleConfigurationError, RuleEvaluationConditionMet
-from smdebug.rules.actions import Firing
+from smdebug.exceptions import NoMoreProfilerData, RuleConfigurationError
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_str, optional
 from smdebug.rules.profiler.base import ProfilerRule, fetch_window, scan_param
@@ -70,9 +69,11 @@ class ProfilerReport(ProfilerRule):
     reads_framework = True
     inputs = "the profile (system metrics and framework events)"
 
-    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, output_dir=None, **params):
+    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None,
+                 output_dir=None, **params):
         overrides, rest = split_overrides(params)
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, sleep=sleep, **rest)
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, sleep=sleep,
+                         stop_out_dir=stop_out_dir, **rest)
         self.overrides = overrides
         self.report["RuleParameters"] = "\n".join(
             [f"scan_interval_us:{self.scan_interval_us}"]
@@ -85,9 +86,18 @@ class ProfilerReport(ProfilerRule):
                 key = f"{name}_{exc.parameter}" if exc.parameter else name
                 raise RuleConfigurationError("ProfilerReport", key, exc.message) from None
         self.errors: dict = {}
-        self.output_dir = output_dir or getattr(base_trial, "output_dir", None) or os.path.join(
-            str(getattr(base_trial, "path", ".")), "profiler-output")
+        self.output_dir = output_dir or getattr(base_trial, "output_dir", None)
+        if not self.output_dir:
+            if getattr(base_trial, "path", None) is None:
+                raise RuleConfigurationError("ProfilerReport", "output_dir", "the trial has no path: pass output_dir=")
+            self.output_dir = os.path.join(str(base_trial.path), "profiler-output")
         self.html_path: str | None = None
+        try:
+            os.makedirs(self.reports_dir, exist_ok=True)
+        except OSError as exc:
+            raise RuleConfigurationError("ProfilerReport", "output_dir", f"cannot create {self.reports_dir}: "
+                                         f"{exc.strerror or exc} (pass output_dir=, or create_trial(..., "
+                                         "output_dir=...))") from None
 
     @property
     def reports_dir(self) -> str:
@@ -104,9 +114,7 @@ class ProfilerReport(ProfilerRule):
             fired = sorted(n for n, r in self.rules.items() if r.report["RuleTriggered"])
             if fired:
                 self.reason = f"rules that fired: {', '.join(fired)}"
-                exc = RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=True)
-                self._actions.invoke(Firing(self.rule_name, step, f"{exc}: {self.reason}", self.base_trial))
-                raise exc from None
+                self.fire(step, end_of_rule=True)
             raise
         data = fetch_window(self.base_trial, start, end, framework=True)
         self.run_window(data)
