@@ -87,3 +87,40 @@ def test_report_profile_without_rules_in_chromium(capsys, profile, tmp_path, chr
                                  "system", "heatmaps"]
     assert all(i["complete"] and i["width"] > 0 for i in state["images"])
     assert "No profiler rule was run for this report" in state["text"]
+
+
+def test_rules_fire_exit_1_and_say_what_to_do(capsys, tmp_path):
+    """121 steps (StepOutlier judges after 100), one stalled: with n_outliers=0 it fires on it."""
+    root = str(tmp_path / "p")
+    write_profile(root, steps=121)
+    code = main(["profile", "rules", root, "--rule", "StepOutlier", "--param", "StepOutlier.n_outliers=0"])
+    captured = capsys.readouterr()
+    assert code == 1, captured
+    assert "has no end marker (the job may still run): judging what was written so far" in captured.err
+    assert captured.out.startswith("FIRED StepOutlier: fired (1 time)")
+    assert "  what to do: Look at what ran in the slow steps" in captured.out
+    assert main(["profile", "rules", root, "--rule", "StepOutlier", "--param", "StepOutlier.n_outliers=0",
+                 "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fired"] == ["StepOutlier"]
+    assert doc["rules"]["StepOutlier"]["Details"]["step_details"]["algo-1-0"]["step_numbers"] == [STALL_STEP]
+
+
+def test_a_named_rule_that_could_not_judge_exits_2(capsys, profile):
+    """One GPU: LoadBalancing has nothing to compare; named on the command line, that is not a pass."""
+    assert main(["profile", "rules", profile, "--rule", "LoadBalancing"]) == 2
+    out = capsys.readouterr().out
+    assert "LoadBalancing: not enough data" in out and "0 of 1 rules fired; 1 could not judge: LoadBalancing" in out
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--rule", "NoSuchRule"], "--rule 'NoSuchRule': no such profiler rule"),
+    (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
+    (["--rule", "StepOutlier", "--param", "CPUBottleneck.threshold=1"], "CPUBottleneck is not run (add --rule CPUBottleneck)"),
+    (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
+    (["--rule", "StepOutlier", "--param", "StepOutlier.stddev=-1"], "stddev"),
+])
+def test_rules_bad_input_exits_2(profile, extra, needle):
+    proc = subprocess.run([sys.executable, "-m", "smdebug", "profile", "rules", profile, *extra],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -194,22 +194,41 @@ def run_timeline(args) -> int:
 
 
 # ---------------------------------------------------------------- rules
-def _parse_params(specs: list, names: list) -> dict:
+def _parse_params(specs: list, names: list, known: list) -> dict:
     out: dict = {}
     for spec in specs:
         key, eq, value = spec.partition("=")
         rule, dot, param = key.partition(".")
         if not eq or not dot or not rule or not param:
             raise CliError(f"--param {spec!r}: expected RULE.NAME=VALUE (e.g. StepOutlier.stddev=2)")
+        if rule in known and rule not in names:
+            raise CliError(f"--param {spec!r}: {rule} is not run (add --rule {rule})")
         if rule not in names:
             raise CliError(f"--param {spec!r}: no profiler rule {rule!r} (rules: {', '.join(names)})")
         out.setdefault(rule, {})[param] = value
     return out
 
 
+class _AsWritten:
+    """A profiler trial judged as it is now: a job without its end marker is not waited for (the
+    rules judge the data written so far, up to the trial's latest timestamp)."""
+
+    def __init__(self, trial):
+        self._trial = trial
+
+    def job_finished(self) -> bool:
+        return True
+
+    def refresh(self) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._trial, name)
+
+
 def run_profiler_rules(trial, names: list | None = None, param_specs: list | None = None) -> dict:
-    """Each profiler rule (all but ProfilerReport by default) over the whole profile:
-    ``{name: its report dict}``."""
+    """Each profiler rule (all but ProfilerReport by default) over the profile as written now (a
+    running job is not waited for: see :class:`_AsWritten`): ``{name: its report dict}``."""
     from smdebug.exceptions import RuleConfigurationError
     from smdebug.rules import invoke_rule
     from smdebug.rules.profiler import profiler_rule_classes
@@ -220,7 +239,11 @@ def run_profiler_rules(trial, names: list | None = None, param_specs: list | Non
         if n not in known:
             raise CliError(f"--rule {n!r}: no such profiler rule (rules: {', '.join(known)})")
     chosen = names or known
-    params = _parse_params(param_specs or [], chosen)
+    params = _parse_params(param_specs or [], chosen, known)
+    if not trial.job_finished():
+        say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was "
+            "written so far")
+        trial = _AsWritten(trial)
     reports = {}
     for name in chosen:
         try:
@@ -247,7 +270,8 @@ def run_rules(args) -> int:
         for name in sorted(reports, key=lambda n: (n not in fired, n)):
             text, cls = verdicts[name]
             message = (reports[name].get("Verdict") or {}).get("message", "")
-            line = f"{name}: {text}" + (f": {message}" if message and message != text else "")
+            line = f"{name}: {text}" + (f": {message}" if message and not message.startswith(text) else
+                                        message[len(text):])
             print(("FIRED " if cls == "fired" else "") + line)
             if cls == "fired":
                 print(f"  what to do: {advice_for(name, reports[name])[1]}")

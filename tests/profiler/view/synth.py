@@ -106,7 +106,7 @@ def write_kineto(root: str, fw_node: str, start_us: int, steps: int) -> str:
     return path
 
 
-def write_profile(root) -> SynthTrial:
+def write_profile(root, steps: int = 12, gpus: int = 1) -> SynthTrial:
     """The synthetic profile written to ``root`` by part 1's writers (TimelineWriter, the system
     metrics' JSON lines), times just after now; returns the SynthTrial it was made from, which
     ProfilerTrial(root) must read back."""
@@ -114,7 +114,7 @@ def write_profile(root) -> SynthTrial:
     from smdebug.profiler.system import format_rows
     from smdebug.profiler.timeline import TimelineWriter, now_us
 
-    synth = SynthTrial(root, t0=(now_us() // 1_000_000 + 2) * 1_000_000)
+    synth = SynthTrial(root, steps=steps, gpus=gpus, t0=(now_us() // 1_000_000 + 2) * 1_000_000)
     ev = synth._events
     writer = TimelineWriter(str(root), synth.file_node)
     for i in range(len(ev)):
