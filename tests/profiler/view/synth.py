@@ -106,7 +106,7 @@ def write_kineto(root: str, fw_node: str, start_us: int, steps: int) -> str:
     return path
 
 
-def write_profile(root, steps: int = 12, gpus: int = 1) -> SynthTrial:
+def write_profile(root, steps: int = 12, gpus: int = 1, ended: bool = False) -> SynthTrial:
     """The synthetic profile written to ``root`` by part 1's writers (TimelineWriter, the system
     metrics' JSON lines), times just after now; returns the SynthTrial it was made from, which
     ProfilerTrial(root) must read back."""
@@ -127,4 +127,10 @@ def write_profile(root, steps: int = 12, gpus: int = 1) -> SynthTrial:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "ab") as f:
             f.write(format_rows(rows, synth.node, t / 1e6))
+    if ended:
+        from smdebug.profiler.locations import END_MARKER
+
+        for stream in ("system", "framework"):
+            with open(os.path.join(str(root), stream, END_MARKER), "w") as f:
+                f.write(str(synth.end))
     return synth

@@ -99,3 +99,25 @@ def test_no_profiler_data_is_an_error(tmp_path):
     trial.get_latest_timestamp = lambda: None
     with pytest.raises(SMDebugValueError, match="no profiler data to report on"):
         profiler_report_html(trial, {})
+
+
+@needs_chromium
+def test_the_profiler_report_rule_writes_this_page(tmp_path, chromium):
+    """ProfilerReport (rules.profiler) renders its sub-rules' reports through write_report."""
+    from synth import write_profile
+
+    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.rules import invoke_rule
+    from smdebug.rules.profiler import ProfilerReport
+
+    write_profile(tmp_path / "p", steps=121, ended=True)
+    rule = ProfilerReport(ProfilerTrial(str(tmp_path / "p")), output_dir=str(tmp_path / "out"),
+                          StepOutlier_n_outliers="0")
+    invoke_rule(rule, raise_eval_cond=False)
+    assert rule.html_path == str(tmp_path / "out" / "profiler-report.html")
+    state = chromium.open(f"file://{rule.html_path}")
+    assert chromium.problems() == [] and state["sections"] == SECTIONS
+    text = state["text"]
+    # one stalled step of 121, and one loader process for two cores
+    assert "Rules that fired: Dataloader, StepOutlier" in text and "2 of 10 rules fired." in text
+    assert "slowest step 7 took 0.500" in text and "LoadBalancing\tnot enough data" in text
