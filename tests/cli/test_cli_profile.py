@@ -83,7 +83,7 @@ def test_report_profile_without_rules_in_chromium(capsys, profile, tmp_path, chr
     assert f"wrote {out}" in capsys.readouterr().out
     state = chromium.open(f"file://{out}")
     assert chromium.problems() == []
-    assert state["sections"] == ["summary", "rules", "step-time", "phases", "slowest-steps", "dataloader",
+    assert state["sections"] == ["summary", "rules", "step-time", "phases", "slowest-steps", "timeline", "dataloader",
                                  "system", "heatmaps"]
     assert all(i["complete"] and i["width"] > 0 for i in state["images"])
     assert "No profiler rule was run for this report" in state["text"]

@@ -11,7 +11,7 @@ from chromium import needs_chromium
 from smdebug.analysis.profiler_report import profiler_report_html, render_profiler_report, stats
 from smdebug.exceptions import SMDebugValueError
 
-SECTIONS = ["summary", "rules", "step-time", "phases", "slowest-steps", "dataloader", "system", "heatmaps"]
+SECTIONS = ["summary", "rules", "step-time", "phases", "slowest-steps", "timeline", "dataloader", "system", "heatmaps"]
 REPORTS = {
     "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
                     "Details": {"step_details": {"algo-1": {"max": 500.0, "p50": 100.0}}},
@@ -62,6 +62,9 @@ def test_the_report_renders_every_section_in_chromium(tmp_path, chromium):
     out = render_profiler_report(trial, REPORTS, tmp_path / "out" / "profiler-report.html")
     page = open(out).read()
     assert "http://" not in page and "https://" not in page and "<script" not in page
+    # the slowest step on the timeline: its stalled fetch is a slice of the SVG
+    timeline = page[page.index("<section id='timeline'>"):page.index("<section id='dataloader'>")]
+    assert "<svg" in timeline and "_SingleProcessDataLoaderIter::GetNext (410.00 ms)" in timeline
     state = chromium.open(f"file://{out}")
     assert chromium.problems() == []
     assert state["sections"] == SECTIONS
@@ -121,3 +124,19 @@ def test_the_profiler_report_rule_writes_this_page(tmp_path, chromium):
     # one stalled step of 121, and one loader process for two cores
     assert "Rules that fired: Dataloader, StepOutlier" in text and "2 of 10 rules fired." in text
     assert "slowest step 7 took 0.500" in text and "LoadBalancing\tnot enough data" in text
+
+
+def test_the_timeline_picture_stacks_nested_slices_and_says_what_it_left_out(tmp_path):
+    from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
+    from smdebug.analysis.profiler_timeline import build_timeline
+
+    trace = build_timeline(SynthTrial(tmp_path, kineto=False))
+    svg = timeline_svg(trace)
+    assert svg.count("<rect") == sum(e["ph"] == "X" for e in trace["traceEvents"]) and "left out" not in svg
+    assert svg.count("<polyline") == len({e["name"] for e in trace["traceEvents"] if e["ph"] == "C"})
+    nested = {"traceEvents": [{"ph": "X", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": d}
+                              for n, ts, d in (("outer", 0, 100), ("inner", 10, 50), ("innermost", 20, 10))],
+              "displayTimeUnit": "ms"}
+    ys = [int(part.split("y='")[1].split("'")[0]) for part in timeline_svg(nested).split("<rect")[1:]]
+    assert ys[1] - ys[0] == ys[2] - ys[1] > 0
+    assert "2 of 3 slices drawn (deeper than 2 levels" in timeline_svg(nested, max_depth=2)

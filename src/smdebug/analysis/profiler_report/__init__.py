@@ -7,7 +7,7 @@ dict in 1.0.34's schema (``RuleTriggered``, ``Violations``, ``Details``, ``Datap
 
 Sections: summary (job phases: initialization, training loop, finalization), the rules' verdicts
 with evidence and what to do, step time over the run and its histogram, time per step by phase, the
-slowest steps and what ran in them, the data loader, system usage over time (CPU, GPU, memory, I/O)
+slowest steps and what ran in them, the slowest step on the timeline (inline SVG), the data loader, system usage over time (CPU, GPU, memory, I/O)
 with its statistics, and heat maps per core and per GPU. Charts are inline PNG images; the page
 loads nothing from elsewhere and runs no script. A section without data says so.
 """
@@ -78,6 +78,29 @@ def _slow_section(slow: list, origin: int) -> str:
             for s in slow]
     return section("slowest-steps", "The slowest steps and what ran in them", table(
         ["step", "process", "started at", "duration", "x median", "what took the time"], rows, tid="slow-steps"))
+
+
+def _timeline_section(trial, slow: list, series: list) -> str:
+    from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
+    from smdebug.analysis.profiler_timeline import build_timeline, node_of
+    from smdebug.exceptions import SMDebugValueError
+
+    title = "The slowest step on the timeline"
+    if not slow:
+        return section("timeline", title, "<p class='nodata'>No steps were recorded.</p>")
+    s = slow[0]
+    margin = s["duration_us"] // 10
+    lo, hi = s["start_us"] - margin, s["start_us"] + s["duration_us"] + margin
+    node = node_of(s["node"], sorted({x.node_id for x in series}))
+    try:
+        trace = build_timeline(trial, node=node, start_us=lo, end_us=hi)
+    except SMDebugValueError as exc:
+        return section("timeline", title, f"<p class='nodata'>The timeline could not be drawn: {html.escape(str(exc))}</p>")
+    lead = (f"<p>Step {s['step']} of {html.escape(s['node'])} ({fmt_ms(s['duration_us'])}) with a tenth of its "
+            "length either side: framework events, torch.profiler's operators where the step was profiled in "
+            "detail, system metrics. For the whole run: <code>smdebug profile timeline PROFILE -o trace.json</code>, "
+            "opened in Perfetto or chrome://tracing.</p>")
+    return section("timeline", title, lead + timeline_svg(trace, lo, hi))
 
 
 def _loader_section(dl: dict) -> str:
@@ -165,6 +188,7 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
     mode = "TRAIN" if "TRAIN" in steps else next(iter(steps), None)
     phases = stats.phases_per_step(steps[mode], events) if mode else None
     fw_nodes = sorted({str(n) for n in events.node_id})
+    slow = stats.slowest_steps(steps[mode], events) if mode else []
     parts = [
         f"<h1>Profiler report: {html.escape(os.path.basename(str(trial.path).rstrip('/')) or str(trial.path))}</h1>",
         f"<p class='meta'>{html.escape(str(trial.path))} &middot; written "
@@ -173,7 +197,8 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
         rules_section(rule_reports, first),
         _step_section(steps, first),
         _phase_section(phases, mode),
-        _slow_section(stats.slowest_steps(steps[mode], events) if mode else [], first),
+        _slow_section(slow, first),
+        _timeline_section(trial, slow, series),
         _loader_section(stats.dataloader_stats(events, phases)),
         _system_sections(series, first, last),
     ]
