@@ -124,3 +124,14 @@ def test_a_folder_without_profiler_data_opens_empty(tmp_path):
     assert trial.get_system_metrics(0, FAR * 10**6) == [] and trial.get_framework_metrics(0, FAR * 10**6) == []
     assert trial.system_metrics_reader.get_timestamp_of_first_available_file() == 0
     assert not (tmp_path / "out").exists()  # made only when a rule writes there
+
+
+def test_the_readers_import_neither_pandas_nor_pyarrow_until_they_read_system_files():
+    import subprocess
+
+    code = ("import sys, json, smdebug.trials.profiler_trial, smdebug.profiler.system_metrics_reader, "
+            "smdebug.profiler.algorithm_metrics_reader\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                           check=True).stdout))
+    assert not loaded & {"pandas", "pyarrow", "torch", "boto3"}, loaded & {"pandas", "pyarrow", "torch", "boto3"}
