@@ -196,4 +196,20 @@ def test_a_copy_of_a_run_on_s3_reads_the_same(tmp_path, aws_env, bucket, boto_cl
     assert remote.first_timestamp == local.first_timestamp
     boto_client.put_object(Bucket=bucket, Key="job/profiler-output/system/training_job_end.ts", Body=b"")
     assert not local.job_finished() and remote.job_finished()
+    # 1.0.34's S3 readers and create_trial on s3://
+    from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader
+    from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader
+    from smdebug.trials import create_trial
+
+    url = f"s3://{bucket}/job/profiler-output"
+    far = 4102444800 * 10**6
+    for local_cls, s3_cls in ((LocalSystemMetricsReader, S3SystemMetricsReader),
+                              (LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader)):
+        ours, theirs = s3_cls(url).get_events(0, far), local_cls(str(src)).get_events(0, far)
+        assert len(ours) == len(theirs) > 0
+        assert [vars(e).get("timestamp", vars(e).get("start_time")) for e in ours] == \
+            [vars(e).get("timestamp", vars(e).get("start_time")) for e in theirs]
+    trial = create_trial(url, profiler=True, output_dir=str(tmp_path / "out"))
+    assert trial.system_metrics_reader.__class__ is S3SystemMetricsReader and trial.job_finished()
+    assert len(trial.get_system_metrics(0, far)) == sum(len(s) for s in local.system_series())
 
