@@ -80,7 +80,7 @@ def test_a_corrupt_last_line_is_skipped_a_corrupt_middle_line_names_file_and_lin
         ProfilerTrial(tmp_path).system_series()
 
 
-def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path):
+def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path, caplog):
     t0 = time.monotonic()
     for root in (tmp_path, tmp_path / "not-there"):
         trial = ProfilerTrial(root)
@@ -88,6 +88,7 @@ def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path):
         assert trial.first_timestamp is None and trial.get_latest_timestamp() is None
         assert not trial.job_finished() and not trial.has_data()
     assert time.monotonic() - t0 < 5
+    assert any("not-there does not exist" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
 
 
 def _write_minute(root: Path, minute: int, samples: int, node="algo-1", start_value=0.0) -> Path:
