@@ -157,7 +157,7 @@ def _train(tmp_path, batches=24):
         loss_fn(model(xb), yb).backward()
         opt.step()
         if i == 10:
-            time.sleep(0.3)  # one slow step
+            time.sleep(0.5)  # one slow step
     hook.close()
     return tmp_path / "prof"
 
@@ -168,7 +168,7 @@ def test_a_pytorch_run_reads_back_as_steps_series_and_events_and_as_1034_reads_i
     assert trial.job_finished()
     steps = trial.steps("TRAIN")
     assert list(steps.step) == list(range(24))
-    assert int(np.argmax(steps.duration_us)) == 10 and steps.duration_us[10] >= 300_000
+    assert steps.duration_us[10] >= 500_000 and np.all(steps.end_us > steps.start_us)
     assert len(trial.steps("EVAL")) == 0
     events = trial.framework_events()
     assert {"Step:ModeKeys.TRAIN", "Forward", "Backward", "Optimizer", "DataLoaderIter"} <= set(events.phase)

@@ -71,6 +71,10 @@ class FrameworkEvents:
     pid: np.ndarray  # int64
     tid: np.ndarray  # int64
     args: list = field(default_factory=list)  # dict | None per row (kept for the compatibility API)
+    # where a row came from, for 1.0.34's TraceEvent (None when unknown): the pid of its phase in
+    # the file (the event's "pid") and the file's suffix ("pythontimeline.json", "model_timeline.json"...)
+    phase_pid: np.ndarray | None = None  # int64
+    file_suffix: np.ndarray | None = None  # str (object array)
 
     def __len__(self) -> int:
         return len(self.start_us)
@@ -95,6 +99,10 @@ class FrameworkEvents:
             return parts[0]
         cols = {f: np.concatenate([getattr(p, f) for p in parts])
                 for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid")}
+        for f, fill, dtype in (("phase_pid", -1, np.int64), ("file_suffix", None, object)):
+            if any(getattr(p, f) is not None for p in parts):
+                cols[f] = np.concatenate([np.full(len(p), fill, dtype=dtype) if getattr(p, f) is None
+                                          else getattr(p, f) for p in parts])
         args: list = []
         for p in parts:
             args.extend(p.args if p.args else [None] * len(p))
@@ -108,7 +116,9 @@ class FrameworkEvents:
         idx = np.flatnonzero(index) if index.dtype == bool else index
         return FrameworkEvents(self.phase[idx], self.name[idx], self.start_us[idx], self.end_us[idx],
                                self.step[idx], self.node_id[idx], self.pid[idx], self.tid[idx],
-                               [self.args[i] for i in idx] if self.args else [])
+                               [self.args[i] for i in idx] if self.args else [],
+                               None if self.phase_pid is None else self.phase_pid[idx],
+                               None if self.file_suffix is None else self.file_suffix[idx])
 
     def overlapping(self, start_us: int | None = None, end_us: int | None = None) -> FrameworkEvents:
         """The events that overlap ``[start_us, end_us]`` inclusively (1.0.34's semantics)."""

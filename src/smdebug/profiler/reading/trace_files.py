@@ -26,7 +26,16 @@ import orjson
 from smdebug.exceptions import EventFileCorrupt
 from smdebug.profiler.reading.frames import FrameworkEvents
 
-__all__ = ["trace_file_info", "parse_trace_file", "node_id_from_trace_name"]
+__all__ = ["trace_file_info", "parse_trace_file", "node_id_from_trace_name", "FILE_TYPES"]
+
+# the suffixes 1.0.34's framework reader parses, with the file_type its parsers give their events
+# (merged_timeline.json, the merge tool's output, is not read: 1.0.34 crashed on it)
+FILE_TYPES = {
+    "pythontimeline.json": "PythontimelineMetrics",
+    "model_timeline.json": "DetailedframeworkMetrics",
+    "horovod_timeline.json": "",
+    "smdataparallel_timeline.json": "SMDataParallelMetrics",
+}
 
 _ALGO_NODE = re.compile(r"(.*)-(algo.*)")
 
@@ -46,7 +55,10 @@ def trace_file_info(key: str) -> tuple[int, str, str] | None:
     fields = base.split("_")
     if len(fields) < 3 or not fields[0].isdigit():
         return None
-    return int(fields[0]), node_id_from_trace_name(base), fields[-1]
+    for suffix in FILE_TYPES:
+        if base.endswith("_" + suffix):
+            return int(fields[0]), node_id_from_trace_name(base), suffix
+    return None
 
 
 def _step(args) -> int:
@@ -58,7 +70,7 @@ def _step(args) -> int:
         return -1
 
 
-def parse_trace_file(data: bytes, where: str, node_id: str) -> FrameworkEvents:
+def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None = None) -> FrameworkEvents:
     """The events of one timeline file's bytes, sorted by start; ``where`` names it in errors."""
     try:
         doc = orjson.loads(data)
@@ -71,7 +83,7 @@ def parse_trace_file(data: bytes, where: str, node_id: str) -> FrameworkEvents:
     base = 0
     names: dict = {}  # phase pid -> process name
     stacks: dict = {}  # pid -> open "B" events
-    phase, name, start, end, step, pid, tid, args_out = [], [], [], [], [], [], [], []
+    phase, name, start, end, step, pid, tid, args_out, phase_pid = [], [], [], [], [], [], [], [], []
     for i, ev in enumerate(doc):
         if not isinstance(ev, dict):
             raise EventFileCorrupt(f"{where}: event {i} is not a JSON object")
@@ -117,6 +129,7 @@ def parse_trace_file(data: bytes, where: str, node_id: str) -> FrameworkEvents:
             pid.append(b_pid)
             tid.append(b_tid)
         args_out.append(b_args)
+        phase_pid.append(b_pid)
     if not start:
         return FrameworkEvents.empty()
     n = len(start)
@@ -124,7 +137,8 @@ def parse_trace_file(data: bytes, where: str, node_id: str) -> FrameworkEvents:
         phase=np.array(phase, dtype=object), name=np.array(name, dtype=object),
         start_us=np.array(start, dtype=np.int64), end_us=np.array(end, dtype=np.int64),
         step=np.array(step, dtype=np.int64), node_id=np.full(n, node_id, dtype=object),
-        pid=_ints(pid), tid=_ints(tid), args=args_out,
+        pid=_ints(pid), tid=_ints(tid), args=args_out, phase_pid=_ints(phase_pid),
+        file_suffix=np.full(n, suffix, dtype=object),
     )
     if n > 1 and bool(np.any(ev.start_us[1:] < ev.start_us[:-1])):
         ev = ev.take(np.argsort(ev.start_us, kind="stable"))

@@ -48,6 +48,7 @@ class _File:
     key: str
     time_us: int  # system: the minute of the file name; framework: the last event end of the name
     node_id: str
+    suffix: str = ""  # framework files: "pythontimeline.json", "model_timeline.json"...
     stamp: tuple | None = None  # (size, mtime_ns) of a local file when it was parsed
     parsed: object = None  # SystemChunk | FrameworkEvents once parsed
 
@@ -59,7 +60,8 @@ def _natural(text: str) -> tuple:
 class ProfilerTrial:
     """The profiler data under ``path`` (``<root>/system/...`` and ``<root>/framework/...``)."""
 
-    def __init__(self, path, name: str | None = None, output_dir: str | None = None):
+    def __init__(self, path, name: str | None = None, output_dir: str | None = None, *,
+                 streams=("system", "framework")):
         path = os.fspath(path) if hasattr(path, "__fspath__") else str(path)
         path = path.strip()
         if not is_remote(path):
@@ -68,6 +70,7 @@ class ProfilerTrial:
         self.name = name if name is not None else os.path.basename(path.rstrip("/"))
         self.output_dir = output_dir
         self._store = open_store(path)
+        self._streams = tuple(streams)
         self._system: dict[str, _File] = {}
         self._framework: dict[str, _File] = {}
         self._first: int | None = None
@@ -78,7 +81,7 @@ class ProfilerTrial:
         """List the files again: new files become visible; local files that changed since they
         were parsed (size or mtime) and, on object storage, each node's newest system file are
         parsed again when next needed."""
-        keys = self._store.list("system") + self._store.list("framework")
+        keys = [k for stream in self._streams for k in self._store.list(stream)]
         for key in keys:
             info = system_file_info(key)
             if info is not None:
@@ -87,7 +90,7 @@ class ProfilerTrial:
                 continue
             tinfo = trace_file_info(key)
             if tinfo is not None and key not in self._framework:
-                self._framework[key] = _File(key, tinfo[0], tinfo[1])
+                self._framework[key] = _File(key, tinfo[0], tinfo[1], tinfo[2])
         if self._store.remote:
             newest: dict[str, _File] = {}
             for f in self._system.values():
@@ -120,7 +123,7 @@ class ProfilerTrial:
             logger.warning("smdebug: profiler: %s was listed but is gone", self._store.describe(f.key))
             data = b""
         where = self._store.describe(f.key)
-        f.parsed = parse_trace_file(data, where, f.node_id) if framework and data else (
+        f.parsed = parse_trace_file(data, where, f.node_id, f.suffix) if framework and data else (
             FrameworkEvents.empty() if framework else parse_system_file(data, where))
         f.stamp = stamp
         return f.parsed
@@ -169,9 +172,11 @@ class ProfilerTrial:
         return out
 
     # ------------------------------------------------------------------ framework events
-    def _framework_files(self, start_us, end_us) -> list[_File]:
+    def _framework_files(self, start_us, end_us, suffixes=None) -> list[_File]:
         by_node: dict[str, list[_File]] = {}
         for f in self._framework.values():
+            if suffixes is not None and not f.key.endswith(tuple(suffixes)):
+                continue
             by_node.setdefault(f.node_id, []).append(f)
         out = []
         for files in by_node.values():
@@ -184,10 +189,12 @@ class ProfilerTrial:
                     break  # later files hold events written after this one closed
         return out
 
-    def framework_events(self, start_us: int | None = None, end_us: int | None = None) -> FrameworkEvents:
+    def framework_events(self, start_us: int | None = None, end_us: int | None = None, *,
+                         suffixes=None) -> FrameworkEvents:
         """The framework events that overlap ``[start_us, end_us]`` inclusively (1.0.34's
-        semantics: ``end >= start_us and start <= end_us``), all nodes, sorted by start."""
-        parts = [self._load(f, framework=True) for f in self._framework_files(start_us, end_us)]
+        semantics: ``end >= start_us and start <= end_us``), all nodes, sorted by start.
+        ``suffixes`` (e.g. ``["pythontimeline.json"]``) reads only the files whose names end so."""
+        parts = [self._load(f, framework=True) for f in self._framework_files(start_us, end_us, suffixes)]
         events = FrameworkEvents.concat(parts)
         if start_us is not None or end_us is not None:
             events = events.overlapping(start_us, end_us)
@@ -252,7 +259,13 @@ class ProfilerTrial:
 
     def job_finished(self) -> bool:
         """True when the job's end marker exists (``system/`` or ``framework/training_job_end.ts``)."""
-        return self._store.exists(f"system/{END_MARKER}") or self._store.exists(f"framework/{END_MARKER}")
+        return any(self._store.exists(f"{stream}/{END_MARKER}") for stream in ("system", "framework"))
+
+    def file_timestamps(self, stream: str) -> list[int]:
+        """The times (µs) in the names of the listed files of ``stream`` ("system": each file's
+        minute; "framework": each file's last event end), sorted."""
+        files = {"system": self._system, "framework": self._framework}[stream]
+        return sorted(f.time_us for f in files.values())
 
     def has_data(self) -> bool:
         return bool(self._system or self._framework)
