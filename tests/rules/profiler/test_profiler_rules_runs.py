@@ -112,3 +112,7 @@ def test_profiler_report_over_a_real_run(runs, tmp_path):
     assert reports["StepOutlier"]["RuleTriggered"] == 1 and reports["LowGPUUtilization"]["Verdict"]["status"] == \
         "no GPU data"
     assert reports["OverallSystemUsage"]["Details"]["CPU"]
+    # and the HTML report, through the renderer's hook (smdebug.analysis.profiler_report.write_report)
+    assert r.html_path == str(tmp_path / "profiler-report.html")
+    page = (tmp_path / "profiler-report.html").read_text()
+    assert "StepOutlier" in page and "no GPU data" in page
