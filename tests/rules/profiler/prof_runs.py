@@ -35,12 +35,14 @@ class SleepyData:
 
 
 def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_workers=0, item_sleep=0.0,
-          step_s=0.0, same_dir=False, on_step=None) -> ProfRun:
+          step_s=0.0, same_dir=False, rotate_s=None, until_stopped_s=None) -> ProfRun:
     """One epoch of an MLP under the hook with the profiler on. ``init_sleep``: seconds between
     the hook's start and the first step; ``stall_step``: the step that takes ``stall_s`` more;
     ``step_s``: each step also waits that long (steps of a known length: on a busy host, steps
     of a millisecond are dwarfed by the scheduler's pauses); ``same_dir``: the profile goes into the hook's out_dir (where it looks for stop requests);
-    ``on_step(step)``: called at each step."""
+    ``rotate_s``: how often the framework timeline is closed for readers (a live rule sees events
+    then); ``until_stopped_s``: train epoch after epoch until a rule asks the job to stop, for at
+    most that long."""
     import torch
 
     import smdebug.pytorch as smd
@@ -56,26 +58,30 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     out_dir = base / "run"
     root = out_dir if same_dir else base / "prof"
-    hook = smd.Hook(out_dir=str(out_dir), profiler_config=ProfilerConfig(local_path=str(root), interval_millis=100))
+    extra = {} if rotate_s is None else {"rotate_close_interval_s": rotate_s}
+    hook = smd.Hook(out_dir=str(out_dir),
+                    profiler_config=ProfilerConfig(local_path=str(root), interval_millis=100, **extra))
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
     if init_sleep:
         time.sleep(init_sleep)  # a slow initialisation, as the scenario
     n, stopped = 0, False
+    t_end = time.monotonic() + (until_stopped_s or 0)
     try:
-        for i, (xb, yb) in enumerate(loader):
-            if i == stall_step:
-                time.sleep(stall_s)  # the stalled step of the scenario
-            if step_s:
-                time.sleep(step_s)  # the step's own work, as the scenario
-            opt.zero_grad()
-            loss = loss_fn(model(xb), yb)
-            loss.backward()
-            opt.step()
-            n += 1
-            if on_step is not None:
-                on_step(i)
+        while True:
+            for xb, yb in loader:
+                if n == stall_step:
+                    time.sleep(stall_s)  # the stalled step of the scenario
+                if step_s:
+                    time.sleep(step_s)  # the step's own work, as the scenario
+                opt.zero_grad()
+                loss = loss_fn(model(xb), yb)
+                loss.backward()
+                opt.step()
+                n += 1
+            if until_stopped_s is None or time.monotonic() > t_end:
+                break
     except TrainingStopRequested:
         stopped = True
     hook.close()
