@@ -147,6 +147,16 @@ def test_step_outlier_fires_in_the_window_of_the_stalled_step():
     assert invoke_rule(healthy).fired == [] and healthy.report["Verdict"]["status"] == "no issue"
 
 
+def test_step_outlier_min_ratio_lets_a_hiccup_pass_and_catches_a_stall():
+    d = [0.1] * 200
+    d[50] = 0.4  # a hiccup: 4 median steps, far above mean + 3 std of a steady run
+    assert invoke_rule(rule("StepOutlier", Profile([], steps(d)), n_outliers="0")).fired
+    assert invoke_rule(rule("StepOutlier", Profile([], steps(d)), n_outliers="0", min_ratio="10")).fired == []
+    d[150] = 3.0
+    r = rule("StepOutlier", Profile([], steps(d)), n_outliers="0", min_ratio="10")
+    assert invoke_rule(r).fired and r.report["Details"]["step_details"]["algo-1"]["step_numbers"] == [150]
+
+
 def _loading(pids, seconds=30):
     rows = [{"phase": "DataLoaderIterInitialize", "name": "iter.__init__", "start": T0, "end": T0 + 10,
              "args": {"num_workers": len(pids) - 1, "pin_memory": False}}]

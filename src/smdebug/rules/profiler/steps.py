@@ -26,7 +26,10 @@ class StepOutlier(ProfilerRule):
     (``Step:ModeKeys.<MODE>``; ``mode`` selects one, e.g. ``TRAIN``).
 
     As 1.0.34, a phase is judged once it has more than 100 steps, and with the defaults a single
-    stalled step does not fire (``n_outliers=10``); ``n_outliers=0`` fires on one. Fires in a
+    stalled step does not fire (``n_outliers=10``); ``n_outliers=0`` fires on one. On a busy host a
+    healthy run has hiccups of a few times the usual step that are "outliers" by standard
+    deviations alone; ``min_ratio`` (ours, off by default as in 1.0.34) also requires an outlier to
+    last at least ``min_ratio`` times the median step. Fires in a
     window whose steps add an outlier while the count is above ``n_outliers``. Details.step_details
     [node]: step_stats (mean, max, p99, p95, p50, min in s), number_of_outliers, phase, stddev,
     step_numbers and step_starts_us of the outliers.
@@ -37,6 +40,7 @@ class StepOutlier(ProfilerRule):
         Param("mode", optional(as_str), None, "a mode (TRAIN) or a step phase"),
         count_param("n_outliers", "10"),
         scan_param(),
+        Param("min_ratio", bounded(as_float, 0), "0", "an outlier lasts at least this many median steps (0: off)"),
     )
     reads_framework = True
     inputs = "framework step events (Step:ModeKeys.*)"
@@ -67,6 +71,8 @@ class StepOutlier(ProfilerRule):
             if len(st["d"]) <= MIN_STEPS:
                 continue
             out = outlier_mask(st["d"], self.stddev)
+            if self.min_ratio:
+                out &= st["d"] >= self.min_ratio * np.median(st["d"])
             n_out = int(out.sum())
             new = {(node, phase, int(s)) for s in st["s"][out]} - self.known_outliers
             self.known_outliers |= new
