@@ -130,7 +130,7 @@ CASES = {
     },
 }
 
-RULES = rule_names()
+RULES = [n for n in rule_names() if not rule_classes()[n].profiler_rule]  # profiler rules: tests/rules/profiler/
 
 
 def _run(tmp_path, name, case):

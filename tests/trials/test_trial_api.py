@@ -477,10 +477,11 @@ def test_no_predict_data_gives_empty_lists(dtype_trial):
 # ---------------------------------------------------------------------------- create_trial
 def test_create_trial_documented_positional_order(main, monkeypatch):
     """create_trial(path, name=None, profiler=False, output_dir=..., **kwargs): range_steps is a
-    keyword; profiler=True is never dropped (it goes to create_profiler_trial, which raises until
-    the profiler trial exists)."""
+    keyword; profiler=True is never dropped (it goes to create_profiler_trial: the profiler trial,
+    which finds no profiler data in a tensor trial's folder)."""
     import smdebug.trials as trials
-    from smdebug.exceptions import SMDebugNotImplementedError, SMDebugTypeError
+    from smdebug.exceptions import SMDebugTypeError
+    from smdebug.trials.profiler_trial import ProfilerTrial
 
     url = main.url
     t = create_trial(url, "named", False)
@@ -489,12 +490,9 @@ def test_create_trial_documented_positional_order(main, monkeypatch):
     assert t.steps() == [s for s in ALL_STEPS if 2 <= s < 5]
     with pytest.raises(SMDebugTypeError, match=r"range_steps=\(begin, end\)"):
         create_trial(url, "named", (2, 5))  # a range where the profiler flag goes
-    with pytest.raises(SMDebugNotImplementedError) as err:
-        create_trial(url, profiler=True)
-    assert isinstance(err.value, NotImplementedError)
-    assert "profiler=True" in str(err.value) and "create_trial(path)" in str(err.value)
-    with pytest.raises(NotImplementedError):
-        create_trial(url, "named", True)
+    p = create_trial(url, profiler=True)
+    assert isinstance(p, ProfilerTrial) and not p.has_data() and p.first_timestamp is None
+    assert create_trial(url, "named", True).name == "named"
     seen = []
     monkeypatch.setattr(trials, "create_profiler_trial", lambda *a, **k: seen.append((a, k)) or "profiler trial")
     assert create_trial(url, "p", True, "/tmp/out/") == "profiler trial"

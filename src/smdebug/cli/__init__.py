@@ -1,4 +1,4 @@
-"""The ``smdebug`` command line: info, show, plot, rules, watch, report, export.
+"""The ``smdebug`` command line: info, show, plot, rules, watch, report, profile, export.
 
 Each subcommand lives in its own module, whose top level imports nothing heavy: numpy, rich,
 matplotlib and pyarrow are imported by the subcommand that runs, so ``smdebug --help`` is fast.
@@ -16,7 +16,7 @@ import sys
 __all__ = ["main"]
 
 # subcommand modules, in the order --help lists them
-_MODULES = ("info", "show", "plot", "rules", "report", "export", "consolidate", "run")
+_MODULES = ("info", "show", "plot", "rules", "report", "profile", "export", "consolidate", "run")
 
 
 class _Parser(argparse.ArgumentParser):

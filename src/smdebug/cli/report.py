@@ -1,4 +1,5 @@
-"""``smdebug report TRIAL -o report.html``: one self-contained HTML page about a trial.
+"""``smdebug report TRIAL -o report.html``: one self-contained HTML page about a trial
+(``--profile``: about a profiler folder, see :mod:`smdebug.analysis.profiler_report`).
 
 Losses per mode, gradient and weight norms per layer, the built-in rules that apply to what was
 saved and where they fired, workers, collections, and what was saved. Plots are inline PNG
@@ -20,6 +21,9 @@ def add(sub) -> None:
     add_trial_argument(p)
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--no-rules", action="store_true", help="leave the rules out")
+    p.add_argument("--profile", action="store_true",
+                   help="TRIAL is a profiler folder: write the profiler report (steps, phases, system usage, "
+                        "the profiler rules' verdicts)")
     p.set_defaults(func=run)
 
 
@@ -177,9 +181,24 @@ def render(trial, with_rules: bool = True) -> str:
             f"{html.escape(info['trial'])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
 
 
+def _run_profile(args, out: str) -> int:
+    from smdebug.analysis.profiler_report import profiler_report_html
+    from smdebug.cli.profile import open_profile, run_profiler_rules
+
+    trial = open_profile(args.trial)
+    reports = {} if args.no_rules else run_profiler_rules(trial)
+    page = profiler_report_html(trial, reports)
+    with writing(out), open(out, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    print(f"wrote {out}; open it with: xdg-open {out}")
+    return 0
+
+
 def run(args) -> int:
     out = check_writable(args.output)
     needs_extra("matplotlib", "plot")
+    if args.profile:
+        return _run_profile(args, out)
     trial = open_trial(args.trial)
     page = render(trial, with_rules=not args.no_rules)
     with writing(out), open(out, "w", encoding="utf-8") as fh:

@@ -58,6 +58,8 @@ def rule_listing() -> str:
 
     lines = ["built-in rules (--rule NAME, then --param NAME=VALUE for the parameters below):"]
     for name, cls in rule_classes().items():
+        if getattr(cls, "profiler_rule", False):
+            continue  # judged over a profile by `smdebug profile rules`
         lines.append(f"  {name}: {cls.summary()}")
         params = ", ".join(f"{p.name}={p.default}" if p.default is not None else p.name for p in cls.params)
         lines.append(f"      parameters: {params or 'none'}")
@@ -129,6 +131,9 @@ def build_rules(trial, specs, action_str: str = "") -> list:
     for name, params in specs:
         try:
             cls = get_rule_class(name)
+            if getattr(cls, "profiler_rule", False):
+                raise CliError(f"--rule {name}: a profiler rule, judged over the job's profiler data: "
+                               f"smdebug profile rules PROFILE --rule {name}")
             rule = cls(trial, action_str=action_str, **params)
         except RuleConfigurationError as exc:
             raise CliError(str(exc)) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from smdebug.core.consolidate import consolidate
-from smdebug.exceptions import SMDebugNotImplementedError, SMDebugTypeError
+from smdebug.exceptions import SMDebugTypeError
 from smdebug.storage import is_remote, open_store
 from smdebug.trials.tensor import Tensor
 from smdebug.trials.trial import Trial
@@ -61,9 +61,14 @@ def create_trial(path=None, name=None, profiler=False, output_dir=DEFAULT_PROFIL
 
 
 def create_profiler_trial(path, name, output_dir=DEFAULT_PROFILER_OUTPUT_DIR, **kwargs):
-    """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here): the one
-    place the profiler trial is to be wired in."""
-    raise SMDebugNotImplementedError(
-        f"create_trial({path!r}, profiler=True): reading profiler data is not implemented in this version "
-        "of smdebug; create_trial(path) (profiler=False) opens the job's saved tensors"
-    )
+    """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here):
+    :class:`smdebug.trials.profiler_trial.ProfilerTrial` over ``<path>/system`` and
+    ``<path>/framework``; ``output_dir`` is where profiler rules write their reports."""
+    range_steps = kwargs.pop("range_steps", None)
+    if range_steps is not None:
+        raise SMDebugTypeError("create_trial(profiler=True) reads a time range: range_steps applies to tensor trials")
+    if kwargs:
+        raise SMDebugTypeError(f"create_trial(profiler=True): unexpected arguments {sorted(kwargs)}")
+    from smdebug.trials.profiler_trial import ProfilerTrial
+
+    return ProfilerTrial(name, path, output_dir)

@@ -39,11 +39,20 @@ class Series:
     dimension: str  # "CPUUtilization", "GPUUtilization", "GPUMemoryUtilization", "MemoryUsedPercent"...
     timestamp_us: np.ndarray
     value: np.ndarray
+    # the file's own Timestamp (epoch seconds, float64) when read from a file: 1.0.34's
+    # ProfilerSystemEvent.timestamp, kept so that the compatibility API returns it unchanged
+    timestamp_s: np.ndarray | None = None
 
     def window(self, start_us: int | None = None, end_us: int | None = None) -> Series:
         """The samples with ``start_us <= timestamp_us <= end_us`` (inclusive, as 1.0.34)."""
         s = _window(self.timestamp_us, start_us, end_us)
-        return Series(self.node_id, self.type, self.name, self.dimension, self.timestamp_us[s], self.value[s])
+        return Series(self.node_id, self.type, self.name, self.dimension, self.timestamp_us[s], self.value[s],
+                      None if self.timestamp_s is None else self.timestamp_s[s])
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """``(node_id, type, name, dimension)``: what names this series."""
+        return (self.node_id, self.type, self.name, self.dimension)
 
     def __len__(self) -> int:
         return len(self.timestamp_us)
@@ -62,6 +71,10 @@ class FrameworkEvents:
     pid: np.ndarray  # int64
     tid: np.ndarray  # int64
     args: list = field(default_factory=list)  # dict | None per row (kept for the compatibility API)
+    # where a row came from, for 1.0.34's TraceEvent (None when unknown): the pid of its phase in
+    # the file (the event's "pid") and the file's suffix ("pythontimeline.json", "model_timeline.json"...)
+    phase_pid: np.ndarray | None = None  # int64
+    file_suffix: np.ndarray | None = None  # str (object array)
 
     def __len__(self) -> int:
         return len(self.start_us)
@@ -70,12 +83,42 @@ class FrameworkEvents:
     def duration_us(self) -> np.ndarray:
         return self.end_us - self.start_us
 
+    @classmethod
+    def empty(cls) -> FrameworkEvents:
+        obj = np.empty(0, dtype=object)
+        i64 = np.empty(0, dtype=np.int64)
+        return cls(obj, obj.copy(), i64, i64.copy(), i64.copy(), obj.copy(), i64.copy(), i64.copy(), [])
+
+    @classmethod
+    def concat(cls, parts: list[FrameworkEvents]) -> FrameworkEvents:
+        """The rows of all ``parts``, sorted by ``start_us`` (stable: equal starts keep their order)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        cols = {f: np.concatenate([getattr(p, f) for p in parts])
+                for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid")}
+        for f, fill, dtype in (("phase_pid", -1, np.int64), ("file_suffix", None, object)):
+            if any(getattr(p, f) is not None for p in parts):
+                cols[f] = np.concatenate([np.full(len(p), fill, dtype=dtype) if getattr(p, f) is None
+                                          else getattr(p, f) for p in parts])
+        args: list = []
+        for p in parts:
+            args.extend(p.args if p.args else [None] * len(p))
+        merged = cls(args=args, **cols)
+        if len(merged.start_us) > 1 and bool(np.any(merged.start_us[1:] < merged.start_us[:-1])):
+            return merged.take(np.argsort(merged.start_us, kind="stable"))
+        return merged
+
     def take(self, index: np.ndarray) -> FrameworkEvents:
         """The rows at ``index`` (an int array or a boolean mask), order kept."""
         idx = np.flatnonzero(index) if index.dtype == bool else index
         return FrameworkEvents(self.phase[idx], self.name[idx], self.start_us[idx], self.end_us[idx],
                                self.step[idx], self.node_id[idx], self.pid[idx], self.tid[idx],
-                               [self.args[i] for i in idx] if self.args else [])
+                               [self.args[i] for i in idx] if self.args else [],
+                               None if self.phase_pid is None else self.phase_pid[idx],
+                               None if self.file_suffix is None else self.file_suffix[idx])
 
     def overlapping(self, start_us: int | None = None, end_us: int | None = None) -> FrameworkEvents:
         """The events that overlap ``[start_us, end_us]`` inclusively (1.0.34's semantics)."""

@@ -57,7 +57,10 @@ def rule_classes() -> dict:
     from smdebug.rules.builtin.base import registered_rules
 
     if not _loaded:
-        for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):  # sub-packages too (profiler rules)
+        for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):  # sub-packages too
+            importlib.import_module(info.name)
+        profiler = importlib.import_module("smdebug.rules.profiler")  # the profiler rules (profiler_rule = True)
+        for info in pkgutil.walk_packages(profiler.__path__, prefix="smdebug.rules.profiler."):
             importlib.import_module(info.name)
         _loaded = True
     return dict(sorted(registered_rules().items()))

@@ -63,6 +63,7 @@ class BuiltinRule(Rule):
     hook_collections: ClassVar[tuple[HookCollection, ...]] = ()
     uses_other_trials: ClassVar[bool] = False
     evaluates_tensors: ClassVar[bool] = True  # False: judges no tensor (StalledTrainingRule watches time)
+    profiler_rule: ClassVar[bool] = False  # True: judges a profiler trial window by window (smdebug.rules.profiler)
     # what ``smdebug report`` needs saved to run this rule (None: the report leaves it out):
     # {"collection": name that must hold tensors, "regex": ..., "regex2": ...}, each optional
     report_needs: ClassVar[dict | None] = None

@@ -1,0 +1,293 @@
+"""One timeline per node: framework events, system metrics and torch.profiler's detailed trace in
+one Chrome trace object (``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``)
+that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open.
+
+What goes in (all times absolute microseconds since the epoch, so the sources line up):
+
+* **System metrics** — one counter track (``ph: "C"``) per series, named ``<name> <dimension>``
+  (``cpu3 CPUUtilization``, ``gpu0 GPUMemoryUtilization``), in the process ``system <node>``.
+  A series with more samples than ``max_counter_points`` is averaged over equal buckets down to
+  that many points; ``otherData["downsampled"]`` names every series that was, with its counts.
+* **Framework events** — one process per framework process (``framework <rank>-<host>``), one
+  thread per phase (``Step:ModeKeys.TRAIN``, ``Forward``, ``DataLoaderIter``...; one per
+  (phase, original thread) when a phase ran on several threads), complete events (``ph: "X"``).
+* **Detailed profiling** — torch.profiler's Kineto traces under
+  ``framework/pytorch/detailed_profiling/``: an event's absolute time is
+  ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid
+  (``torch.profiler <its name>``), flow ids are made unique per file.
+* **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
+  fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
+  a global instant event at the end when the report does not say where (1.0.34's reports).
+
+Nodes: system metrics name the node ``algo-<n>``; framework files name the process
+``<rank>-<host>``. A process whose host is a system node goes with that node; otherwise, when the
+job has at most one system node, everything is that one node (a local run names its host, not
+``algo-1``); otherwise the process's host is a node of its own (without system metrics).
+
+Events are sorted: metadata (``ph: "M"``) first, then by ``ts``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from smdebug.exceptions import SMDebugValueError
+
+__all__ = ["build_timeline", "timeline_nodes", "node_of", "kineto_files", "DETAILED_PREFIX"]
+
+DETAILED_PREFIX = "framework/pytorch/detailed_profiling/"
+_KINETO_NAME = re.compile(r"(?P<node>[^/_]+)_(?P<start>\d+)_(?P<end>\d+)\.pt\.trace\.json$")
+# part 1 and 1.0.34 name a SageMaker process "<rank>-algo-<n>" in file names; the readers (as
+# 1.0.34's) call it "algo-<n>-<rank>"
+_ALGO_PROCESS = re.compile(r"^(algo-\d+)-(\d+)$")
+_RANK_ALGO = re.compile(r"^(\d+)-(algo-\d+)$")
+_SYSTEM_PID = 1
+_RULES_PID = 2
+_FRAMEWORK_PID = 100
+_KINETO_PID = 10000
+
+
+def _window(trial, start_us, end_us) -> tuple:
+    first = trial.first_timestamp
+    last = trial.get_latest_timestamp()
+    if first is None or last is None:
+        raise SMDebugValueError(f"{getattr(trial, 'path', trial)}: no profiler data (no system metrics and "
+                                "no framework events)")
+    start = int(first if start_us is None else start_us)
+    end = int(last if end_us is None else end_us)
+    if end < start:
+        raise SMDebugValueError(f"the window ends ({end} us) before it starts ({start} us)")
+    return start, end
+
+
+def _host(framework_node: str) -> str:
+    """``algo-<n>-<rank>`` -> ``algo-<n>``; ``<rank>-<host>`` -> ``<host>``."""
+    m = _ALGO_PROCESS.match(framework_node)
+    if m:
+        return m.group(1)
+    return framework_node.split("-", 1)[1] if "-" in framework_node else framework_node
+
+
+def _reader_node(file_node: str) -> str:
+    """A process's name in a file name as the readers name it (``0-algo-1`` -> ``algo-1-0``)."""
+    m = _RANK_ALGO.match(file_node)
+    return f"{m.group(2)}-{m.group(1)}" if m else file_node
+
+
+def node_of(framework_node: str, system_nodes: list[str]) -> str:
+    """The node a framework process belongs to (see the module's docstring)."""
+    host = _host(framework_node)
+    if host in system_nodes:
+        return host
+    if len(system_nodes) == 1:
+        return system_nodes[0]
+    return host
+
+
+def kineto_files(trial) -> list[dict]:
+    """The detailed-profiling traces of the trial: dicts with key, framework node, start_us, end_us."""
+    from smdebug.storage import open_store
+
+    store = open_store(trial.path)
+    out = []
+    for key in store.list(DETAILED_PREFIX):
+        m = _KINETO_NAME.search(key)
+        if m:
+            out.append({"key": key, "fw_node": _reader_node(m["node"]), "start_us": int(m["start"]), "end_us": int(m["end"])})
+    return sorted(out, key=lambda f: f["start_us"])
+
+
+def _gather(trial, start: int, end: int) -> dict:
+    series = trial.system_series(start, end)
+    events = trial.framework_events(start, end)
+    system_nodes = sorted({s.node_id for s in series})
+    fw_nodes = sorted({str(n) for n in events.node_id})
+    files = [f for f in kineto_files(trial) if f["end_us"] >= start and f["start_us"] <= end]
+    fw_nodes_all = sorted(set(fw_nodes) | {f["fw_node"] for f in files})
+    return {"series": series, "events": events, "files": files, "system_nodes": system_nodes,
+            "nodes": {fw: node_of(fw, system_nodes) for fw in fw_nodes_all}}
+
+
+def timeline_nodes(trial, start_us: int | None = None, end_us: int | None = None) -> list[str]:
+    """The nodes with data in the window, sorted (one timeline each)."""
+    start, end = _window(trial, start_us, end_us)
+    g = _gather(trial, start, end)
+    return sorted(set(g["system_nodes"]) | set(g["nodes"].values()))
+
+
+def _meta(pid: int, name: str, sort_index: int, tid: int | None = None, thread: str | None = None) -> list[dict]:
+    if tid is None:
+        return [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": 0, "args": {"name": name}},
+                {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "ts": 0,
+                 "args": {"sort_index": sort_index}}]
+    return [{"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0, "args": {"name": thread}},
+            {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "ts": 0, "args": {"sort_index": tid}}]
+
+
+def _bucket_mean(ts: np.ndarray, vals: np.ndarray, points: int) -> tuple:
+    edges = np.linspace(0, len(ts), points + 1).astype(np.int64)
+    starts = edges[:-1]
+    counts = np.diff(edges)
+    keep = counts > 0
+    sums = np.add.reduceat(vals, starts[keep])
+    return ts[starts[keep]], sums / counts[keep]
+
+
+def _counters(series, max_points: int, downsampled: dict) -> list[dict]:
+    out = []
+    for s in series:
+        ts, vals = s.timestamp_us, np.asarray(s.value, dtype=np.float64)
+        track = f"{s.name} {s.dimension}" if s.dimension and s.dimension != s.name else s.name
+        key = s.dimension or s.name
+        if len(ts) > max_points:
+            downsampled[track] = {"samples": int(len(ts)), "points": int(max_points)}
+            ts, vals = _bucket_mean(ts, vals, max_points)
+        finite = np.isfinite(vals)
+        for t, v in zip(ts[finite].tolist(), vals[finite].tolist()):
+            out.append({"ph": "C", "name": track, "cat": s.type, "pid": _SYSTEM_PID, "tid": 0, "ts": int(t),
+                        "args": {key: v}})
+    return out
+
+
+def _framework(events, fw_nodes: list[str]) -> list[dict]:
+    out = []
+    pids = {fw: _FRAMEWORK_PID + i for i, fw in enumerate(fw_nodes)}
+    for fw, pid in pids.items():
+        out += _meta(pid, f"framework {fw}", pid)
+    mask = np.array([str(n) in pids for n in events.node_id], dtype=bool)
+    idx = np.flatnonzero(mask)
+    threads: dict = {}
+    tid_count: dict = {}
+    for i in idx.tolist():
+        fw, phase, otid = str(events.node_id[i]), str(events.phase[i]), int(events.tid[i])
+        key = (fw, phase, otid)
+        if key not in threads:
+            threads[key] = len([k for k in threads if k[0] == fw]) + 1
+            tid_count[(fw, phase)] = tid_count.get((fw, phase), 0) + 1
+        args = dict(events.args[i] or {}) if events.args else {}
+        if events.step[i] >= 0:
+            args.setdefault("step_num", int(events.step[i]))
+        start = int(events.start_us[i])
+        out.append({"ph": "X", "name": str(events.name[i]), "cat": phase, "pid": pids[fw], "tid": threads[key],
+                    "ts": start, "dur": max(int(events.end_us[i]) - start, 0), "args": args})
+    for (fw, phase, otid), tid in threads.items():
+        name = phase if tid_count[(fw, phase)] == 1 else f"{phase} (thread {otid})"
+        out += _meta(pids[fw], "", 0, tid, name)
+    return out
+
+
+def _kineto_file(doc: dict, f: dict, n: int, where: str, pids: dict) -> list[dict]:
+    """The events of one Kineto trace at absolute times; ``pids`` maps its pids to ours (filled here)."""
+    base = doc.get("baseTimeNanoseconds")
+    base_us = base / 1000 if base is not None else 0.0
+    out = []
+    for e in doc["traceEvents"]:
+        ph = e.get("ph")
+        if ph is None or (ph != "M" and "ts" not in e):
+            continue  # not an event (Kineto's trace summary records)
+        e = dict(e)
+        e["pid"] = pids.setdefault(e.get("pid", 0), pids["next"] + len(pids) - 1)
+        e.setdefault("tid", 0)
+        if ph == "M":
+            if e.get("name") == "process_name":
+                e["args"] = {"name": f"torch.profiler {e.get('args', {}).get('name', '')} [{f['fw_node']}]"}
+            e["ts"] = 0
+        else:
+            ts = base_us + float(e["ts"])
+            if base is None and ts < 1e14:
+                raise SMDebugValueError(f"{where}: no baseTimeNanoseconds and relative times: cannot "
+                                        "place it on the timeline")
+            e["ts"] = ts
+            if "id" in e and ph in ("s", "t", "f"):
+                e["id"] = f"{n}:{e['id']}"
+        out.append(e)
+    return out
+
+
+def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
+    from smdebug.storage import open_store
+
+    store = open_store(trial.path)
+    out: list[dict] = []
+    next_pid = first_pid
+    for n, f in enumerate(files):
+        where = f"{trial.path}/{f['key']}"
+        try:
+            doc = json.loads(store.read(f["key"]))
+        except ValueError as exc:
+            raise SMDebugValueError(f"{where}: not a torch.profiler trace (bad JSON: {exc})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+            raise SMDebugValueError(f"{where}: not a torch.profiler trace (no traceEvents list)")
+        pids = {"next": next_pid}
+        events = _kineto_file(doc, f, n, where, pids)
+        del pids["next"]
+        named = {e["pid"] for e in events if e["ph"] == "M" and e.get("name") == "process_name"}
+        for p in sorted(set(pids.values()) - named):
+            events += _meta(p, f"torch.profiler [{f['fw_node']}]", p)[:1]
+        out += events
+        next_pid += len(pids)
+    return out
+
+
+def _verdicts(rule_reports: dict, at_us: int) -> list[dict]:
+    """A slice per window in which a rule fired (its report's ``Verdict.fired_windows``), one
+    thread per rule; a rule that fired without saying where: an instant event at ``at_us``."""
+    out = []
+    fired = [(rule, rep) for rule, rep in sorted((rule_reports or {}).items())
+             if int(rep.get("RuleTriggered", 0) or 0) > 0 or (rep.get("Verdict") or {}).get("fired_windows")]
+    for tid, (rule, rep) in enumerate(fired, start=1):
+        verdict = rep.get("Verdict") or {}
+        args = {"RuleTriggered": rep.get("RuleTriggered"), "Violations": rep.get("Violations"),
+                "Datapoints": rep.get("Datapoints"), "message": verdict.get("message", "")}
+        out += _meta(_RULES_PID, "", 0, tid, rule)
+        windows = verdict.get("fired_windows") or []
+        for start, end in windows:
+            out.append({"ph": "X", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
+                        "ts": int(start), "dur": max(int(end) - int(start), 0), "args": args})
+        if not windows:
+            out.append({"ph": "i", "s": "g", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
+                        "ts": at_us, "args": args})
+    if out:
+        out = _meta(_RULES_PID, "profiler rules", _RULES_PID) + out
+    return out
+
+
+def build_timeline(trial, node: str | None = None, start_us: int | None = None, end_us: int | None = None,
+                   rule_reports: dict | None = None, max_counter_points: int = 20000) -> dict:
+    """The Chrome trace object of ``node`` (None: the only node; an error naming them when there
+    are several) over ``[start_us, end_us]`` (default: the whole profile)."""
+    if max_counter_points < 1:
+        raise SMDebugValueError(f"max_counter_points={max_counter_points}: must be at least 1")
+    start, end = _window(trial, start_us, end_us)
+    g = _gather(trial, start, end)
+    nodes = sorted(set(g["system_nodes"]) | set(g["nodes"].values()))
+    if node is None:
+        if len(nodes) > 1:
+            raise SMDebugValueError(f"the profile has {len(nodes)} nodes ({', '.join(nodes)}): name one")
+        node = nodes[0] if nodes else "node"
+    elif nodes and node not in nodes:
+        raise SMDebugValueError(f"no node {node!r} in the profile (nodes: {', '.join(nodes)})")
+    fw_nodes = sorted(fw for fw, n in g["nodes"].items() if n == node)
+    downsampled: dict = {}
+    series = [s for s in g["series"] if s.node_id == node]
+    events: list[dict] = []
+    if series:
+        events += _meta(_SYSTEM_PID, f"system {node}", _SYSTEM_PID)
+        events += _counters(series, max_counter_points, downsampled)
+    events += _framework(g["events"], fw_nodes)
+    kin = _kineto(trial, [f for f in g["files"] if f["fw_node"] in fw_nodes], _KINETO_PID)
+    events += kin
+    events += _verdicts(rule_reports, end)
+    meta = [e for e in events if e["ph"] == "M"]
+    rest = sorted((e for e in events if e["ph"] != "M"), key=lambda e: e["ts"])
+    return {
+        "traceEvents": meta + rest,
+        "displayTimeUnit": "ms",
+        "otherData": {"producer": "smdebug", "node": node, "start_us": start, "end_us": end,
+                      "framework_processes": fw_nodes, "detailed_profiles": [f["key"] for f in g["files"]
+                                                                            if f["fw_node"] in fw_nodes],
+                      "downsampled": downsampled},
+    }

@@ -1,0 +1,285 @@
+"""``smdebug profile info|timeline|rules PROFILE``: what a profiled job recorded, its timeline, its
+profiler rules.
+
+PROFILE is the profiler's folder (``ProfilerConfig(local_path=...)``, ``<out_dir>/profiler`` by
+default, or a SageMaker job's ``profiler-output``; local or ``s3://``). Conventions as the other
+subcommands: bad input is one line on stderr and exit status 2; ``--json`` prints one strict JSON
+document. ``profile rules`` exits 1 when a rule fired, 2 when a rule could judge nothing (no data,
+no GPU data for a GPU rule) that was named with ``--rule``, or when no rule could judge
+anything, else 0 (by default GPU rules without GPU data are listed, not failed).
+"""
+
+from __future__ import annotations
+
+import os
+
+from smdebug.cli.common import CliError, add_trial_argument, check_at_least, check_writable, emit_json, say, writing
+
+__all__ = ["add", "open_profile", "run_profiler_rules"]
+
+def add(sub) -> None:
+    p = sub.add_parser("profile", help="a profiled job: what was recorded, one timeline, the profiler rules")
+    cmds = p.add_subparsers(dest="profile_command", required=True, metavar="{info,timeline,rules}")
+
+    info = cmds.add_parser("info", help="nodes, time span, steps, framework events and system metrics recorded")
+    add_trial_argument(info)
+    info.add_argument("--json", action="store_true", help="print one JSON document")
+    info.set_defaults(func=run_info)
+
+    tl = cmds.add_parser("timeline", help="one Chrome/Perfetto trace per node: framework events, system "
+                         "metrics as counters, torch.profiler's detailed trace")
+    add_trial_argument(tl)
+    tl.add_argument("-o", "--output", required=True, help="the .json trace file (with several nodes: one file "
+                    "per node, the node's name before the extension)")
+    tl.add_argument("--node", help="only this node (algo-1...)")
+    tl.add_argument("--start", type=float, help="seconds after the profile's first record")
+    tl.add_argument("--end", type=float, help="seconds after the profile's first record")
+    tl.add_argument("--max-points", type=int, default=20000,
+                    help="at most this many points per system metric; longer series are averaged (default 20000)")
+    tl.add_argument("--rules", action="store_true", help="run the profiler rules and show where they fired")
+    tl.add_argument("--json", action="store_true", help="print what was written as one JSON document")
+    tl.set_defaults(func=run_timeline)
+
+    rules = cmds.add_parser("rules", help="run the profiler rules (all, or --rule NAME...) and print their verdicts")
+    add_trial_argument(rules)
+    rules.add_argument("--rule", action="append", default=[], metavar="NAME", help="a profiler rule (repeatable)")
+    rules.add_argument("--param", action="append", default=[], metavar="RULE.NAME=VALUE",
+                       help="a rule parameter, e.g. StepOutlier.stddev=2 (repeatable)")
+    rules.add_argument("--json", action="store_true", help="print the rules' reports as one JSON document")
+    rules.set_defaults(func=run_rules)
+
+
+def open_profile(path: str):
+    """The profiler trial at ``path``, or a CliError saying why there is none."""
+    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.storage import is_remote
+
+    if not path or not path.strip():
+        raise CliError("the profile path is empty: give the profiler's folder or s3://bucket/prefix")
+    if not is_remote(path):
+        local = os.path.expanduser(path)
+        if not os.path.exists(local):
+            raise CliError(f"{path}: no such folder")
+        if not os.path.isdir(local):
+            raise CliError(f"{path}: not a folder (give the profiler's folder)")
+    trial = ProfilerTrial(path)
+    if not trial.has_data():
+        raise CliError(f"{path} holds no profiler data: no system/ or framework/ files (give the profiler's "
+                       "folder: ProfilerConfig's local_path, <out_dir>/profiler by default, or a job's "
+                       "profiler-output)")
+    return trial
+
+
+# ---------------------------------------------------------------- info
+def summarize(trial) -> dict:
+    import numpy as np
+
+    from smdebug.analysis.profiler_report.stats import MODES
+    from smdebug.analysis.profiler_timeline import kineto_files
+
+    first, last = trial.first_timestamp, trial.get_latest_timestamp()
+    series = trial.system_series()
+    events = trial.framework_events()
+    nodes: dict = {}
+    for s in series:
+        n = nodes.setdefault(s.node_id, {"series": 0, "samples": 0, "devices": {}})
+        n["series"] += 1
+        n["samples"] += len(s)
+        if s.type in ("cpu", "gpu"):
+            n["devices"].setdefault(s.type, set()).add(s.name)
+    procs: dict = {}
+    for node, phase in zip(events.node_id.tolist(), events.phase.tolist()):
+        phases = procs.setdefault(str(node), {})
+        phases[str(phase)] = phases.get(str(phase), 0) + 1
+    steps = {}
+    for mode in MODES:
+        spans = trial.steps(mode)
+        if len(spans):
+            d = spans.duration_us
+            steps[mode] = {"steps": len(spans), "first": int(spans.step.min()), "last": int(spans.step.max()),
+                           "mean_ms": float(np.mean(d)) / 1e3, "max_ms": float(np.max(d)) / 1e3}
+    return {
+        "path": trial.path, "first_timestamp_us": first, "latest_timestamp_us": last,
+        "duration_s": None if first is None or last is None else (last - first) / 1e6,
+        "job_finished": trial.job_finished(),
+        "nodes": {k: {"series": v["series"], "samples": v["samples"],
+                      "devices": {t: len(d) for t, d in sorted(v["devices"].items())}} for k, v in sorted(nodes.items())},
+        "framework_processes": {k: {"events": sum(v.values()), "phases": dict(sorted(v.items()))}
+                                for k, v in sorted(procs.items())},
+        "steps": steps,
+        "detailed_profiles": [f["key"] for f in kineto_files(trial)],
+    }
+
+
+def run_info(args) -> int:
+    trial = open_profile(args.trial)
+    info = summarize(trial)
+    if args.json:
+        emit_json(info)
+        return 0
+    print(f"profile: {info['path']}")
+    dur = "-" if info["duration_s"] is None else f"{info['duration_s']:.1f} s"
+    print(f"recorded: {dur} ({'the job ended' if info['job_finished'] else 'no end marker: still running?'})")
+    for node, n in info["nodes"].items():
+        devices = ", ".join(f"{c} {t.upper()}{'s' if c != 1 else ''}" for t, c in n["devices"].items()) or "no device"
+        print(f"node {node}: {n['series']} system metrics, {n['samples']:,} samples ({devices})")
+    if not info["nodes"]:
+        print("no system metrics")
+    for proc, p in info["framework_processes"].items():
+        phases = ", ".join(f"{k} {v:,}" for k, v in p["phases"].items())
+        print(f"process {proc}: {p['events']:,} framework events ({phases})")
+    if not info["framework_processes"]:
+        print("no framework events")
+    for mode, s in info["steps"].items():
+        print(f"{mode} steps: {s['steps']:,} ({s['first']}..{s['last']}), mean {s['mean_ms']:.1f} ms, "
+              f"max {s['max_ms']:.1f} ms")
+    if info["detailed_profiles"]:
+        print(f"detailed profiling: {len(info['detailed_profiles'])} torch.profiler trace(s)")
+    return 0
+
+
+# ---------------------------------------------------------------- timeline
+def _window_us(trial, args) -> tuple:
+    for opt, v in (("--start", args.start), ("--end", args.end)):
+        check_at_least(opt, v, 0)
+    if args.start is not None and args.end is not None and args.end <= args.start:
+        raise CliError(f"--start {args.start:g} --end {args.end:g}: the end must be after the start")
+    first = trial.first_timestamp
+    start = None if args.start is None else int(first + args.start * 1e6)
+    end = None if args.end is None else int(first + args.end * 1e6)
+    return start, end
+
+
+def _node_path(path: str, node: str) -> str:
+    root, ext = os.path.splitext(path)
+    return f"{root}.{node}{ext or '.json'}"
+
+
+def run_timeline(args) -> int:
+    import json
+
+    from smdebug.analysis.profiler_timeline import build_timeline, timeline_nodes
+    from smdebug.exceptions import SMDebugValueError
+
+    out = check_writable(args.output)
+    check_at_least("--max-points", args.max_points, 1)
+    trial = open_profile(args.trial)
+    start, end = _window_us(trial, args)
+    reports = run_profiler_rules(trial) if args.rules else None
+    try:
+        nodes = [args.node] if args.node else timeline_nodes(trial, start, end)
+        written = []
+        for node in nodes:
+            trace = build_timeline(trial, node=node, start_us=start, end_us=end, rule_reports=reports,
+                                   max_counter_points=args.max_points)
+            path = out if len(nodes) == 1 else _node_path(out, node)
+            text = json.dumps(trace, allow_nan=False, separators=(",", ":"))
+            with writing(path), open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            written.append({"node": node, "path": path, "events": len(trace["traceEvents"]),
+                            "downsampled": trace["otherData"]["downsampled"]})
+    except SMDebugValueError as exc:
+        raise CliError(str(exc)) from None
+    for w in written:
+        if w["downsampled"]:
+            say(f"smdebug profile timeline: {w['node']}: {len(w['downsampled'])} system metrics averaged down to "
+                f"{args.max_points} points each (--max-points)")
+    if args.json:
+        emit_json({"written": written})
+        return 0
+    for w in written:
+        print(f"wrote {w['path']} ({w['events']:,} events, node {w['node']}); open it in https://ui.perfetto.dev "
+              "or chrome://tracing")
+    return 0
+
+
+# ---------------------------------------------------------------- rules
+def _parse_params(specs: list, names: list, known: list) -> dict:
+    out: dict = {}
+    for spec in specs:
+        key, eq, value = spec.partition("=")
+        rule, dot, param = key.partition(".")
+        if not eq or not dot or not rule or not param:
+            raise CliError(f"--param {spec!r}: expected RULE.NAME=VALUE (e.g. StepOutlier.stddev=2)")
+        if rule in known and rule not in names:
+            raise CliError(f"--param {spec!r}: {rule} is not run (add --rule {rule})")
+        if rule not in names:
+            raise CliError(f"--param {spec!r}: no profiler rule {rule!r} (rules: {', '.join(names)})")
+        out.setdefault(rule, {})[param] = value
+    return out
+
+
+class _AsWritten:
+    """A profiler trial judged as it is now: a job without its end marker is not waited for (the
+    rules judge the data written so far, up to the trial's latest timestamp)."""
+
+    def __init__(self, trial):
+        self._trial = trial
+
+    def job_finished(self) -> bool:
+        return True
+
+    def refresh(self) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._trial, name)
+
+
+def run_profiler_rules(trial, names: list | None = None, param_specs: list | None = None) -> dict:
+    """Each profiler rule (all but ProfilerReport by default) over the profile as written now (a
+    running job is not waited for: see :class:`_AsWritten`): ``{name: its report dict}``."""
+    from smdebug.exceptions import RuleConfigurationError
+    from smdebug.rules import invoke_rule
+    from smdebug.rules.profiler import profiler_rule_classes
+
+    classes = profiler_rule_classes()
+    known = [n for n in classes if n != "ProfilerReport"]
+    for n in names or []:
+        if n not in known:
+            raise CliError(f"--rule {n!r}: no such profiler rule (rules: {', '.join(known)})")
+    chosen = names or known
+    params = _parse_params(param_specs or [], chosen, known)
+    if not trial.job_finished():
+        say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was "
+            "written so far")
+        trial = _AsWritten(trial)
+    reports = {}
+    for name in chosen:
+        try:
+            rule = classes[name](trial, **params.get(name, {}))
+        except RuleConfigurationError as exc:
+            raise CliError(str(exc)) from None
+        invoke_rule(rule, raise_eval_cond=False)
+        reports[name] = rule.report
+    return reports
+
+
+def run_rules(args) -> int:
+    from smdebug.analysis.profiler_report.advice import advice_for
+    from smdebug.analysis.profiler_report.page import verdict_of
+
+    trial = open_profile(args.trial)
+    reports = run_profiler_rules(trial, args.rule or None, args.param)
+    verdicts = {name: verdict_of(rep) for name, rep in reports.items()}
+    fired = [n for n, (_, cls) in verdicts.items() if cls == "fired"]
+    unjudged = [n for n, (_, cls) in verdicts.items() if cls == "nodata"]
+    if args.json:
+        emit_json({"rules": reports, "fired": fired, "not_judged": unjudged})
+    else:
+        for name in sorted(reports, key=lambda n: (n not in fired, n)):
+            text, cls = verdicts[name]
+            message = (reports[name].get("Verdict") or {}).get("message", "")
+            line = f"{name}: {text}" + (f": {message}" if message and not message.startswith(text) else
+                                        message[len(text):])
+            print(("FIRED " if cls == "fired" else "") + line)
+            if cls == "fired":
+                print(f"  what to do: {advice_for(name, reports[name])[1]}")
+        print(f"{len(fired)} of {len(reports)} rules fired" + (f"; {len(unjudged)} could not judge: "
+                                                              f"{', '.join(unjudged)}" if unjudged else ""))
+    if fired:
+        return 1
+    # a rule named on the command line that judged nothing is not a pass; among all rules (the
+    # default), GPU rules on a CPU-only job are expected to have no data
+    named_unjudged = [n for n in unjudged if n in args.rule]
+    return 2 if named_unjudged or len(unjudged) == len(reports) else 0

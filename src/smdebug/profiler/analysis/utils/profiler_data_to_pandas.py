@@ -1,0 +1,228 @@
+"""1.0.34's ``PandasFrame``: a job's system metrics and framework events as pandas DataFrames, with
+1.0.34's column names. Built from the columnar reader in one pass per query (1.0.34 re-read the
+files in ``scan_interval`` chunks and built an object per event).
+
+Columns: system ``timestamp, timestamp_us, value, system_metric, dimension, nodeID, type``;
+framework ``start_time, end_time, start_time_us, end_time_us, tid, pid, framework_metric, step,
+bytes, process, nodeID``; data loader ``start_time, end_time, start_time_us, end_time_us,
+duration_us, pid, framework_metric, step, worker_id, num_workers, pin_memory, process, node_id``.
+``*_us`` columns are relative to :attr:`PandasFrame.start_time`; ``timestamp``/``start_time``/
+``end_time`` are UTC strings ``%Y-%m-%dT%H:%M:%S:%f``.
+
+What differs from 1.0.34, on purpose: ``start_time`` is the earliest sample or event of the job
+(1.0.34 took the first system file's minute, and 0 without system files, which made its frame walk
+from 1970 and never finish); "all" means all the data (1.0.34 stopped the framework events at the
+newest file's name and started them at the first system file's).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from smdebug.exceptions import MissingDependency
+
+try:
+    import pandas as pd
+except ImportError:
+    raise MissingDependency("pandas", "profiler", "for PandasFrame") from None
+from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader
+from smdebug.profiler.reading.frames import FrameworkEvents
+from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader
+from smdebug.profiler.utils import convert_utc_datetime_to_microseconds
+from smdebug.storage import is_remote
+
+__all__ = ["PandasFrame", "SYSTEM_COLUMNS", "FRAMEWORK_COLUMNS", "DATALOADER_COLUMNS"]
+
+SYSTEM_COLUMNS = ["timestamp", "timestamp_us", "value", "system_metric", "dimension", "nodeID", "type"]
+FRAMEWORK_COLUMNS = ["start_time", "end_time", "start_time_us", "end_time_us", "tid", "pid", "framework_metric",
+                     "step", "bytes", "process", "nodeID"]
+DATALOADER_COLUMNS = ["start_time", "end_time", "start_time_us", "end_time_us", "duration_us", "pid",
+                      "framework_metric", "step", "worker_id", "num_workers", "pin_memory", "process", "node_id"]
+_FAR_US = 2**62
+
+
+def _human(us: np.ndarray) -> np.ndarray:
+    """µs since the epoch -> ``%Y-%m-%dT%H:%M:%S:%f`` (UTC), vectorised."""
+    if len(us) == 0:
+        return np.empty(0, dtype=object)
+    return pd.to_datetime(np.asarray(us, dtype=np.int64), unit="us", utc=True).strftime("%Y-%m-%dT%H:%M:%S:%f").to_numpy(
+        dtype=object)
+
+
+def _arg(args: list, key: str, default):
+    return [a[key] if a and key in a else default for a in args]
+
+
+class PandasFrame:
+    def __init__(self, path, use_in_memory_cache=False, scan_interval=5000000000):
+        self.path = str(path)
+        self.interval = scan_interval  # kept for 1.0.34's callers; one pass needs no chunks
+        if is_remote(self.path):
+            self.system_metrics_reader = S3SystemMetricsReader(self.path)
+            self.framework_metrics_reader = S3AlgorithmMetricsReader(self.path, use_in_memory_cache)
+        else:
+            self.system_metrics_reader = LocalSystemMetricsReader(self.path)
+            self.framework_metrics_reader = LocalAlgorithmMetricsReader(self.path, use_in_memory_cache)
+        self.step_time_mapping = {}
+        self.system_metrics: list = []  # frames kept by cache_metrics=True
+        self.framework_metrics: list = []
+        firsts = [t for t in (self.system_metrics_reader._trial.first_timestamp,
+                              self.framework_metrics_reader._trial.first_timestamp) if t is not None]
+        self.start_time = min(firsts) if firsts else 0
+
+    # ------------------------------------------------------------------ whole job
+    def get_all_system_metrics(self, selected_system_metrics=[]):  # noqa: B006 - 1.0.34's signature
+        sys_df, _ = self.get_profiler_data_by_time(0, _FAR_US, selected_system_metrics=selected_system_metrics,
+                                                   get_framework_metrics=False)
+        return sys_df
+
+    def get_all_framework_metrics(self, selected_framework_metrics=[]):  # noqa: B006
+        _, fw_df = self.get_profiler_data_by_time(0, _FAR_US, selected_framework_metrics=selected_framework_metrics,
+                                                  get_system_metrics=False)
+        return fw_df
+
+    def get_all_dataloader_metrics(self, selected_framework_metrics=[]):  # noqa: B006
+        """The framework events whose name or phase matches one of the regular expressions of
+        ``selected_framework_metrics`` (anywhere in the string; all events when empty)."""
+        ev = self._events(0, _FAR_US)
+        if selected_framework_metrics:
+            pats = [re.compile(p) for p in selected_framework_metrics]
+            keep = np.array([any(p.search(n) or p.search(ph) for p in pats) for n, ph in zip(ev.name, ev.phase)],
+                            dtype=bool)
+            ev = ev.take(keep)
+        args = ev.args if ev.args else [None] * len(ev)
+        df = pd.DataFrame({
+            "start_time": _human(ev.start_us), "end_time": _human(ev.end_us),
+            "start_time_us": ev.start_us - self.start_time, "end_time_us": ev.end_us - self.start_time,
+            "duration_us": ev.end_us - ev.start_us, "pid": ev.pid, "framework_metric": self._metric_names(ev),
+            "step": ev.step, "worker_id": _arg(args, "worker_id", -1), "num_workers": _arg(args, "num_workers", -1),
+            "pin_memory": ["NA" if not a or "pin_memory" not in a else ("True" if a["pin_memory"] is True else "False")
+                           for a in args],
+            "process": ev.phase, "node_id": ev.node_id,
+        }, columns=DATALOADER_COLUMNS)
+        return df[~df.duplicated()]
+
+    # ------------------------------------------------------------------ by time / step
+    def _events(self, start_us, end_us) -> FrameworkEvents:
+        return self.framework_metrics_reader.get_frame(start_us, end_us)
+
+    @staticmethod
+    def _metric_names(ev: FrameworkEvents) -> list:
+        args = ev.args if ev.args else [None] * len(ev)
+        return [a["layer_name"] if a and "layer_name" in a else a["name"] if a and "name" in a else n
+                for a, n in zip(args, ev.name.tolist())]
+
+    def _system_df(self, start_us, end_us, selected) -> pd.DataFrame:
+        parts = []
+        for s in self.system_metrics_reader.get_series(start_us, end_us):
+            s = s.window(start_us, end_us)
+            name = s.name if s.name != "" else None
+            if selected and name not in selected:
+                continue
+            parts.append(pd.DataFrame({
+                "timestamp": _human(s.timestamp_us), "timestamp_us": s.timestamp_us - self.start_time,
+                "value": s.value, "system_metric": name, "dimension": s.dimension, "nodeID": s.node_id, "type": s.type,
+            }, columns=SYSTEM_COLUMNS))
+        if not parts:
+            return pd.DataFrame(columns=SYSTEM_COLUMNS)
+        df = pd.concat(parts, ignore_index=True).sort_values("timestamp_us", kind="stable", ignore_index=True)
+        return df
+
+    def _framework_df(self, start_us, end_us, selected) -> pd.DataFrame:
+        ev = self._events(start_us, end_us)
+        if selected:
+            wanted = set(selected)
+            ev = ev.take(np.array([n in wanted or p in wanted for n, p in zip(ev.name, ev.phase)], dtype=bool))
+        args = ev.args if ev.args else [None] * len(ev)
+        return pd.DataFrame({
+            "start_time": _human(ev.start_us), "end_time": _human(ev.end_us),
+            "start_time_us": ev.start_us - self.start_time, "end_time_us": ev.end_us - self.start_time,
+            "tid": ev.tid, "pid": ev.pid, "framework_metric": self._metric_names(ev), "step": ev.step,
+            "bytes": _arg(args, "bytes_fetched", -1), "process": ev.phase, "nodeID": ev.node_id,
+        }, columns=FRAMEWORK_COLUMNS)
+
+    def get_profiler_data_by_time(self, start_time_us, end_time_us, cache_metrics=False,
+                                  selected_framework_metrics=[], selected_system_metrics=[],  # noqa: B006
+                                  get_framework_metrics=True, get_system_metrics=True):
+        """``(system DataFrame, framework DataFrame)`` of ``[start_time_us, end_time_us]`` (µs since
+        the epoch): samples in the window, events overlapping it. ``cache_metrics=True`` returns
+        everything asked so far with ``cache_metrics=True``."""
+        sys_df = (self._system_df(start_time_us, end_time_us, selected_system_metrics) if get_system_metrics
+                  else pd.DataFrame(columns=SYSTEM_COLUMNS))
+        fw_df = (self._framework_df(start_time_us, end_time_us, selected_framework_metrics) if get_framework_metrics
+                 else pd.DataFrame(columns=FRAMEWORK_COLUMNS))
+        if cache_metrics:
+            if get_system_metrics:
+                self.system_metrics.append(sys_df)
+                sys_df = pd.concat(self.system_metrics, ignore_index=True)
+            if get_framework_metrics:
+                self.framework_metrics.append(fw_df)
+                fw_df = pd.concat(self.framework_metrics, ignore_index=True)
+        return sys_df[~sys_df.duplicated()], fw_df[~fw_df.duplicated()]
+
+    def get_profiler_data_by_step(self, start_step, end_step, cache_metrics=False):
+        """The framework events of steps ``start_step..end_step`` (inclusive) and the system
+        samples between the first of them and the last."""
+        sys_df, fw_df = self.get_all_system_metrics(), self.get_all_framework_metrics()
+        fw_df = fw_df[fw_df["step"].between(start_step, end_step)]
+        start, end = fw_df["start_time_us"].min(), fw_df["end_time_us"].max()
+        return sys_df[sys_df["timestamp_us"].between(start, end)], fw_df
+
+    # ------------------------------------------------------------------ by timestamps
+    def convert_datetime_to_timestamp(self, timestamp):
+        """A ``%Y-%m-%dT%H:%M:%S:%f`` string (or a datetime) -> µs since the epoch."""
+        return convert_utc_datetime_to_microseconds(pd.to_datetime(timestamp, format="%Y-%m-%dT%H:%M:%S:%f", utc=True))
+
+    def _selected(self, ev: FrameworkEvents, selected) -> FrameworkEvents:
+        if not selected:
+            return ev
+        wanted = set(selected)
+        return ev.take(np.array([n in wanted or p in wanted for n, p in zip(ev.name, ev.phase)], dtype=bool))
+
+    def get_framework_metrics_by_timesteps(self, timestep_list=[], selected_framework_metrics=[]):  # noqa: B006
+        """For the instants of ``timestep_list``: the time of the events running at each
+        (strictly), summed per phase (non-step phases scaled to the largest), per event name
+        (step events excluded) and per step phase: ``(framework_metrics, detailed, training_phase)``."""
+        stamps = sorted(self.convert_datetime_to_timestamp(t) for t in timestep_list)
+        results: dict = {}
+        detailed: dict = {}
+        if stamps:
+            ev = self._selected(self._events(stamps[0], stamps[-1]), selected_framework_metrics)
+            for t in stamps[:-1]:  # 1.0.34 never reached the last one
+                hit = ev.take((ev.start_us < t) & (ev.end_us > t))
+                for phase, name, dur in zip(hit.phase, hit.name, hit.duration_us.tolist()):
+                    results[phase] = results.get(phase, 0) + dur
+                    if "Step" not in name:
+                        detailed[name] = detailed.get(name, 0) + dur
+        training = {k: v for k, v in results.items() if "Step" in k}
+        framework = {k: v for k, v in results.items() if "Step" not in k}
+        if framework:
+            top = float(max(framework.values()))
+            framework = {k: v / top for k, v in framework.items()}
+        return framework, detailed, training
+
+    def get_framework_metrics_by_begin_and_end_timesteps(self, begin_timestep_list, end_timestep_list,
+                                                         selected_framework_metrics=[]):  # noqa: B006
+        """For the intervals ``(begin, end)``: the time of the non-step events overlapping each,
+        summed per phase and per event name, both scaled to their largest: ``(per_phase, per_name)``."""
+        begins = [self.convert_datetime_to_timestamp(t) for t in begin_timestep_list]
+        ends = [self.convert_datetime_to_timestamp(t) for t in end_timestep_list]
+        per_phase: dict = {}
+        per_name: dict = {}
+        if begins:
+            ev = self._selected(self._events(min(begins), max(ends)), selected_framework_metrics)
+            for b, e in zip(begins, ends):
+                hit = ev.take((ev.end_us >= b) & (ev.start_us <= e))
+                for phase, name, dur in zip(hit.phase, hit.name, hit.duration_us.tolist()):
+                    if "Step" in name:
+                        continue
+                    per_phase[phase] = per_phase.get(phase, 0) + dur
+                    per_name[name] = per_name.get(name, 0) + dur
+        for d in (per_phase, per_name):
+            if d:
+                top = float(max(d.values()))
+                for k in d:
+                    d[k] = d[k] / top
+        return per_phase, per_name

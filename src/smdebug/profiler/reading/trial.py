@@ -1,0 +1,280 @@
+"""ProfilerTrial: a job's profiler folder (local or ``s3://``) read into columns.
+
+::
+
+    t = ProfilerTrial("/opt/ml/output/profiler")         # or s3://bucket/job/profiler-output
+    t.system_series(type="cpu", dimension="CPUUtilization")   # list[Series], one per core and node
+    t.framework_events(start_us, end_us)                  # FrameworkEvents overlapping the window
+    t.steps("TRAIN")                                       # StepSpans
+    t.refresh()                                            # pick up files written since
+
+Files are listed once at construction and again at :meth:`refresh`; each file is parsed the
+first time a query needs it and kept (a local file is parsed again when its size or modification
+time changed; on object storage the newest system file of each node, the only one still growing,
+is read again at refresh). A window query parses only the files whose names can hold rows of the
+window: system files are named by their minute, framework files by their last event's end
+(1.0.34's layout), with 1.0.34's 3-minute margin for events logged out of order.
+
+Nothing here sleeps or waits: a folder without profiler data gives empty results, and
+:attr:`first_timestamp` is None until data exists.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from smdebug.exceptions import ObjectNotFound
+from smdebug.profiler.locations import END_MARKER
+from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans
+from smdebug.profiler.reading.system_files import SystemChunk, parse_system_file, system_file_info
+from smdebug.profiler.reading.trace_files import parse_trace_file, trace_file_info
+from smdebug.storage import is_remote, open_store
+
+__all__ = ["ProfilerTrial", "MARGIN_US", "MINUTE_US"]
+
+logger = logging.getLogger("smdebug")
+
+MINUTE_US = 60_000_000
+MARGIN_US = 3 * MINUTE_US  # 1.0.34's TIME_BUFFER_DEFAULT
+
+
+@dataclass
+class _File:
+    key: str
+    time_us: int  # system: the minute of the file name; framework: the last event end of the name
+    node_id: str
+    suffix: str = ""  # framework files: "pythontimeline.json", "model_timeline.json"...
+    stamp: tuple | None = None  # (size, mtime_ns) of a local file when it was parsed
+    parsed: object = None  # SystemChunk | FrameworkEvents once parsed
+
+
+def _natural(text: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
+class ProfilerTrial:
+    """The profiler data under ``path`` (``<root>/system/...`` and ``<root>/framework/...``)."""
+
+    def __init__(self, path, name: str | None = None, output_dir: str | None = None, *,
+                 streams=("system", "framework")):
+        path = os.fspath(path) if hasattr(path, "__fspath__") else str(path)
+        path = path.strip()
+        if not is_remote(path):
+            path = os.path.expanduser(path)
+        self.path = path
+        self.name = name if name is not None else os.path.basename(path.rstrip("/"))
+        self.output_dir = output_dir
+        self._store = open_store(path)
+        self._streams = tuple(streams)
+        self._system: dict[str, _File] = {}
+        self._framework: dict[str, _File] = {}
+        self._first: int | None = None
+        self.refresh()
+        if not self.has_data():
+            if not is_remote(path) and not os.path.exists(path):
+                logger.warning("smdebug: profiler: %s does not exist: no profiler data (yet)", path)
+            else:
+                logger.info("smdebug: profiler: no profiler files under %s (yet)", path)
+
+    # ------------------------------------------------------------------ listing
+    def refresh(self) -> None:
+        """List the files again: new files become visible; local files that changed since they
+        were parsed (size or mtime) and, on object storage, each node's newest system file are
+        parsed again when next needed."""
+        keys = [k for stream in self._streams for k in self._store.list(stream)]
+        for key in keys:
+            info = system_file_info(key)
+            if info is not None:
+                if key not in self._system:
+                    self._system[key] = _File(key, info[0], info[1])
+                continue
+            tinfo = trace_file_info(key)
+            if tinfo is not None and key not in self._framework:
+                self._framework[key] = _File(key, tinfo[0], tinfo[1], tinfo[2])
+        if self._store.remote:
+            newest: dict[str, _File] = {}
+            for f in self._system.values():
+                if f.node_id not in newest or f.time_us > newest[f.node_id].time_us:
+                    newest[f.node_id] = f
+            for f in newest.values():
+                f.parsed = None
+        else:
+            for files in (self._system, self._framework):
+                for f in list(files.values()):
+                    if f.parsed is not None and self._stamp(f.key) != f.stamp:
+                        f.parsed = None
+                        f.stamp = None
+        self._first = None
+
+    def _stamp(self, key: str) -> tuple | None:
+        try:
+            st = os.stat(self._store.describe(key))
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns)
+
+    def _load(self, f: _File, framework: bool):
+        if f.parsed is not None:
+            return f.parsed
+        stamp = None if self._store.remote else self._stamp(f.key)
+        try:
+            data = self._store.read(f.key)
+        except ObjectNotFound:  # removed since it was listed
+            logger.warning("smdebug: profiler: %s was listed but is gone", self._store.describe(f.key))
+            data = b""
+        where = self._store.describe(f.key)
+        f.parsed = parse_trace_file(data, where, f.node_id, f.suffix) if framework and data else (
+            FrameworkEvents.empty() if framework else parse_system_file(data, where))
+        f.stamp = stamp
+        return f.parsed
+
+    # ------------------------------------------------------------------ system metrics
+    def _system_files(self, start_us, end_us, node_id=None) -> list[_File]:
+        out = []
+        for f in self._system.values():
+            if node_id is not None and f.node_id != node_id:
+                continue
+            if end_us is not None and f.time_us - MARGIN_US > end_us:
+                continue
+            if start_us is not None and f.time_us + MINUTE_US + MARGIN_US < start_us:
+                continue
+            out.append(f)
+        out.sort(key=lambda f: (f.time_us, f.key))
+        return out
+
+    def system_series(self, start_us: int | None = None, end_us: int | None = None, *, type: str | None = None,
+                      dimension: str | None = None, node_id: str | None = None) -> list[Series]:
+        """The system metrics with ``start_us <= timestamp_us <= end_us`` (None: unbounded), one
+        :class:`Series` per ``(node_id, type, name, dimension)``, optionally only of one ``type``
+        (``"cpu"``, ``"gpu"``...), ``dimension`` or ``node_id``; sorted by node, type, name
+        (``cpu2`` before ``cpu10``) and dimension. Series with no sample in the window are left out."""
+        pieces: dict[tuple, list] = {}
+        for f in self._system_files(start_us, end_us, node_id):
+            chunk: SystemChunk = self._load(f, framework=False)
+            for key, ts, val in zip(chunk.keys, chunk.timestamp_s, chunk.value):
+                if (node_id is not None and key[0] != node_id) or (type is not None and key[1] != type) or (
+                        dimension is not None and key[3] != dimension):
+                    continue
+                pieces.setdefault(key, []).append((ts, val))
+        out = []
+        for key, parts in pieces.items():
+            ts = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+            val = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+            if len(ts) > 1 and bool(np.any(ts[1:] < ts[:-1])):
+                order = np.argsort(ts, kind="stable")
+                ts, val = ts[order], val[order]
+            series = Series(key[0], key[1], key[2], key[3], (ts * 1e6).astype(np.int64), val, ts)
+            if start_us is not None or end_us is not None:
+                series = series.window(start_us, end_us)
+            if len(series):
+                out.append(series)
+        out.sort(key=lambda s: (_natural(s.node_id), s.type, _natural(s.name), s.dimension))
+        return out
+
+    # ------------------------------------------------------------------ framework events
+    def _framework_files(self, start_us, end_us, suffixes=None) -> list[_File]:
+        by_node: dict[str, list[_File]] = {}
+        for f in self._framework.values():
+            if suffixes is not None and not f.key.endswith(tuple(suffixes)):
+                continue
+            by_node.setdefault(f.node_id, []).append(f)
+        out = []
+        for files in by_node.values():
+            files.sort(key=lambda f: (f.time_us, f.key))
+            for f in files:
+                if start_us is not None and f.time_us < start_us - MARGIN_US:
+                    continue  # all its events ended before the window
+                out.append(f)
+                if end_us is not None and f.time_us > end_us + MARGIN_US:
+                    break  # later files hold events written after this one closed
+        return out
+
+    def framework_events(self, start_us: int | None = None, end_us: int | None = None, *,
+                         suffixes=None) -> FrameworkEvents:
+        """The framework events that overlap ``[start_us, end_us]`` inclusively (1.0.34's
+        semantics: ``end >= start_us and start <= end_us``), all nodes, sorted by start.
+        ``suffixes`` (e.g. ``["pythontimeline.json"]``) reads only the files whose names end so."""
+        parts = [self._load(f, framework=True) for f in self._framework_files(start_us, end_us, suffixes)]
+        events = FrameworkEvents.concat(parts)
+        if start_us is not None or end_us is not None:
+            events = events.overlapping(start_us, end_us)
+        return events
+
+    def steps(self, mode: str = "TRAIN") -> StepSpans:
+        """The ``Step:ModeKeys.<mode>`` events of all nodes as spans, sorted by start."""
+        return StepSpans.from_events(self.framework_events(), mode.upper())
+
+    # ------------------------------------------------------------------ time bounds
+    @property
+    def first_timestamp(self) -> int | None:
+        """The earliest time (µs) of any system sample or framework event; None without data.
+
+        Read from the data, not from file names (1.0.34 took the first system file's minute and
+        waited for system files forever when there were none)."""
+        if self._first is None:
+            candidates = []
+            by_node: dict[str, _File] = {}
+            for f in self._system.values():
+                if f.node_id not in by_node or f.time_us < by_node[f.node_id].time_us:
+                    by_node[f.node_id] = f
+            for f in by_node.values():
+                chunk = self._load(f, framework=False)
+                if chunk.first_s is not None:
+                    candidates.append(int(chunk.first_s * 1e6))
+            first_fw: dict[str, _File] = {}
+            for f in self._framework.values():
+                if f.node_id not in first_fw or f.time_us < first_fw[f.node_id].time_us:
+                    first_fw[f.node_id] = f
+            for f in first_fw.values():
+                ev = self._load(f, framework=True)
+                if len(ev):
+                    candidates.append(int(ev.start_us[0]))
+            self._first = min(candidates) if candidates else None
+        return self._first
+
+    def _latest_system_us(self) -> int | None:
+        newest: dict[str, _File] = {}
+        for f in self._system.values():
+            if f.node_id not in newest or f.time_us > newest[f.node_id].time_us:
+                newest[f.node_id] = f
+        lasts = []
+        for f in newest.values():
+            chunk = self._load(f, framework=False)
+            lasts.append(int(chunk.last_s * 1e6) if chunk.last_s is not None else f.time_us)
+        return min(lasts) if lasts else None
+
+    def _latest_framework_us(self) -> int | None:
+        newest: dict[str, int] = {}
+        for f in self._framework.values():
+            newest[f.node_id] = max(newest.get(f.node_id, 0), f.time_us)
+        return min(newest.values()) if newest else None
+
+    def get_latest_timestamp(self) -> int | None:
+        """The time (µs) up to which every node's streams have data: the smallest over nodes and
+        streams of the newest system sample and of the newest framework file's last event end
+        (streams that do not exist are left out); None without data. Call :meth:`refresh` first
+        to see files written since."""
+        found = [t for t in (self._latest_system_us(), self._latest_framework_us()) if t is not None]
+        return min(found) if found else None
+
+    def job_finished(self) -> bool:
+        """True when the job's end marker exists (``system/`` or ``framework/training_job_end.ts``)."""
+        return any(self._store.exists(f"{stream}/{END_MARKER}") for stream in ("system", "framework"))
+
+    def file_timestamps(self, stream: str) -> list[int]:
+        """The times (µs) in the names of the listed files of ``stream`` ("system": each file's
+        minute; "framework": each file's last event end), sorted."""
+        files = {"system": self._system, "framework": self._framework}[stream]
+        return sorted(f.time_us for f in files.values())
+
+    def has_data(self) -> bool:
+        return bool(self._system or self._framework)
+
+    def __repr__(self) -> str:
+        return (f"<ProfilerTrial {self.name!r} at {self.path}: {len(self._system)} system files, "
+                f"{len(self._framework)} framework files>")

@@ -1,0 +1,254 @@
+"""What every profiler rule shares: time windows over a profiler trial, offline and live.
+
+A profiler rule is a :class:`~smdebug.rules.builtin.base.BuiltinRule` (same registry, parameters,
+actions and :func:`~smdebug.rules.invoke_rule`) whose "step" is a window counter, as 1.0.34's:
+invocation ``k`` judges the ``k``-th window of ``scan_interval_us`` microseconds from the trial's
+first timestamp. A window is half-open, ``[start_us, end_us)``, so a sample on a boundary is
+judged once (1.0.34's windows were inclusive at both ends). While the job runs, a window is judged
+once the trial holds data past its end; when the job has ended, the last partial window is judged
+and the next invocation raises :class:`~smdebug.exceptions.NoMoreProfilerData`, which ends
+``invoke_rule`` normally.
+
+The trial is anything with the profiler trial's methods: ``first_timestamp`` (µs, None before any
+data), ``get_latest_timestamp()``, ``job_finished()``, ``refresh()``, ``system_series(start_us,
+end_us)`` -> list of :class:`~smdebug.profiler.reading.frames.Series` and
+``framework_events(start_us, end_us)`` -> :class:`~smdebug.profiler.reading.frames.FrameworkEvents`.
+
+Every rule keeps 1.0.34's ``report`` dict (``RuleTriggered``, ``Violations``, ``Details``,
+``Datapoints``, ``RuleParameters``) and adds ``Verdict``: ``status`` (``"issues found"``,
+``"no issue"``, ``"not enough data"``, ``"no GPU data"``, ``"no data"``), a ``message`` saying
+why, the windows judged and the windows where the rule fired. A rule over an empty profile, or a
+GPU rule over a profile without GPU metrics, says so: it is never a silent "no issue".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from smdebug.exceptions import NoMoreProfilerData, RuleEvaluationConditionMet
+from smdebug.profiler.reading.frames import FrameworkEvents, Series
+from smdebug.rules.actions import Firing
+from smdebug.rules.builtin.base import BuiltinRule, Param
+from smdebug.rules.params import as_float, as_int, bounded
+from smdebug.storage import open_store
+
+__all__ = ["ProfilerRule", "WindowData", "scan_param", "percent_param", "count_param", "STATUSES"]
+
+STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no data")
+
+
+def scan_param() -> Param:
+    return Param("scan_interval_us", bounded(as_int, above=0), "60000000", "window length in microseconds")
+
+
+def percent_param(name: str, default: str, doc: str = "") -> Param:
+    return Param(name, bounded(as_float, 0, 100), default, doc)
+
+
+def count_param(name: str, default: str, doc: str = "", lo: int = 0) -> Param:
+    return Param(name, bounded(as_int, lo), default, doc)
+
+
+@dataclass
+class WindowData:
+    """What one window holds: the system series and the framework events that start in it."""
+
+    start_us: int
+    end_us: int  # exclusive
+    series: list
+    events: FrameworkEvents | None = None
+
+    def metric(self, dimension: str, type: str | None = None) -> list:
+        """The non-empty series of one dimension (and type), in (node, name) order."""
+        out = [s for s in self.series if s.dimension == dimension and (type is None or s.type == type) and len(s)]
+        return sorted(out, key=lambda s: (s.node_id, s.name))
+
+    def by_type(self, type: str) -> list:
+        return sorted((s for s in self.series if s.type == type and len(s)), key=lambda s: (s.node_id, s.name))
+
+
+def fetch_window(trial, start_us: int, end_us: int, *, framework: bool) -> WindowData:
+    """The window ``[start_us, end_us)`` of the trial, fetched once (ProfilerReport shares it)."""
+    series = [s.window(start_us, end_us - 1) for s in trial.system_series(start_us, end_us - 1)]
+    events = None
+    if framework:
+        ev = trial.framework_events(start_us, end_us - 1)
+        events = ev.take((ev.start_us >= start_us) & (ev.start_us < end_us))
+    return WindowData(start_us, end_us, series, events)
+
+
+def merged_events(a: FrameworkEvents | None, b: FrameworkEvents) -> FrameworkEvents:
+    if a is None or not len(a):
+        return b
+    if not len(b):
+        return a
+    cat = {k: np.concatenate([getattr(a, k), getattr(b, k)])
+           for k in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid")}
+    return FrameworkEvents(**cat, args=list(a.args or [None] * len(a)) + list(b.args or [None] * len(b)))
+
+
+class ProfilerRule(BuiltinRule, register=False):
+    """Base of the profiler rules: ``RuleName(profiler_trial, action_str="", **params)``.
+
+    Subclasses declare ``params`` (with :func:`scan_param`), set ``reads_framework`` when they read
+    framework events and ``needs_gpu`` when they judge GPU metrics, and implement
+    :meth:`judge` (one window -> True when the condition is met in it) and may override
+    :meth:`enough_data` and :meth:`describe_inputs`. ``sleep`` (keyword-only, not a rule
+    parameter) replaces ``time.sleep`` between two looks at a running job, for tests.
+
+    Actions run as for the debugger rules. The StopTraining action (without a SageMaker job
+    prefix) writes its stop request where a hook looks for one: ``stop_out_dir`` (keyword-only,
+    the training job's hook ``out_dir``), else the profiler folder itself (a hook whose
+    ``ProfilerConfig(local_path=...)`` is its own out_dir sees it there; with the default
+    ``<out_dir>/profiler`` pass ``stop_out_dir=<out_dir>``).
+    """
+
+    profiler_rule: ClassVar[bool] = True
+    reads_framework: ClassVar[bool] = False
+    needs_gpu: ClassVar[bool] = False
+    inputs: ClassVar[str] = "system metrics"  # what the rule reads, for messages
+    poll_s: ClassVar[float] = 1.0
+
+    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None, **params):
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+        self.stop_out_dir = stop_out_dir
+        self.report["RuleParameters"] = "\n".join(f"{p.name}:{getattr(self, p.name)}" for p in self.params)
+        self.sleep = sleep or time.sleep
+        self.last_timestamp: int | None = None
+        self.windows_judged = 0
+        self.fired_windows: list = []
+        self.gpus_seen = False
+        self.reason = ""
+        self.report["Verdict"] = self.verdict()
+
+    # -- what each rule implements -------------------------------------------------------------
+    def judge(self, data: WindowData) -> bool:
+        raise NotImplementedError
+
+    def enough_data(self) -> bool:
+        """Whether the rule has seen enough to judge (its ``patience``); False: "not enough data"."""
+        patience = getattr(self, "patience", None)
+        return patience is None or self.report["Datapoints"] > patience
+
+    def selection(self) -> str:
+        return f"it reads {self.inputs}; the profile held none in the windows judged"
+
+    # -- the window driver -----------------------------------------------------------------------
+    def invoke_at_step(self, step) -> bool:  # the Rule API: a step here is a window number
+        raise NotImplementedError("profiler rules are invoked by window: use invoke(step)")
+
+    def invoke(self, step) -> None:
+        """Judge the next window (waiting for it while the job runs); raise
+        RuleEvaluationConditionMet(rule, step) when met there, NoMoreProfilerData after the end."""
+        start, end = self.next_window()
+        data = fetch_window(self.base_trial, start, end, framework=self.reads_framework)
+        self.run_window(data)
+        if self.report["Verdict"]["fired_windows"] and self.report["Verdict"]["fired_windows"][-1] == [start, end]:
+            self.fire(step)
+
+    def fire(self, step, end_of_rule: bool = False) -> None:
+        """Run the actions and raise RuleEvaluationConditionMet(rule, step) (the window number)."""
+        exc = RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=end_of_rule)
+        if len(self._actions):
+            self._actions.invoke(Firing(self.rule_name, step, f"{exc}: {self.reason}", self.action_target()))
+        raise exc
+
+    def action_target(self):
+        """What the actions are told is the trial: one with the ``store`` a hook watches."""
+        if self.stop_out_dir is None and getattr(self.base_trial, "store", None) is not None:
+            return self.base_trial
+        return _StoreTarget(open_store(self.stop_out_dir or self.base_trial.path))
+
+    def run_window(self, data: WindowData) -> bool:
+        """Judge one fetched window, update the report; True when the rule fired in it."""
+        if any(s.type == "gpu" for s in data.series):
+            self.gpus_seen = True
+        met = bool(self.judge(data))
+        self.windows_judged += 1
+        self.last_timestamp = data.end_us
+        if met:
+            self.fired_windows.append([data.start_us, data.end_us])
+            self.logger.info("%s fired in window [%d, %d) us: %s", self.rule_name, data.start_us, data.end_us,
+                             self.reason)
+        self.report["Verdict"] = self.verdict()
+        return met
+
+    def next_window(self) -> tuple:
+        """``(start_us, end_us)`` of the next window, once the trial holds it (or the job ended)."""
+        trial = self.base_trial
+        if self.last_timestamp is None:
+            first = trial.first_timestamp
+            while first is None:
+                if trial.job_finished():
+                    trial.refresh()
+                    if trial.first_timestamp is None:
+                        raise NoMoreProfilerData(0)
+                self.sleep(self.poll_s)
+                trial.refresh()
+                first = trial.first_timestamp
+            self.last_timestamp = int(first)
+        start = self.last_timestamp
+        end = start + self.scan_interval_us
+        while True:
+            latest = trial.get_latest_timestamp()
+            if latest is not None and latest >= end:
+                return start, end
+            if trial.job_finished():
+                trial.refresh()  # what was written before the end marker
+                latest = trial.get_latest_timestamp()
+                if latest is None or latest < start:
+                    raise NoMoreProfilerData(start)
+                return start, min(end, int(latest) + 1)
+            self.sleep(self.poll_s)
+            trial.refresh()
+
+    # -- the verdict -------------------------------------------------------------------------------
+    def verdict(self) -> dict:
+        """``Verdict``: status, message, windows judged and fired (``[start_us, end_us)`` each)."""
+        r = self.report
+        if r["RuleTriggered"] or self.fired_windows:
+            status, msg = "issues found", self.reason or f"{r['Violations']} violations"
+        elif self.needs_gpu and not self.gpus_seen:
+            status = "no GPU data"
+            msg = (f"no GPU data: the profile holds no GPU metrics in {self.windows_judged} windows, "
+                   "so this GPU rule could not judge anything")
+        elif r["Datapoints"] == 0:
+            status, msg = "no data", f"no data: {self.selection()} ({self.windows_judged} windows)"
+        elif not self.enough_data():
+            status = "not enough data"
+            msg = (f"not enough data: {r['Datapoints']} datapoints, the rule judges after "
+                   f"{getattr(self, 'patience', '?')} (patience)")
+        else:
+            status, msg = "no issue", f"no issue in {r['Datapoints']} datapoints"
+        return {"status": status, "message": msg, "windows_judged": self.windows_judged,
+                "fired_windows": [list(w) for w in self.fired_windows]}
+
+    def count(self, n: int) -> None:
+        """Count ``n`` datapoints judged (1.0.34's Datapoints; and "looked at nothing" when 0)."""
+        self.report["Datapoints"] += int(n)
+        self.evaluated(int(n))
+
+
+@dataclass
+class _StoreTarget:
+    store: object
+
+
+def node_series(series: list) -> dict:
+    """``{node_id: [series...]}`` keeping order."""
+    out: dict = {}
+    for s in series:
+        out.setdefault(s.node_id, []).append(s)
+    return out
+
+
+def concat(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
+    return b if a is None else np.concatenate([a, b])
+
+
+def empty_series(node: str, type_: str, name: str, dim: str) -> Series:
+    return Series(node, type_, name, dim, np.zeros(0, dtype=np.int64), np.zeros(0))

@@ -1,0 +1,270 @@
+"""The GPU rules: LowGPUUtilization, BatchSize, GPUMemoryIncrease, LoadBalancing.
+
+Each reads ``GPUUtilization`` / ``GPUMemoryUtilization`` (percent, per ``gpu<i>`` of each node);
+without them it says "no GPU data" (1.0.34 passed silently). Values accumulate over the windows
+(1.0.34 reset its lists after a million datapoints; we keep the last ``MAX_KEEP`` per device).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smdebug.rules.builtin.base import Param
+from smdebug.rules.params import as_float, bounded
+from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
+from smdebug.rules.profiler.stats import box_stats, js_distance, moving_increase, percentile, utilization_histogram
+
+__all__ = ["LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "LoadBalancing"]
+
+MAX_KEEP = 1_000_000
+
+
+class _GPURule(ProfilerRule, register=False):
+    needs_gpu = True
+    inputs = "GPU metrics (GPUUtilization, GPUMemoryUtilization)"
+
+    def _collect(self, store: dict, data: WindowData, dimension: str) -> None:
+        for s in data.metric(dimension, "gpu"):
+            key = (s.node_id, s.name)
+            old = store.get(key)
+            v = s.value if old is None else np.concatenate([old, s.value])
+            store[key] = v[-MAX_KEEP:]
+
+
+class LowGPUUtilization(_GPURule):
+    """Fires when a GPU is underused or its use swings: over its last ``window`` samples, the 95th
+    percentile of ``GPUUtilization`` is below ``threshold_p95``, or it is above it while the 5th
+    percentile is below ``threshold_p5``.
+
+    Judged per GPU of each node once it has more than ``patience`` samples, at the end of each
+    window. Fires in the windows where a GPU violates (1.0.34 fired in every window after the first
+    violation). A GPU at 0 throughout is logged as unused. Details[node][gpu]: box statistics.
+    """
+
+    params = (
+        percent_param("threshold_p95", "70"),
+        percent_param("threshold_p5", "10"),
+        count_param("window", "500", lo=1),
+        count_param("patience", "1000"),
+        scan_param(),
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.values: dict = {}
+
+    def enough_data(self) -> bool:
+        return any(len(v) > self.patience for v in self.values.values())
+
+    def judge(self, data: WindowData) -> bool:
+        before = sum(len(v) for v in self.values.values())
+        self._collect(self.values, data, "GPUUtilization")
+        self.count(sum(len(v) for v in self.values.values()) - before)
+        met = []
+        for (node, gpu), v in self.values.items():
+            if len(v) <= self.patience:
+                continue
+            last = v[-self.window:]
+            p95, p5 = percentile(last, 95), percentile(last, 5)
+            if v.max() == 0:
+                self.logger.info("LowGPUUtilization: %s %s was not used", node, gpu)
+            if p95 < self.threshold_p95 or (p95 > self.threshold_p95 and p5 < self.threshold_p5):
+                kind = "underutilized" if p95 < self.threshold_p95 else "fluctuating"
+                met.append(f"{node} {gpu} {kind} (p95 {p95:.1f}%, p5 {p5:.1f}%)")
+                self.report["Violations"] += 1
+                self.report["RuleTriggered"] += 1
+                self.report["Details"].setdefault(node, {})[gpu] = {
+                    "gpu_95": p95, "gpu_5": p5, "gpu_max": float(v.max()), **box_stats(last)}
+                self.report["Details"]["last_timestamp"] = data.start_us
+        if met:
+            self.reason = "; ".join(met)
+        return bool(met)
+
+
+class BatchSize(_GPURule):
+    """Fires when CPU, GPU and GPU memory are all low: on a node, the 95th percentile of the CPU
+    (mean over cores per sample) over its last ``window`` samples is below ``cpu_threshold_p95``,
+    and for one of its GPUs both ``GPUUtilization`` and ``GPUMemoryUtilization`` p95 over their
+    last ``window`` samples are below their thresholds: the batch is too small.
+
+    Judged once a node has more than ``window`` and ``patience`` CPU samples. 1.0.34 computed the
+    memory box plot with the GPU's p25 (a bug not kept).
+    """
+
+    params = (
+        percent_param("cpu_threshold_p95", "70"),
+        percent_param("gpu_threshold_p95", "70"),
+        percent_param("gpu_memory_threshold_p95", "70"),
+        count_param("patience", "1000"),
+        count_param("window", "500", lo=1),
+        scan_param(),
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cpu: dict = {}
+        self.gpu: dict = {}
+        self.mem: dict = {}
+
+    def enough_data(self) -> bool:
+        return any(len(v) > max(self.window, self.patience) for v in self.cpu.values())
+
+    def judge(self, data: WindowData) -> bool:
+        for node, total in _cpu_total(data.metric("CPUUtilization", "cpu")).items():
+            v = np.concatenate([self.cpu[node], total]) if node in self.cpu else total
+            self.cpu[node] = v[-MAX_KEEP:]
+        self._collect(self.gpu, data, "GPUUtilization")
+        self._collect(self.mem, data, "GPUMemoryUtilization")
+        self.count(sum(len(s) for s in data.metric("CPUUtilization", "cpu")))
+        if not self.gpus_seen:
+            return False
+        met = []
+        for node, cpu in self.cpu.items():
+            if len(cpu) <= max(self.window, self.patience):
+                continue
+            cpu_p95 = percentile(cpu[-self.window:], 95)
+            if cpu_p95 >= self.cpu_threshold_p95:
+                continue
+            for (n, gpu), g in self.gpu.items():
+                m = self.mem.get((n, gpu))
+                if n != node or len(g) <= self.window or m is None or len(m) <= self.window:
+                    continue
+                g_p95, m_p95 = percentile(g[-self.window:], 95), percentile(m[-self.window:], 95)
+                if g_p95 < self.gpu_threshold_p95 and m_p95 < self.gpu_memory_threshold_p95:
+                    met.append(f"{node} {gpu}: CPU p95 {cpu_p95:.1f}%, GPU p95 {g_p95:.1f}%, memory p95 {m_p95:.1f}%")
+                    self.report["Violations"] += 1
+                    self.report["RuleTriggered"] += 1
+                    d = self.report["Details"].setdefault(node, {})
+                    d["cpu"] = box_stats(cpu[-self.window:])
+                    d[gpu] = box_stats(g[-self.window:])
+                    d[f"{gpu}_memory"] = box_stats(m[-self.window:])
+                    self.report["Details"]["last_timestamp"] = data.start_us
+        if met:
+            self.reason = "; ".join(met)
+        return bool(met)
+
+
+def _cpu_total(series: list) -> dict:
+    """``{node: mean CPUUtilization over cores per sample time}`` (cores aligned by sample order
+    on their common times)."""
+    out = {}
+    by_node: dict = {}
+    for s in series:
+        by_node.setdefault(s.node_id, []).append(s)
+    for node, ss in by_node.items():
+        times = np.unique(np.concatenate([s.timestamp_us for s in ss]))
+        total = np.zeros(len(times))
+        n = np.zeros(len(times))
+        for s in ss:
+            idx = np.searchsorted(times, s.timestamp_us)
+            np.add.at(total, idx, s.value)
+            np.add.at(n, idx, 1)
+        out[node] = total / np.maximum(n, 1)
+    return out
+
+
+class GPUMemoryIncrease(_GPURule):
+    """Fires when a GPU's memory use climbs: the mean ``GPUMemoryUtilization`` of its last
+    ``window`` samples exceeds the mean of the ``window`` samples before by more than
+    ``increase`` percentage points, once the GPU has more than ``patience`` samples.
+
+    Our reading of 1.0.34's comparison, which set ``mean(v[-window:])`` against
+    ``mean(v[-window-1:-2])`` (windows shifted by about one sample) and so missed a steady climb.
+    Checked at every sample, as 1.0.34; fires in the windows holding a violation. Host RAM is not
+    looked at (OverallSystemUsage reports it).
+    """
+
+    params = (
+        Param("increase", bounded(as_float, above=0), "5", "percentage points"),
+        count_param("patience", "1000"),
+        count_param("window", "10", lo=1),
+        scan_param(),
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.values: dict = {}
+
+    def enough_data(self) -> bool:
+        return any(len(v) > self.patience for v in self.values.values())
+
+    def judge(self, data: WindowData) -> bool:
+        met = []
+        for s in data.metric("GPUMemoryUtilization", "gpu"):
+            key = (s.node_id, s.name)
+            old = self.values.get(key, np.zeros(0))
+            v = np.concatenate([old, s.value])[-MAX_KEEP:]
+            self.values[key] = v
+            self.count(len(s))
+            inc = moving_increase(v, self.window)  # inc[j] ends at sample j + 2*window - 1
+            first_new = max(len(v) - len(s), self.patience + 1)  # samples new in this window, past patience
+            tail = inc[max(first_new - (2 * self.window - 1), 0):]
+            if len(tail) and tail.max() > self.increase:
+                self.report["Violations"] += int((tail > self.increase).sum())
+                self.report["RuleTriggered"] += 1
+                self.report["Details"].setdefault(s.node_id, {})[s.name] = {
+                    "increase": float(tail.max()), "gpu_max": float(v.max()), **box_stats(v[-self.window:])}
+                self.report["Details"]["last_timestamp"] = data.start_us
+                met.append(f"{s.node_id} {s.name}: memory up {tail.max():.1f} points over {self.window} samples")
+        if met:
+            self.reason = "; ".join(met)
+        return bool(met)
+
+
+class LoadBalancing(_GPURule):
+    """Fires when two GPUs of a node carry different loads: the Jensen-Shannon distance between
+    their ``GPUUtilization`` histograms (2-point bins, 0 to 100) exceeds ``threshold`` once both
+    have more than ``patience`` samples.
+
+    Default ``threshold`` 0.5 as smdebug-rulesconfig (1.0.34's code said 0.2). Needs two GPUs on
+    a node; with one it says so. Histograms accumulate over the windows.
+    """
+
+    params = (
+        Param("threshold", bounded(as_float, 0, 1), "0.5", "Jensen-Shannon distance"),
+        count_param("patience", "1000"),
+        scan_param(),
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.hist: dict = {}
+        self.n: dict = {}
+
+    def enough_data(self) -> bool:
+        by_node: dict = {}
+        for (node, _gpu), n in self.n.items():
+            by_node.setdefault(node, []).append(n)
+        return any(sum(1 for n in ns if n > self.patience) >= 2 for ns in by_node.values())
+
+    def verdict(self) -> dict:
+        v = super().verdict()
+        if v["status"] == "not enough data" and self.n and not any(
+                sum(1 for k in self.n if k[0] == node) >= 2 for node, _ in self.n):
+            v["message"] = "not enough data: no node has two GPUs to compare"
+        return v
+
+    def judge(self, data: WindowData) -> bool:
+        for s in data.metric("GPUUtilization", "gpu"):
+            key = (s.node_id, s.name)
+            self.hist[key] = self.hist.get(key, 0) + utilization_histogram(s.value)
+            self.n[key] = self.n.get(key, 0) + len(s)
+            self.count(len(s))
+        met = []
+        keys = sorted(self.hist)
+        for i, a in enumerate(keys):
+            for b in keys[i + 1:]:
+                if a[0] != b[0] or self.n[a] <= self.patience or self.n[b] <= self.patience:
+                    continue
+                d = js_distance(self.hist[a], self.hist[b])
+                node = self.report["Details"].setdefault(a[0], {"workloads": {}, "distances": {}})
+                node["workloads"][a[1]] = self.hist[a].tolist()
+                node["workloads"][b[1]] = self.hist[b].tolist()
+                node["distances"].setdefault(a[1], {})[b[1]] = d
+                if d > self.threshold:
+                    self.report["Violations"] += 1
+                    self.report["RuleTriggered"] += 1
+                    met.append(f"{a[0]}: {a[1]} and {b[1]} differ (distance {d:.2f} > {self.threshold})")
+        if met:
+            self.reason = "; ".join(met)
+        return bool(met)

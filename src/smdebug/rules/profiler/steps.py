@@ -1,0 +1,169 @@
+"""StepOutlier (step durations) and Dataloader (parallel data loaders against CPU cores)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smdebug.rules.builtin.base import Param
+from smdebug.rules.params import as_float, as_str, bounded, optional
+from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
+from smdebug.rules.profiler.stats import loaders_per_second, outlier_mask, percentile
+
+__all__ = ["StepOutlier", "Dataloader", "MIN_STEPS"]
+
+MIN_STEPS = 100  # 1.0.34 judged a phase's steps only once it had more than 100
+
+
+def _step_phase(phase: str, mode) -> bool:
+    if mode is None:
+        return "Step:ModeKeys" in phase
+    return phase == mode or phase == f"Step:ModeKeys.{mode}"
+
+
+class StepOutlier(ProfilerRule):
+    """Fires when steps are outliers: more than ``n_outliers`` step durations above the mean plus
+    ``stddev`` standard deviations of all steps so far, per node and step phase
+    (``Step:ModeKeys.<MODE>``; ``mode`` selects one, e.g. ``TRAIN``).
+
+    As 1.0.34, a phase is judged once it has more than 100 steps, and with the defaults a single
+    stalled step does not fire (``n_outliers=10``); ``n_outliers=0`` fires on one. On a busy host a
+    healthy run has hiccups of a few times the usual step that are "outliers" by standard
+    deviations alone; ``min_ratio`` (ours, off by default as in 1.0.34) also requires an outlier to
+    last at least ``min_ratio`` times the median step. Fires in a
+    window whose steps add an outlier while the count is above ``n_outliers``. Details.step_details
+    [node]: step_stats (mean, max, p99, p95, p50, min in s), number_of_outliers, phase, stddev,
+    step_numbers and step_starts_us of the outliers.
+    """
+
+    params = (
+        Param("stddev", bounded(as_float, above=0), "3"),
+        Param("mode", optional(as_str), None, "a mode (TRAIN) or a step phase"),
+        count_param("n_outliers", "10"),
+        scan_param(),
+        Param("min_ratio", bounded(as_float, 0), "0", "an outlier lasts at least this many median steps (0: off)"),
+    )
+    reads_framework = True
+    inputs = "framework step events (Step:ModeKeys.*)"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.steps: dict = {}  # (node, phase) -> {"d": durations us, "n": step numbers, "s": starts}
+        self.known_outliers: set = set()
+
+    def enough_data(self) -> bool:
+        return any(len(v["d"]) > MIN_STEPS for v in self.steps.values())
+
+    def judge(self, data: WindowData) -> bool:
+        ev = data.events
+        if ev is None or not len(ev):
+            return False
+        sel = np.array([_step_phase(str(p), self.mode) for p in ev.phase], dtype=bool)
+        ev = ev.take(sel)
+        self.count(len(ev))
+        for key in sorted({(str(n), str(p)) for n, p in zip(ev.node_id, ev.phase)}):
+            m = (ev.node_id == key[0]) & (ev.phase == key[1])
+            st = self.steps.setdefault(key, {"d": np.zeros(0), "n": np.zeros(0, np.int64), "s": np.zeros(0, np.int64)})
+            st["d"] = np.concatenate([st["d"], ev.duration_us[m].astype(float)])
+            st["n"] = np.concatenate([st["n"], ev.step[m]])
+            st["s"] = np.concatenate([st["s"], ev.start_us[m]])
+        met = []
+        for (node, phase), st in sorted(self.steps.items()):
+            if len(st["d"]) <= MIN_STEPS:
+                continue
+            out = outlier_mask(st["d"], self.stddev)
+            if self.min_ratio:
+                out &= st["d"] >= self.min_ratio * np.median(st["d"])
+            n_out = int(out.sum())
+            new = {(node, phase, int(s)) for s in st["s"][out]} - self.known_outliers
+            self.known_outliers |= new
+            d = st["d"] / 1e6
+            self.report["Details"].setdefault("step_details", {})[node] = {
+                "step_stats": {"mean": float(d.mean()), "max": float(d.max()), "p99": percentile(d, 99),
+                               "p95": percentile(d, 95), "p50": percentile(d, 50), "min": float(d.min())},
+                "number_of_outliers": n_out, "phase": phase, "stddev": float(d.std()),
+                "step_numbers": [int(x) for x in st["n"][out]],
+                "step_starts_us": [int(x) for x in st["s"][out]],
+            }
+            if n_out > self.n_outliers and new:
+                self.report["Violations"] = max(self.report["Violations"], n_out)
+                self.report["RuleTriggered"] += 1
+                worst = int(np.argmax(np.where(out, st["d"], -1)))
+                met.append(f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
+                           f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s")
+        if met:
+            self.reason = "; ".join(met)
+        return bool(met)
+
+
+class Dataloader(ProfilerRule):
+    """Fires when the number of data loaders does not fit the CPU: the median, over the seconds
+    with data loading, of the distinct processes loading data in that second (``DataLoaderWorker``
+    and ``DataLoaderIter`` events) is below ``min_threshold`` % or above ``max_threshold`` % of
+    the node's cores (``CPUUtilization`` series), once more than ``patience`` seconds were seen.
+
+    Cores come from the first window with CPU metrics (1.0.34). Fires once, in the window where the
+    condition first holds. Details: pin_memory and num_workers (from ``DataLoaderIterInitialize``),
+    cores, dataloaders (the median), dataloading_time percentiles (s). ``patience`` is 1.0.34's
+    code parameter (smdebug-rulesconfig does not expose it).
+    """
+
+    params = (
+        percent_param("min_threshold", "70"),
+        Param("max_threshold", bounded(as_float, 0), "200"),
+        count_param("patience", "10"),
+        scan_param(),
+    )
+    reads_framework = True
+    inputs = "data-loader framework events (DataLoaderWorker, DataLoaderIter) and CPU metrics"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cores: int | None = None
+        self.per_second: dict = {}
+        self.durations = np.zeros(0)
+        self.fired = False
+
+    def enough_data(self) -> bool:
+        return len(self.per_second) > self.patience
+
+    def judge(self, data: WindowData) -> bool:
+        d = self.report["Details"]
+        if self.cores is None:
+            names = {(s.node_id, s.name) for s in data.metric("CPUUtilization", "cpu")}
+            if names:
+                self.cores = max(sum(1 for n in names if n[0] == node) for node in {n[0] for n in names})
+                d["cores"] = self.cores
+        ev = data.events
+        if ev is None or not len(ev):
+            return False
+        for i in np.flatnonzero(ev.phase == "DataLoaderIterInitialize"):
+            args = ev.args[i] if ev.args else None
+            if isinstance(args, dict):
+                d["pin_memory"] = args.get("pin_memory", d.get("pin_memory"))
+                d["num_workers"] = args.get("num_workers", d.get("num_workers"))
+        if np.any(np.array(["Prefetch" in str(n) for n in ev.name], dtype=bool)):
+            d["prefetch"] = True
+        m = (ev.phase == "DataLoaderWorker") | (ev.phase == "DataLoaderIter")
+        loading = ev.take(m)
+        self.count(len(loading))
+        for sec, n in loaders_per_second(loading.start_us, loading.pid).items():
+            self.per_second[sec] = max(self.per_second.get(sec, 0), n)
+        self.durations = np.concatenate([self.durations, loading.duration_us / 1e6])
+        if len(self.durations):
+            d["dataloading_time"] = {f"p{q}": percentile(self.durations, q) for q in (25, 50, 95)}
+        if not self.per_second:
+            return False
+        median = float(np.median(list(self.per_second.values())))
+        d["dataloaders"] = median
+        if self.fired or self.cores is None or len(self.per_second) <= self.patience:
+            return False
+        lo, hi = self.cores * self.min_threshold / 100, self.cores * self.max_threshold / 100
+        if median < lo or median > hi:
+            self.fired = True
+            self.report["Violations"] += 1
+            self.report["RuleTriggered"] = 1
+            word = "few" if median < lo else "many"
+            self.reason = (f"too {word} data loaders: {median:g} processes loading data per second (median) for "
+                           f"{self.cores} cores (wanted {lo:g} to {hi:g})")
+            return True
+        return False

@@ -1,0 +1,144 @@
+"""OverallSystemUsage (statistics, never fires) and MaxInitializationTime (time to the first step)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smdebug.rules.builtin.base import Param
+from smdebug.rules.params import as_float, bounded
+from smdebug.rules.profiler.base import ProfilerRule, WindowData, scan_param
+from smdebug.rules.profiler.stats import summary_stats
+
+__all__ = ["OverallSystemUsage", "MaxInitializationTime", "usage_category"]
+
+# report category -> (type, dimension or None for "by Name"), as 1.0.34's OverallSystemUsage
+_CATEGORIES = {
+    "CPU": ("cpu", "CPUUtilization"),
+    "I/O": ("cpu", "I/OWaitPercentage"),
+    "GPU": ("gpu", "GPUUtilization"),
+    "GPU memory": ("gpu", "GPUMemoryUtilization"),
+    "CPU memory": ("memory", None),
+    "Network": ("network", "Algorithm"),
+}
+
+
+def usage_category(series) -> str | None:
+    """The OverallSystemUsage category of one series, None for one it does not report."""
+    for cat, (type_, dim) in _CATEGORIES.items():
+        if series.type != type_:
+            continue
+        if dim is None:
+            if series.name == "MemoryUsedPercent" or series.dimension == "MemoryUsedPercent":
+                return cat
+        elif series.dimension == dim:
+            return cat
+    return None
+
+
+class OverallSystemUsage(ProfilerRule):
+    """Never fires: per node, the max, p99, p95, p50 and min of each resource over the run.
+
+    For each sample time, the sum over devices of CPU (``CPUUtilization``), I/O wait, GPU,
+    GPU memory, host memory (``MemoryUsedPercent``) and network (``Algorithm`` rows), divided by
+    the number of devices (network: the sum, in bytes/s), as 1.0.34. Details[category][node].
+    """
+
+    params = (scan_param(),)
+    inputs = "system metrics"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sums: dict = {}  # (category, node) -> {time: [sum, n]} as arrays per window
+        self.values: dict = {}
+
+    def enough_data(self) -> bool:
+        return True
+
+    def judge(self, data: WindowData) -> bool:
+        groups: dict = {}
+        for s in data.series:
+            cat = usage_category(s)
+            if cat is not None and len(s):
+                groups.setdefault((cat, s.node_id), []).append(s)
+        for (cat, node), ss in groups.items():
+            times = np.unique(np.concatenate([s.timestamp_us for s in ss]))
+            total = np.zeros(len(times))
+            for s in ss:
+                np.add.at(total, np.searchsorted(times, s.timestamp_us), s.value)
+            per = total if cat == "Network" else total / len(ss)
+            old = self.values.get((cat, node))
+            self.values[(cat, node)] = per if old is None else np.concatenate([old, per])
+            self.count(sum(len(s) for s in ss))
+        details: dict = {}
+        for (cat, node), v in sorted(self.values.items()):
+            details.setdefault(cat, {})[node] = summary_stats(v)
+        self.report["Details"] = details
+        return False
+
+
+class MaxInitializationTime(ProfilerRule):
+    """Fires when training has not started ``threshold`` minutes after the profile began: no step
+    event (``Step:ModeKeys.*``) yet while the data already spans more than ``threshold`` minutes
+    from the trial's first timestamp.
+
+    Fires once, in the window where the threshold is crossed (1.0.34 re-fired every later window
+    until the first step). Details: ``job_start``/``job_end`` (s, from the system and framework
+    data seen), ``step_num.first``/``last`` (µs, starts of the first and last step events).
+    ``threshold`` may be fractional.
+    """
+
+    params = (
+        Param("threshold", bounded(as_float, above=0), "20", "minutes"),
+        scan_param(),
+    )
+    reads_framework = True
+    inputs = "system metrics and framework step events"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.first_step_us: int | None = None
+        self.fired = False
+        self.seen_data = False
+
+    def enough_data(self) -> bool:
+        return True
+
+    def judge(self, data: WindowData) -> bool:
+        d = self.report["Details"]
+        times = [s.timestamp_us for s in data.series if len(s)]
+        ev = data.events
+        if ev is not None and len(ev):
+            times += [ev.start_us, ev.end_us]
+        if times:
+            self.seen_data = True
+            lo = float(min(t.min() for t in times)) / 1e6
+            hi = float(max(t.max() for t in times)) / 1e6
+            d["job_start"] = min(d.get("job_start", lo), lo)
+            d["job_end"] = max(d.get("job_end", hi), hi)
+        steps = 0
+        if ev is not None and len(ev):
+            is_step = np.array([str(p).startswith("Step:ModeKeys") for p in ev.phase], dtype=bool)
+            steps = int(is_step.sum())
+            if steps:
+                starts = ev.start_us[is_step]
+                first, last = int(starts.min()), int(starts.max())
+                sn = d.setdefault("step_num", {"first": first, "last": last})
+                sn["first"], sn["last"] = min(sn["first"], first), max(sn["last"], last)
+                if self.first_step_us is None:
+                    self.first_step_us = first
+        # every sample and event judged against "has training started?"
+        self.count(steps + sum(len(s) for s in data.series))
+        start = int(self.base_trial.first_timestamp)
+        limit = start + self.threshold * 60e6
+        if self.fired:
+            return False
+        late = (self.first_step_us is None and data.end_us > limit) or (
+            self.first_step_us is not None and self.first_step_us > limit and self.first_step_us < data.end_us)
+        if late:
+            self.fired = True
+            self.report["RuleTriggered"] += 1
+            self.report["Violations"] += 1
+            when = "no step yet" if self.first_step_us is None else \
+                f"the first step began {(self.first_step_us - start) / 60e6:.2f} min in"
+            self.reason = f"initialization took more than {self.threshold:g} min ({when})"
+        return late

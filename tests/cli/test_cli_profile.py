@@ -1,0 +1,139 @@
+"""`smdebug profile info|timeline|rules` and `smdebug report --profile` on a profile written by
+part 1's writers: output, --json, exit codes, one-line errors, the HTML page in Chromium."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chromium import needs_chromium
+from smdebug.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "profiler" / "view"))
+from synth import STALL_STEP, write_profile  # noqa: E402
+from trace_check import trace_problems  # noqa: E402
+
+
+@pytest.fixture
+def profile(tmp_path):
+    root = tmp_path / "profile"
+    write_profile(root)
+    return str(root)
+
+
+def test_info_text_and_json(capsys, profile):
+    assert main(["profile", "info", profile]) == 0
+    out = capsys.readouterr().out
+    assert "node algo-1: 6 system metrics, 192 samples (2 CPUs, 1 GPU)" in out
+    assert "process algo-1-0: 60 framework events (Backward 12, DataLoaderIter 12, Forward 12, Optimizer 12, " \
+           "Step:ModeKeys.TRAIN 12)" in out
+    assert "TRAIN steps: 12 (0..11), mean 133.3 ms, max 500.0 ms" in out
+    assert "detailed profiling: 1 torch.profiler trace(s)" in out
+    assert main(["profile", "info", profile, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["steps"]["TRAIN"]["steps"] == 12 and doc["nodes"]["algo-1"]["devices"] == {"cpu": 2, "gpu": 1}
+    assert doc["job_finished"] is False and len(doc["detailed_profiles"]) == 1
+
+
+def test_timeline_writes_a_valid_trace(capsys, profile, tmp_path):
+    out = tmp_path / "trace.json"
+    assert main(["profile", "timeline", profile, "-o", str(out)]) == 0
+    assert f"wrote {out} (" in capsys.readouterr().out
+    trace = json.loads(out.read_text())
+    assert trace_problems(trace) == [] and trace["otherData"]["node"] == "algo-1"
+    assert any(e.get("cat") == "cpu_op" for e in trace["traceEvents"])  # torch.profiler's trace is in
+    # a window in seconds after the first record, and --json
+    assert main(["profile", "timeline", profile, "-o", str(out), "--start", "1.65", "--end", "2.25",
+                 "--max-points", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    written = json.loads(captured.out)["written"]
+    assert [w["node"] for w in written] == ["algo-1"] and written[0]["downsampled"]
+    assert "averaged down to 2 points each (--max-points)" in captured.err
+    steps = {int(e["args"]["step_num"]) for e in json.loads(out.read_text())["traceEvents"]
+             if e.get("cat") == "Step:ModeKeys.TRAIN"}
+    assert steps == {STALL_STEP - 1, STALL_STEP, STALL_STEP + 1}  # 1.7-2.2 s, and its neighbours' tail and head
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["profile", "info", "/no/such/folder"], "smdebug profile: /no/such/folder: no such folder"),
+    (["profile", "timeline", "{empty}", "-o", "{tmp}/t.json"], "holds no profiler data"),
+    (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--node", "algo-9"], "no node 'algo-9'"),
+    (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--start", "3", "--end", "1"],
+     "--start 3 --end 1: the end must be after the start"),
+    (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--max-points", "0"], "--max-points 0"),
+    (["profile", "timeline", "{profile}", "-o", "{tmp}/no/t.json"], "does not exist"),
+    (["report", "--profile", "{empty}", "-o", "{tmp}/r.html"], "holds no profiler data"),
+])
+def test_bad_input_is_one_line_and_exit_2(profile, tmp_path, args, needle):
+    (tmp_path / "empty").mkdir()
+    args = [a.format(profile=profile, tmp=tmp_path, empty=tmp_path / "empty") for a in args]
+    proc = subprocess.run([sys.executable, "-m", "smdebug", *args], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+@needs_chromium
+def test_report_profile_without_rules_in_chromium(capsys, profile, tmp_path, chromium):
+    out = tmp_path / "report.html"
+    assert main(["report", "--profile", profile, "-o", str(out), "--no-rules"]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    state = chromium.open(f"file://{out}")
+    assert chromium.problems() == []
+    assert state["sections"] == ["summary", "rules", "step-time", "phases", "slowest-steps", "timeline", "dataloader",
+                                 "system", "heatmaps"]
+    assert all(i["complete"] and i["width"] > 0 for i in state["images"])
+    assert "No profiler rule was run for this report" in state["text"]
+
+
+def test_rules_fire_exit_1_and_say_what_to_do(capsys, tmp_path):
+    """121 steps (StepOutlier judges after 100), one stalled: with n_outliers=0 it fires on it."""
+    root = str(tmp_path / "p")
+    write_profile(root, steps=121)
+    code = main(["profile", "rules", root, "--rule", "StepOutlier", "--param", "StepOutlier.n_outliers=0"])
+    captured = capsys.readouterr()
+    assert code == 1, captured
+    assert "has no end marker (the job may still run): judging what was written so far" in captured.err
+    assert captured.out.startswith("FIRED StepOutlier: fired (1 time)")
+    assert "  what to do: Look at what ran in the slow steps" in captured.out
+    assert main(["profile", "rules", root, "--rule", "StepOutlier", "--param", "StepOutlier.n_outliers=0",
+                 "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fired"] == ["StepOutlier"]
+    assert doc["rules"]["StepOutlier"]["Details"]["step_details"]["algo-1-0"]["step_numbers"] == [STALL_STEP]
+
+
+def test_a_named_rule_that_could_not_judge_exits_2(capsys, profile):
+    """One GPU: LoadBalancing has nothing to compare; named on the command line, that is not a pass."""
+    assert main(["profile", "rules", profile, "--rule", "LoadBalancing"]) == 2
+    out = capsys.readouterr().out
+    assert "LoadBalancing: not enough data" in out and "0 of 1 rules fired; 1 could not judge: LoadBalancing" in out
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--rule", "NoSuchRule"], "--rule 'NoSuchRule': no such profiler rule"),
+    (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
+    (["--rule", "StepOutlier", "--param", "CPUBottleneck.threshold=1"], "CPUBottleneck is not run (add --rule CPUBottleneck)"),
+    (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
+    (["--rule", "StepOutlier", "--param", "StepOutlier.stddev=-1"], "stddev"),
+])
+def test_rules_bad_input_exits_2(profile, extra, needle):
+    proc = subprocess.run([sys.executable, "-m", "smdebug", "profile", "rules", profile, *extra],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_timeline_with_rules_shows_where_they_fired(capsys, tmp_path):
+    root = str(tmp_path / "p")
+    write_profile(root, steps=121, ended=True)
+    out = tmp_path / "t.json"
+    assert main(["profile", "timeline", root, "-o", str(out), "--rules"]) == 0
+    trace = json.loads(out.read_text())
+    assert trace_problems(trace) == []
+    fired = [e for e in trace["traceEvents"] if e.get("cat") == "rule"]
+    # one loader process for two cores: Dataloader fires over the (one) window it judged
+    assert [e["name"] for e in fired] == ["Dataloader fired"] and fired[0]["ph"] == "X"
+    assert "no end marker" not in capsys.readouterr().err

@@ -1,0 +1,216 @@
+"""smdebug.profiler.reading.ProfilerTrial: the columnar reader on real part-1 output and on 1.0.34's
+own test resources, compared with what 1.0.34's readers see in the same files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smdebug.exceptions import EventFileCorrupt
+from smdebug.profiler.reading import FrameworkEvents, ProfilerTrial
+from smdtest import run_json
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "sagemaker-debugger"
+PEER_READ = Path(__file__).parents[1] / "peer_read.py"
+
+
+def _system_rows(trial: ProfilerTrial) -> list:
+    rows = []
+    for s in trial.system_series():
+        for ts, v in zip(s.timestamp_s, s.value):
+            rows.append([s.type, s.name or None, s.dimension, float(v), s.node_id, float(ts)])
+    return sorted(rows, key=repr)
+
+
+def _framework_rows(events: FrameworkEvents) -> list:
+    return sorted(([str(p), str(n), int(s), int(e), str(nd), int(pid), a]
+                   for p, n, s, e, nd, pid, a in zip(events.phase, events.name, events.start_us, events.end_us,
+                                                     events.node_id, events.pid, events.args)), key=repr)
+
+
+def _peer_framework_rows(peer_events) -> list:
+    return sorted(([p, n, s, e, nd, pid, a] for p, n, s, e, nd, pid, a, _ in peer_events), key=repr)
+
+
+def _peer_system_rows(peer_events) -> list:
+    return sorted(([t, n, d, float(v), nd, ts] for t, n, d, v, nd, ts in peer_events), key=repr)
+
+
+@pytest.mark.parametrize("folder", ["test_traces", "model_timeline_traces", "merge_traces", "horovod_timeline_traces"])
+def test_reads_1034_resources_as_1034_does(peer, folder):
+    root = FIXTURES / folder
+    trial = ProfilerTrial(root)
+    peer_fw = run_json(peer, PEER_READ, root, "framework")["events"]
+    ours = _framework_rows(trial.framework_events())
+    assert len(ours) == len(peer_fw) > 0
+    assert ours == _peer_framework_rows(peer_fw)
+    if (root / "system").exists():
+        peer_sys = run_json(peer, PEER_READ, root, "system")["events"]
+        assert _system_rows(trial) == _peer_system_rows(peer_sys)
+        assert len(peer_sys) > 0
+
+
+def test_1034_system_resources_as_series():
+    trial = ProfilerTrial(FIXTURES / "test_traces")
+    gpu = trial.system_series(type="gpu", dimension="GPUMemoryUtilization")
+    assert [s.name for s in gpu] and all(s.type == "gpu" and s.node_id == "algo-1" for s in gpu)
+    for s in trial.system_series():
+        assert np.all(np.diff(s.timestamp_us) >= 0)
+        assert np.array_equal(s.timestamp_us, (s.timestamp_s * 1e6).astype(np.int64))
+    # the old-style framework names 1589930988000000_4487_0000_pythontimeline.json name node "4487"
+    assert set(trial.framework_events().node_id) == {"4487"}
+    assert trial.first_timestamp == min(int(trial.framework_events().start_us[0]),
+                                        min(int(s.timestamp_us[0]) for s in trial.system_series()))
+
+
+def test_a_corrupt_last_line_is_skipped_a_corrupt_middle_line_names_file_and_line(tmp_path):
+    root = FIXTURES / "corrupt_system"
+    series = ProfilerTrial(root).system_series()
+    lines = (root / "system" / "incremental" / "1591160699.algo-1.json").read_text().splitlines()
+    assert sum(len(s) for s in series) == len(lines) - 1  # the half-written last line
+    bad = tmp_path / "system" / "incremental" / "2020060306"
+    bad.mkdir(parents=True)
+    text = lines[:3] + ['{"Type": "cpu", "Name":"cpu0", "Dim'] + lines[3:-1]
+    (bad / "1591160699.algo-1.json").write_text("\n".join(text) + "\n")
+    with pytest.raises(EventFileCorrupt, match=r"1591160699\.algo-1\.json: line 4 "):
+        ProfilerTrial(tmp_path).system_series()
+
+
+def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path, caplog):
+    t0 = time.monotonic()
+    for root in (tmp_path, tmp_path / "not-there"):
+        trial = ProfilerTrial(root)
+        assert trial.system_series() == [] and len(trial.framework_events()) == 0 and len(trial.steps()) == 0
+        assert trial.first_timestamp is None and trial.get_latest_timestamp() is None
+        assert not trial.job_finished() and not trial.has_data()
+    assert time.monotonic() - t0 < 5
+    assert any("not-there does not exist" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+
+
+def _write_minute(root: Path, minute: int, samples: int, node="algo-1", start_value=0.0) -> Path:
+    hour = time.strftime("%Y%m%d%H", time.gmtime(minute))
+    folder = root / "system" / "incremental" / hour
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{minute}.{node}.json"
+    with path.open("a") as f:
+        for i in range(samples):
+            ts = minute + i * 0.5
+            for core in range(2):
+                f.write(f'{{"Type":"cpu","Name":"cpu{core}","Dimension":"CPUUtilization","Value":{start_value + i},'
+                        f'"NodeId":"{node}","Timestamp":{ts}}}\n')
+    return path
+
+
+def test_windows_are_inclusive_and_touch_only_the_files_they_need(tmp_path):
+    m0 = 1_800_000_000 // 60 * 60
+    for k in range(10):
+        _write_minute(tmp_path, m0 + 60 * k, 120)
+    trial = ProfilerTrial(tmp_path)
+    start, end = (m0 + 300) * 10**6, (m0 + 330) * 10**6
+    (cpu0, cpu1) = trial.system_series(start, end)
+    assert (cpu0.name, cpu1.name) == ("cpu0", "cpu1")
+    assert cpu0.timestamp_us[0] == start and cpu0.timestamp_us[-1] == end and len(cpu0) == 61
+    parsed = [f for f in trial._system.values() if f.parsed is not None]
+    assert 0 < len(parsed) < 10  # the window's minutes and the 3-minute margin, not the whole run
+    assert [s.name for s in trial.system_series(node_id="algo-2")] == []
+    assert len(trial.system_series(type="gpu")) == 0
+
+
+def test_refresh_sees_new_files_and_files_that_grew(tmp_path):
+    m0 = 1_800_000_000 // 60 * 60
+    path = _write_minute(tmp_path, m0, 10)
+    trial = ProfilerTrial(tmp_path)
+    assert len(trial.system_series()[0]) == 10
+    latest = trial.get_latest_timestamp()
+    _write_minute(tmp_path, m0, 10, start_value=100)  # the same minute, appended
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    _write_minute(tmp_path, m0 + 60, 5)
+    assert len(trial.system_series()[0]) == 10  # nothing new until refresh()
+    trial.refresh()
+    assert len(trial.system_series()[0]) == 25
+    assert trial.get_latest_timestamp() > latest
+
+
+def _train(tmp_path, batches=24):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("psutil")
+    import smdebug.pytorch as smd
+    from smdebug.profiler import ProfilerConfig
+
+    torch.manual_seed(0)
+    x = torch.randn(batches * 8, 16)
+    y = (x[:, 0] > 0).long()
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook = smd.Hook(out_dir=str(tmp_path / "run"),
+                    profiler_config=ProfilerConfig(local_path=str(tmp_path / "prof"), interval_millis=100))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    hook.set_mode(smd.modes.TRAIN)
+    for i, (xb, yb) in enumerate(loader):
+        opt.zero_grad()
+        loss_fn(model(xb), yb).backward()
+        opt.step()
+        if i == 10:
+            time.sleep(0.5)  # one slow step
+    hook.close()
+    return tmp_path / "prof"
+
+
+def test_a_pytorch_run_reads_back_as_steps_series_and_events_and_as_1034_reads_it(tmp_path, peer):
+    root = _train(tmp_path)
+    trial = ProfilerTrial(root)
+    assert trial.job_finished()
+    steps = trial.steps("TRAIN")
+    assert list(steps.step) == list(range(24))
+    assert steps.duration_us[10] >= 500_000 and np.all(steps.end_us > steps.start_us)
+    assert len(trial.steps("EVAL")) == 0
+    events = trial.framework_events()
+    assert {"Step:ModeKeys.TRAIN", "Forward", "Backward", "Optimizer", "DataLoaderIter"} <= set(events.phase)
+    inside = trial.framework_events(int(steps.start_us[10]), int(steps.end_us[10]))
+    assert 10 in set(inside.step) and len(inside) < len(events)
+    cpus = trial.system_series(type="cpu", dimension="CPUUtilization")
+    assert [s.name for s in cpus] == [f"cpu{i}" for i in range(len(cpus))] and len(cpus) == os.cpu_count()
+    assert all(len(s) >= 3 and np.all((s.value >= 0) & (s.value <= 100)) for s in cpus)
+    assert trial.first_timestamp <= int(steps.start_us[0]) <= int(steps.end_us[-1])
+    assert trial.get_latest_timestamp() >= int(steps.end_us[-1]) - 1_000_000
+    # 1.0.34's readers see the same rows
+    peer_fw = run_json(peer, PEER_READ, root, "framework")["events"]
+    assert _framework_rows(events) == _peer_framework_rows(peer_fw)
+    peer_sys = run_json(peer, PEER_READ, root, "system")["events"]
+    assert _system_rows(trial) == _peer_system_rows(peer_sys)
+
+
+def test_a_copy_of_a_run_on_s3_reads_the_same(tmp_path, aws_env, bucket, boto_client):
+    src = FIXTURES / "test_traces"
+    for path in src.rglob("*.json"):
+        boto_client.upload_file(str(path), bucket, f"job/profiler-output/{path.relative_to(src).as_posix()}")
+    local, remote = ProfilerTrial(src), ProfilerTrial(f"s3://{bucket}/job/profiler-output")
+    assert _system_rows(remote) == _system_rows(local)
+    assert _framework_rows(remote.framework_events()) == _framework_rows(local.framework_events())
+    assert remote.first_timestamp == local.first_timestamp
+    boto_client.put_object(Bucket=bucket, Key="job/profiler-output/system/training_job_end.ts", Body=b"")
+    assert not local.job_finished() and remote.job_finished()
+    # 1.0.34's S3 readers and create_trial on s3://
+    from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader
+    from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader
+    from smdebug.trials import create_trial
+
+    url = f"s3://{bucket}/job/profiler-output"
+    far = 4102444800 * 10**6
+    for local_cls, s3_cls in ((LocalSystemMetricsReader, S3SystemMetricsReader),
+                              (LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader)):
+        ours, theirs = s3_cls(url).get_events(0, far), local_cls(str(src)).get_events(0, far)
+        assert len(ours) == len(theirs) > 0
+        assert [vars(e).get("timestamp", vars(e).get("start_time")) for e in ours] == \
+            [vars(e).get("timestamp", vars(e).get("start_time")) for e in theirs]
+    trial = create_trial(url, profiler=True, output_dir=str(tmp_path / "out"))
+    assert trial.system_metrics_reader.__class__ is S3SystemMetricsReader and trial.job_finished()
+    assert len(trial.get_system_metrics(0, far)) == sum(len(s) for s in local.system_series())
+

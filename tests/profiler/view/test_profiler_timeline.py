@@ -1,0 +1,186 @@
+"""One timeline per node: system counters, framework events and torch.profiler's trace merged by
+absolute time into one Chrome trace object."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from synth import STALL_STEP, SynthTrial, write_kineto, write_profile
+from trace_check import trace_problems
+
+from smdebug.analysis.profiler_timeline import build_timeline, node_of, timeline_nodes
+from smdebug.exceptions import SMDebugValueError
+
+
+def test_the_trace_is_valid_and_holds_every_source(tmp_path):
+    trial = SynthTrial(tmp_path)
+    trace = build_timeline(trial)
+    assert trace_problems(trace) == []
+    ev = trace["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    assert procs[1] == "system algo-1" and "framework algo-1-0" in procs.values()
+    assert any(v.startswith("torch.profiler python3 [algo-1-0]") for v in procs.values())
+    counters = {e["name"] for e in ev if e["ph"] == "C"}
+    assert {"cpu0 CPUUtilization", "cpu1 CPUUtilization", "gpu0 GPUUtilization", "gpu0 GPUMemoryUtilization",
+            "MemoryUsedPercent"} <= counters
+    # every system sample is a counter point, values kept
+    cpu0 = [e for e in ev if e["name"] == "cpu0 CPUUtilization"]
+    want = trial.system_series(None, None, dimension="CPUUtilization")[0]
+    assert [e["ts"] for e in cpu0] == want.timestamp_us.tolist()
+    assert np.allclose([e["args"]["CPUUtilization"] for e in cpu0], want.value)
+    # framework events: one per row, one thread per phase, step numbers in args
+    fw = [e for e in ev if e["ph"] == "X" and e["pid"] == 100]
+    assert len(fw) == len(trial.framework_events(None, None))
+    threads = {e["tid"]: e["args"]["name"] for e in ev if e["name"] == "thread_name" and e["pid"] == 100}
+    assert set(threads.values()) == {"DataLoaderIter", "Forward", "Backward", "Optimizer", "Step:ModeKeys.TRAIN"}
+    stall = [e for e in fw if e["cat"] == "Step:ModeKeys.TRAIN" and int(e["args"]["step_num"]) == STALL_STEP]
+    assert len(stall) == 1 and stall[0]["dur"] == 500_000
+
+
+def test_the_kineto_trace_lands_at_its_absolute_time(tmp_path):
+    trial = SynthTrial(tmp_path)
+    doc = json.loads(open(trial.kineto).read())
+    base_us = doc["baseTimeNanoseconds"] / 1000
+    ev = build_timeline(trial)["traceEvents"]
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    assert [e["ts"] for e in ops] == [base_us + e["ts"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    # the operators of the profiled steps 3 and 4 fall inside those steps' spans
+    steps = trial.steps("TRAIN")
+    for op, s in zip(ops, (3, 4)):
+        assert steps.start_us[s] <= op["ts"] <= steps.end_us[s]
+    # Kineto's pids (its process and the GPU stream) are moved out of the way of ours, kept apart
+    kpids = {e["pid"] for e in ev if e.get("cat") in ("cpu_op", "kernel")}
+    assert len(kpids) == 2 and min(kpids) >= 10000
+    flows = [e for e in ev if e["ph"] in ("s", "f")]
+    assert {e["id"] for e in flows} == {"0:1", "0:2"}
+
+
+def test_a_window_keeps_only_its_events(tmp_path):
+    trial = SynthTrial(tmp_path)
+    steps = trial.steps("TRAIN")
+    lo, hi = int(steps.start_us[8]) + 1, int(steps.end_us[9]) - 1  # overlap is inclusive
+    trace = build_timeline(trial, start_us=lo, end_us=hi)
+    assert trace_problems(trace) == []
+    data = [e for e in trace["traceEvents"] if e["ph"] in ("X", "C")]
+    assert all(e["ts"] + e.get("dur", 0) >= lo and e["ts"] <= hi for e in data)
+    assert {int(e["args"]["step_num"]) for e in data if e.get("cat") == "Step:ModeKeys.TRAIN"} == {8, 9}
+    assert trace["otherData"]["detailed_profiles"] == []  # the profiled steps 3-4 are outside
+
+
+def test_long_series_are_averaged_down_and_say_so(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    n = len(trial.system_series(None, None, dimension="CPUUtilization")[0])
+    trace = build_timeline(trial, max_counter_points=10)
+    assert trace_problems(trace) == []
+    cpu0 = [e for e in trace["traceEvents"] if e["name"] == "cpu0 CPUUtilization"]
+    assert len(cpu0) == 10
+    assert trace["otherData"]["downsampled"]["cpu0 CPUUtilization"] == {"samples": n, "points": 10}
+    full = trial.system_series(None, None, dimension="CPUUtilization")[0].value
+    assert np.isclose(np.mean([e["args"]["CPUUtilization"] for e in cpu0]), full.mean(), rtol=0.05)
+
+
+def test_nodes_of_a_local_run_and_of_a_cluster():
+    assert node_of("algo-2-0", ["algo-1", "algo-2"]) == "algo-2"  # "0-algo-2" in file names, as the readers call it
+    assert node_of("4242-mybox", ["algo-1"]) == "algo-1"  # a local run: one node whatever the host is called
+    assert node_of("1-other", ["algo-1", "algo-2"]) == "other"
+    assert node_of("4242-my-box", []) == "my-box"
+
+
+def test_several_nodes_need_a_name(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    trial._series += [s.__class__("algo-2", s.type, s.name, s.dimension, s.timestamp_us, s.value)
+                      for s in trial._series]
+    assert timeline_nodes(trial) == ["algo-1", "algo-2"]
+    with pytest.raises(SMDebugValueError, match=r"2 nodes \(algo-1, algo-2\): name one"):
+        build_timeline(trial)
+    two = build_timeline(trial, node="algo-2")
+    assert not [e for e in two["traceEvents"] if e["ph"] == "X"]  # the framework process ran on algo-1
+    assert {e["name"] for e in two["traceEvents"] if e["ph"] == "C"}
+    with pytest.raises(SMDebugValueError, match="no node 'algo-9'"):
+        build_timeline(trial, node="algo-9")
+
+
+def test_a_broken_kineto_file_is_named(tmp_path):
+    trial = SynthTrial(tmp_path)
+    open(trial.kineto, "w").write("{not json")
+    with pytest.raises(SMDebugValueError, match=r"\.pt\.trace\.json: not a torch\.profiler trace"):
+        build_timeline(trial)
+
+
+def test_an_empty_profile_says_so(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    trial.end = None
+    trial.get_latest_timestamp = lambda: None
+    with pytest.raises(SMDebugValueError, match="no profiler data"):
+        build_timeline(trial)
+
+
+def test_rule_verdicts_are_slices_over_the_windows_they_fired_in(tmp_path):
+    trial = SynthTrial(tmp_path, kineto=False)
+    steps = trial.steps("TRAIN")
+    window = [int(steps.start_us[STALL_STEP]), int(steps.end_us[STALL_STEP])]
+    trace = build_timeline(trial, rule_reports={
+        "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
+                        "Verdict": {"status": "issues found", "message": "step 7", "fired_windows": [window]}},
+        "LowGPUUtilization": {"RuleTriggered": 2, "Violations": 2, "Datapoints": 30},  # 1.0.34's: no windows
+        "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0}})
+    assert trace_problems(trace) == []
+    fired = [e for e in trace["traceEvents"] if e.get("cat") == "rule"]
+    assert [(e["name"], e["ph"]) for e in fired] == [("StepOutlier fired", "X"), ("LowGPUUtilization fired", "i")]
+    assert [fired[0]["ts"], fired[0]["ts"] + fired[0]["dur"]] == window
+    assert fired[1]["ts"] == trial.get_latest_timestamp()
+    threads = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name" and e["pid"] == 2}
+    assert threads == {"StepOutlier", "LowGPUUtilization"}
+
+
+def test_second_kineto_file_ids_do_not_collide(tmp_path):
+    trial = SynthTrial(tmp_path)
+    steps = trial.steps("TRAIN")
+    write_kineto(str(tmp_path), "0-algo-1", int(steps.start_us[9]), 1)
+    ev = build_timeline(trial)["traceEvents"]
+    ids = [e["id"] for e in ev if e["ph"] == "s"]
+    assert len(ids) == len(set(ids)) == 3
+    assert trace_problems({"traceEvents": ev, "displayTimeUnit": "ms"}) == []
+
+
+def test_a_profile_written_by_part_1_reads_into_the_same_timeline(tmp_path):
+    """The files part 1's writers make, read by the ProfilerTrial: the same tracks and events as the
+    in-memory profile they were written from (values as written: 2 decimals)."""
+    from smdebug.profiler.reading.trial import ProfilerTrial
+
+    synth = write_profile(tmp_path / "p")
+    trial = ProfilerTrial(str(tmp_path / "p"))
+    # the trial's end is where every stream has data: the framework's last event (system samples go on)
+    assert trial.first_timestamp == synth.first_timestamp and trial.get_latest_timestamp() < synth.end
+    ours = build_timeline(trial)
+    want = build_timeline(synth, end_us=trial.get_latest_timestamp())
+    assert trace_problems(ours) == []
+
+    def shape(trace):
+        ev = trace["traceEvents"]
+        counters = sorted((e["name"], e["ts"]) for e in ev if e["ph"] == "C")
+        spans = sorted((e["cat"], e["name"], e["ts"], e["dur"]) for e in ev if e["ph"] == "X")
+        names = sorted(e["args"]["name"] for e in ev if e["name"] in ("process_name", "thread_name"))
+        return counters, spans, names
+
+    assert shape(ours) == shape(want)
+    assert ours["otherData"]["detailed_profiles"] == want["otherData"]["detailed_profiles"] != []
+
+
+def test_1034_resources_make_valid_timelines():
+    """1.0.34's own test resources (framework files of TF and PyTorch runs, system files)."""
+    from pathlib import Path
+
+    from smdebug.profiler.reading.trial import ProfilerTrial
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
+    for name, events in (("merge_traces", 710), ("model_timeline_traces", 115), ("test_traces", 7)):
+        trial = ProfilerTrial(str(root / name))
+        (node,) = timeline_nodes(trial)
+        trace = build_timeline(trial, node=node)
+        assert trace_problems(trace) == [], name
+        assert len(trace["traceEvents"]) == events, name
+        assert len([e for e in trace["traceEvents"] if e["ph"] == "X"]) == len(trial.framework_events(
+            trace["otherData"]["start_us"], trace["otherData"]["end_us"])), name

@@ -1,0 +1,50 @@
+"""Structural checks of a Chrome trace object (what Perfetto's and chrome://tracing's JSON
+importers need): the JSON object format, every event with ph/ts/pid/tid, complete events with a
+non-negative dur, counters with numeric values, instant events with a scope, and non-metadata events
+sorted by ts."""
+
+from __future__ import annotations
+
+import json
+import math
+
+PHASES = {"X", "B", "E", "i", "I", "C", "M", "s", "t", "f"}
+
+
+def trace_problems(trace) -> list[str]:
+    out = []
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+        return ["not the JSON object format: no traceEvents list"]
+    if trace.get("displayTimeUnit") not in ("ms", "ns"):
+        out.append(f"displayTimeUnit {trace.get('displayTimeUnit')!r}")
+    json.dumps(trace, allow_nan=False)  # strict JSON: raises on NaN/inf
+    last = -math.inf
+    seen_data = False
+    for i, e in enumerate(trace["traceEvents"]):
+        where = f"event {i} {e.get('name')!r}"
+        for key in ("ph", "ts", "pid", "tid"):
+            if key not in e:
+                out.append(f"{where}: no {key}")
+        ph = e.get("ph")
+        if ph not in PHASES:
+            out.append(f"{where}: phase {ph!r}")
+        if not isinstance(e.get("ts"), (int, float)) or isinstance(e.get("ts"), bool):
+            out.append(f"{where}: ts {e.get('ts')!r} is not a number")
+            continue
+        if ph == "M":
+            if seen_data:
+                out.append(f"{where}: metadata after data events")
+            continue
+        seen_data = True
+        if e["ts"] < last:
+            out.append(f"{where}: ts {e['ts']} before the previous {last}")
+        last = e["ts"]
+        if ph == "X" and not (isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0):
+            out.append(f"{where}: complete event without a dur >= 0")
+        if ph == "C":
+            args = e.get("args") or {}
+            if not args or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in args.values()):
+                out.append(f"{where}: counter without finite numeric values: {args}")
+        if ph == "i" and e.get("s") not in ("g", "p", "t"):
+            out.append(f"{where}: instant event without a scope")
+    return out
