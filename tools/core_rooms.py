@@ -13,7 +13,9 @@ What it does:
 2. Rewrites, in src/, tests/, bench/, examples/, tools/ (.py) and in the Markdown documents:
    ``smdebug.core.X`` -> ``smdebug.core.ROOM.X``; ``from smdebug.core import X`` -> ``from
    smdebug.core.ROOM import X``; ``core.X`` and ``core/X.py`` in comments and docstrings.
-   User-facing Markdown keeps the documented paths (``smdebug.core.writer`` ...), which work.
+   Outside src/, the documented paths (``smdebug.core.writer`` ...) stay as they are: they work,
+   they are what users write, and tests, benchmarks and fixture recipes run code that names them
+   under smdebug 1.0.34 too, which has no rooms. User-facing Markdown keeps them as well.
 3. Writes a small module at each DOCUMENTED path (``smdebug/core/writer.py`` ...) that makes the old
    name the new module itself (``sys.modules``), so ``import smdebug.core.writer`` and
    ``monkeypatch.setattr("smdebug.core.writer.X", ...)`` act on the one module.
@@ -106,11 +108,12 @@ def move(dry: bool) -> list[str]:
     return changes
 
 
-def _from_import(m: re.Match) -> str:
+def _from_import(m: re.Match, keep: frozenset) -> str:
     names = [n.strip() for n in m.group("names").split(",") if n.strip()]
     groups: dict[str, list[str]] = {}
     for n in names:
-        groups.setdefault(ROOM_OF.get(n.split(" as ")[0].strip(), ""), []).append(n)
+        mod = n.split(" as ")[0].strip()
+        groups.setdefault("" if mod in keep else ROOM_OF.get(mod, ""), []).append(n)
     if set(groups) == {""}:
         return m.group(0)
     lines = []
@@ -121,10 +124,18 @@ def _from_import(m: re.Match) -> str:
     return "\n".join(lines)
 
 
-def rewrite_text(text: str, dotted: bool = True) -> str:
+def _dotted(m: re.Match, keep: frozenset) -> str:
+    mod = m.group(1)
+    return m.group(0) if mod in keep else f"smdebug.core.{ROOM_OF[mod]}.{mod}"
+
+
+def rewrite_text(text: str, dotted: bool = True, keep_documented: bool = False) -> str:
+    """``dotted``: rewrite ``smdebug.core.X`` paths (else only ``core.X`` and ``core/X.py``);
+    ``keep_documented``: leave the documented paths (the modules of DOCUMENTED) as they are."""
+    keep = frozenset(DOCUMENTED) if keep_documented else frozenset()
     if dotted:
-        text = _DOTTED.sub(lambda m: f"smdebug.core.{ROOM_OF[m.group(1)]}.{m.group(1)}", text)
-        text = _FROM.sub(_from_import, text)
+        text = _DOTTED.sub(lambda m: _dotted(m, keep), text)
+        text = _FROM.sub(lambda m: _from_import(m, keep), text)
     text = _SHORT.sub(lambda m: f"core.{ROOM_OF[m.group(1)]}.{m.group(1)}", text)
     return _PATH.sub(lambda m: f"core/{ROOM_OF[m.group(1)]}/{m.group(1)}.py", text)
 
@@ -162,7 +173,8 @@ def rewrite(dry: bool) -> list[str]:
         if rel in KEEP or _is_shim(path) or rel == "tools/core_rooms.py":
             continue
         old = path.read_text()
-        new = rewrite_text(old, dotted=rel not in USER_DOCS and not rel.startswith("docs/guide/"))
+        new = rewrite_text(old, dotted=rel not in USER_DOCS and not rel.startswith("docs/guide/"),
+                           keep_documented=not rel.startswith("src/"))
         if new != old:
             changes.append(f"rewrite {rel}")
             changed.append(path)
