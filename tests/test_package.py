@@ -32,7 +32,8 @@ def test_public_exports_are_pinned():
     }
     for name in smdebug.__all__:
         assert getattr(smdebug, name) is not None
-    assert set(trials.__all__) == {"create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor"}
+    assert set(trials.__all__) == {"create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor",
+                                  "ValueKey", "StepValue"}
     documented = {
         "TensorUnavailableForStep", "TensorUnavailable", "StepUnavailable", "StepNotYetAvailable",
         "NoMoreData", "RuleEvaluationConditionMet", "MissingCollectionFiles", "IndexReaderException",

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from smdebug.codec.event import (
     decode_event,
-    decode_tensor_record,
     encode_summary_event,
     encode_tensor_event,
     histogram_value,
@@ -24,6 +23,7 @@ from smdebug.codec.event import (
     scalar_value,
 )
 from smdebug.codec.index import decode_index
+from smdebug.codec.record import decode_tensor_record
 from smdebug.codec.tensor import encode_tensor
 from smdebug.codec.tfrecord import frame, iter_records, unframe
 from smdebug.codec.wire import I32, I64, LEN, VARINT, double, key, ld, varint

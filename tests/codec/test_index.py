@@ -226,3 +226,39 @@ def test_round_trip_matches_1034_bytes_layout():
     ours = encode_index(raw["meta"], raw["tensor_payload"], raw["shape_payload"])
     assert json.loads(ours) == raw
     assert decode_index(ours, "ours") == decode_index(path.read_bytes(), "theirs")
+
+
+def test_index_builder_writes_what_decode_index_reads_back_and_what_1_0_34_wrote():
+    from smdebug.codec.index import IndexBuilder
+
+    b = IndexBuilder()
+    assert b.empty
+    b.shapes_of(ModeKeys.TRAIN, 9)  # a shape before any record: the record's mode wins
+    b.add_shape("fc1.weight", "fc1.weight", (2, 3))
+    b.records_in(EVENT_KEY, ModeKeys.EVAL, 5)
+    b.records_in("events/other.tfevents", ModeKeys.TRAIN, 6)  # the first record's file and mode stay
+    b.add("fc1.weight", 0, 138)
+    b.add("smdebug/reductions/mean/fc1.weight", 138, 120)
+    assert json.loads(b.encode()) == _doc()  # the JSON 1.0.34 writes, key for key
+    b.crcs = [7, 2**32 - 1]
+    got = decode_index(b.encode(), WHERE)
+    assert got == b.parsed()
+    assert got.crcs == [7, 2**32 - 1] and got.shapes == {"fc1.weight": ((2, 3), "fc1.weight")}
+    shapes_only = IndexBuilder()
+    shapes_only.shapes_of(ModeKeys.TRAIN, 3)
+    shapes_only.add_shape("w", "w:0", [4])
+    assert json.loads(shapes_only.encode())["meta"] == {"mode": "TRAIN", "mode_step": 3}
+    assert decode_index(shapes_only.encode(), WHERE) == shapes_only.parsed()
+
+
+def test_only_codec_index_knows_the_index_json_keys():
+    """The per-step index JSON has one owner: no module outside codec/index.py spells its keys."""
+    from pathlib import Path
+
+    import smdebug
+
+    src = Path(smdebug.__file__).parent
+    keys = ('"tensor_payload"', '"shape_payload"', '"start_idx"', '"tensorname"', '"originalname"')
+    spelled = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                     if p.relative_to(src).as_posix() != "codec/index.py" and any(k in p.read_text() for k in keys))
+    assert spelled == []

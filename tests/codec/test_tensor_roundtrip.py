@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from smdebug.codec.event import decode_event, decode_tensor_record, encode_tensor_event, mode_metadata
+from smdebug.codec.event import decode_event, encode_tensor_event, mode_metadata
+from smdebug.codec.record import decode_tensor_record
 from smdebug.codec.tensor import encode_tensor
 from smdebug.codec.tfrecord import frame, iter_records, unframe
 from smdebug.codec.wire import LEN, VARINT, double, iter_fields, key, ld, varint

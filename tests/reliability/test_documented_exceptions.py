@@ -11,7 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from smdebug.codec.event import decode_event, decode_tensor_record, encode_summary_event, scalar_value
+from smdebug.codec.event import decode_event, encode_summary_event, scalar_value
+from smdebug.codec.record import decode_tensor_record
 from smdebug.codec.tensor import dtype_code, to_numpy
 from smdebug.codec.tfrecord import frame, unframe
 from smdebug.codec.wire import I32, I64, LEN, VARINT, double, key, ld, varint

@@ -23,7 +23,6 @@ __all__ = [
     "scalar_value",
     "histogram_value",
     "decode_event",
-    "decode_tensor_record",
 ]
 
 _F32 = struct.Struct("<f")
@@ -229,15 +228,6 @@ def decode_event(payload: bytes) -> Event:
             if f == 1 and wt == LEN:
                 ev.values.append(_decode_value(payload, v, ev.step))
     return ev
-
-
-def decode_tensor_record(payload: bytes) -> np.ndarray:
-    """The tensor of an smdebug tensor record (its first summary value holding one)."""
-    ev = decode_event(payload)
-    for sv in ev.values:
-        if sv.tensor is not None:
-            return sv.tensor
-    raise EventFileCorrupt("record holds no tensor")
 
 
 class _StepLayout:

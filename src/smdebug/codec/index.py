@@ -11,7 +11,7 @@ import orjson
 from smdebug.exceptions import IndexReaderException
 from smdebug.modes import ModeKeys
 
-__all__ = ["ParsedIndex", "encode_index", "decode_index", "decode_collections_json"]
+__all__ = ["ParsedIndex", "IndexBuilder", "encode_index", "decode_index", "decode_collections_json"]
 
 
 @dataclass(slots=True)
@@ -27,9 +27,70 @@ class ParsedIndex:
 
 
 def encode_index(meta: dict, tensor_payload: list, shape_payload: list) -> bytes:
+    """An index file from its three sections as JSON-ready values (tests write odd files with it;
+    writers use :class:`IndexBuilder`)."""
     return orjson.dumps(
         {"meta": meta, "tensor_payload": tensor_payload, "shape_payload": shape_payload}
     )
+
+
+class IndexBuilder:
+    """One step's index file as a writer fills it in: this class and :func:`decode_index` are the
+    only code that knows the file's JSON keys. :meth:`encode` gives the file, :meth:`parsed` what
+    :func:`decode_index` reads back from it (the consolidator takes that)."""
+
+    __slots__ = ("mode", "mode_step", "event_file_name", "tags", "starts", "lengths", "crcs", "shapes")
+
+    def __init__(self):
+        self.mode: ModeKeys | None = None  # None: nothing written yet
+        self.mode_step = 0
+        self.event_file_name: str | None = None
+        self.tags: list[str] = []
+        self.starts: list[int] = []
+        self.lengths: list[int] = []
+        self.crcs: list[int] | None = None
+        self.shapes: list[tuple] = []  # (name, original name, shape tuple), in the order written
+
+    def records_in(self, event_file_name: str, mode: ModeKeys, mode_step: int) -> None:
+        """The step's records are in ``event_file_name`` under ``mode``/``mode_step`` (the first
+        record's mode wins, over the mode of shapes written before it)."""
+        if self.event_file_name is None:
+            self.mode, self.mode_step, self.event_file_name = mode, mode_step, event_file_name
+
+    def shapes_of(self, mode: ModeKeys, mode_step: int) -> None:
+        """Shapes written under ``mode``/``mode_step`` (used when no record is written)."""
+        if self.mode is None:
+            self.mode, self.mode_step = mode, mode_step
+
+    def add(self, name: str, start: int, length: int) -> None:
+        self.tags.append(name)
+        self.starts.append(start)
+        self.lengths.append(length)
+
+    def add_shape(self, name: str, original_name: str, shape) -> None:
+        self.shapes.append((name, original_name, tuple(int(d) for d in shape)))
+
+    @property
+    def empty(self) -> bool:
+        return self.mode is None or not (self.tags or self.shapes)
+
+    def encode(self) -> bytes:
+        meta: dict = {"mode": self.mode.name, "mode_step": self.mode_step}
+        if self.event_file_name is not None:
+            meta["event_file_name"] = self.event_file_name
+        if self.crcs is None:
+            tp = [{"tensorname": n, "start_idx": s, "length": ln} for n, s, ln in zip(self.tags, self.starts, self.lengths)]
+        else:  # each payload's CRC32C: readers verify it (smdebug 1.0.34 ignores the key)
+            tp = [{"tensorname": n, "start_idx": s, "length": ln, "crc32c": c}
+                  for n, s, ln, c in zip(self.tags, self.starts, self.lengths, self.crcs)]
+        sp = [{"tensorname": n, "originalname": o, "shape": list(shape)} for n, o, shape in self.shapes]
+        return encode_index(meta, tp, sp)
+
+    def parsed(self) -> ParsedIndex:
+        shapes = {n: (shape, o) for n, o, shape in self.shapes}
+        return ParsedIndex(self.mode, self.mode_step, self.event_file_name if self.tags else None, tuple(self.tags),
+                           list(self.starts), list(self.lengths), shapes,
+                           list(self.crcs) if self.crcs is not None else None)
 
 
 _INT64_MAX = 2**63 - 1

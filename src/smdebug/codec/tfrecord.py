@@ -23,34 +23,36 @@ def frame(payload: bytes, payload_crc: bool = False) -> bytes:
     return b"".join((header, masked_crc32c_bytes(header), payload, footer))
 
 
-def unframe(buf: bytes, offset: int = 0, where: str = "<bytes>") -> tuple[bytes, int]:
+def unframe(buf: bytes, offset: int = 0, where: str = "<bytes>", base: int = 0) -> tuple[bytes, int]:
     """Decode the record starting at ``offset``; return (payload, offset of the next record).
 
     The footer may be either smdebug's constant or the payload's own CRC. Any defect raises
-    :class:`EventFileCorrupt` naming ``where`` and the offset.
+    :class:`EventFileCorrupt` naming ``where`` and the offset in the file (``buf`` holds the file's
+    bytes from ``base`` on).
     """
     end = len(buf)
+    at = base + offset
     if offset + 12 > end:
         raise EventFileCorrupt(
-            f"{where}: truncated record at byte {offset} "
+            f"{where}: truncated record at byte {at} "
             f"(header needs 12 bytes, {max(end - offset, 0)} left)"
         )
     header = bytes(buf[offset : offset + 8])
     (length,) = _LEN.unpack(header)
     (len_crc,) = _U32.unpack_from(buf, offset + 8)
     if len_crc != masked_crc32c(header):
-        raise EventFileCorrupt(f"{where}: bad length CRC in record at byte {offset}")
+        raise EventFileCorrupt(f"{where}: bad length CRC in record at byte {at}")
     start = offset + 12
     stop = start + length
     if stop + 4 > end:
         raise EventFileCorrupt(
-            f"{where}: truncated record at byte {offset} "
+            f"{where}: truncated record at byte {at} "
             f"(declares {length} payload bytes, {max(end - start - 4, 0)} present)"
         )
     payload = bytes(buf[start:stop])
     footer = bytes(buf[stop : stop + 4])
     if footer != EVENTS_FOOTER and footer != masked_crc32c_bytes(payload):
-        raise EventFileCorrupt(f"{where}: bad payload CRC in record at byte {offset}")
+        raise EventFileCorrupt(f"{where}: bad payload CRC in record at byte {at}")
     return payload, stop + 4
 
 

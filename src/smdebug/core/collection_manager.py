@@ -62,11 +62,14 @@ class CollectionManager:
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_json_dict()).encode("utf-8")
 
-    def export(self, out_dir, filename) -> None:
-        """Write ``<out_dir>/collections/000000000/<filename>`` (atomically)."""
-        from smdebug.storage import open_store
+    def export(self, out_dir, filename, store=None) -> None:
+        """Write ``<out_dir>/collections/000000000/<filename>`` (atomically); ``store``: the store
+        of ``out_dir`` when the caller has it open."""
+        if store is None:
+            from smdebug.storage import open_store
 
-        open_store(out_dir).write(COLLECTIONS_PREFIX + filename, self.to_bytes())
+            store = open_store(out_dir)
+        store.write(COLLECTIONS_PREFIX + filename, self.to_bytes())
 
     @classmethod
     def load(cls, filename, collection_class=Collection) -> CollectionManager:

@@ -37,10 +37,10 @@ from smdebug.core.locations import (
     event_key,
     heads_key,
     index_bucket_key,
+    index_key,
     parse_consolidated_key,
     parse_index_key,
 )
-from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import IndexReaderException
 from smdebug.storage import Store, open_store
 
@@ -106,18 +106,12 @@ class BucketConsolidator:
         # an object left by an earlier run into this folder would hide what we now write
         self._guard(_delete_objects, self.store, b, self.worker)
 
-    def add(self, step: int, meta: dict, entries: list, shapes: list) -> None:
-        """The index file of ``step`` was written (``meta``, ``entries``, ``shapes`` as in its JSON)."""
+    def add(self, step: int, parsed) -> None:
+        """The index file of ``step`` was written (``parsed``: a codec.index.ParsedIndex, as
+        ``IndexBuilder.parsed`` gives it)."""
         if bucket_of(step) != self._bucket:
             self.before_write(step)
-        crcs = [e.get("crc32c") for e in entries]
-        self._files[step] = (FileIndex(
-            step, ModeKeys[meta["mode"]].value, int(meta["mode_step"]),
-            _event_ref(meta.get("event_file_name"), step, self.worker),
-            tuple(e["tensorname"] for e in entries), [e["start_idx"] for e in entries],
-            [e["length"] for e in entries], crcs if None not in crcs else None,
-            tuple((s["tensorname"], s["originalname"], tuple(s["shape"])) for s in shapes),
-        ))
+        self._files[step] = file_index_from_parsed(step, self.worker, parsed, index_key(step, self.worker))
 
     def _flush(self) -> None:
         files, self._files = list(self._files.values()), {}

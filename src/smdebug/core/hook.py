@@ -143,7 +143,8 @@ class BaseHook:
 
     def _step_writer(self) -> StepWriter:
         if self._writer is None:
-            self._writer = StepWriter(self.out_dir, self.worker, self.tensorboard_dir, adapter=self.adapter)
+            self._writer = StepWriter(self.out_dir, self.worker, self.tensorboard_dir, adapter=self.adapter,
+                                      store=self.store)
         return self._writer
 
     def open_writer_gate(self) -> None:
@@ -389,7 +390,7 @@ class BaseHook:
             return
         num_workers = self._get_num_workers() if self.save_all_workers else 1
         self.collection_manager.set_num_workers(num_workers)
-        self.collection_manager.export(self.out_dir, collections_file_name(self.worker))
+        self.collection_manager.export(self.out_dir, collections_file_name(self.worker), store=self.store)
         self.exported_collections = True
 
     def close(self) -> None:

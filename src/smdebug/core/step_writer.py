@@ -127,14 +127,16 @@ class StepWriter:
     """Writes StepRecords for one worker, in order, on a background thread (or inline)."""
 
     def __init__(self, out_dir: str, worker: str, tensorboard_dir: str | None = None,
-                 background: bool = True, max_pending: int = 4, adapter: TensorAdapter | None = None):
+                 background: bool = True, max_pending: int = 4, adapter: TensorAdapter | None = None,
+                 store=None):
+        """``store``: the store of ``out_dir`` the hook opened (opened here when None)."""
         from smdebug.storage import open_store
 
         self.adapter = adapter if adapter is not None else NumpyAdapter()
         self.out_dir = out_dir
         self.worker = worker
         self.tensorboard_dir = tensorboard_dir
-        self.store = open_store(out_dir)
+        self.store = store if store is not None else open_store(out_dir)
         self.consolidator = BucketConsolidator(self.store, worker)  # an index object per 1000 steps
         self.tb_store = open_store(tensorboard_dir) if tensorboard_dir else None
         self.errors: list[BaseException] = []  # failures that disable the hook

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from smdebug.codec.event import encode_step_records, encode_tensor_record_chunks, mode_metadata
-from smdebug.codec.index import encode_index
+from smdebug.codec.index import IndexBuilder
 from smdebug.codec.record_crc import payload_crcs
 from smdebug.codec.tensor import to_numpy
 from smdebug.core.locations import event_key, index_key
@@ -53,9 +53,7 @@ class FileWriter:
         self._index_key = index_key(self.step, worker)
         self._chunks: list[bytes] = []
         self._offset = 0
-        self._entries: list[dict] = []
-        self._shapes: list[dict] = []
-        self._meta: dict | None = None
+        self._index = IndexBuilder()
         self._md_cache: dict[tuple, bytes] = {}
         self._closed = False
         self._consolidator = consolidator  # a core.consolidate.BucketConsolidator of this worker
@@ -84,9 +82,8 @@ class FileWriter:
         chunks = encode_tensor_record_chunks(tname, arr, self.step, md, timestamp, self.write_checksum)
         length = sum(c.nbytes if isinstance(c, np.ndarray) else len(c) for c in chunks)
         if write_index:
-            if self._meta is None or "event_file_name" not in self._meta:
-                self._meta = {"mode": mode.name, "mode_step": mode_step, "event_file_name": self._event_key}
-            self._entries.append({"tensorname": tname, "start_idx": self._offset, "length": length})
+            self._index.records_in(self._event_key, mode, mode_step)
+            self._index.add(tname, self._offset, length)
         self._chunks.extend(chunks)
         self._offset += length
 
@@ -106,27 +103,19 @@ class FileWriter:
                 self.write_tensor(arr, name, mode=mode, mode_step=mode_step, timestamp=wt)
             return
         chunks, lengths = enc
-        if self._meta is None or "event_file_name" not in self._meta:
-            self._meta = {"mode": mode.name, "mode_step": mode_step, "event_file_name": self._event_key}
+        index = self._index
+        index.records_in(self._event_key, mode, mode_step)
         offset = self._offset
-        entries = self._entries
         for (name, _arr, _wt), length in zip(records, lengths):
-            entries.append({"tensorname": name, "start_idx": offset, "length": length})
+            index.add(name, offset, length)
             offset += length
         self._chunks.extend(chunks)
         self._offset = offset
 
     def write_shape(self, name, shape, mode=ModeKeys.GLOBAL, mode_step=None, original_name=None):
         mode, mode_step = self._check(mode, mode_step)
-        if self._meta is None:
-            self._meta = {"mode": mode.name, "mode_step": mode_step}
-        self._shapes.append(
-            {
-                "tensorname": name,
-                "originalname": name if original_name is None else original_name,
-                "shape": [int(d) for d in shape],
-            }
-        )
+        self._index.shapes_of(mode, mode_step)
+        self._index.add_shape(name, name if original_name is None else original_name, shape)
 
     def flush(self):
         """Records are held in memory until close; kept for API compatibility."""
@@ -139,7 +128,8 @@ class FileWriter:
             return
         self._closed = True
         first = self._event_key if self._chunks else self._index_key
-        if (self._chunks or self._entries or self._shapes) and self._store.exists(first):
+        index = self._index
+        if (self._chunks or index.tags or index.shapes) and self._store.exists(first):
             self._chunks = []
             raise SMDebugRuntimeError(
                 f"{self._store.describe(first)} exists: step {self.step} of {self.worker} is written "
@@ -147,15 +137,12 @@ class FileWriter:
             )
         if self._chunks:
             self._store.write_chunks(self._event_key, self._chunks)
-        if self._meta is not None and (self._entries or self._shapes):
-            if self._entries:  # each payload's CRC32C: readers verify it (smdebug 1.0.34 ignores the key)
-                crcs = payload_crcs(self._chunks, [e["start_idx"] for e in self._entries],
-                                    [e["length"] for e in self._entries])
-                for e, c in zip(self._entries, crcs):
-                    e["crc32c"] = c
+        if not index.empty:
+            if index.tags:  # each payload's CRC32C: readers verify it
+                index.crcs = payload_crcs(self._chunks, index.starts, index.lengths)
             if self._consolidator is not None:
                 self._consolidator.before_write(self.step)
-            self._store.write(self._index_key, encode_index(self._meta, self._entries, self._shapes))
+            self._store.write(self._index_key, index.encode())
             if self._consolidator is not None:
-                self._consolidator.add(self.step, self._meta, self._entries, self._shapes)
+                self._consolidator.add(self.step, index.parsed())
         self._chunks = []

@@ -10,15 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import (
-    EventFileCorrupt,
-    IndexReaderException,
-    SMDebugValueError,
-    TensorUnavailable,
-    TensorUnavailableForStep,
-)
-from smdebug.trials.records import RecordCheck, Where
+from smdebug.exceptions import SMDebugValueError, TensorUnavailable
 
 __all__ = ["RequiredTensors", "RequiredTensorsForTrial"]
 
@@ -39,7 +31,7 @@ class RequiredTensorsForTrial:
         self.logger = logger
         self._tensor_steps: dict[str, list] = {}
         self._tensors: dict = {}
-        self._pinned: list = []  # (tensor, cache setting before) of tensors holding fetched values
+        self._held = None  # the values of the last fetch, held by their tensors (Trial.hold)
 
     def _add_steps_for_tensor(self, name, steps) -> None:
         self._tensor_steps.setdefault(name, []).extend(steps)
@@ -86,58 +78,20 @@ class RequiredTensorsForTrial:
             return
         self.logger.debug("Waiting for required_steps: %s", required)
         self.trial.wait_for_steps(required)
-        if not _batchable(self.trial):
-            for name, steps in wanted.items():  # a trial-like object: one read per value
+        self.release()
+        hold = getattr(self.trial, "hold", None)
+        if hold is None:  # a trial-like object without the batched read: one read per value
+            for name, steps in wanted.items():
                 for s in steps:
                     self._tensors[name].value(s)
             return
-        picks = []
-        for name, steps in wanted.items():
-            t = self._tensors[name]
-            for s in steps:
-                f = t._file(s, ModeKeys.GLOBAL, None)
-                pos = t._value_pos(f)
-                if pos < 0:
-                    entry = f.layout.tensors.get(name)
-                    raise TensorUnavailableForStep(name, s, ModeKeys.GLOBAL, bool(entry and entry[1]))
-                picks.append((t, f, pos))
-        store = self.trial.store
-
-        def read():
-            reqs = [(f.event_key, f.location(pos, Where(store, f.key)), f.key) for _t, f, pos in picks]
-            # the payload CRCs the index recorded are checked, as Tensor.value checks them
-            checks = [RecordCheck(f.step, t.name, f.crc(pos), Where(store, f.key)) for t, f, pos in picks]
-            return self.trial._read_records(reqs, checks)
-
-        try:
-            values = read()
-        except (EventFileCorrupt, IndexReaderException):
-            if not self.trial._stale_chunks([f for _t, f, _p in picks]):
-                raise
-            values = read()  # the stale consolidated objects now answer from the per-step files
-        self.release()
-        pinned = {}
-        for (t, f, pos), v in zip(picks, values):
-            if id(t) not in pinned:
-                pinned[id(t)] = (t, t.cache)
-                t.cache = True
-            t._values[(id(f), pos)] = v
-        self._pinned = list(pinned.values())
+        self._held = hold(wanted)  # one batched read, each payload checked against its index's CRC32C
 
     def release(self) -> None:
         """Drop fetched values from tensors that do not cache values themselves."""
-        for t, cached in self._pinned:
-            if not cached:
-                t.cache = False
-                t._values.clear()
-        self._pinned = []
-
-
-def _batchable(trial) -> bool:
-    """Whether ``trial`` is this package's Trial, whose tensors can be read in one batch."""
-    from smdebug.trials.trial import Trial
-
-    return isinstance(trial, Trial)
+        if self._held is not None:
+            self._held.release()
+            self._held = None
 
 
 class RequiredTensors:

@@ -7,10 +7,11 @@ import os
 from smdebug.core.consolidate import consolidate
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.storage import is_remote, open_store
+from smdebug.trials.reader import StepValue, ValueKey
 from smdebug.trials.tensor import Tensor
 from smdebug.trials.trial import Trial
 
-__all__ = ["create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor"]
+__all__ = ["create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor", "ValueKey", "StepValue"]
 
 
 class LocalTrial(Trial):

@@ -1,4 +1,5 @@
-"""Reading tensor records: ranged reads batched per event file, decoded, errors naming the file.
+"""What the trial's record reader (:mod:`smdebug.trials.reader`) needs around the bytes: the
+window cache for object storage, the payload CRC check and the names of files in messages.
 
 On object storage every request is a round trip, so reads there fetch a window of the event file
 (small files whole) and keep it in a bounded cache: the tensors of one step, read one by one,
@@ -13,12 +14,9 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
 from smdebug.codec.crc import crc32c
-from smdebug.codec.event import decode_tensor_record
-from smdebug.codec.tfrecord import unframe
-from smdebug.exceptions import EventFileCorrupt, ObjectNotFound
-from smdebug.storage import Store
+from smdebug.exceptions import EventFileCorrupt
 
-__all__ = ["read_records", "WindowCache", "RecordCheck", "Where", "check_payload"]
+__all__ = ["WindowCache", "windows_for", "RecordCheck", "Where", "check_payload"]
 
 
 class Where:
@@ -71,7 +69,7 @@ class WindowCache:
                 self._size -= len(old)
 
 
-def _windows_for(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def windows_for(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Merge the ranges of one object into windows of at least WINDOW bytes."""
     out: list[list[int]] = []
     for start, length in sorted(ranges):
@@ -99,7 +97,7 @@ class RecordCheck:
 def check_payload(payload, check: RecordCheck | None, where, start: int) -> None:
     """Raise EventFileCorrupt when the CRC32C of ``payload`` (bytes-like) differs from the one the
     index recorded for it (``check.crc``; None: not recorded, nothing to check). Every reader of
-    tensor records (Tensor.value, the rules' batched reader) checks through this one function."""
+    tensor records (trials.reader.RecordReader) checks through this one function."""
     if check is None or check.crc is None:
         return
     got = crc32c(payload)
@@ -108,50 +106,3 @@ def check_payload(payload, check: RecordCheck | None, where, start: int) -> None
             f"{where}: step {check.step}, tensor {check.tensor!r}: the record at byte {start} is corrupt "
             f"(payload CRC32C {got:#010x}, {check.index} recorded {check.crc:#010x})"
         )
-
-
-def read_records(store: Store, requests, cache: WindowCache | None = None, checks=None) -> list:
-    """Values of records: ``requests`` is a list of (event key, (start, length), index key);
-    ``checks``, when given, a RecordCheck or None per request: a payload whose CRC32C differs
-    from the recorded one raises EventFileCorrupt naming the file and step.
-
-    Reads are grouped by event file and issued as one batched call (concurrent on S3).
-    """
-    grouped = defaultdict(list)
-    blobs: list = [None] * len(requests)
-    for i, (ekey, rng, _ikey) in enumerate(requests):
-        hit = cache.get(ekey, *rng) if cache is not None else None
-        if hit is not None and len(hit) == rng[1]:
-            blobs[i] = hit
-        else:
-            grouped[ekey].append((i, rng))
-    order = list(grouped)
-    windowed = cache is not None and store.remote
-    wanted = [(k, _windows_for([r for _, r in grouped[k]]) if windowed else [r for _, r in grouped[k]]) for k in order]
-    results = store.read_ranges_many(wanted) if wanted else []
-    for (ekey, ranges), res in zip(wanted, results):
-        where = store.describe(ekey)
-        if isinstance(res, ObjectNotFound):
-            ikey = requests[grouped[ekey][0][0]][2]
-            raise EventFileCorrupt(f"{where} is missing, but the index {store.describe(ikey)} points to it")
-        if isinstance(res, Exception):
-            raise res
-        if windowed:
-            for (ws, _n), data in zip(ranges, res):
-                cache.put(ekey, ws, data)
-            for i, (start, length) in grouped[ekey]:
-                ws, data = next((ws, d) for (ws, n), d in zip(ranges, res) if ws <= start < ws + n)
-                blobs[i] = data[start - ws : start - ws + length]
-        else:
-            for (i, _rng), blob in zip(grouped[ekey], res):
-                blobs[i] = blob
-    out = []
-    for i, ((ekey, (start, _length), _ikey), blob) in enumerate(zip(requests, blobs)):
-        where = store.describe(ekey)
-        payload, _ = unframe(blob, 0, f"{where} (record at byte {start})")
-        check_payload(payload, checks[i] if checks is not None else None, where, start)
-        try:
-            out.append(decode_tensor_record(payload))
-        except EventFileCorrupt as exc:
-            raise EventFileCorrupt(f"{where}: record at byte {start}: {exc}") from None
-    return out

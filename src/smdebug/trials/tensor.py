@@ -10,8 +10,6 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import get_numpy_reduction
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
-    EventFileCorrupt,
-    IndexReaderException,
     InvalidWorker,
     NoMoreData,
     ShapeUnavailableForStep,
@@ -20,9 +18,14 @@ from smdebug.exceptions import (
     StepUnavailable,
     TensorUnavailableForStep,
 )
-from smdebug.trials.records import RecordCheck
+from smdebug.trials.reader import Pick
 
 __all__ = ["Tensor"]
+
+
+def _owned(v: np.ndarray) -> np.ndarray:
+    """``v``, or a copy of it when it is a read-only view into the bytes read."""
+    return v if v.flags.writeable else v.copy()
 
 
 class Tensor:
@@ -197,33 +200,23 @@ class Tensor:
 
     # ------------------------------------------------------------------ values
     def _read(self, picks):
-        """Values of (IndexFile, position) pairs, in one batched read; once more when a consolidated
-        object behind a failed read turns out stale (a step rewritten since it was made)."""
-        try:
-            return self._read_once(picks)
-        except (EventFileCorrupt, IndexReaderException):
-            if not self.trial._stale_chunks([f for f, _ in picks]):
-                raise
-        return self._read_once(picks)
-
-    def _read_once(self, picks):
-        trial = self.trial
-        reqs, checks = [], []
-        for f, pos in picks:
-            where = trial.store.describe(f.key)
-            loc = f.location(pos, where)
-            reqs.append((f.event_key, loc, f.key))
-            checks.append(RecordCheck(f.step, self.name, f.crc(pos), where))
+        """Values of (IndexFile, position) pairs, in one batched read of the trial's reader (arrays
+        the caller owns: a view into the bytes read is copied)."""
+        read = self.trial._reader.read
+        name = self.name
         if not self.cache:
-            return trial._read_records(reqs, checks)
+            return [_owned(v) for v in read([Pick(f, pos, name) for f, pos in picks])]
         out = [self._values.get((id(f), pos)) for f, pos in picks]
         missing = [i for i, v in enumerate(out) if v is None]
         if missing:
-            got = trial._read_records([reqs[i] for i in missing], [checks[i] for i in missing])
+            got = read([Pick(picks[i][0], picks[i][1], name) for i in missing])
             for i, v in zip(missing, got):
-                out[i] = v
-                self._values[(id(picks[i][0]), picks[i][1])] = v
+                out[i] = self._values[(id(picks[i][0]), picks[i][1])] = _owned(v)
         return out
+
+    def _hold(self, f, pos, value) -> None:
+        """Keep ``value`` as this tensor's value at (``f``, ``pos``) (see trials.held)."""
+        self._values[(id(f), pos)] = _owned(value)
 
     def _value_pos(self, f) -> int:
         entry = f.layout.tensors.get(self.name)

@@ -31,8 +31,10 @@ from smdebug.exceptions import (
 )
 from smdebug.storage import Store
 from smdebug.trials.consolidated import Coverage, drop_stale, open_consolidated
+from smdebug.trials.held import HeldValues, hold
 from smdebug.trials.index_state import IndexState
-from smdebug.trials.records import Where, WindowCache, read_records
+from smdebug.trials.reader import RecordReader, StepValue, ValueKey
+from smdebug.trials.records import Where
 from smdebug.trials.tensor import Tensor
 
 __all__ = ["Trial"]
@@ -98,7 +100,7 @@ class Trial:
         self._index = IndexState()
         self._seen_keys: set[str] = set()
         self._tensors: dict[str, Tensor] = {}
-        self._windows = WindowCache() if store.remote else None
+        self._reader = RecordReader(store, self._stale_chunks)  # the one batched read of records
         self._list_after: str | None = None
         self._coverage: Coverage | None = None  # what consolidated index objects serve, read at open
         if self.range_steps and self.range_steps[0]:
@@ -381,9 +383,24 @@ class Trial:
         """After a failed read of records of ``files``: see :func:`trials.consolidated.drop_stale`."""
         return drop_stale(self.store, files)
 
-    def _read_records(self, requests, checks=None):
-        """Decode records (trials.records.read_records); ``checks`` verifies payload CRCs."""
-        return read_records(self.store, requests, self._windows, checks)
+    # ------------------------------------------------------------------ batched reads
+    def read(self, keys: list[ValueKey], *, reduction=None, abs=False, reductions_if_no_value=False) -> list[StepValue]:
+        """The saved values of ``keys`` (:class:`~smdebug.trials.ValueKey`: name, global step, worker or
+        None for every worker) in one batched read, each payload checked against its index's CRC32C;
+        what is not saved is left out. With ``reduction`` (and ``abs``), the saved reduction where there
+        is one (``from_reduction``), else the raw value; with ``reductions_if_no_value``, a tensor saved
+        only as reductions gives those. Arrays may be read-only views of the bytes read."""
+        return self._reader.values(self._index.by_step, keys, reduction, abs, reductions_if_no_value)
+
+    def hold(self, wanted: dict) -> HeldValues:
+        """Read ``wanted`` ({tensor name: global steps}) in one batched read and keep the values with
+        their tensors (``tensor.value(step)`` answers from memory) until ``.release()``."""
+        return hold(self, wanted)
+
+    @property
+    def index_version(self) -> int:
+        """Grows whenever the trial takes in new index data (what was listed may have changed)."""
+        return len(self._index.files) + len(self._index.chunks)
 
     def __repr__(self):
         return f"<smdebug.trials.Trial name={self.name!r} path={self.path!r}>"

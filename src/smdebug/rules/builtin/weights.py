@@ -57,7 +57,7 @@ class _SavedSteps:
 
     def up_to(self, trial, name, step, n, mode) -> list:
         """The last ``n`` saved steps of ``name`` at or before ``step`` (of ``mode``)."""
-        seen = (len(trial._index.files), trial.last_complete_step, trial.loaded_all_steps)
+        seen = (trial.index_version, trial.last_complete_step, trial.loaded_all_steps)
         if seen != self._seen:
             self._seen, self._steps = seen, {}
         steps = self._steps.get((name, mode))
