@@ -21,12 +21,12 @@ from timelines import read_events, steps_of  # noqa: E402
 
 import smdebug.tensorflow as smd  # noqa: E402
 from smdebug.profiler import ProfilerConfig  # noqa: E402
-from smdtest import peer_python, run_json  # noqa: E402
+from smdtest import run_json  # noqa: E402
 
 PEER_READ = Path(__file__).with_name("peer_read.py")
 
 
-def test_fit_records_train_and_test_batches_inside_epochs(tmp_path):
+def test_fit_records_train_and_test_batches_inside_epochs(tmp_path, peer):
     x, y = kerasutil.digits(160)
     model = kerasutil.compile_sgd(kerasutil.sequential())
     root = tmp_path / "prof"
@@ -47,7 +47,7 @@ def test_fit_records_train_and_test_batches_inside_epochs(tmp_path):
         assert train[5 * (s // 2) + 4]["end"] <= e["start"] and e["end"] <= ep["end"]
     ordered = sorted(list(train.values()) + list(evals.values()), key=lambda e: e["start"])
     assert all(a["end"] <= b["start"] for a, b in zip(ordered, ordered[1:]))  # steps do not overlap
-    theirs = run_json(peer_python(), PEER_READ, root, "framework")["events"]
+    theirs = run_json(peer, PEER_READ, root, "framework")["events"]
     assert sorted((e[0], e[1], e[2], e[3]) for e in theirs) == sorted(
         (e["phase"], e["name"], e["start"], e["end"]) for e in events)
     assert list(Path(root, "system", "incremental").rglob("*.algo-1.json"))
@@ -72,7 +72,7 @@ def _slow_dataset(x, y, wait_s: float, batch: int = 32, unknown_length: bool = F
     return ds.with_options(opts)
 
 
-def test_the_wait_for_each_batch_is_a_data_iterator_event_inside_its_step(tmp_path):
+def test_the_wait_for_each_batch_is_a_data_iterator_event_inside_its_step(tmp_path, peer):
     x, y = kerasutil.digits(160)
     root = tmp_path / "prof"
     model = kerasutil.compile_sgd(kerasutil.sequential())
@@ -96,7 +96,7 @@ def test_the_wait_for_each_batch_is_a_data_iterator_event_inside_its_step(tmp_pa
     eval_waits = [e["end"] - e["start"] for e in waits if e["phase"] == "DataIterator"
                   and any(v["start"] <= e["start"] and e["end"] <= v["end"] for v in evals.values())]
     assert len(eval_waits) == 4 and statistics.median(eval_waits) < 19_000  # validation data is not slow
-    theirs = run_json(peer_python(), PEER_READ, root, "framework")["events"]
+    theirs = run_json(peer, PEER_READ, root, "framework")["events"]
     assert sum(e[0] == "DataIterator" for e in theirs) == len(waits)
 
 

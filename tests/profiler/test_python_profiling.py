@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from smdebug.profiler import Profiler, ProfilerConfig
-from smdtest import peer_python, run_json
+from smdtest import run_json
 
 PEER_READ = Path(__file__).with_name("peer_read.py")
 
@@ -34,7 +34,7 @@ def _dirs(root, profiler="cprofile"):
                   key=lambda n: float(n.split("_")[0].rsplit("-", 1)[1]))
 
 
-def test_cprofile_covers_the_configured_steps_only_and_1034_reads_it(tmp_path):
+def test_cprofile_covers_the_configured_steps_only_and_1034_reads_it(tmp_path, peer):
     running = _run(tmp_path, {"StartStep": 2, "NumSteps": 2, "ProfilerName": "cprofile"})
     assert running == [False, False, True, True, False]
     names = [[part.rsplit("-", 1)[0] for part in n.split("_")] for n in _dirs(tmp_path)]
@@ -42,7 +42,7 @@ def test_cprofile_covers_the_configured_steps_only_and_1034_reads_it(tmp_path):
         ["train-2-stepstart", "train-2-forwardpassend"], ["train-2-forwardpassend", "train-2-stepend"],
         ["train-3-stepstart", "train-3-forwardpassend"], ["train-3-forwardpassend", "train-3-stepend"],
     ]
-    out = run_json(peer_python(), PEER_READ, tmp_path, "python", "pytorch", 2, 3)
+    out = run_json(peer, PEER_READ, tmp_path, "python", "pytorch", 2, 3)
     assert sorted(out["listed"]) == sorted(
         ["train", s, a, "train", s, b] for s in ("2", "3")
         for a, b in (("stepstart", "forwardpassend"), ("forwardpassend", "stepend")))
@@ -65,14 +65,14 @@ def test_cprofile_timers(tmp_path, timer):
     assert any(k[2] == "work" for k in pstats.Stats(str(first)).stats)
 
 
-def test_pyinstrument(tmp_path):
+def test_pyinstrument(tmp_path, peer):
     pytest.importorskip("pyinstrument")
     _run(tmp_path, {"StartStep": 1, "NumSteps": 1, "ProfilerName": "pyinstrument"}, steps=3, n=300_000)
     dirs = _dirs(tmp_path, "pyinstrument")
     assert len(dirs) == 2
     for d in Path(tmp_path, "framework", "pytorch", "pyinstrument").glob("*/*"):
         assert sorted(p.name for p in d.iterdir()) == ["python_stats.html", "python_stats.json"]
-    out = run_json(peer_python(), PEER_READ, tmp_path, "python", "pytorch", 1, 1, "pyinstrument")
+    out = run_json(peer, PEER_READ, tmp_path, "python", "pytorch", 1, 1, "pyinstrument")
     assert len(out["listed"]) == 4  # 1.0.34 lists the .json and the .html of each interval
     assert "work" in out["functions"]
 

@@ -17,7 +17,7 @@ from timelines import read_events, steps_of  # noqa: E402
 
 import smdebug.pytorch as smd  # noqa: E402
 from smdebug.profiler import ProfilerConfig  # noqa: E402
-from smdtest import peer_python, run_json  # noqa: E402
+from smdtest import run_json  # noqa: E402
 
 PEER_READ = Path(__file__).with_name("peer_read.py")
 N_BATCHES = 120
@@ -99,10 +99,10 @@ def test_events_nest_in_their_steps_and_steps_add_up_to_the_wall_time(tmp_path):
     assert statistics.median(b - a for a, b in zip(stamps, stamps[1:])) == pytest.approx(0.1, abs=0.03)
 
 
-def test_smdebug_1034_reads_our_pytorch_timeline(tmp_path):
+def test_smdebug_1034_reads_our_pytorch_timeline(tmp_path, peer):
     root, _ = _train(tmp_path, epochs=2)
     ours = read_events(root)
-    out = run_json(peer_python(), PEER_READ, root, "framework", 1, 3)
+    out = run_json(peer, PEER_READ, root, "framework", 1, 3)
     theirs = out["events"]
     assert len(theirs) == len(ours)
     key = lambda e: (e[0], e[1], e[2], e[3])  # noqa: E731

@@ -13,7 +13,7 @@ import pytest
 from smdebug.profiler.gpu import GpuSampler, open_gpus
 from smdebug.profiler.locations import system_file
 from smdebug.profiler.system import HostSampler, SystemMetricsSampler
-from smdtest import peer_python, run_json
+from smdtest import run_json
 
 pytest.importorskip("psutil")
 PEER_READ = Path(__file__).with_name("peer_read.py")
@@ -69,10 +69,10 @@ def test_rows_use_sagemakers_vocabulary_and_file_layout(tmp_path):
         assert all(minute <= json.loads(line)["Timestamp"] < minute + 60 for line in Path(f).read_text().splitlines())
 
 
-def test_smdebug_1034_reads_our_system_metrics_with_the_same_counts_and_values(tmp_path):
+def test_smdebug_1034_reads_our_system_metrics_with_the_same_counts_and_values(tmp_path, peer):
     _sample(tmp_path, n=5)
     ours = _rows(tmp_path)
-    theirs = run_json(peer_python(), PEER_READ, tmp_path, "system")["events"]
+    theirs = run_json(peer, PEER_READ, tmp_path, "system")["events"]
     assert len(theirs) == len(ours)
     key = lambda r: (r[5], r[0], r[1], r[2])  # noqa: E731
     theirs = sorted(theirs, key=key)

@@ -11,7 +11,7 @@ from timelines import read_events, steps_of
 from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler import Profiler, ProfilerConfig, TimelineWriter
 from smdebug.profiler.timeline import now_us
-from smdtest import peer_python, run_json
+from smdtest import run_json
 
 PEER_READ = Path(__file__).with_name("peer_read.py")
 
@@ -41,7 +41,7 @@ def test_file_layout_and_names(tmp_path):
     assert not (tmp_path / "framework" / "123-host_pythontimeline.json.tmp").exists()
 
 
-def test_size_rotation_keeps_every_event_and_never_overwrites(tmp_path):
+def test_size_rotation_keeps_every_event_and_never_overwrites(tmp_path, peer):
     w = TimelineWriter(str(tmp_path), "7-h", max_bytes=2048)
     t0 = now_us()
     _write_steps(w, 40, t0)
@@ -58,7 +58,7 @@ def test_size_rotation_keeps_every_event_and_never_overwrites(tmp_path):
         doc = json.loads(Path(f).read_text())
         assert {e["args"]["name"] for e in doc if e["name"] == "process_name" and "name" in e["args"]} == {
             "Forward", "Step:ModeKeys.TRAIN"}
-    theirs = run_json(peer_python(), PEER_READ, tmp_path, "framework")["events"]
+    theirs = run_json(peer, PEER_READ, tmp_path, "framework")["events"]
     assert len(theirs) == 81 and sorted(int(e[6]["step_num"]) for e in theirs if e[0].startswith("Step")) == list(range(40))
 
 

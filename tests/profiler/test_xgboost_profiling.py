@@ -16,12 +16,12 @@ import xgbutil  # noqa: E402
 from timelines import read_events, steps_of  # noqa: E402
 
 import smdebug.xgboost as smd  # noqa: E402
-from smdtest import peer_python, run_json  # noqa: E402
+from smdtest import run_json  # noqa: E402
 
 PEER_READ = Path(__file__).with_name("peer_read.py")
 
 
-def test_rounds_are_steps_with_python_stats_for_the_configured_ones(tmp_path, monkeypatch):
+def test_rounds_are_steps_with_python_stats_for_the_configured_ones(tmp_path, monkeypatch, peer):
     root = tmp_path / "prof"
     cfg = tmp_path / "profilerconfig.json"
     cfg.write_text(json.dumps({"ProfilingIntervalInMilliseconds": 100, "ProfilingParameters": {
@@ -41,6 +41,6 @@ def test_rounds_are_steps_with_python_stats_for_the_configured_ones(tmp_path, mo
         start_us, end_us = (float(part.rsplit("-", 1)[1]) for part in p.parent.name.split("_"))
         step = steps[int(p.parent.name.split("-")[1])]
         assert step["start"] - 1000 <= start_us and end_us <= step["end"] + 1000
-    theirs = run_json(peer_python(), PEER_READ, root, "framework")["events"]
+    theirs = run_json(peer, PEER_READ, root, "framework")["events"]
     assert sorted(int(e[6]["step_num"]) for e in theirs) == list(range(8))
     assert (root / "framework" / "training_job_end.ts").exists()
