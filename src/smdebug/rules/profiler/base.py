@@ -227,6 +227,13 @@ class ProfilerRule(BuiltinRule, register=False):
         return {"status": status, "message": msg, "windows_judged": self.windows_judged,
                 "fired_windows": [list(w) for w in self.fired_windows]}
 
+    def caught_up(self, data: WindowData) -> bool:
+        """Whether ``data`` is the last window the trial holds now (the next one is not complete):
+        rules whose report summarises everything so far refresh it then, not after every window
+        of a long profile read offline."""
+        latest = self.base_trial.get_latest_timestamp()
+        return latest is None or latest < data.end_us + (data.end_us - data.start_us)
+
     def count(self, n: int) -> None:
         """Count ``n`` datapoints judged (1.0.34's Datapoints; and "looked at nothing" when 0)."""
         self.report["Datapoints"] += int(n)

@@ -196,9 +196,9 @@ class GPUMemoryIncrease(_GPURule):
             v = np.concatenate([old, s.value])[-MAX_KEEP:]
             self.values[key] = v
             self.count(len(s))
-            inc = moving_increase(v, self.window)  # inc[j] ends at sample j + 2*window - 1
             first_new = max(len(v) - len(s), self.patience + 1)  # samples new in this window, past patience
-            tail = inc[max(first_new - (2 * self.window - 1), 0):]
+            # the increases ending at those samples (inc[j] ends at sample j + 2*window - 1 of its input)
+            tail = moving_increase(v[max(first_new - (2 * self.window - 1), 0):], self.window)
             if len(tail) and tail.max() > self.increase:
                 self.report["Violations"] += int((tail > self.increase).sum())
                 self.report["RuleTriggered"] += 1
