@@ -208,3 +208,15 @@ def test_events_are_judged_in_the_window_they_start_in():
     r = rule("StepOutlier", Profile([], rows))
     invoke_rule(r)
     assert r.report["Datapoints"] == 20  # each step once, though events span the boundary
+
+
+def test_dataloader_without_cpu_metrics_says_it_cannot_compare():
+    r = rule("Dataloader", Profile([], _loading([1])), scan_interval_us=str(5 * SECOND))
+    assert invoke_rule(r).fired == []
+    assert r.report["Verdict"]["status"] == "not enough data" and "cores" in r.report["Verdict"]["message"]
+
+
+def test_an_idle_gpu_is_logged_once(caplog):
+    caplog.set_level("INFO", logger="smdebug")
+    invoke_rule(rule("LowGPUUtilization", Profile([gpu(np.zeros(N))])))
+    assert caplog.text.count("gpu0 was not used") == 1

@@ -52,6 +52,7 @@ class LowGPUUtilization(_GPURule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.values: dict = {}
+        self.unused_logged: set = set()
 
     def enough_data(self) -> bool:
         return any(len(v) > self.patience for v in self.values.values())
@@ -66,7 +67,8 @@ class LowGPUUtilization(_GPURule):
                 continue
             last = v[-self.window:]
             p95, p5 = percentile(last, 95), percentile(last, 5)
-            if v.max() == 0:
+            if v.max() == 0 and (node, gpu) not in self.unused_logged:
+                self.unused_logged.add((node, gpu))
                 self.logger.info("LowGPUUtilization: %s %s was not used", node, gpu)
             if p95 < self.threshold_p95 or (p95 > self.threshold_p95 and p5 < self.threshold_p5):
                 kind = "underutilized" if p95 < self.threshold_p95 else "fluctuating"
