@@ -126,12 +126,17 @@ def test_a_folder_without_profiler_data_opens_empty(tmp_path):
     assert not (tmp_path / "out").exists()  # made only when a rule writes there
 
 
-def test_the_readers_import_neither_pandas_nor_pyarrow_until_they_read_system_files():
+def test_the_readers_import_no_pandas_and_pyarrow_only_to_read_system_files():
     import subprocess
 
     code = ("import sys, json, smdebug.trials.profiler_trial, smdebug.profiler.system_metrics_reader, "
             "smdebug.profiler.algorithm_metrics_reader\n"
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                           check=True).stdout))
-    assert not loaded & {"pandas", "pyarrow", "torch", "boto3"}, loaded & {"pandas", "pyarrow", "torch", "boto3"}
+            "from smdebug.profiler.reading import ProfilerTrial\n"
+            "before = sorted({m.split('.')[0] for m in sys.modules})\n"
+            f"t = ProfilerTrial({str(FIXTURES / 'test_traces')!r})\n"
+            "assert t.system_series() and len(t.framework_events())\n"
+            "print(json.dumps([before, sorted({m.split('.')[0] for m in sys.modules})]))")
+    before, after = (set(x) for x in json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                                                text=True, check=True).stdout))
+    assert not before & {"pandas", "pyarrow", "torch", "boto3"}, before & {"pandas", "pyarrow", "torch", "boto3"}
+    assert "pyarrow" in after and "pandas" not in after  # pyarrow's to_numpy would import pandas: not used

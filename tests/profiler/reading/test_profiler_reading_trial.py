@@ -80,7 +80,7 @@ def test_a_corrupt_last_line_is_skipped_a_corrupt_middle_line_names_file_and_lin
         ProfilerTrial(tmp_path).system_series()
 
 
-def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path):
+def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path, caplog):
     t0 = time.monotonic()
     for root in (tmp_path, tmp_path / "not-there"):
         trial = ProfilerTrial(root)
@@ -88,6 +88,7 @@ def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path):
         assert trial.first_timestamp is None and trial.get_latest_timestamp() is None
         assert not trial.job_finished() and not trial.has_data()
     assert time.monotonic() - t0 < 5
+    assert any("not-there does not exist" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
 
 
 def _write_minute(root: Path, minute: int, samples: int, node="algo-1", start_value=0.0) -> Path:
@@ -196,4 +197,20 @@ def test_a_copy_of_a_run_on_s3_reads_the_same(tmp_path, aws_env, bucket, boto_cl
     assert remote.first_timestamp == local.first_timestamp
     boto_client.put_object(Bucket=bucket, Key="job/profiler-output/system/training_job_end.ts", Body=b"")
     assert not local.job_finished() and remote.job_finished()
+    # 1.0.34's S3 readers and create_trial on s3://
+    from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader
+    from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader
+    from smdebug.trials import create_trial
+
+    url = f"s3://{bucket}/job/profiler-output"
+    far = 4102444800 * 10**6
+    for local_cls, s3_cls in ((LocalSystemMetricsReader, S3SystemMetricsReader),
+                              (LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader)):
+        ours, theirs = s3_cls(url).get_events(0, far), local_cls(str(src)).get_events(0, far)
+        assert len(ours) == len(theirs) > 0
+        assert [vars(e).get("timestamp", vars(e).get("start_time")) for e in ours] == \
+            [vars(e).get("timestamp", vars(e).get("start_time")) for e in theirs]
+    trial = create_trial(url, profiler=True, output_dir=str(tmp_path / "out"))
+    assert trial.system_metrics_reader.__class__ is S3SystemMetricsReader and trial.job_finished()
+    assert len(trial.get_system_metrics(0, far)) == sum(len(s) for s in local.system_series())
 

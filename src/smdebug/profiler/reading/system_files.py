@@ -102,9 +102,15 @@ def _read_table(data: bytes, where: str):
 
 def parse_system_file(data: bytes, where: str) -> SystemChunk:
     """The rows of one system file's bytes; ``where`` names the file in errors."""
-    body = data.rstrip(b"\n\r\t ")
-    if not body:
+    end = len(data)
+    while end and data[end - 1] in b"\n\r\t ":
+        end -= 1
+    if not end:
         return _EMPTY
+    cols = _fast_columns(data, end)
+    if cols is not None:
+        return _group(cols)
+    body = data[:end]
     table = _read_table(body, where)
     if table is None:
         cut = body.rfind(b"\n")
@@ -112,26 +118,127 @@ def parse_system_file(data: bytes, where: str) -> SystemChunk:
         if table is None:
             raise _bad_line(body, where)
         logger.debug("smdebug: profiler: %s: the last line is incomplete (a file being written): skipped", where)
-    return _group(table)
+    return _group(_json_columns(table))
+
+
+# ---------------------------------------------------------------------- columns
+# {"NodeId": (codes, names), "Type": ..., "Name": ..., "Dimension": ..., "Timestamp": f64, "Value": f64}
+_KEYS = ("NodeId", "Type", "Name", "Dimension")
+
+
+def _np(array, dtype) -> np.ndarray:
+    """A null-free primitive pyarrow Array as a numpy array (a copy), without pyarrow's to_numpy,
+    which imports pandas."""
+    if hasattr(array, "combine_chunks"):
+        array = array.combine_chunks()
+    if array.null_count:
+        raise ValueError("nulls in a column that has none")
+    dtype = np.dtype(dtype)
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize).copy()
 
 
 def _codes(column):
-    enc = column.combine_chunks().dictionary_encode() if column.num_chunks else column.dictionary_encode()
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    return np.asarray(codes, dtype=np.int64), enc.dictionary.to_pylist()
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()
+    enc = column.dictionary_encode()
+    return _np(enc.indices, np.int32).astype(np.int64), enc.dictionary.to_pylist()
 
 
-def _group(table) -> SystemChunk:
-    n = table.num_rows
+def _json_columns(table) -> dict:
+    cols = {k: _codes(table.column(k).fill_null("") if k == "Name" else table.column(k)) for k in _KEYS}
+    cols["Timestamp"] = _np(table.column("Timestamp"), np.float64)
+    cols["Value"] = _np(table.column("Value"), np.float64)
+    return cols
+
+
+_FIELDS = {"Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"}
+_SPLIT = bytes.maketrans(b":}", b",,")
+
+
+def _fast_columns(body: bytes, end: int) -> dict | None:
+    """The common case in bulk: every line holds the six keys in the same order and no string
+    holds a ``:``, ``,`` or ``}``. Then ``:`` and ``}`` are turned into ``,`` and pyarrow's CSV reader
+    splits the lines into key and value columns, parsing the two numbers itself, all in C. Each key
+    column must hold its key on every line. None whenever a line does not fit (the JSON reader then
+    reads the file, and reports any error)."""
+    pa, _ = _pyarrow()
+    import pyarrow.csv as pcsv
+
+    nl = body.rfind(b"\n", 0, end)
+    try:
+        orjson.loads(body[nl + 1:end])
+    except orjson.JSONDecodeError:  # a half-written last line is left out
+        body = body[:nl] if nl > 0 else b""
+    cut = body.find(b"\n")
+    first = body[:cut] if cut >= 0 else body
+    try:
+        row = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(row, dict) or set(row) != _FIELDS:
+        return None
+    raw_keys = first.translate(_SPLIT).split(b",")
+    if len(raw_keys) != 13:
+        return None
+    order = list(row)
+    text = pa.dictionary(pa.int32(), pa.string())  # decoded while parsing: no string per row is kept
+    types = {f"f{2 * i + 1}": pa.float64() if k in ("Value", "Timestamp") else text for i, k in enumerate(order)}
+    types.update({f"f{2 * i}": text for i in range(6)})
+    try:
+        table = pcsv.read_csv(
+            io.BytesIO(body.translate(_SPLIT)),
+            read_options=pcsv.ReadOptions(use_threads=False, autogenerate_column_names=True, block_size=1 << 26),
+            parse_options=pcsv.ParseOptions(delimiter=",", quote_char=False, escape_char=False, double_quote=False),
+            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=[f"f{i}" for i in range(12)]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    cols: dict = {}
+    for i, key in enumerate(order):
+        name_col, value_col = table.column(2 * i), table.column(2 * i + 1)
+        expected = raw_keys[2 * i].decode("utf-8", "replace")
+        if any(c.dictionary.to_pylist() != [expected] for c in name_col.chunks):  # every line: this key here
+            return None
+        if key in ("Value", "Timestamp"):
+            if value_col.null_count:
+                return None
+            cols[key] = _np(value_col, np.float64)
+            continue
+        codes, raw = _dictionary_codes(value_col)
+        names = []
+        for r in raw:  # few distinct values: each is decoded in Python
+            try:
+                decoded = orjson.loads(r)
+            except orjson.JSONDecodeError:
+                return None
+            if not isinstance(decoded, str):
+                return None
+            names.append(decoded)
+        cols[key] = (codes, names)
+    return cols
+
+
+def _dictionary_codes(column) -> tuple[np.ndarray, list]:
+    """The codes and values of a dictionary-typed column (one dictionary over all its chunks)."""
+    chunks = column.chunks
+    if len(chunks) == 1:
+        return _np(chunks[0].indices, np.int32).astype(np.int64), chunks[0].dictionary.to_pylist()
+    values: dict = {}
+    parts = []
+    for c in chunks:
+        remap = np.array([values.setdefault(v, len(values)) for v in c.dictionary.to_pylist()], dtype=np.int64)
+        parts.append(remap[_np(c.indices, np.int32)])
+    return np.concatenate(parts), list(values)
+
+
+def _group(cols: dict) -> SystemChunk:
+    ts, val = cols["Timestamp"], cols["Value"]
+    n = len(ts)
     if n == 0:
         return _EMPTY
-    ts = table.column("Timestamp").to_numpy()
-    val = table.column("Value").to_numpy()
-    name_col = table.column("Name").fill_null("")
     combined = np.zeros(n, dtype=np.int64)
     dicts = []
-    for col in (table.column("NodeId"), table.column("Type"), name_col, table.column("Dimension")):
-        codes, dictionary = _codes(col)
+    for k in _KEYS:
+        codes, dictionary = cols[k]
         combined = combined * (len(dictionary) + 1) + codes
         dicts.append(dictionary)
     order = np.argsort(combined, kind="stable")

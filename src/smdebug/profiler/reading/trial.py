@@ -75,6 +75,11 @@ class ProfilerTrial:
         self._framework: dict[str, _File] = {}
         self._first: int | None = None
         self.refresh()
+        if not self.has_data():
+            if not is_remote(path) and not os.path.exists(path):
+                logger.warning("smdebug: profiler: %s does not exist: no profiler data (yet)", path)
+            else:
+                logger.info("smdebug: profiler: no profiler files under %s (yet)", path)
 
     # ------------------------------------------------------------------ listing
     def refresh(self) -> None:
