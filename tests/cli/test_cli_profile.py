@@ -124,3 +124,16 @@ def test_rules_bad_input_exits_2(profile, extra, needle):
     proc = subprocess.run([sys.executable, "-m", "smdebug", "profile", "rules", profile, *extra],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_timeline_with_rules_shows_where_they_fired(capsys, tmp_path):
+    root = str(tmp_path / "p")
+    write_profile(root, steps=121, ended=True)
+    out = tmp_path / "t.json"
+    assert main(["profile", "timeline", root, "-o", str(out), "--rules"]) == 0
+    trace = json.loads(out.read_text())
+    assert trace_problems(trace) == []
+    fired = [e for e in trace["traceEvents"] if e.get("cat") == "rule"]
+    # one loader process for two cores: Dataloader fires over the (one) window it judged
+    assert [e["name"] for e in fired] == ["Dataloader fired"] and fired[0]["ph"] == "X"
+    assert "no end marker" not in capsys.readouterr().err

@@ -140,3 +140,14 @@ def test_the_timeline_picture_stacks_nested_slices_and_says_what_it_left_out(tmp
     ys = [int(part.split("y='")[1].split("'")[0]) for part in timeline_svg(nested).split("<rect")[1:]]
     assert ys[1] - ys[0] == ys[2] - ys[1] > 0
     assert "2 of 3 slices drawn (deeper than 2 levels" in timeline_svg(nested, max_depth=2)
+
+
+def test_long_runs_are_charted_as_bucket_means():
+    """A 24-hour profile has 100k steps and 864k samples a metric: charts draw bucket means."""
+    from smdebug.analysis.profiler_report.charts import bucket_means
+
+    v = np.arange(10, dtype=float)
+    assert np.allclose(bucket_means(v, 20), v)
+    means = bucket_means(v, 4)
+    assert len(means) == 4 and np.isclose(means.mean(), v.mean(), rtol=0.1)
+    assert np.allclose(bucket_means(np.repeat([1.0, 5.0], 500), 2), [1.0, 5.0])

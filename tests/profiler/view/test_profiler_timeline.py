@@ -167,3 +167,20 @@ def test_a_profile_written_by_part_1_reads_into_the_same_timeline(tmp_path):
 
     assert shape(ours) == shape(want)
     assert ours["otherData"]["detailed_profiles"] == want["otherData"]["detailed_profiles"] != []
+
+
+def test_1034_resources_make_valid_timelines():
+    """1.0.34's own test resources (framework files of TF and PyTorch runs, system files)."""
+    from pathlib import Path
+
+    from smdebug.profiler.reading.trial import ProfilerTrial
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
+    for name, events in (("merge_traces", 710), ("model_timeline_traces", 115), ("test_traces", 7)):
+        trial = ProfilerTrial(str(root / name))
+        (node,) = timeline_nodes(trial)
+        trace = build_timeline(trial, node=node)
+        assert trace_problems(trace) == [], name
+        assert len(trace["traceEvents"]) == events, name
+        assert len([e for e in trace["traceEvents"] if e["ph"] == "X"]) == len(trial.framework_events(
+            trace["otherData"]["start_us"], trace["otherData"]["end_us"])), name

@@ -25,6 +25,26 @@ def png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+MAX_LINE_POINTS = 2000
+MAX_BARS = 400
+
+
+def bucket_means(values: np.ndarray, buckets: int) -> np.ndarray:
+    """``values`` averaged over ``buckets`` equal consecutive runs (the last may be shorter)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) <= buckets:
+        return values
+    edges = np.linspace(0, len(values), buckets + 1).astype(np.int64)
+    starts = edges[:-1][np.diff(edges) > 0]
+    counts = np.diff(np.append(starts, len(values)))
+    return np.add.reduceat(values, starts) / counts
+
+
+def _thin(ts, values) -> tuple:
+    """At most MAX_LINE_POINTS points of a line: bucket means of times and values."""
+    return bucket_means(ts, MAX_LINE_POINTS), bucket_means(values, MAX_LINE_POINTS)
+
+
 def _rel_s(us, origin_us) -> np.ndarray:
     return (np.asarray(us, dtype=np.float64) - origin_us) / 1e6
 
@@ -38,8 +58,8 @@ def step_time_chart(steps: dict, origin_us: int) -> str:
         for node in np.unique(nodes):
             sel = nodes == node
             label = mode if len(np.unique(nodes)) == 1 else f"{mode} {node}"
-            ax.plot(_rel_s(spans.start_us[sel], origin_us), spans.duration_us[sel] / 1e3, ".-", ms=3, lw=0.8,
-                    label=label)
+            t, d = _thin(spans.start_us[sel], spans.duration_us[sel] / 1e3)
+            ax.plot(_rel_s(t, origin_us), d, ".-" if len(t) < 300 else "-", ms=3, lw=0.8, label=label)
         hx.hist(spans.duration_us / 1e3, bins=min(40, max(5, len(spans) // 3)), alpha=0.7, label=mode)
     ax.set_xlabel("time since the job started (s)")
     ax.set_ylabel("step duration (ms)")
@@ -52,20 +72,24 @@ def step_time_chart(steps: dict, origin_us: int) -> str:
 
 
 def phases_chart(phases: dict, mode: str) -> str:
-    """Stacked bars: each step's time by phase."""
+    """Stacked bars: each step's time by phase (more than MAX_BARS steps: the mean over equal runs
+    of consecutive steps, and the axis says so)."""
     fig = _figure(10, 3.2)
     ax = fig.subplots()
-    x = np.arange(len(phases["total"]))
+    n = len(phases["total"])
+    bars = min(n, MAX_BARS)
+    x = np.arange(bars)
     bottom = np.zeros(len(x))
     for phase, color in _PHASE_COLORS.items():
-        ms = phases[phase] / 1e3
+        ms = bucket_means(phases[phase], MAX_BARS) / 1e3
         ax.bar(x, ms, bottom=bottom, color=color, width=1.0 if len(x) > 60 else 0.8, label=phase)
         bottom += ms
-    ax.set_xlabel(f"{mode} step (in order)")
+    ax.set_xlabel(f"{mode} step (in order)" if n <= MAX_BARS else
+                  f"{mode} steps in order, each bar the mean of ~{n / MAX_BARS:.0f} consecutive steps")
     ax.set_ylabel("time (ms)")
     ax.set_title("time per step by phase")
     ax.legend(fontsize=8, ncol=5, loc="upper right")
-    if len(x) <= 40:
+    if n <= 40:
         ax.set_xticks(x, [str(s) for s in phases["step"]], fontsize=7)
     return png(fig)
 
@@ -77,7 +101,8 @@ def system_chart(series_by_panel: dict, origin_us: int, title: str) -> str:
     axes = np.atleast_1d(fig.subplots(len(panels), 1, sharex=True))
     for ax, (name, items) in zip(axes, panels):
         for label, s in items:
-            ax.plot(_rel_s(s.timestamp_us, origin_us), s.value, lw=0.8, label=label)
+            t, v = _thin(s.timestamp_us, s.value)
+            ax.plot(_rel_s(t, origin_us), v, lw=0.8, label=label)
         ax.set_ylabel(name, fontsize=8)
         if len(items) <= 8:
             ax.legend(fontsize=7, loc="upper right")

@@ -45,9 +45,10 @@ class Raw:
 
 def table(headers, rows, tid: str | None = None) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    head = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
     body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
     ident = f" id='{tid}'" if tid else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table{ident}>{head}<tbody>{body}</tbody></table>"
 
 
 def img(src: str, alt: str) -> str:

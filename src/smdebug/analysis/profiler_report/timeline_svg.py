@@ -12,7 +12,7 @@ import html
 
 __all__ = ["timeline_svg"]
 
-_LABEL_W = 230
+_LABEL_W = 250
 _ROW_H = 14
 _COUNTER_H = 26
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac"]
@@ -34,6 +34,10 @@ def _names(events: list) -> tuple:
         elif e["name"] == "process_sort_index":
             order[e["pid"]] = e["args"].get("sort_index", e["pid"])
     return procs, threads, order
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
 def _depths(slices: list) -> list:
@@ -75,12 +79,20 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
             lanes.setdefault((e["pid"], e["tid"]), []).append(e)
     parts, y = [], 22
     drawn = total = 0
+    shown_pid = None
+
+    def header(pid, y):
+        parts.append(f"<text x='2' y='{y + 10}' class='proc'>{html.escape(_short(str(procs.get(pid, pid)), 60))}</text>")
+        return y + _ROW_H
+
     for key in sorted(lanes, key=lambda k: (order.get(k[0], k[0]), k[0], k[1])):
         lane = sorted(lanes[key], key=lambda e: (e["ts"], -e.get("dur", 0)))
         depth = _depths([(e["ts"], e.get("dur", 0)) for e in lane])
         rows = min(max(depth) + 1, max_depth)
-        label = f"{procs.get(key[0], key[0])} / {threads.get(key, key[1])}"
-        parts.append(f"<text x='4' y='{y + 10}' class='lbl'>{html.escape(label[-40:])}</text>")
+        if key[0] != shown_pid:
+            y, shown_pid = header(key[0], y), key[0]
+        label = _short(str(threads.get(key, key[1])), 38)
+        parts.append(f"<text x='12' y='{y + 10}' class='lbl'>{html.escape(label)}</text>")
         for e, d in zip(lane, depth):
             total += 1
             if d >= max_depth or drawn >= max_slices:
@@ -96,21 +108,25 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
                 parts.append(f"<text x='{x0 + 3:.1f}' y='{y + d * _ROW_H + 10}' class='in'>"
                              f"{html.escape(str(e['name'])[: int(w / 6)])}</text>")
         y += rows * _ROW_H + 4
-    for (_pid, name), pts in sorted(counters.items(), key=lambda kv: (order.get(kv[0][0], kv[0][0]), kv[0][1])):
+    for (pid, name), pts in sorted(counters.items(), key=lambda kv: (order.get(kv[0][0], kv[0][0]), kv[0][1])):
+        if pid != shown_pid:
+            y, shown_pid = header(pid, y), pid
         vmax = max(max(v for _, v in pts), 1e-9)
         poly = " ".join(f"{x(t):.1f},{y + _COUNTER_H - v / vmax * (_COUNTER_H - 4):.1f}" for t, v in pts)
-        parts.append(f"<text x='4' y='{y + 15}' class='lbl'>{html.escape(name[-34:])} (max {vmax:.4g})</text>"
+        parts.append(f"<text x='12' y='{y + 15}' class='lbl'>{html.escape(_short(name, 38))}</text>"
+                     f"<text x='{width - 12}' y='{y + 10}' class='tick' text-anchor='end'>max {vmax:.4g}</text>"
                      f"<polyline points='{poly}' fill='none' stroke='#4e79a7' stroke-width='1.2'/>")
         y += _COUNTER_H + 4
     ticks = []
     for i in range(6):
         t = lo + span * i / 5
+        anchor = "end" if i == 5 else "middle"
         ticks.append(f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='14' y2='{y}' class='grid'/>"
-                     f"<text x='{x(t):.1f}' y='11' class='tick'>{(t - lo) / 1e3:.1f} ms</text>")
+                     f"<text x='{x(t):.1f}' y='11' class='tick' style='text-anchor:{anchor}'>{(t - lo) / 1e3:.1f} ms</text>")
     note = "" if drawn == total else (f"<text x='4' y='{y + 14}' class='lbl'>{drawn:,} of {total:,} slices drawn "
                                       f"(deeper than {max_depth} levels or beyond {max_slices:,} left out)</text>")
     height = y + (22 if note else 6)
-    style = ("<style>.lbl{font:11px sans-serif;fill:#333}.in{font:10px sans-serif;fill:#fff}"
-             ".tick{font:10px sans-serif;fill:#666;text-anchor:middle}.grid{stroke:#ddd}</style>")
+    style = ("<style>.lbl{font:11px sans-serif;fill:#333}.proc{font:bold 11px sans-serif;fill:#111}.in{font:10px sans-serif;fill:#fff}"
+             ".tick{font:10px sans-serif;fill:#666}.grid{stroke:#ddd}</style>")
     return (f"<svg width='{width}' height='{height}' "
             f"viewBox='0 0 {width} {height}' role='img'>{style}{''.join(ticks)}{''.join(parts)}{note}</svg>")

@@ -1,0 +1,131 @@
+"""Makes the pictures of docs/guide/profiling-report.md from a real run: a small PyTorch training
+whose data loader decodes slowly and stalls once, profiled by smdebug; then the report and the
+timeline, screenshot by headless Chromium.
+
+    python docs/images/profiling_walkthrough.py /tmp/walkthrough      # writes docs/images/profiling-*.png
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+import smdebug.pytorch as smd
+from smdebug.profiler import ProfilerConfig
+
+STEPS = 120
+STALL_AT = 90  # the batch whose loading stalls
+
+
+class SlowDataset(torch.utils.data.Dataset):
+    """Decoding a batch takes 20 ms (on its first sample); one batch comes from a slow disk (1.5 s)."""
+
+    def __init__(self, n, batch):
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 64, generator=g)
+        self.y = (self.x[:, 0] > 0).long()
+        self.batch = batch
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        if i % self.batch == 0:
+            time.sleep(1.5 if i == STALL_AT * self.batch else 0.02)
+        return self.x[i], self.y[i]
+
+
+def train(out: str) -> str:
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(SlowDataset(STEPS * 32, 32), batch_size=32)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 2))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    profile = os.path.join(out, "profiler")
+    hook = smd.Hook(out_dir=os.path.join(out, "run"), profiler_config=ProfilerConfig(
+        local_path=profile, interval_millis=100, detailed={"StartStep": STALL_AT - 1, "NumSteps": 3}))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    hook.set_mode(smd.modes.TRAIN)
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss_fn(model(xb), yb).backward()
+        opt.step()
+    hook.close()
+    return profile
+
+
+def screenshot(html_path: str, png: str, height: int) -> None:
+    subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--screenshot={png}", f"--window-size=1200,{height}", f"file://{html_path}"],
+                   check=True, capture_output=True, timeout=120)
+
+
+def screenshot_sections(html_path: str, png: str, first: str, last: str) -> None:
+    """The part of the page from section ``first`` to the end of section ``last`` (DevTools'
+    Page.captureScreenshot with a clip, through tests/chromium.py's pipe)."""
+    import base64
+    import json
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+    from chromium import Chromium
+
+    browser = Chromium(Path(tempfile.mkdtemp()) / "profile")
+    try:
+        target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        s = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        browser.call("Page.enable", session=s)
+        browser.call("Emulation.setDeviceMetricsOverride", {"width": 1200, "height": 1000, "deviceScaleFactor": 1,
+                                                            "mobile": False}, session=s)
+        browser.call("Page.navigate", {"url": f"file://{html_path}"}, session=s)
+        browser._wait(lambda m: m.get("method") == "Page.loadEventFired")
+        box = (f"(() => {{const a = document.getElementById('{first}').getBoundingClientRect();"
+               f"const b = document.getElementById('{last}').getBoundingClientRect();"
+               "return JSON.stringify({x: a.left + scrollX - 8, y: a.top + scrollY, w: a.width + 16, "
+               "h: b.bottom - a.top});})()")
+        r = json.loads(browser.call("Runtime.evaluate", {"expression": box, "returnByValue": True},
+                                    session=s)["result"]["value"])
+        shot = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": {
+            "x": r["x"], "y": r["y"], "width": r["w"], "height": r["h"], "scale": 1}}, session=s)
+        Path(png).write_bytes(base64.b64decode(shot["data"]))
+    finally:
+        browser.close()
+
+
+def main(out: str) -> None:
+    from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
+    from smdebug.analysis.profiler_timeline import build_timeline
+    from smdebug.profiler.reading.trial import ProfilerTrial
+
+    images = os.path.dirname(os.path.abspath(__file__))
+    profile = train(out)
+    smdebug = [sys.executable, "-m", "smdebug"]
+    for args in (["profile", "info", profile], ["profile", "rules", profile, "--param", "StepOutlier.n_outliers=0"],
+                 ["report", "--profile", profile, "-o", os.path.join(out, "report.html")],
+                 ["profile", "timeline", profile, "-o", os.path.join(out, "trace.json")]):
+        proc = subprocess.run(smdebug + args, capture_output=True, text=True)
+        print(f"$ smdebug {' '.join(args)}\n{proc.stdout}{proc.stderr}(exit {proc.returncode})\n")
+    report = os.path.join(out, "report.html")
+    screenshot_sections(report, os.path.join(images, "profiling-report.png"), "summary", "rules")
+    screenshot_sections(report, os.path.join(images, "profiling-report-steps.png"), "step-time", "slowest-steps")
+    # the timeline around the stalled step and the steps profiled by torch.profiler
+    trial = ProfilerTrial(profile)
+    steps = trial.steps("TRAIN")
+    lo, hi = int(steps.start_us[STALL_AT - 2]), int(steps.end_us[STALL_AT + 2])
+    trace = build_timeline(trial, start_us=lo, end_us=hi)
+    page = os.path.join(out, "timeline.html")
+    with open(page, "w") as f:
+        f.write("<!DOCTYPE html><html><body style='margin:8px;font-family:sans-serif'><h3>smdebug profile "
+                f"timeline: steps {STALL_AT - 2} to {STALL_AT + 2}</h3>{timeline_svg(trace, lo, hi, width=1180)}"
+                "</body></html>")
+    screenshot(page, os.path.join(images, "profiling-timeline.png"), 900)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/profiling-walkthrough")
