@@ -137,6 +137,18 @@ def child(impl: str, what: str, root: str, start_us: int, end_us: int) -> None:
             events = reader.get_events(s, s + WINDOW_US - 1)
             n += len(events)
             check += float(sum(e.value for e in events))
+    elif impl == "ours" and what == "framework-scan":
+        trial = ProfilerTrial(root, streams=("framework",))
+        n, check = 0, 0
+        for s in range(START_S * 1_000_000, START_S * 1_000_000 + int(end_us), WINDOW_US):
+            ev = trial.framework_events(s, s + WINDOW_US - 1)
+            n, check = n + len(ev), check + int(ev.duration_us.sum())
+    elif what == "framework-scan":
+        reader = LocalAlgorithmMetricsReader(root)
+        n, check = 0, 0
+        for s in range(START_S * 1_000_000, START_S * 1_000_000 + int(end_us), WINDOW_US):
+            events = reader.get_events(s, s + WINDOW_US - 1)
+            n, check = n + len(events), check + sum(e.duration for e in events)
     elif what == "system":
         events = LocalSystemMetricsReader(root).get_events(start_us, end_us)
         n, check = len(events), float(sum(e.value for e in events))
@@ -177,6 +189,7 @@ def main() -> None:
     ap.add_argument("--slice-hours", type=float, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="generate into (or reuse) this folder and keep it")
+    ap.add_argument("--only", help="run only the queries whose label contains this text")
     a = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON", ".venv-peer/bin/python")
     tmp = a.keep or tempfile.mkdtemp(prefix="bench_profiler_read_")
@@ -203,13 +216,18 @@ def main() -> None:
             (f"system: all rows, first {a.slice_hours:g}h", "system", sliced, day, ["1.0.34", "ours-compat", "ours"]),
             (f"system: all rows, {a.hours:g}h", "system", root, day, ["ours"]),
             ("system: a 5-minute window", "system", root, window, ["1.0.34", "ours-compat", "ours"]),
+            (f"system: 5-minute windows over {a.hours:g}h", "system-scan", root, (0, int(a.hours * 3600e6)), ["ours"]),
             (f"system: 5-minute windows over the first {a.slice_hours:g}h", "system-scan", sliced,
              (0, int(a.slice_hours * 3600e6)),
              ["1.0.34", "ours-compat", "ours"]),
             (f"framework: all events, {a.hours:g}h", "framework", root, day, ["1.0.34", "ours-compat", "ours"]),
+            (f"framework: 5-minute windows over {a.hours:g}h", "framework-scan", root, (0, int(a.hours * 3600e6)),
+             ["1.0.34", "ours"]),
             ("framework: a 5-minute window", "framework", root, window, ["1.0.34", "ours-compat", "ours"]),
         ]
         for label, what, folder, (s, e), impls in cases:
+            if a.only and a.only not in label:
+                continue
             res = {}
             for impl in impls:
                 res[impl] = run(peer if impl == "1.0.34" else sys.executable, impl, what, folder, s, e, a.repeat)

@@ -140,3 +140,28 @@ def test_the_readers_import_no_pandas_and_pyarrow_only_to_read_system_files():
                                                                 text=True, check=True).stdout))
     assert not before & {"pandas", "pyarrow", "torch", "boto3"}, before & {"pandas", "pyarrow", "torch", "boto3"}
     assert "pyarrow" in after and "pandas" not in after  # pyarrow's to_numpy would import pandas: not used
+
+
+def test_the_system_reader_finds_steps_in_the_framework_files_of_its_folder(tmp_path):
+    """1.0.34's system reader looked for step bounds among the system files and always found
+    none (0, 0): ours takes them from the timelines beside them."""
+    from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader
+
+    root = tmp_path / "job"
+    m0 = 1_800_000_000 // 60 * 60
+    base = m0 * 10**6
+    (root / "system" / "incremental" / "x").mkdir(parents=True)
+    (root / "system" / "incremental" / "x" / f"{m0}.algo-1.json").write_text("".join(
+        f'{{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":{i},"NodeId":"algo-1",'
+        f'"Timestamp":{m0 + i * 0.5}}}\n' for i in range(20)))
+    events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}},
+              {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}}]
+    events += [{"name": "Step:ModeKeys.TRAIN", "ph": "X", "pid": 1, "ts": s * 2_000_000, "dur": 2_000_000,
+                "args": {"step_num": str(s)}} for s in range(5)]
+    pevents = root / "framework" / "pevents" / "x"
+    pevents.mkdir(parents=True)
+    (pevents / f"{base + 10_000_000}_1-algo-1_pythontimeline.json").write_text(json.dumps(events))
+    reader = LocalSystemMetricsReader(str(root))
+    assert reader._get_time_interval_for_step(1, 3) == (base + 2_000_000, base + 6_000_000 - 1)
+    values = sorted(e.value for e in reader.get_events_by_step(1, 3))
+    assert values == [float(i) for i in range(4, 12)]  # samples at 2.0 s .. 5.5 s

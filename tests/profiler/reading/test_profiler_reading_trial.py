@@ -133,6 +133,9 @@ def test_refresh_sees_new_files_and_files_that_grew(tmp_path):
     trial.refresh()
     assert len(trial.system_series()[0]) == 25
     assert trial.get_latest_timestamp() > latest
+    path.unlink()  # a file deleted since: gone after refresh, nothing else changes
+    trial.refresh()
+    assert len(trial.system_series()[0]) == 5
 
 
 def _train(tmp_path, batches=24):

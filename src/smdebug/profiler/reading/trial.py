@@ -16,7 +16,10 @@ window: system files are named by their minute, framework files by their last ev
 (1.0.34's layout), with 1.0.34's 3-minute margin for events logged out of order.
 
 Nothing here sleeps or waits: a folder without profiler data gives empty results, and
-:attr:`first_timestamp` is None until data exists.
+:attr:`first_timestamp` is None until data exists. A timeline still being written
+(``framework/<node>_pythontimeline.json.tmp``) is not read, as in 1.0.34: its events appear when
+the writer rotates or closes it (every 60 s by default). Not read yet: the TF profiler's
+``trace.json.gz`` files and the Python profiler's stats (``framework/<framework>/cprofile/...``).
 """
 
 from __future__ import annotations
@@ -87,6 +90,10 @@ class ProfilerTrial:
         were parsed (size or mtime) and, on object storage, each node's newest system file are
         parsed again when next needed."""
         keys = [k for stream in self._streams for k in self._store.list(stream)]
+        present = set(keys)
+        for files in (self._system, self._framework):
+            for gone in [k for k in files if k not in present]:  # deleted since: forget it
+                del files[gone]
         for key in keys:
             info = system_file_info(key)
             if info is not None:
