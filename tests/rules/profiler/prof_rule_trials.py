@@ -58,22 +58,24 @@ class Profile:
         self.refreshes = 0
 
     def _times(self):
-        ts = [s.timestamp_us for s in self.series if len(s)]
-        if len(self.events):
-            ts += [self.events.start_us, self.events.end_us]
-        return np.concatenate(ts) if ts else np.zeros(0, dtype=np.int64)
+        if getattr(self, "_all_times", None) is None:
+            ts = [s.timestamp_us for s in self.series if len(s)]
+            if len(self.events):
+                ts += [self.events.start_us, self.events.end_us]
+            self._all_times = np.sort(np.concatenate(ts)) if ts else np.zeros(0, dtype=np.int64)
+        return self._all_times
 
     def _visible(self, t):
-        return t if self.visible_until is None else t[t <= self.visible_until]
+        return t if self.visible_until is None else t[: np.searchsorted(t, self.visible_until, side="right")]
 
     @property
     def first_timestamp(self):
         t = self._visible(self._times())
-        return int(t.min()) if len(t) else None
+        return int(t[0]) if len(t) else None
 
     def get_latest_timestamp(self):
         t = self._visible(self._times())
-        return int(t.max()) if len(t) else None
+        return int(t[-1]) if len(t) else None
 
     def job_finished(self):
         return self.finished

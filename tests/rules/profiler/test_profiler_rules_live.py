@@ -174,3 +174,14 @@ def test_profiler_report_over_an_empty_profile_says_no_data(tmp_path):
     statuses = {p.stem: json.loads(p.read_text())["Verdict"]["status"] for p in (tmp_path / "profiler-reports").iterdir()}
     assert set(statuses.values()) <= {"no data", "no GPU data"} and statuses["StepOutlier"] == "no data"
     assert statuses["LowGPUUtilization"] == "no GPU data"
+
+
+def test_report_files_follow_a_live_job(tmp_path):
+    cpu = [series("CPUUtilization", np.full(N, 10.0 * (i + 1)), name=f"cpu{i}") for i in range(2)]
+    prof = Profile(cpu)
+    sleep = _live(prof)
+    r = ProfilerReport(prof, output_dir=str(tmp_path), sleep=sleep)
+    r.invoke(0)  # the first minute, judged once the job has written past it
+    usage = json.loads((tmp_path / "profiler-reports" / "OverallSystemUsage.json").read_text())
+    assert usage["Details"]["CPU"]["algo-1"]["p50"] == pytest.approx(15.0)
+    assert usage["Verdict"]["windows_judged"] == 1 and not prof.finished

@@ -208,3 +208,28 @@ def test_events_are_judged_in_the_window_they_start_in():
     r = rule("StepOutlier", Profile([], rows))
     invoke_rule(r)
     assert r.report["Datapoints"] == 20  # each step once, though events span the boundary
+
+
+def test_dataloader_without_cpu_metrics_says_it_cannot_compare():
+    r = rule("Dataloader", Profile([], _loading([1])), scan_interval_us=str(5 * SECOND))
+    assert invoke_rule(r).fired == []
+    assert r.report["Verdict"]["status"] == "not enough data" and "cores" in r.report["Verdict"]["message"]
+
+
+def test_an_idle_gpu_is_logged_once(caplog):
+    caplog.set_level("INFO", logger="smdebug")
+    invoke_rule(rule("LowGPUUtilization", Profile([gpu(np.zeros(N))])))
+    assert caplog.text.count("gpu0 was not used") == 1
+
+
+def test_gpu_memory_increase_sees_a_climb_across_short_windows():
+    mem = np.full(N, 30.0)
+    mem[1500:1570] = 30 + np.arange(1, 71)
+    mem[1570:] = 100.0
+    r = rule("GPUMemoryIncrease", Profile([gpu(mem, "GPUMemoryUtilization")]), scan_interval_us=str(SECOND))
+    run = invoke_rule(r)
+    # window by window, the same samples as over the whole series at once
+    from smdebug.rules.profiler.stats import moving_increase
+
+    hits = np.flatnonzero(moving_increase(mem, 10) > 5) + 19  # increase j ends at sample j + 2*10 - 1
+    assert [int(a) for a, _ in windows(run, r)] == sorted({int(i) // 10 for i in hits}) == list(range(150, 158))

@@ -9,6 +9,9 @@ Rules are grouped by family in a few modules and imported only when first used:
 - ``classification``: Confusion, ClassImbalance
 - ``trees``: TreeDepth, FeatureImportanceOverweight, CreateXgboostReport
 
+The eleven profiler rules (:mod:`smdebug.rules.profiler`, ``profiler_rule = True``) register in
+the same registry and are imported with these.
+
 Nothing here lists them: each rule class registers itself when its module is imported
 (:mod:`smdebug.rules.builtin.base`), and :func:`rule_classes` imports every module of this
 package (and of its sub-packages) once. A new rule is one class in any of those modules.

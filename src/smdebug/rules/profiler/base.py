@@ -27,16 +27,14 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from smdebug.exceptions import NoMoreProfilerData, RuleEvaluationConditionMet
-from smdebug.profiler.reading.frames import FrameworkEvents, Series
+from smdebug.profiler.reading.frames import FrameworkEvents
 from smdebug.rules.actions import Firing
 from smdebug.rules.builtin.base import BuiltinRule, Param
 from smdebug.rules.params import as_float, as_int, bounded
 from smdebug.storage import open_store
 
-__all__ = ["ProfilerRule", "WindowData", "scan_param", "percent_param", "count_param", "STATUSES"]
+__all__ = ["ProfilerRule", "WindowData", "fetch_window", "scan_param", "percent_param", "count_param", "STATUSES"]
 
 STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no data")
 
@@ -79,16 +77,6 @@ def fetch_window(trial, start_us: int, end_us: int, *, framework: bool) -> Windo
         ev = trial.framework_events(start_us, end_us - 1)
         events = ev.take((ev.start_us >= start_us) & (ev.start_us < end_us))
     return WindowData(start_us, end_us, series, events)
-
-
-def merged_events(a: FrameworkEvents | None, b: FrameworkEvents) -> FrameworkEvents:
-    if a is None or not len(a):
-        return b
-    if not len(b):
-        return a
-    cat = {k: np.concatenate([getattr(a, k), getattr(b, k)])
-           for k in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid")}
-    return FrameworkEvents(**cat, args=list(a.args or [None] * len(a)) + list(b.args or [None] * len(b)))
 
 
 class ProfilerRule(BuiltinRule, register=False):
@@ -227,6 +215,13 @@ class ProfilerRule(BuiltinRule, register=False):
         return {"status": status, "message": msg, "windows_judged": self.windows_judged,
                 "fired_windows": [list(w) for w in self.fired_windows]}
 
+    def caught_up(self, data: WindowData) -> bool:
+        """Whether ``data`` is the last window the trial holds now (the next one is not complete):
+        rules whose report summarises everything so far refresh it then, not after every window
+        of a long profile read offline."""
+        latest = self.base_trial.get_latest_timestamp()
+        return latest is None or latest < data.end_us + (data.end_us - data.start_us)
+
     def count(self, n: int) -> None:
         """Count ``n`` datapoints judged (1.0.34's Datapoints; and "looked at nothing" when 0)."""
         self.report["Datapoints"] += int(n)
@@ -236,19 +231,3 @@ class ProfilerRule(BuiltinRule, register=False):
 @dataclass
 class _StoreTarget:
     store: object
-
-
-def node_series(series: list) -> dict:
-    """``{node_id: [series...]}`` keeping order."""
-    out: dict = {}
-    for s in series:
-        out.setdefault(s.node_id, []).append(s)
-    return out
-
-
-def concat(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
-    return b if a is None else np.concatenate([a, b])
-
-
-def empty_series(node: str, type_: str, name: str, dim: str) -> Series:
-    return Series(node, type_, name, dim, np.zeros(0, dtype=np.int64), np.zeros(0))

@@ -2,7 +2,8 @@
 
 Each reads ``GPUUtilization`` / ``GPUMemoryUtilization`` (percent, per ``gpu<i>`` of each node);
 without them it says "no GPU data" (1.0.34 passed silently). Values accumulate over the windows
-(1.0.34 reset its lists after a million datapoints; we keep the last ``MAX_KEEP`` per device).
+(1.0.34 reset its lists after a million datapoints; we keep what the rule reads: the last
+``window`` values of each device, their count and maximum).
 """
 
 from __future__ import annotations
@@ -16,7 +17,26 @@ from smdebug.rules.profiler.stats import box_stats, js_distance, moving_increase
 
 __all__ = ["LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "LoadBalancing"]
 
-MAX_KEEP = 1_000_000
+
+
+class Tail:
+    """The last ``keep`` values of a series, how many were seen and their maximum: what a rule
+    judging "the last window" keeps (constant memory and time per window over a long profile)."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.values = np.zeros(0)
+        self.n = 0
+        self.max = float("-inf")
+
+    def add(self, values: np.ndarray) -> None:
+        if len(values):
+            self.n += len(values)
+            self.max = max(self.max, float(values.max()))
+            self.values = np.concatenate([self.values, values])[-self.keep:]
+
+    def __len__(self) -> int:
+        return self.n
 
 
 class _GPURule(ProfilerRule, register=False):
@@ -25,10 +45,7 @@ class _GPURule(ProfilerRule, register=False):
 
     def _collect(self, store: dict, data: WindowData, dimension: str) -> None:
         for s in data.metric(dimension, "gpu"):
-            key = (s.node_id, s.name)
-            old = store.get(key)
-            v = s.value if old is None else np.concatenate([old, s.value])
-            store[key] = v[-MAX_KEEP:]
+            store.setdefault((s.node_id, s.name), Tail(self.window)).add(s.value)
 
 
 class LowGPUUtilization(_GPURule):
@@ -52,6 +69,7 @@ class LowGPUUtilization(_GPURule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.values: dict = {}
+        self.unused_logged: set = set()
 
     def enough_data(self) -> bool:
         return any(len(v) > self.patience for v in self.values.values())
@@ -64,9 +82,10 @@ class LowGPUUtilization(_GPURule):
         for (node, gpu), v in self.values.items():
             if len(v) <= self.patience:
                 continue
-            last = v[-self.window:]
+            last = v.values
             p95, p5 = percentile(last, 95), percentile(last, 5)
-            if v.max() == 0:
+            if v.max == 0 and (node, gpu) not in self.unused_logged:
+                self.unused_logged.add((node, gpu))
                 self.logger.info("LowGPUUtilization: %s %s was not used", node, gpu)
             if p95 < self.threshold_p95 or (p95 > self.threshold_p95 and p5 < self.threshold_p5):
                 kind = "underutilized" if p95 < self.threshold_p95 else "fluctuating"
@@ -74,7 +93,7 @@ class LowGPUUtilization(_GPURule):
                 self.report["Violations"] += 1
                 self.report["RuleTriggered"] += 1
                 self.report["Details"].setdefault(node, {})[gpu] = {
-                    "gpu_95": p95, "gpu_5": p5, "gpu_max": float(v.max()), **box_stats(last)}
+                    "gpu_95": p95, "gpu_5": p5, "gpu_max": v.max, **box_stats(last)}
                 self.report["Details"]["last_timestamp"] = data.start_us
         if met:
             self.reason = "; ".join(met)
@@ -111,8 +130,7 @@ class BatchSize(_GPURule):
 
     def judge(self, data: WindowData) -> bool:
         for node, total in _cpu_total(data.metric("CPUUtilization", "cpu")).items():
-            v = np.concatenate([self.cpu[node], total]) if node in self.cpu else total
-            self.cpu[node] = v[-MAX_KEEP:]
+            self.cpu.setdefault(node, Tail(self.window)).add(total)
         self._collect(self.gpu, data, "GPUUtilization")
         self._collect(self.mem, data, "GPUMemoryUtilization")
         self.count(sum(len(s) for s in data.metric("CPUUtilization", "cpu")))
@@ -122,22 +140,22 @@ class BatchSize(_GPURule):
         for node, cpu in self.cpu.items():
             if len(cpu) <= max(self.window, self.patience):
                 continue
-            cpu_p95 = percentile(cpu[-self.window:], 95)
+            cpu_p95 = percentile(cpu.values, 95)
             if cpu_p95 >= self.cpu_threshold_p95:
                 continue
             for (n, gpu), g in self.gpu.items():
                 m = self.mem.get((n, gpu))
                 if n != node or len(g) <= self.window or m is None or len(m) <= self.window:
                     continue
-                g_p95, m_p95 = percentile(g[-self.window:], 95), percentile(m[-self.window:], 95)
+                g_p95, m_p95 = percentile(g.values, 95), percentile(m.values, 95)
                 if g_p95 < self.gpu_threshold_p95 and m_p95 < self.gpu_memory_threshold_p95:
                     met.append(f"{node} {gpu}: CPU p95 {cpu_p95:.1f}%, GPU p95 {g_p95:.1f}%, memory p95 {m_p95:.1f}%")
                     self.report["Violations"] += 1
                     self.report["RuleTriggered"] += 1
                     d = self.report["Details"].setdefault(node, {})
-                    d["cpu"] = box_stats(cpu[-self.window:])
-                    d[gpu] = box_stats(g[-self.window:])
-                    d[f"{gpu}_memory"] = box_stats(m[-self.window:])
+                    d["cpu"] = box_stats(cpu.values)
+                    d[gpu] = box_stats(g.values)
+                    d[f"{gpu}_memory"] = box_stats(m.values)
                     self.report["Details"]["last_timestamp"] = data.start_us
         if met:
             self.reason = "; ".join(met)
@@ -190,20 +208,20 @@ class GPUMemoryIncrease(_GPURule):
 
     def judge(self, data: WindowData) -> bool:
         met = []
+        span = 2 * self.window - 1  # an increase at a sample reads it and the span - 1 before
         for s in data.metric("GPUMemoryUtilization", "gpu"):
-            key = (s.node_id, s.name)
-            old = self.values.get(key, np.zeros(0))
-            v = np.concatenate([old, s.value])[-MAX_KEEP:]
-            self.values[key] = v
+            t = self.values.setdefault((s.node_id, s.name), Tail(span))
+            v = np.concatenate([t.values, s.value])  # v[0] is sample number t.n - len(t.values)
+            first_new = max(t.n, self.patience + 1)  # samples new in this window, past patience
+            t.add(s.value)
             self.count(len(s))
-            inc = moving_increase(v, self.window)  # inc[j] ends at sample j + 2*window - 1
-            first_new = max(len(v) - len(s), self.patience + 1)  # samples new in this window, past patience
-            tail = inc[max(first_new - (2 * self.window - 1), 0):]
+            # the increases ending at those samples (inc[j] ends at sample j + 2*window - 1 of its input)
+            tail = moving_increase(v[max(first_new - span - (t.n - len(v)), 0):], self.window)
             if len(tail) and tail.max() > self.increase:
                 self.report["Violations"] += int((tail > self.increase).sum())
                 self.report["RuleTriggered"] += 1
                 self.report["Details"].setdefault(s.node_id, {})[s.name] = {
-                    "increase": float(tail.max()), "gpu_max": float(v.max()), **box_stats(v[-self.window:])}
+                    "increase": float(tail.max()), "gpu_max": t.max, **box_stats(v[-self.window:])}
                 self.report["Details"]["last_timestamp"] = data.start_us
                 met.append(f"{s.node_id} {s.name}: memory up {tail.max():.1f} points over {self.window} samples")
         if met:

@@ -52,7 +52,7 @@ class ProfilerReport(ProfilerRule):
     """Runs CPUBottleneck, IOBottleneck, LowGPUUtilization, StepOutlier, GPUMemoryIncrease,
     BatchSize, MaxInitializationTime, LoadBalancing, OverallSystemUsage and Dataloader over the
     same windows, and writes each one's ``report`` to ``<output_dir>/profiler-reports/<Rule>.json``
-    after every window.
+    after every window it judges once caught up with the data (live: every window), and at the end.
 
     Parameters ``<Rule>_<param>`` (e.g. ``CPUBottleneck_threshold=90``, rule names without regard
     to case) configure a sub-rule; the others run with their defaults (ours: smdebug-rulesconfig's,
@@ -118,7 +118,8 @@ class ProfilerReport(ProfilerRule):
             raise
         data = fetch_window(self.base_trial, start, end, framework=True)
         self.run_window(data)
-        self.write_reports()
+        if self.caught_up(data):  # live: after every window; a long profile read offline: at the end
+            self.write_reports()
 
     def judge(self, data) -> bool:
         before = self.report["Datapoints"]
@@ -157,6 +158,9 @@ class ProfilerReport(ProfilerRule):
 
     def finish(self) -> None:
         """The end of the data: the last reports, then the HTML report when a renderer exists."""
+        usage = self.rules.get("OverallSystemUsage")
+        if usage is not None and "OverallSystemUsage" not in self.errors:
+            usage.summarise()
         self.write_reports()
         self.html_path = self.render_html()
 

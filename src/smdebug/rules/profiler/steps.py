@@ -126,6 +126,14 @@ class Dataloader(ProfilerRule):
     def enough_data(self) -> bool:
         return len(self.per_second) > self.patience
 
+    def verdict(self) -> dict:
+        v = super().verdict()
+        if v["status"] in ("no issue", "not enough data") and self.cores is None and self.per_second:
+            v["status"] = "not enough data"
+            v["message"] = ("not enough data: data loading was seen but no CPUUtilization metrics, so the "
+                            "cores to compare with are unknown")
+        return v
+
     def judge(self, data: WindowData) -> bool:
         d = self.report["Details"]
         if self.cores is None:

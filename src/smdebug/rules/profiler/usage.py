@@ -48,8 +48,7 @@ class OverallSystemUsage(ProfilerRule):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.sums: dict = {}  # (category, node) -> {time: [sum, n]} as arrays per window
-        self.values: dict = {}
+        self.values: dict = {}  # (category, node) -> [per-sample values of each window]
 
     def enough_data(self) -> bool:
         return True
@@ -66,14 +65,19 @@ class OverallSystemUsage(ProfilerRule):
             for s in ss:
                 np.add.at(total, np.searchsorted(times, s.timestamp_us), s.value)
             per = total if cat == "Network" else total / len(ss)
-            old = self.values.get((cat, node))
-            self.values[(cat, node)] = per if old is None else np.concatenate([old, per])
+            self.values.setdefault((cat, node), []).append(per)
             self.count(sum(len(s) for s in ss))
+        if self.caught_up(data):  # the statistics of everything so far, once per look at the data
+            self.summarise()
+        return False
+
+    def summarise(self) -> None:
         details: dict = {}
-        for (cat, node), v in sorted(self.values.items()):
+        for (cat, node), parts in sorted(self.values.items()):
+            v = np.concatenate(parts)
+            self.values[(cat, node)] = [v]
             details.setdefault(cat, {})[node] = summary_stats(v)
         self.report["Details"] = details
-        return False
 
 
 class MaxInitializationTime(ProfilerRule):
