@@ -96,7 +96,7 @@ class _Attach:
                          f"saving to {hook.out_dir}\n")
         if target is module:
             # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
-            hook._forward_pre_hook(module, args)
+            hook.start_step()
 
     @staticmethod
     def _fast_stop_checks(hook) -> None:

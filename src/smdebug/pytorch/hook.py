@@ -134,6 +134,13 @@ class Hook(BaseHook):
 
     # ---------------------------------------------------------------- callbacks
     def _forward_pre_hook(self, module, inputs):
+        self.start_step()
+
+    def start_step(self) -> None:
+        """Begin a step now, as the registered model's forward pre-hook does at each forward: for code
+        that registers the model from inside its first forward call (a pre-hook added while the
+        module's hooks run fires from its next call only). Raises TrainingStopRequested when a rule
+        asked training to stop."""
         req = self.stop_requested()  # outside the guard: it must reach the training loop
         if req is not None:
             raise TrainingStopRequested(req.rule, req.step, req.reason)
