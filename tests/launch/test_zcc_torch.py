@@ -92,3 +92,21 @@ def test_ddp_under_torchrun_gives_the_explicit_names(tmp_path):
     assert zcc.steps() == [0, 1, 2] and zcc.workers() == ["worker_0"]
     # the torchrun agent process ran the bootstrap and imported torch too, and wrote nothing
     assert sorted(os.listdir(zcc.path)) == sorted(os.listdir(explicit.path))
+
+
+def test_amp_grad_scaler_records_the_unscaled_loss(tmp_path):
+    pytest.importorskip("torch")
+    import numpy as np
+
+    args = [sys.executable, MLP, "--steps", "3", "--amp"]
+    zcc = _run(tmp_path, "zcc", args)
+    explicit = _run(tmp_path, "explicit", [*args, "--explicit"], zcc=False)
+    assert zcc.tensor_names() == explicit.tensor_names()
+    assert "loss_output_0" in zcc.tensor_names(collection="losses")
+    for step in (0, 1, 2):
+        mine = zcc.tensor("loss_output_0").value(step)
+        theirs = explicit.tensor("loss_output_0").value(step)
+        # the scaled loss would be 65536 times larger (GradScaler's first scale)
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5)
+        assert 0.1 < float(mine) < 10
+

@@ -7,7 +7,9 @@ those of ``hook.register_module(model)`` on the bare model (torch.compile's Opti
 unwrapped by the hook itself), and registers it on the hook made from the job's
 debughookconfig.json. Loss modules (``nn.modules.loss._Loss``) are registered when first called;
 a loss computed with a function (``F.cross_entropy``) is recorded as ``loss`` when ``backward()``
-is called on a scalar, unless a loss module was registered. At the first optimizer step the
+is called on a scalar, unless a loss module was registered; under AMP's GradScaler the loss
+recorded is the one ``scaler.scale(loss)`` was given (unscaled), not the scaled tensor backward runs
+on. At the first optimizer step the
 root's parameters are checked against the optimizer's. The global hook does nothing while dynamo
 traces (no extra recompiles) and returns at once after the first optimizer step. A script that makes its own hook keeps
 it: nothing is attached then. One line on stderr says what was attached.
@@ -56,6 +58,7 @@ class _Attach:
         self.loss_modules = weakref.WeakSet()
         self.loss_step = None
         self.checked_optimizer = False
+        self.scaled = None  # (weakref to scaler.scale's last scalar output, the loss it scaled)
 
     # ------------------------------------------------------------ root discovery
     def pre_hook(self, module, args):
@@ -115,7 +118,13 @@ class _Attach:
         if self.loss_step == hook.step:
             return
         self.loss_step = hook.step
+        if self.scaled is not None and self.scaled[0]() is tensor:
+            tensor = self.scaled[1]  # backward on scaler.scale(loss): the loss itself is recorded
         hook.record_tensor_value("loss", tensor.detach())
+
+    def on_scale(self, loss, scaled) -> None:
+        if self.hook is not None and isinstance(loss, torch.Tensor) and loss.dim() == 0:
+            self.scaled = (weakref.ref(scaled), loss.detach())
 
     def on_optimizer_step(self, optimizer, args, kwargs) -> None:
         if self.checked_optimizer or self.root is None:
@@ -161,4 +170,24 @@ def install():
 
     backward.__smdebug_zcc__ = True
     torch.Tensor.backward = backward
+    _wrap_grad_scaler(state)
     return state
+
+
+def _wrap_grad_scaler(state) -> None:
+    """``GradScaler.scale`` (torch.amp's, which torch.cuda.amp's inherits) tells the state which loss a
+    scaled tensor came from."""
+    scaler_cls = torch.amp.GradScaler
+    original = scaler_cls.scale
+
+    @functools.wraps(original)
+    def scale(self, outputs):
+        scaled = original(self, outputs)
+        try:
+            state.on_scale(outputs, scaled)
+        except Exception as exc:  # never breaks training
+            logger.error("smdebug: following GradScaler.scale failed (%s)", exc)
+        return scaled
+
+    scale.__smdebug_zcc__ = True
+    scaler_cls.scale = scale
