@@ -2,7 +2,8 @@
 
 Public hook registries only, no patched torch: a global module forward pre-hook finds the root
 model at its first forward (the first module called with trainable parameters, outside data-loader
-workers), unwraps DistributedDataParallel / DataParallel (``.module``) so that tensor names equal
+workers), unwraps DistributedDataParallel / DataParallel / FullyShardedDataParallel (``.module``; FSDP2's
+``fully_shard`` changes the model in place, so it is the model) so that tensor names equal
 those of ``hook.register_module(model)`` on the bare model (torch.compile's OptimizedModule is
 unwrapped by the hook itself), and registers it on the hook made from the job's
 debughookconfig.json. Loss modules (``nn.modules.loss._Loss``) are registered when first called;
@@ -30,12 +31,13 @@ from torch import nn
 __all__ = ["install", "unwrap"]
 
 logger = logging.getLogger("smdebug")
-_WRAPPERS = ("DistributedDataParallel", "DataParallel")
+_WRAPPERS = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
 _installed = None
 
 
 def unwrap(module):
-    """The model a DDP / DataParallel wrapper holds (torch.compile's wrapper is kept: the hook unwraps it)."""
+    """The model a DDP / DataParallel / FSDP wrapper holds (torch.compile's wrapper is kept: the hook
+    unwraps it; FSDP2's ``fully_shard`` changes the model in place: it is the model)."""
     while type(module).__name__ in _WRAPPERS and isinstance(getattr(module, "module", None), nn.Module):
         module = module.module
     return module
