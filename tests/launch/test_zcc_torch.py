@@ -138,3 +138,18 @@ def test_fsdp_under_torchrun_gives_the_explicit_names(tmp_path, capfd, fsdp, col
         assert {"Net_fc1.weight", "Net_fc2.weight"} <= set(runs["zcc"].tensor_names())
         assert runs["zcc"].tensor("Net_fc1.weight").value(2).shape == (16, 8)  # unsharded, as forward saw it
 
+
+@pytest.mark.parametrize("launch", [["--cpu"], ["--multi_gpu", "--num_processes", "2"]], ids=["1proc", "2proc"])
+def test_accelerate_launch_gives_the_explicit_names(tmp_path, capfd, launch):
+    pytest.importorskip("accelerate")
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    cmd = [accelerate, "launch", *launch, str(SCRIPTS / "accel_mlp.py")]
+    zcc = _run(tmp_path, "zcc", cmd)
+    explicit = _run(tmp_path, "explicit", [*cmd, "--explicit"], zcc=False)
+    err = capfd.readouterr().err
+    assert err.count("smdebug: attached to Net") == len(launch) // 2 + 1  # once per process
+    if len(launch) > 1:
+        assert "attached to Net (in DistributedDataParallel)" in err
+    assert zcc.tensor_names() == explicit.tensor_names()
+    assert {"Net_fc1.weight", "gradient/Net_fc1.weight", "loss_output_0"} <= set(zcc.tensor_names())
+    assert zcc.steps() == [0, 1, 2]
