@@ -1,7 +1,8 @@
 """The launcher: the training command in its own process group, one rule job per rule beside it.
 
 It writes the job's ``config/debughookconfig.json`` (the file the hooks read through
-$SMDEBUG_CONFIG_FILE_PATH), puts the zero-code-change bootstrap first on PYTHONPATH, starts the
+$SMDEBUG_CONFIG_FILE_PATH) and, when profiling is asked for, ``config/profilerconfig.json``
+($SMPROFILER_CONFIG_PATH), puts the zero-code-change bootstrap first on PYTHONPATH, starts the
 command, and follows it: ``status.json`` and ``events.jsonl`` in the run folder, each rule's
 report under ``rule-output/<RuleConfigurationName>/``. When the command ends, by any cause
 (``kill -9`` included), the end of training is marked in the trial so every rule job ends.
@@ -13,6 +14,7 @@ SIGTERM (the whole process group), then SIGKILL after ``term_grace`` seconds.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -22,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from smdebug.launch.profiling import PROFILER_CONFIG_ENV
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
 from smdebug.launch.status import StatusBoard
@@ -107,9 +110,21 @@ class Launcher:
             f.write(self.spec.hook_config_json())
         return path
 
+    def write_profiler_config(self) -> str | None:
+        """The job's profilerconfig.json, when profiling was asked for (the hooks read it)."""
+        if not self.spec.profiler:
+            return None
+        path = os.path.join(self.run_dir, "config", "profilerconfig.json")
+        with open(path, "w") as f:
+            f.write(json.dumps(self.spec.profiler, indent=2, sort_keys=True) + "\n")
+        return path
+
     def child_env(self, config_path: str) -> dict:
         env = dict(os.environ)
         env["SMDEBUG_CONFIG_FILE_PATH"] = config_path
+        profiler = self.write_profiler_config()
+        if profiler is not None:
+            env[PROFILER_CONFIG_ENV] = profiler
         env["SMDEBUG_LAUNCH_RUN_DIR"] = self.run_dir
         env.setdefault(STOP_INTERVAL_ENV, f"{self.poll:g}")
         if self.zcc:
