@@ -37,6 +37,8 @@ def add(sub) -> None:
                    help="a ProfilerConfig (CreateTrainingJob's, or a profilerconfig.json): a file or a JSON object")
     p.add_argument("--profile-interval-ms", type=int, metavar="N",
                    help="system metrics every N milliseconds (SageMaker: 100, 200, 500, 1000, 5000 or 60000)")
+    p.add_argument("--node-rank", metavar="K", help="this node's rank in a multi-node job: rules run on node 0 "
+                   "only (default $NODE_RANK, else $SM_CURRENT_HOST's place in $SM_HOSTS, else 0)")
     p.add_argument("--no-zcc", action="store_true", help="do not attach hooks (the script makes its own)")
     p.add_argument("--stop-grace", type=float, default=120.0, metavar="S",
                    help="after a StopTraining action, SIGTERM the job if it still runs after S seconds (120)")
@@ -70,7 +72,7 @@ def run_job(args) -> int:
                           profiler_config=args.profiler_config, profile_interval_ms=args.profile_interval_ms,
                           default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
         launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc, stop_grace=args.stop_grace,
-                            term_grace=args.term_grace, rule_timeout=args.rule_timeout)
+                            term_grace=args.term_grace, rule_timeout=args.rule_timeout, node_rank=args.node_rank)
         return launcher.run().exit_code
     except LaunchConfigError as exc:
         raise CliError(str(exc)) from None

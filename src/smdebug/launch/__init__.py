@@ -31,7 +31,7 @@ def default_name() -> str:
 def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(), hook_parameters=None,
            tensorboard_output_config=None, out_dir=None, run_dir=None, job=None, actions=(), name=None,
            zcc=True, stop_grace=120.0, term_grace=30.0, rule_timeout=600.0, echo=None, profile=False,
-           profiler_config=None, profile_interval_ms=None) -> LaunchResult:
+           profiler_config=None, profile_interval_ms=None, node_rank=None) -> LaunchResult:
     """Run ``command`` (a list, or a string split on whitespace) with hooks attached and ``rules`` beside it.
 
     ``rules``: ``rule_configs.<fn>()`` dicts, DebugRuleConfiguration dicts, SageMaker SDK ``Rule``
@@ -43,6 +43,7 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     status.json, events.jsonl and rule-output/ go to ``run_dir`` (default ``smdebug-runs/<name>``).
     ``profile`` / ``profiler_config`` (a ProfilerConfig dict, JSON text or file) / ``profile_interval_ms``:
     the profiler records into the config's LocalPath, default ``<run_dir>/profiler-output``.
+    ``node_rank``: this node's rank in a multi-node job (rules run on node 0; see :mod:`~smdebug.launch.nodes`).
     """
     if isinstance(command, str):
         command = command.split()
@@ -55,7 +56,7 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
                       profile_interval_ms=profile_interval_ms,
                       default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
     launcher = Launcher(spec, list(command), run_dir, zcc=zcc, stop_grace=stop_grace, term_grace=term_grace,
-                        rule_timeout=rule_timeout, echo=echo)
+                        rule_timeout=rule_timeout, echo=echo, node_rank=node_rank)
     return launcher.run()
 
 
