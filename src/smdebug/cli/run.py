@@ -31,6 +31,14 @@ def add(sub) -> None:
     p.add_argument("--action", action="append", default=[], metavar="ACTION",
                    help="what every rule does when it fires: stop, log, email:ADDRESS, sms:+NUMBER")
     p.add_argument("--tensorboard", metavar="DIR", help="also write TensorBoard event files there")
+    p.add_argument("--profile", action="store_true",
+                   help="profile the job: system metrics and framework metrics with the defaults")
+    p.add_argument("--profiler-config", metavar="FILE|JSON",
+                   help="a ProfilerConfig (CreateTrainingJob's, or a profilerconfig.json): a file or a JSON object")
+    p.add_argument("--profile-interval-ms", type=int, metavar="N",
+                   help="system metrics every N milliseconds (SageMaker: 100, 200, 500, 1000, 5000 or 60000)")
+    p.add_argument("--node-rank", metavar="K", help="this node's rank in a multi-node job: rules run on node 0 "
+                   "only (default $NODE_RANK, else $SM_CURRENT_HOST's place in $SM_HOSTS, else 0)")
     p.add_argument("--no-zcc", action="store_true", help="do not attach hooks (the script makes its own)")
     p.add_argument("--stop-grace", type=float, default=120.0, metavar="S",
                    help="after a StopTraining action, SIGTERM the job if it still runs after S seconds (120)")
@@ -60,9 +68,11 @@ def run_job(args) -> int:
                           default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
                           job=args.job, config=args.config, hook_parameters=args.hook_param,
                           collections=args.collection, rules=args.rule, rule_files=args.rule_file,
-                          actions=args.action, tensorboard=args.tensorboard)
+                          actions=args.action, tensorboard=args.tensorboard, profile=args.profile,
+                          profiler_config=args.profiler_config, profile_interval_ms=args.profile_interval_ms,
+                          default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
         launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc, stop_grace=args.stop_grace,
-                            term_grace=args.term_grace, rule_timeout=args.rule_timeout)
+                            term_grace=args.term_grace, rule_timeout=args.rule_timeout, node_rank=args.node_rank)
         return launcher.run().exit_code
     except LaunchConfigError as exc:
         raise CliError(str(exc)) from None

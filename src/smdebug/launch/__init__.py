@@ -30,7 +30,8 @@ def default_name() -> str:
 
 def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(), hook_parameters=None,
            tensorboard_output_config=None, out_dir=None, run_dir=None, job=None, actions=(), name=None,
-           zcc=True, stop_grace=120.0, term_grace=30.0, rule_timeout=600.0, echo=None) -> LaunchResult:
+           zcc=True, stop_grace=120.0, term_grace=30.0, rule_timeout=600.0, echo=None, profile=False,
+           profiler_config=None, profile_interval_ms=None, node_rank=None) -> LaunchResult:
     """Run ``command`` (a list, or a string split on whitespace) with hooks attached and ``rules`` beside it.
 
     ``rules``: ``rule_configs.<fn>()`` dicts, DebugRuleConfiguration dicts, SageMaker SDK ``Rule``
@@ -40,6 +41,9 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     ``job``: a CreateTrainingJob request (dict or JSON path); ``actions``: ``"stop"``, ``"log"``, ...
     for every rule. The trial goes to ``out_dir`` (default ``<run_dir>/debug-output``); the run's
     status.json, events.jsonl and rule-output/ go to ``run_dir`` (default ``smdebug-runs/<name>``).
+    ``profile`` / ``profiler_config`` (a ProfilerConfig dict, JSON text or file) / ``profile_interval_ms``:
+    the profiler records into the config's LocalPath, default ``<run_dir>/profiler-output``.
+    ``node_rank``: this node's rank in a multi-node job (rules run on node 0; see :mod:`~smdebug.launch.nodes`).
     """
     if isinstance(command, str):
         command = command.split()
@@ -48,9 +52,11 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     spec = build_spec(name=name, out_dir=out_dir, default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
                       job=job, hook_config=debugger_hook_config, hook_parameters=hook_parameters,
                       collections=collection_configs, rules=rules, actions=actions,
-                      tensorboard=tensorboard_output_config)
+                      tensorboard=tensorboard_output_config, profile=profile, profiler_config=profiler_config,
+                      profile_interval_ms=profile_interval_ms,
+                      default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
     launcher = Launcher(spec, list(command), run_dir, zcc=zcc, stop_grace=stop_grace, term_grace=term_grace,
-                        rule_timeout=rule_timeout, echo=echo)
+                        rule_timeout=rule_timeout, echo=echo, node_rank=node_rank)
     return launcher.run()
 
 

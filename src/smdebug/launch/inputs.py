@@ -201,9 +201,13 @@ def load_json_file(path: str, what: str) -> dict:
 
 
 def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, config=None, hook_config=None,
-               hook_parameters=None, collections=(), rules=(), rule_files=(), actions=(), tensorboard=None):
+               hook_parameters=None, collections=(), rules=(), rule_files=(), actions=(), tensorboard=None,
+               profile=False, profiler_config=None, profile_interval_ms=None, default_profiler_dir=None):
     """One JobSpec from every input: ``job`` (a CreateTrainingJob request: path or dict), ``config``
-    (a debughookconfig.json path), ``hook_config`` (DebugHookConfig dict or SDK object), flag strings."""
+    (a debughookconfig.json path), ``hook_config`` (DebugHookConfig dict or SDK object), flag strings.
+    Profiling (:mod:`smdebug.launch.profiling`): ``profile`` (the defaults), ``profiler_config`` (a
+    ProfilerConfig: dict, JSON text or file), ``profile_interval_ms``; its data goes to the config's
+    LocalPath, else ``default_profiler_dir``, else ``profiler-output`` beside ``default_out_dir``."""
     b = SpecBuilder()
     if job is not None:
         where = job if isinstance(job, str) else "job="
@@ -227,6 +231,37 @@ def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, confi
     for a in actions:
         b.add_action(a if isinstance(a, dict) else action_from_flag(a), f"--action {a}")
     spec = b.build(name, out_dir, default_out_dir)
+    _add_profiling(spec, b, profile, profiler_config, profile_interval_ms,
+                   default_profiler_dir or os.path.join(os.path.dirname(default_out_dir or spec.out_dir),
+                                                        "profiler-output"))
     if actions and not spec.rules:
         raise LaunchConfigError("--action needs a rule to act when it fires (--rule or --rule-file)")
     return spec
+
+
+def _add_profiling(spec, builder: SpecBuilder, profile, config, interval_ms, default_dir: str) -> None:
+    from smdebug.launch.profiling import check_profiler_rules, profiler_document, read_profiler_config
+
+    doc, where = None, "--profile"
+    if config is not None and builder.profiler_config is not None:
+        raise LaunchConfigError(f"a profiler configuration is given twice: in {builder.profiler_config[1]} and "
+                                "in --profiler-config")
+    if config is not None:
+        where = "--profiler-config"
+        doc = read_profiler_config(config, where)
+    elif builder.profiler_config is not None:
+        doc, where = builder.profiler_config
+        doc = read_profiler_config(doc, where)
+    if interval_ms is not None:
+        try:
+            interval_ms = int(interval_ms)
+        except (TypeError, ValueError):
+            raise LaunchConfigError(f"--profile-interval-ms {interval_ms!r} is not a whole number") from None
+    if doc is None and not profile and interval_ms is None:
+        if builder.profiler_rules is not None:
+            raise LaunchConfigError(f"{builder.profiler_rules[1]}: ProfilerRuleConfigurations need profiling: "
+                                    "give a ProfilerConfig or --profile")
+        return
+    spec.profiler = profiler_document(doc, where, default_local_path=default_dir, interval_ms=interval_ms)
+    if builder.profiler_rules is not None:
+        spec.profiler_rules = check_profiler_rules(*builder.profiler_rules)

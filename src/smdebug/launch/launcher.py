@@ -1,7 +1,8 @@
 """The launcher: the training command in its own process group, one rule job per rule beside it.
 
 It writes the job's ``config/debughookconfig.json`` (the file the hooks read through
-$SMDEBUG_CONFIG_FILE_PATH), puts the zero-code-change bootstrap first on PYTHONPATH, starts the
+$SMDEBUG_CONFIG_FILE_PATH) and, when profiling is asked for, ``config/profilerconfig.json``
+($SMPROFILER_CONFIG_PATH), puts the zero-code-change bootstrap first on PYTHONPATH, starts the
 command, and follows it: ``status.json`` and ``events.jsonl`` in the run folder, each rule's
 report under ``rule-output/<RuleConfigurationName>/``. When the command ends, by any cause
 (``kill -9`` included), the end of training is marked in the trial so every rule job ends.
@@ -13,6 +14,7 @@ SIGTERM (the whole process group), then SIGKILL after ``term_grace`` seconds.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -22,6 +24,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from smdebug.launch.nodes import StopFollower, resolve_node_rank
+from smdebug.launch.profiling import PROFILER_CONFIG_ENV
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
 from smdebug.launch.status import StatusBoard
@@ -62,7 +66,7 @@ class Launcher:
 
     def __init__(self, spec: JobSpec, command: list[str], run_dir: str, *, zcc: bool = True,
                  stop_grace: float = 120.0, term_grace: float = 30.0, rule_timeout: float = 600.0,
-                 poll: float | None = None, echo=None):
+                 poll: float | None = None, echo=None, node_rank: int | None = None):
         if not command:
             raise LaunchConfigError("no command to run: give it after --")
         self.spec = spec
@@ -72,12 +76,16 @@ class Launcher:
         self.stop_grace, self.term_grace, self.rule_timeout = float(stop_grace), float(term_grace), float(rule_timeout)
         self.poll = poll if poll is not None else (REMOTE_POLL if _remote(spec.out_dir) else LOCAL_POLL)
         self._echo = echo if echo is not None else (lambda msg: print(f"smdebug run: {msg}", file=sys.stderr, flush=True))
+        self.node_rank = resolve_node_rank(node_rank)
         self._check_out_dir()
         os.makedirs(os.path.join(self.run_dir, "config"), exist_ok=True)
-        self.board = StatusBoard(self.run_dir, spec, self.command)
-        self.jobs = [RuleJob(r, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name), spec.name,
-                             on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll)
-                     for r in spec.rules]
+        self.board = StatusBoard(self.run_dir, spec, self.command, self.node_rank)
+        # rules run once, on the node of rank 0; the others follow the trial's stop request
+        self.follower = None if self.node_rank == 0 else StopFollower(spec.out_dir, self._follow_stop, self.poll)
+        self.jobs = [] if self.node_rank else [
+            RuleJob(r, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name), spec.name,
+                    on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll)
+            for r in spec.rules]
         self.board.jobs = self.jobs
         self._proc: subprocess.Popen | None = None
         self._stop = threading.Event()
@@ -102,14 +110,29 @@ class Launcher:
 
     # ---------------------------------------------------------------- set-up
     def write_config(self) -> str:
-        path = os.path.join(self.run_dir, "config", "debughookconfig.json")
-        with open(path, "w") as f:
-            f.write(self.spec.hook_config_json())
+        return self._write("debughookconfig.json", self.spec.hook_config_json())
+
+    def _write(self, name: str, text: str) -> str:
+        """A file of config/, replaced at once (nodes sharing a run folder write the same files)."""
+        path = os.path.join(self.run_dir, "config", name)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
         return path
+
+    def write_profiler_config(self) -> str | None:
+        """The job's profilerconfig.json, when profiling was asked for (the hooks read it)."""
+        if not self.spec.profiler:
+            return None
+        return self._write("profilerconfig.json", json.dumps(self.spec.profiler, indent=2, sort_keys=True) + "\n")
 
     def child_env(self, config_path: str) -> dict:
         env = dict(os.environ)
         env["SMDEBUG_CONFIG_FILE_PATH"] = config_path
+        profiler = self.write_profiler_config()
+        if profiler is not None:
+            env[PROFILER_CONFIG_ENV] = profiler
         env["SMDEBUG_LAUNCH_RUN_DIR"] = self.run_dir
         env.setdefault(STOP_INTERVAL_ENV, f"{self.poll:g}")
         if self.zcc:
@@ -126,14 +149,21 @@ class Launcher:
             self._echo(f"rule {job.name}: {job.status}: {first}")
 
     def _stop_requested(self, job, step: int) -> None:
+        self._request_stop(job.name, step)
+
+    def _follow_stop(self, req) -> None:
+        """Another node's rule asked training to stop (node rank > 0)."""
+        self._request_stop(req.rule, req.step)
+
+    def _request_stop(self, rule: str, step: int) -> None:
         with self._lock:
             if self._stop.is_set():
                 return
             self._stop_step = step
             self._stop.set()
-        self._echo(f"rule {job.name} found an issue at step {step}: StopTraining (SIGTERM in {self.stop_grace:g} s "
+        self._echo(f"rule {rule} found an issue at step {step}: StopTraining (SIGTERM in {self.stop_grace:g} s "
                    "if the job has not stopped)")
-        self.board.update(job_status="Stopping", secondary="Stopping", StopRequest={"Rule": job.name, "Step": step})
+        self.board.update(job_status="Stopping", secondary="Stopping", StopRequest={"Rule": rule, "Step": step})
         threading.Thread(target=self._escalate, name="smdebug-stop", daemon=True).start()
 
     def _escalate(self) -> None:
@@ -165,17 +195,22 @@ class Launcher:
         self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
         for job in self.jobs:
             job.start()
+        if self.follower is not None:
+            self.follower.start()
         restore = self._forward_signals()
         try:
             rc = self._proc.wait()
         finally:
             restore()
+            if self.follower is not None:
+                self.follower.stop()
         self._reap_group()
         ended = time.time()
         if self._interrupted:  # before the end is marked: a rule job ending now ends Stopped
             for job in self.jobs:
                 job.stop()
-        self._mark_end_of_training()
+        if self.node_rank == 0:  # the other nodes' ends are not the job's end
+            self._mark_end_of_training()
         self._join_rules()
         status = "Stopped" if (self._stop.is_set() or self._interrupted) else ("Completed" if rc == 0 else "Failed")
         exit_code = rc if rc >= 0 else 128 - rc

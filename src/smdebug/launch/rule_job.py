@@ -17,41 +17,17 @@ import sys
 import threading
 import time
 import traceback
-from contextlib import contextmanager
 
 from smdebug.exceptions import MissingCollectionFiles, RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.launch.spec import LaunchConfigError, RuleSpec
 
-__all__ = ["RuleJob", "load_rule_class", "check_rule", "STATUS_DETAILS_MAX", "poll_interval"]
+__all__ = ["RuleJob", "load_rule_class", "check_rule", "STATUS_DETAILS_MAX"]
 
 logger = logging.getLogger("smdebug")
 
 STATUS_DETAILS_MAX = 1024
 _RANGE_KEYS = ("start_step", "end_step")
 _NOT_RULE_PARAMS = {"source_s3_uri", "rule_to_invoke", "action_json", *_RANGE_KEYS}
-_env_lock = threading.Lock()
-_env_users = 0
-
-
-@contextmanager
-def poll_interval(seconds: float):
-    """$SMDEBUG_POLL_INTERVAL set while trials are opened (a Trial reads it when made); the
-    user's own setting wins."""
-    global _env_users
-    key = "SMDEBUG_POLL_INTERVAL"
-    with _env_lock:
-        mine = key not in os.environ or _env_users > 0
-        if mine:
-            _env_users += 1
-            os.environ[key] = f"{seconds:g}"
-    try:
-        yield
-    finally:
-        if mine:
-            with _env_lock:
-                _env_users -= 1
-                if _env_users == 0:
-                    os.environ.pop(key, None)
 
 
 def _read_source(source: str, where: str) -> tuple[str, bytes]:
@@ -190,8 +166,8 @@ class RuleJob:
     def _open_trial(self):
         from smdebug.trials import create_trial
 
-        with poll_interval(self._poll):
-            return create_trial(self.out_dir, name="base_trial", collection_wait_timeout=self._wait_s)
+        return create_trial(self.out_dir, name="base_trial", collection_wait_timeout=self._wait_s,
+                            poll_interval=self._poll)
 
     def _run(self) -> None:
         from smdebug.rules import create_rule, invoke_rule

@@ -147,6 +147,8 @@ class JobSpec:
     collections: list = field(default_factory=list)
     rules: list = field(default_factory=list)
     tensorboard: dict | None = None
+    profiler: dict | None = None  # the job's profilerconfig.json (smdebug.launch.profiling)
+    profiler_rules: list = field(default_factory=list)
 
     def hook_config(self) -> dict:
         hp = dict(self.hook_parameters)
@@ -168,6 +170,9 @@ class JobSpec:
                "DebugRuleConfigurations": [r.to_request_dict() for r in self.rules]}
         if self.tensorboard:
             out["TensorBoardOutputConfig"] = dict(self.tensorboard)
+        if self.profiler:
+            out["ProfilerConfig"] = dict(self.profiler)
+            out["ProfilerRuleConfigurations"] = [r.to_request_dict() for r in self.profiler_rules]
         return out
 
 
@@ -184,6 +189,8 @@ class SpecBuilder:
         self.rules: list[RuleSpec] = []
         self.tensorboard: dict | None = None
         self.name: str | None = None
+        self.profiler_config = None  # (document, where) of a request's ProfilerConfig
+        self.profiler_rules = None  # (list, where) of a request's ProfilerRuleConfigurations
 
     def add_hook_config(self, doc, where: str) -> None:
         """A DebugHookConfig or a debughookconfig.json document."""
@@ -255,10 +262,12 @@ class SpecBuilder:
         self.tensorboard = {k: doc[k] for k in ("LocalPath", "S3OutputPath") if isinstance(doc.get(k), str)}
 
     def add_request(self, doc, where: str) -> None:
-        """A CreateTrainingJob request (or DescribeTrainingJob response): its Debug* members."""
+        """A CreateTrainingJob request (or DescribeTrainingJob response): its Debug* and Profiler* members
+        (the latter checked by :func:`smdebug.launch.inputs.build_spec`)."""
         if not isinstance(doc, dict):
             raise LaunchConfigError(f"{where} must hold a JSON object (a CreateTrainingJob request)")
-        known = {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig"}
+        known = {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig", "ProfilerConfig",
+                 "ProfilerRuleConfigurations"}
         if not known & set(doc):
             raise LaunchConfigError(f"{where} has none of {', '.join(sorted(known))}: not a CreateTrainingJob "
                                     "request with a debugger configuration")
@@ -273,6 +282,10 @@ class SpecBuilder:
             self.add_rule(r, f"DebugRuleConfigurations[{i}] of {where}")
         if doc.get("TensorBoardOutputConfig") is not None:
             self.add_tensorboard(doc["TensorBoardOutputConfig"], f"TensorBoardOutputConfig of {where}")
+        if doc.get("ProfilerConfig") is not None:
+            self.profiler_config = (doc["ProfilerConfig"], f"ProfilerConfig of {where}")
+        if doc.get("ProfilerRuleConfigurations"):
+            self.profiler_rules = (doc["ProfilerRuleConfigurations"], where)
 
     def add_action(self, action_json: dict, where: str) -> None:
         """Add an action (``{"name": "StopTraining"}``) to every rule's action_json, once."""

@@ -18,9 +18,11 @@ def iso_time(t: float) -> str:
 class StatusBoard:
     """The run's state; every change rewrites status.json and appends one event."""
 
-    def __init__(self, run_dir: str, spec, command: list[str]):
-        self.path = os.path.join(run_dir, "status.json")
-        self.events_path = os.path.join(run_dir, "events.jsonl")
+    def __init__(self, run_dir: str, spec, command: list[str], node_rank: int = 0):
+        suffix = f"-node-{node_rank}" if node_rank else ""  # nodes may share one run folder
+        self.path = os.path.join(run_dir, f"status{suffix}.json")
+        self.events_path = os.path.join(run_dir, f"events{suffix}.jsonl")
+        self.node_rank = node_rank
         self._lock = threading.RLock()  # also taken in the launcher's signal handler
         self.spec = spec
         self.command = list(command)
@@ -55,7 +57,7 @@ class StatusBoard:
                 self.secondary = secondary
             self.extra.update(extra)
             doc = self.describe()
-            tmp = f"{self.path}.tmp"
+            tmp = f"{self.path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
                 json.dump(doc, f, indent=2)
             os.replace(tmp, self.path)

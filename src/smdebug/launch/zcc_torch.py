@@ -2,12 +2,15 @@
 
 Public hook registries only, no patched torch: a global module forward pre-hook finds the root
 model at its first forward (the first module called with trainable parameters, outside data-loader
-workers), unwraps DistributedDataParallel / DataParallel (``.module``) so that tensor names equal
+workers), unwraps DistributedDataParallel / DataParallel / FullyShardedDataParallel (``.module``; FSDP2's
+``fully_shard`` changes the model in place, so it is the model) so that tensor names equal
 those of ``hook.register_module(model)`` on the bare model (torch.compile's OptimizedModule is
 unwrapped by the hook itself), and registers it on the hook made from the job's
 debughookconfig.json. Loss modules (``nn.modules.loss._Loss``) are registered when first called;
 a loss computed with a function (``F.cross_entropy``) is recorded as ``loss`` when ``backward()``
-is called on a scalar, unless a loss module was registered. At the first optimizer step the
+is called on a scalar, unless a loss module was registered; under AMP's GradScaler the loss
+recorded is the one ``scaler.scale(loss)`` was given (unscaled), not the scaled tensor backward runs
+on. At the first optimizer step the
 root's parameters are checked against the optimizer's. The global hook does nothing while dynamo
 traces (no extra recompiles) and returns at once after the first optimizer step. A script that makes its own hook keeps
 it: nothing is attached then. One line on stderr says what was attached.
@@ -28,12 +31,13 @@ from torch import nn
 __all__ = ["install", "unwrap"]
 
 logger = logging.getLogger("smdebug")
-_WRAPPERS = ("DistributedDataParallel", "DataParallel")
+_WRAPPERS = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
 _installed = None
 
 
 def unwrap(module):
-    """The model a DDP / DataParallel wrapper holds (torch.compile's wrapper is kept: the hook unwraps it)."""
+    """The model a DDP / DataParallel / FSDP wrapper holds (torch.compile's wrapper is kept: the hook
+    unwraps it; FSDP2's ``fully_shard`` changes the model in place: it is the model)."""
     while type(module).__name__ in _WRAPPERS and isinstance(getattr(module, "module", None), nn.Module):
         module = module.module
     return module
@@ -56,6 +60,7 @@ class _Attach:
         self.loss_modules = weakref.WeakSet()
         self.loss_step = None
         self.checked_optimizer = False
+        self.scaled = None  # (weakref to scaler.scale's last scalar output, the loss it scaled)
 
     # ------------------------------------------------------------ root discovery
     def pre_hook(self, module, args):
@@ -96,7 +101,7 @@ class _Attach:
                          f"saving to {hook.out_dir}\n")
         if target is module:
             # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
-            hook._forward_pre_hook(module, args)
+            hook.start_step()
 
     @staticmethod
     def _fast_stop_checks(hook) -> None:
@@ -115,7 +120,13 @@ class _Attach:
         if self.loss_step == hook.step:
             return
         self.loss_step = hook.step
+        if self.scaled is not None and self.scaled[0]() is tensor:
+            tensor = self.scaled[1]  # backward on scaler.scale(loss): the loss itself is recorded
         hook.record_tensor_value("loss", tensor.detach())
+
+    def on_scale(self, loss, scaled) -> None:
+        if self.hook is not None and isinstance(loss, torch.Tensor) and loss.dim() == 0:
+            self.scaled = (weakref.ref(scaled), loss.detach())
 
     def on_optimizer_step(self, optimizer, args, kwargs) -> None:
         if self.checked_optimizer or self.root is None:
@@ -161,4 +172,24 @@ def install():
 
     backward.__smdebug_zcc__ = True
     torch.Tensor.backward = backward
+    _wrap_grad_scaler(state)
     return state
+
+
+def _wrap_grad_scaler(state) -> None:
+    """``GradScaler.scale`` (torch.amp's, which torch.cuda.amp's inherits) tells the state which loss a
+    scaled tensor came from."""
+    scaler_cls = torch.amp.GradScaler
+    original = scaler_cls.scale
+
+    @functools.wraps(original)
+    def scale(self, outputs):
+        scaled = original(self, outputs)
+        try:
+            state.on_scale(outputs, scaled)
+        except Exception as exc:  # never breaks training
+            logger.error("smdebug: following GradScaler.scale failed (%s)", exc)
+        return scaled
+
+    scale.__smdebug_zcc__ = True
+    scaler_cls.scale = scale

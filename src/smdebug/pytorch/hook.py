@@ -72,6 +72,7 @@ class Hook(BaseHook):
         super()._configure(options)
         self.profiling = profiling_for(self, getattr(self, "_profiler_config", None))
         self._tops: list = []  # (name prefix, module) of registered models
+        self._copy_now: set = set()  # id() of registered models whose parameters are not copied deferred
         self._step_module = None
         self._handles: list = []
         self.has_registered_module = False
@@ -102,6 +103,8 @@ class Hook(BaseHook):
         top = model._get_name()
         self._name_modules(top, model, model.named_modules())
         self._tops.append((top, model))
+        if any(getattr(p, "_fsdp_flattened", False) for p in model.parameters()):  # FSDP1 manages them
+            self._copy_now.add(id(model))
         if self._step_module is None:
             self._step_module = module
             self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
@@ -134,6 +137,13 @@ class Hook(BaseHook):
 
     # ---------------------------------------------------------------- callbacks
     def _forward_pre_hook(self, module, inputs):
+        self.start_step()
+
+    def start_step(self) -> None:
+        """Begin a step now, as the registered model's forward pre-hook does at each forward: for code
+        that registers the model from inside its first forward call (a pre-hook added while the
+        module's hooks run fires from its next call only). Raises TrainingStopRequested when a rule
+        asked training to stop."""
         req = self.stop_requested()  # outside the guard: it must reach the training loop
         if req is not None:
             raise TrainingStopRequested(req.rule, req.step, req.reason)
@@ -151,7 +161,13 @@ class Hook(BaseHook):
         if self.saving_this_step():
             # parameters are copied on the copy thread while forward and backward run; the
             # copies are complete before the optimizer (or anything after backward) changes them
-            self._save_deferred((f"{top}_{pname}", p) for top, model in self._tops
+            # except FSDP's (FullyShardedDataParallel, use_orig_params): during forward they are views
+            # of a buffer FSDP frees after it, copied now (read on the copy thread, they crashed the process)
+            for top, model in self._tops:
+                if id(model) in self._copy_now:
+                    for pname, p in model.named_parameters():
+                        self._save_for_tensor(f"{top}_{pname}", p)
+            self._save_deferred((f"{top}_{pname}", p) for top, model in self._tops if id(model) not in self._copy_now
                                 for pname, p in model.named_parameters())
 
     @guarded()

@@ -40,7 +40,8 @@ def create_trial(path=None, name=None, profiler=False, output_dir=DEFAULT_PROFIL
     trial writes its reports (unused by a tensor trial). ``range_steps=(begin, end)`` loads only
     global steps ``begin <= step < end`` (either bound may be None). ``out_dir`` is accepted as
     another name for ``path``. ``collection_wait_timeout`` (seconds, default 0 or
-    ``$SMDEBUG_COLLECTION_WAIT_TIMEOUT``) waits for a job that has not written its collections yet.
+    ``$SMDEBUG_COLLECTION_WAIT_TIMEOUT``) waits for a job that has not written its collections yet;
+    ``poll_interval`` (seconds, default ``$SMDEBUG_POLL_INTERVAL`` or 1) is how often it looks.
     """
     if path is None:
         path = out_dir

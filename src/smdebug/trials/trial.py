@@ -62,12 +62,24 @@ def _check_range(range_steps):
     return (lo, hi)
 
 
+def _poll_interval(value) -> float:
+    """Seconds between two looks at a live trial: ``poll_interval``, else $SMDEBUG_POLL_INTERVAL, else 1."""
+    where, value = ("poll_interval", value) if value is not None else (POLL_INTERVAL_KEY, os.getenv(POLL_INTERVAL_KEY, "1"))
+    try:
+        if float(value) > 0:
+            return float(value)
+    except (TypeError, ValueError):
+        pass
+    raise SMDebugValueError(f"{where}={value!r} must be a number of seconds > 0")
+
+
 class Trial:
     """Reads a trial folder (or S3 prefix) written by an smdebug hook or FileWriter.
 
     It sees steps written after it was opened: queries refresh the index unless refresh is
     turned off (:func:`smdebug.analysis.utils.no_refresh`) or the job has ended and every step
-    has been read.
+    has been read. ``poll_interval`` (seconds; default $SMDEBUG_POLL_INTERVAL, else 1) is how often
+    a wait for new steps looks at storage (the attribute ``poll_interval``).
     """
 
     def __init__(
@@ -80,6 +92,7 @@ class Trial:
         index_mode=True,
         cache=False,
         collection_wait_timeout=None,
+        poll_interval=None,
     ):
         self.name = name
         self.store = store
@@ -109,7 +122,7 @@ class Trial:
         self._window = int(os.getenv(INCOMPLETE_STEP_WAIT_WINDOW_KEY, INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT))
         if collection_wait_timeout is None:
             collection_wait_timeout = float(os.getenv(COLLECTION_WAIT_TIMEOUT_KEY, "0"))
-        self._poll = float(os.getenv(POLL_INTERVAL_KEY, "1"))
+        self.poll_interval = _poll_interval(poll_interval)
         self._load_collections(float(collection_wait_timeout))
         self.refresh_data()
 
@@ -123,7 +136,7 @@ class Trial:
             if self._training_ended() or time.monotonic() >= deadline:
                 raise MissingCollectionFiles(self.path if os.path.exists(self.path) or "://" in self.path
                                              else f"{self.path} (which does not exist)")
-            time.sleep(min(self._poll, max(deadline - time.monotonic(), 0.01)))
+            time.sleep(min(self.poll_interval, max(deadline - time.monotonic(), 0.01)))
         first = keys[0]
         self.collection_manager = CollectionManager.load_from_string(
             self.store.read(first), where=self.store.describe(first)
@@ -348,7 +361,7 @@ class Trial:
                         raise NoMoreData(step, mode, last)
                     if deadline is not None and time.monotonic() >= deadline:
                         raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
-                    time.sleep(self._poll)
+                    time.sleep(self.poll_interval)
 
     # ------------------------------------------------------------------ values
     def _check_step_readable(self, step: int, worker: str | None = None, mode=ModeKeys.GLOBAL) -> None:

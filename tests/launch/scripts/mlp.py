@@ -2,7 +2,8 @@
 
 --explicit: the same script hooked by hand from the job's hook JSON (the reference for names).
 --nan-at K: the input of step K holds a NaN. --step-time S: each step lasts at least S seconds.
---compile: the model is torch.compile'd. Prints the last step it ran as "last step N".
+--compile: the model is torch.compile'd. --amp: CPU autocast (bfloat16) and torch.amp.GradScaler
+(the explicit hook records the unscaled loss). Prints the last step it ran as "last step N".
 """
 
 import argparse
@@ -38,6 +39,7 @@ def main():
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel on gloo (under torchrun)")
     p.add_argument("--ignore-stop", action="store_true", help="catch TrainingStopRequested and go on")
     p.add_argument("--ignore-sigterm", action="store_true")
+    p.add_argument("--amp", action="store_true", help="autocast to bfloat16 with a GradScaler")
     p.add_argument("--timeline", help="append 'STEP TIME' (time.time() at each step's start) to this file")
     args = p.parse_args()
     torch.manual_seed(0)
@@ -66,6 +68,7 @@ def main():
         data = torch.utils.data.TensorDataset(x, y)
         batches = iter(torch.utils.data.DataLoader(data, batch_size=32, num_workers=args.workers,
                                                    multiprocessing_context="spawn"))
+    scaler = torch.amp.GradScaler("cpu") if args.amp else None
     timeline = open(args.timeline, "a", buffering=1) if args.timeline else None
     for step in range(args.steps):
         t0 = time.monotonic()
@@ -77,17 +80,23 @@ def main():
         if step == args.nan_at:
             xb[0, 0] = float("nan")
         opt.zero_grad()
-        try:
-            out = net(xb)
-        except Exception as exc:
-            if not (args.ignore_stop and type(exc).__name__ == "TrainingStopRequested"):
-                raise
-            out = net(xb)
-        loss = loss_fn(out, y) if loss_fn is not None else F.cross_entropy(out, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp):
+            try:
+                out = net(xb)
+            except Exception as exc:
+                if not (args.ignore_stop and type(exc).__name__ == "TrainingStopRequested"):
+                    raise
+                out = net(xb)
+            loss = loss_fn(out, y) if loss_fn is not None else F.cross_entropy(out, y)
         if hook is not None and loss_fn is None:
             hook.record_tensor_value("loss", loss)
-        loss.backward()
-        opt.step()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         print(f"last step {step}", flush=True)
         if step == args.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)

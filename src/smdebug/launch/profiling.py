@@ -1,0 +1,104 @@
+"""Profiling under ``smdebug run``: SageMaker's ``ProfilerConfig`` and ``ProfilerRuleConfigurations``.
+
+The launcher writes the job's ``config/profilerconfig.json`` (the in-container file SageMaker writes:
+``ProfilingIntervalInMilliseconds``, ``ProfilingParameters``, ``DisableProfiler``) and points the
+hooks at it with $SMPROFILER_CONFIG_PATH; the hooks read it as they read SageMaker's
+(:class:`smdebug.profiler.config.ProfilerConfig`), so the profiler records system metrics and
+framework metrics into ``ProfilingParameters.LocalPath`` (default ``<run dir>/profiler-output``).
+
+Inputs: ``--profile`` (the defaults), ``--profile-interval-ms N``, ``--profiler-config FILE|JSON``
+(a CreateTrainingJob ``ProfilerConfig`` or a profilerconfig.json) and a CreateTrainingJob request's
+``ProfilerConfig``. Everything is checked before the job starts by the same parser the hooks use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from smdebug.launch.spec import MAX_MAP, MAX_RULES, LaunchConfigError, RuleSpec, rule_spec, string_map
+
+__all__ = ["PROFILER_CONFIG_ENV", "profiler_document", "read_profiler_config", "profiler_rule_spec"]
+
+PROFILER_CONFIG_ENV = "SMPROFILER_CONFIG_PATH"
+_KEYS = {"S3OutputPath", "ProfilingIntervalInMilliseconds", "ProfilingParameters", "DisableProfiler"}
+
+
+def read_profiler_config(value, where: str) -> dict:
+    """A ProfilerConfig from a dict, JSON text (starting with ``{``) or a JSON file's path."""
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise LaunchConfigError(f"{where}: give a JSON file or a JSON object, not {value!r}")
+    text, source = value, where
+    if not value.lstrip().startswith("{"):
+        try:
+            with open(value, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise LaunchConfigError(f"{where}: cannot read {value}: {exc.strerror or exc}") from None
+        source = f"{where} ({value})"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LaunchConfigError(f"{source}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise LaunchConfigError(f"{source} must hold a JSON object (a ProfilerConfig)")
+    return doc
+
+
+def profiler_document(doc: dict | None, where: str, *, default_local_path: str, interval_ms=None) -> dict:
+    """The job's profilerconfig.json from a ProfilerConfig (None: ``--profile``'s defaults), checked by
+    the hooks' own parser; ``interval_ms`` (``--profile-interval-ms``) overrides the document's."""
+    doc = {} if doc is None else doc
+    unknown = set(doc) - _KEYS
+    if unknown:
+        raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} of a ProfilerConfig (allowed: "
+                                f"{', '.join(sorted(_KEYS))})")
+    params = string_map(doc.get("ProfilingParameters"), f"ProfilingParameters of {where}", MAX_MAP)
+    params.setdefault("LocalPath", default_local_path)
+    out = {"ProfilingIntervalInMilliseconds": doc.get("ProfilingIntervalInMilliseconds", 500),
+           "ProfilingParameters": params}
+    if interval_ms is not None:
+        out["ProfilingIntervalInMilliseconds"] = interval_ms
+    if doc.get("DisableProfiler") is not None:
+        out["DisableProfiler"] = doc["DisableProfiler"]
+    from smdebug.exceptions import SMDebugValueError
+    from smdebug.profiler.config import ProfilerConfig
+
+    try:
+        ProfilerConfig.from_dict(out, source=where)
+    except SMDebugValueError as exc:
+        raise LaunchConfigError(f"{where}: {exc}") from None
+    if not os.path.isabs(params["LocalPath"]) and "://" not in params["LocalPath"]:
+        params["LocalPath"] = os.path.abspath(params["LocalPath"])  # the job may change its working folder
+    return out
+
+
+def profiler_rule_spec(value, where: str) -> RuleSpec:
+    """A ProfilerRuleConfiguration, checked: its rule must be one of smdebug's profiler rules."""
+    spec = rule_spec(value, where)
+    if spec.source is not None:
+        raise LaunchConfigError(f"{where}: profiler rule {spec.name}: custom profiler rules (source_s3_uri) are "
+                                "not run by smdebug run")
+    from smdebug.exceptions import RuleConfigurationError
+    from smdebug.rules.builtin import get_rule_class
+
+    name = spec.rule_to_invoke.strip()
+    try:
+        cls = get_rule_class(name)
+    except RuleConfigurationError:
+        cls = None
+    if cls is None or not getattr(cls, "profiler_rule", False):
+        raise LaunchConfigError(f"{where}: profiler rule {name} is not available in this smdebug (no profiler "
+                                "rule of that name is registered)")
+    raise LaunchConfigError(f"{where}: profiler rule {name} is registered, but smdebug run does not run "
+                            "profiler rules as jobs yet: run it after training with smdebug's profiler rules")
+
+
+def check_profiler_rules(rules, where: str) -> list:
+    if not isinstance(rules, list):
+        raise LaunchConfigError(f"{where}: ProfilerRuleConfigurations must be a list")
+    if len(rules) > MAX_RULES:
+        raise LaunchConfigError(f"{where}: {len(rules)} profiler rules; SageMaker allows at most {MAX_RULES}")
+    return [profiler_rule_spec(r, f"ProfilerRuleConfigurations[{i}] of {where}") for i, r in enumerate(rules)]
