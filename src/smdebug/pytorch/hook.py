@@ -87,6 +87,10 @@ class Hook(BaseHook):
         self._opt_handle = None
         self.has_registered_loss_module = False
         self._sharded = ShardedTensors(getattr(self, "_gather_sharded", False))
+        # smdebug.integrations: the trainer starts the steps of these modes (a step is an
+        # optimizer step under gradient accumulation) and gradients are saved before the optimizer step
+        self._steps_by_trainer: frozenset = frozenset()
+        self._grads_by_trainer = False
 
     # ---------------------------------------------------------------- distributed
     def _get_worker_name(self) -> str:
@@ -148,9 +152,36 @@ class Hook(BaseHook):
         req = self.stop_requested()  # outside the guard: it must reach the training loop
         if req is not None:
             raise TrainingStopRequested(req.rule, req.step, req.reason)
+        if self.mode in self._steps_by_trainer:
+            return
         self._start_step()
         if self.profiling is not None:
             self.profiling.step_start(self.mode, self.mode_steps[self.mode])
+
+    def drive_steps_by_trainer(self, modes) -> None:
+        """For trainer integrations (smdebug.integrations): in ``modes``, a forward call of the
+        model starts no step (:meth:`begin_trainer_step` does) and gradients are saved when
+        :meth:`save_gradients` is called (before the optimizer step: the accumulated gradient)."""
+        self._steps_by_trainer = frozenset(modes)
+        self._grads_by_trainer = True
+
+    def begin_trainer_step(self, mode_step: int | None = None) -> None:
+        """Start a step in the current mode; ``mode_step`` (the trainer's count) numbers it."""
+        if mode_step is not None and mode_step > self.mode_steps[self.mode]:
+            self.mode_steps[self.mode] = mode_step - 1  # the step the trainer counts (a resumed run)
+        self._start_step()
+        if self.profiling is not None:
+            self.profiling.step_start(self.mode, self.mode_steps[self.mode])
+
+    @guarded()
+    def save_gradients(self) -> None:
+        """Save the registered models' gradients as they are now (see drive_steps_by_trainer)."""
+        if self.step < 0 or not self.saving_this_step():
+            return
+        pairs = ((self.GRADIENT_PREFIX + f"{top}_{pname}", p.grad) for top, model in self._tops
+                 for pname, p in model.named_parameters() if p.grad is not None)
+        for name, value in self._unsharded(pairs):
+            self._save_for_tensor(name, value)
 
     @guarded()
     def _start_step(self) -> None:
@@ -202,7 +233,7 @@ class Hook(BaseHook):
                 hook._backward_callback = True
                 _queue_end_of_backward(ref)
                 hook.open_writer_gate()  # backward runs in C++: the writer's turn (measured 1.13x -> 1.08x)
-            if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
+            if hook.step >= 0 and param.grad is not None and not hook._grads_by_trainer and hook.saving_this_step():
                 # copied right here: copying on the copy thread while backward goes on
                 # measured slower (the threads hand the GIL back and forth at every gradient)
                 for name, value in hook._unsharded(((tname, param.grad),)):  # FSDP2: a DTensor
