@@ -43,10 +43,16 @@ class SMDebugCallback(pl.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
         if loss is not None:
+            if pl_module.automatic_optimization:  # Lightning hands callbacks the loss divided by
+                loss = loss * trainer.accumulate_grad_batches  # accumulate_grad_batches: the step's own
             self.hook.record_tensor_value("loss", loss.detach())
 
     def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
-        self._th.begin_step(ModeKeys.EVAL)
+        if not trainer.sanity_checking:  # the sanity check's batches are no steps (nothing is saved)
+            self._th.begin_step(ModeKeys.EVAL)
+
+    def on_test_epoch_end(self, trainer, pl_module):
+        self._th.save_metrics(trainer.logged_metrics)
 
     def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
         self._th.begin_step(ModeKeys.EVAL)
