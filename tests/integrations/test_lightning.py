@@ -87,3 +87,26 @@ def test_lightning_steps_modes_gradients_and_losses(tmp_path):
     assert {"scalar/train_loss", "scalar/val_loss", "scalar/test_loss"} <= set(names)
     np.testing.assert_allclose(trial.tensor("scalar/train_loss").value(trial.tensor("scalar/train_loss").steps()[0]),
                                np.mean(module.losses), rtol=1e-5)
+
+
+def test_lightning_ddp_on_two_processes(tmp_path):
+    """strategy="ddp", devices=2 on CPU: each rank a worker, optimizer steps counted alike on both,
+    the same accumulated (all-reduced) gradient saved by both."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("pl_ddp_worker.py")
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=300, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    trial = create_trial(str(tmp_path / "run"))
+    assert trial.workers() == ["worker_0", "worker_1"]
+    assert trial.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
+    grad = trial.tensor("gradient/Regressor_net.0.weight")
+    for step in range(4):
+        assert grad.workers(step, mode=modes.TRAIN) == ["worker_0", "worker_1"]
+        np.testing.assert_allclose(grad.value(step, mode=modes.TRAIN, worker="worker_0"),
+                                   grad.value(step, mode=modes.TRAIN, worker="worker_1"), rtol=1e-5, atol=1e-7)
+    losses = trial.tensor("loss_output_1")  # each rank's second micro-batch of each step
+    assert losses.workers(3, mode=modes.TRAIN) == ["worker_0", "worker_1"]

@@ -216,6 +216,8 @@ class Hook(BaseHook):
     def _forward_hook(self, module, inputs, outputs):
         if self.step < 0 or not self.saving_this_step():
             return
+        if torch._C._current_graph_task_id() != -1:
+            return  # activation checkpointing: backward runs the forward again, saved already
         name = self._module_names.get(module)
         if name is None:
             return
