@@ -19,6 +19,7 @@ import pytest
 from smdebug import modes
 from smdebug.pytorch.sharded import read_full
 from smdebug.trials import create_trial
+from smdtest import ORACLE, run_json
 
 pytest.importorskip("torch.distributed.fsdp")
 WORKER = Path(__file__).with_name("fsdp_worker.py")
@@ -78,7 +79,7 @@ def test_gathered_tensors_are_the_unsharded_models(tmp_path):
                                        whole.mean(), rtol=1e-5, atol=1e-7)
 
 
-def test_each_rank_saves_its_shard_and_where_it_lies(tmp_path):
+def test_each_rank_saves_its_shard_and_where_it_lies(tmp_path, peer):
     trial, ref = _torchrun(tmp_path, "local")
     _steps_modes_losses(trial, ref)
     assert set(NAMES) <= set(trial.tensor_names())
@@ -92,6 +93,15 @@ def test_each_rank_saves_its_shard_and_where_it_lies(tmp_path):
             shards = [trial.tensor(name).value(step, mode=modes.TRAIN, worker=w) for w in trial.workers()]
             assert sum(s.shape[0] for s in shards) == whole.shape[0]  # each worker saved a shard, not the whole
             np.testing.assert_allclose(read_full(trial, name, step, mode=modes.TRAIN), whole, rtol=1e-5, atol=1e-7)
+    # smdebug 1.0.34 reads the shards as workers' tensors (the shards/ folder is ours alone)
+    theirs = run_json(peer, ORACLE, tmp_path / "local")
+    ours = run_json(sys.executable, ORACLE, tmp_path / "local")
+    assert theirs["workers"] == ["worker_0", "worker_1"] and theirs["steps"] == [0, 1, 2, 3]
+    assert theirs["tensor_names"] == ours["tensor_names"]
+    for name in NAMES:
+        for step, entry in theirs["tensors"][name]["per_step"].items():
+            raw = {k: v for k, v in entry.items() if k.startswith("value@")}
+            assert raw and raw == {k: ours["tensors"][name]["per_step"][step][k] for k in raw}
 
 
 @pytest.mark.parametrize("variant", ["compile", "checkpoint"])
