@@ -18,6 +18,7 @@ from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
 from smdebug.pytorch.profiling import profiling_for
+from smdebug.pytorch.sharded import ShardedTensors, is_dtensor, is_fsdp_module, plain_class_name
 
 __all__ = ["Hook", "CollectionKeys"]
 
@@ -56,17 +57,24 @@ class Hook(BaseHook):
     biases are saved when the step starts, gradients when backward computes them, layer inputs
     and outputs as modules run; ``hook.register_loss(loss_fn)`` saves the loss. When a rule asks
     training to stop, the next forward call of the model raises TrainingStopRequested.
+
+    Sharded models (FSDP2 ``fully_shard``, DTensor parameters) keep the unsharded model's names;
+    ``gather_sharded`` chooses between each rank's shard (False) and the whole tensor gathered on
+    save steps and saved by rank 0 (True): see :mod:`smdebug.pytorch.sharded`.
     """
 
     collection_defaults = PYTORCH_COLLECTIONS
     make_adapter = TorchAdapter
 
-    def __init__(self, *args, profiler_config=None, **kwargs):
+    def __init__(self, *args, profiler_config=None, gather_sharded=False, **kwargs):
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
+        check_type("Hook", "gather_sharded", gather_sharded, bool, "True or False")
+        self._gather_sharded = gather_sharded
         super().__init__(*args, **kwargs)
 
     __init__.__signature__ = options_signature(
-        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
+        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),
+         inspect.Parameter("gather_sharded", inspect.Parameter.KEYWORD_ONLY, default=False)))
 
     def _configure(self, options) -> None:
         super()._configure(options)
@@ -79,6 +87,11 @@ class Hook(BaseHook):
         self._backward_callback = False  # an end-of-backward callback is queued
         self._opt_handle = None
         self.has_registered_loss_module = False
+        self._sharded = ShardedTensors(getattr(self, "_gather_sharded", False))
+        # smdebug.integrations: the trainer starts the steps of these modes (a step is an
+        # optimizer step under gradient accumulation) and gradients are saved before the optimizer step
+        self._steps_by_trainer: frozenset = frozenset()
+        self._grads_by_trainer = False
 
     # ---------------------------------------------------------------- distributed
     def _get_worker_name(self) -> str:
@@ -100,14 +113,16 @@ class Hook(BaseHook):
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
         compiled = isinstance(inner, torch.nn.Module)
         model = inner if compiled else module
-        top = model._get_name()
+        top = plain_class_name(model)  # FSDP2's FSDP<Class>: the unsharded model's names
         self._name_modules(top, model, model.named_modules())
         self._tops.append((top, model))
         if any(getattr(p, "_fsdp_flattened", False) for p in model.parameters()):  # FSDP1 manages them
             self._copy_now.add(id(model))
         if self._step_module is None:
             self._step_module = module
-            self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
+            # before FSDP2's own pre-forward hook, which swaps the root's sharded parameters for whole ones
+            self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook,
+                                                                  prepend=is_fsdp_module(model)))
             if self.profiling is not None:
                 self.profiling.register_module(module)
         if compiled:
@@ -147,9 +162,36 @@ class Hook(BaseHook):
         req = self.stop_requested()  # outside the guard: it must reach the training loop
         if req is not None:
             raise TrainingStopRequested(req.rule, req.step, req.reason)
+        if self.mode in self._steps_by_trainer:
+            return
         self._start_step()
         if self.profiling is not None:
             self.profiling.step_start(self.mode, self.mode_steps[self.mode])
+
+    def drive_steps_by_trainer(self, modes) -> None:
+        """For trainer integrations (smdebug.integrations): in ``modes``, a forward call of the
+        model starts no step (:meth:`begin_trainer_step` does) and gradients are saved when
+        :meth:`save_gradients` is called (before the optimizer step: the accumulated gradient)."""
+        self._steps_by_trainer = frozenset(modes)
+        self._grads_by_trainer = True
+
+    def begin_trainer_step(self, mode_step: int | None = None) -> None:
+        """Start a step in the current mode; ``mode_step`` (the trainer's count) numbers it."""
+        if mode_step is not None and mode_step > self.mode_steps[self.mode]:
+            self.mode_steps[self.mode] = mode_step - 1  # the step the trainer counts (a resumed run)
+        self._start_step()
+        if self.profiling is not None:
+            self.profiling.step_start(self.mode, self.mode_steps[self.mode])
+
+    @guarded()
+    def save_gradients(self) -> None:
+        """Save the registered models' gradients as they are now (see drive_steps_by_trainer)."""
+        if self.step < 0 or not self.saving_this_step():
+            return
+        pairs = ((self.GRADIENT_PREFIX + f"{top}_{pname}", p.grad) for top, model in self._tops
+                 for pname, p in model.named_parameters() if p.grad is not None)
+        for name, value in self._unsharded(pairs):
+            self._save_for_tensor(name, value)
 
     @guarded()
     def _start_step(self) -> None:
@@ -167,13 +209,32 @@ class Hook(BaseHook):
                 if id(model) in self._copy_now:
                     for pname, p in model.named_parameters():
                         self._save_for_tensor(f"{top}_{pname}", p)
-            self._save_deferred((f"{top}_{pname}", p) for top, model in self._tops if id(model) not in self._copy_now
-                                for pname, p in model.named_parameters())
+            self._save_deferred(self._unsharded((f"{top}_{pname}", p) for top, model in self._tops
+                                                if id(model) not in self._copy_now
+                                                for pname, p in model.named_parameters()))
+            if self.writes:
+                self._sharded.flush(self.store, self.worker)
+
+    def _unsharded(self, named_values):
+        """``(name, value)`` with each DTensor replaced by what is saved of it (sharded.py); in
+        gather mode, the all-gather runs on every rank for the names saved at this step, only."""
+        for name, value in named_values:
+            if not is_dtensor(value):
+                yield name, value
+            elif not self._sharded.gather or self._planned(name):
+                value = self._sharded.value(name, value)
+                if value is not None:
+                    yield name, value
+
+    def _planned(self, name: str) -> bool:
+        return self.planner.plan_at_step(name, self.mode, self.mode_steps[self.mode]) is not None
 
     @guarded()
     def _forward_hook(self, module, inputs, outputs):
         if self.step < 0 or not self.saving_this_step():
             return
+        if torch._C._current_graph_task_id() != -1:
+            return  # activation checkpointing: backward runs the forward again, saved already
         name = self._module_names.get(module)
         if name is None:
             return
@@ -191,10 +252,11 @@ class Hook(BaseHook):
                 hook._backward_callback = True
                 _queue_end_of_backward(ref)
                 hook.open_writer_gate()  # backward runs in C++: the writer's turn (measured 1.13x -> 1.08x)
-            if hook.step >= 0 and param.grad is not None and hook.saving_this_step():
+            if hook.step >= 0 and param.grad is not None and not hook._grads_by_trainer and hook.saving_this_step():
                 # copied right here: copying on the copy thread while backward goes on
                 # measured slower (the threads hand the GIL back and forth at every gradient)
-                hook._save_for_tensor(tname, param.grad)
+                for name, value in hook._unsharded(((tname, param.grad),)):  # FSDP2: a DTensor
+                    hook._save_for_tensor(name, value)
 
         ref = weakref.ref(self)
 
@@ -213,6 +275,8 @@ class Hook(BaseHook):
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
 
     def close(self) -> None:
+        if self.writes and not self._closed:
+            self._sharded.flush(self.store, self.worker)  # the gradients' shards, recorded after the last step
         super().close()
         if self.profiling is not None:
             self.profiling.close()

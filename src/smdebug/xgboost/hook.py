@@ -19,6 +19,7 @@ from smdebug.core.hook import BaseHook
 from smdebug.core.hook_options import HookOptions, options_signature
 from smdebug.core.locations import worker_name
 from smdebug.core.save_config import SaveConfig
+from smdebug.exceptions import SMDebugRuntimeError
 from smdebug.profiler.session import profiler_for_hook
 from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
@@ -62,6 +63,12 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     "libsvm")`` tuple. ``reduction_config`` is ignored (a warning), as in 1.0.34: tensors are saved
     whole. In distributed training (XGBoost's collective) the worker is ``worker_<rank>``; with
     ``include_workers="one"`` only rank 0 writes.
+
+    On Dask (``xgboost.dask.train``, ``DaskXGBClassifier``), the hook given as a callback is pickled
+    to every Dask worker process: each copy saves its worker's training as ``worker_<rank>`` (the
+    collective's rank) and closes when training ends there (collections file, end-of-job marker).
+    The hook left in the client saves nothing (its ``save_scalar`` raises: make a hook of its own
+    for what the client computes) and writes nothing at close.
     """
 
     collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
@@ -87,6 +94,23 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self._warned: set = set()
         self._world: int | None = None  # the collective's size while training ran
         self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "xgboost")
+
+    def __getstate__(self):
+        """Pickled for a Dask worker: the copy trains there; this hook, left in the client, trains nowhere."""
+        self._shipped = True
+        state = self.__dict__.copy()
+        state["_shipped"] = False
+        state["_remote_copy"] = True  # no one can close the copy: it closes when training ends
+        return state
+
+    def _sent_away(self) -> bool:
+        return getattr(self, "_shipped", False) and self._trees_kind is None
+
+    def _check_open(self, name: str) -> None:
+        if self._sent_away():
+            raise SMDebugRuntimeError(f"{name} is not saved: this hook was sent to the Dask workers, which save the "
+                                      f"training in {self.out_dir}; make another hook (another out_dir) for the client")
+        super()._check_open(name)
 
     def __deepcopy__(self, memo):
         """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
@@ -129,9 +153,16 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self._end_training_run()
         if self._profiler is not None:  # training ended: the sampler stops, the timeline is finished
             self._profiler.close()
+        if getattr(self, "_remote_copy", False):  # a copy on a Dask worker: no one else can close it
+            self.close()
         return model
 
     def close(self) -> None:
+        if self._sent_away():  # the Dask workers' copies wrote the trial: this hook writes nothing
+            self._closed = True
+            if self._profiler is not None:
+                self._profiler.close()
+            return
         super().close()
         if self._profiler is not None:
             self._profiler.close()

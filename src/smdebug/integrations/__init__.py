@@ -1,0 +1,11 @@
+"""Callbacks for the trainers most training scripts are written with; each imports its trainer
+only when imported itself (optional extras ``smdebug[huggingface]``, ``smdebug[lightning]``):
+
+- :mod:`smdebug.integrations.huggingface`: ``SMDebugCallback``, a ``transformers.TrainerCallback``;
+- :mod:`smdebug.integrations.lightning`: ``SMDebugCallback``, a ``lightning.pytorch.Callback``.
+
+Both attach a :class:`smdebug.pytorch.Hook` to the trainer's model and take the mode and the step
+from the trainer: a TRAIN step is an optimizer step (under gradient accumulation, the micro-batches
+of one optimizer step are one step: their layer outputs are numbered ``<layer>_output_<i>`` in it,
+and the gradients are saved once, accumulated, just before the optimizer step).
+"""

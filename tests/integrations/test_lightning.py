@@ -1,0 +1,112 @@
+"""SMDebugCallback in a Lightning Trainer (CPU): optimizer steps under gradient accumulation,
+validation / test / predict modes, the training_step loss of each micro-batch and logged metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pl = pytest.importorskip("lightning.pytorch")
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import smdebug.pytorch as smd  # noqa: E402
+from smdebug import modes  # noqa: E402
+from smdebug.integrations.lightning import SMDebugCallback  # noqa: E402
+from smdebug.trials import create_trial  # noqa: E402
+
+LR = 0.1
+
+
+class Regressor(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+        self.losses = []
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = nn.functional.mse_loss(self(x), y)
+        self.losses.append(loss.item())
+        self.log("train_loss", loss, on_step=False, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", nn.functional.mse_loss(self(x), y))
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("test_loss", nn.functional.mse_loss(self(x), y))
+
+    def predict_step(self, batch, batch_idx):
+        return self(batch[0])
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=LR)
+
+
+def _loader(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=g)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=4)
+
+
+def test_lightning_steps_modes_gradients_and_losses(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "gradients", "losses"])
+    module = Regressor()
+    trainer = pl.Trainer(max_epochs=1, accumulate_grad_batches=2, accelerator="cpu", devices=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         num_sanity_val_steps=0, callbacks=[SMDebugCallback(hook)], default_root_dir=str(tmp_path))
+    trainer.fit(module, _loader(32, 1), _loader(8, 2))  # 8 micro-batches: 4 optimizer steps, then validation
+    trainer.test(module, _loader(4, 3), verbose=False)
+    trainer.predict(module, _loader(8, 4))
+    hook.close()
+    trial = create_trial(str(tmp_path / "run"))
+    assert trainer.global_step == 4
+    assert trial.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
+    assert trial.steps(mode=modes.EVAL) == [0, 1, 2]  # 2 validation batches, 1 test batch
+    assert trial.steps(mode=modes.PREDICT) == [0, 1]
+    # each micro-batch's loss, numbered in its optimizer step
+    loss0, loss1 = trial.tensor("loss_output_0"), trial.tensor("loss_output_1")
+    assert loss0.steps(mode=modes.TRAIN) == loss1.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
+    saved = [t.value(s, mode=modes.TRAIN) for s in range(4) for t in (loss0, loss1)]
+    np.testing.assert_allclose(np.ravel(saved), module.losses, rtol=1e-6)
+    w, grad = trial.tensor("Regressor_net.0.weight"), trial.tensor("gradient/Regressor_net.0.weight")
+    assert grad.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
+    for step in range(3):  # SGD: the saved gradient is the accumulated one the optimizer used
+        update = w.value(step + 1, mode=modes.TRAIN) - w.value(step, mode=modes.TRAIN)
+        np.testing.assert_allclose(update, -LR * grad.value(step, mode=modes.TRAIN), rtol=1e-4, atol=1e-6)
+    # what the module logged: the epoch's train_loss, val_loss, test_loss
+    names = trial.tensor_names()
+    assert {"scalar/train_loss", "scalar/val_loss", "scalar/test_loss"} <= set(names)
+    np.testing.assert_allclose(trial.tensor("scalar/train_loss").value(trial.tensor("scalar/train_loss").steps()[0]),
+                               np.mean(module.losses), rtol=1e-5)
+
+
+def test_lightning_ddp_on_two_processes(tmp_path):
+    """strategy="ddp", devices=2 on CPU: each rank a worker, optimizer steps counted alike on both,
+    the same accumulated (all-reduced) gradient saved by both."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("pl_ddp_worker.py")
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=300, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    trial = create_trial(str(tmp_path / "run"))
+    assert trial.workers() == ["worker_0", "worker_1"]
+    assert trial.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
+    grad = trial.tensor("gradient/Regressor_net.0.weight")
+    for step in range(4):
+        assert grad.workers(step, mode=modes.TRAIN) == ["worker_0", "worker_1"]
+        np.testing.assert_allclose(grad.value(step, mode=modes.TRAIN, worker="worker_0"),
+                                   grad.value(step, mode=modes.TRAIN, worker="worker_1"), rtol=1e-5, atol=1e-7)
+    losses = trial.tensor("loss_output_1")  # each rank's second micro-batch of each step
+    assert losses.workers(3, mode=modes.TRAIN) == ["worker_0", "worker_1"]
