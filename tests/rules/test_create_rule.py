@@ -96,7 +96,7 @@ def test_other_trials_from_paths_in_index_order(pt_runs):
     ({"rule_to_invoke": "LossAbove", "tensor_regex": "loss(["}, "tensor_regex", "not a valid regular expression"),
     ({"rule_to_invoke": "LossAbove", "action_json": "{'name': 'Email'}"}, "action_str", "not valid JSON"),
     ({"rule_to_invoke": "LossAbove", "action_json": '{"name": "Page"}'}, "action_str", "unknown action 'Page'"),
-    ({"rule_to_invoke": "NoSuchRule"}, "rule_to_invoke", "no such built-in rule; built-in rules: AllZero, CheckInputImages"),
+    ({"rule_to_invoke": "NoSuchRule"}, "rule_to_invoke", "no such built-in rule; built-in rules: AllZero, BatchSize, CPUBottleneck"),
     ({"rule_to_invoke": "vanishinggradient"}, "rule_to_invoke", "did you mean 'VanishingGradient'?"),
     ({"threshold": "1"}, "rule_to_invoke", "missing"),
     ({"rule_to_invoke": "LossAbove", "other_trial_0": "/nonexistent/trial"}, "other_trial_0", "reads only the base trial"),

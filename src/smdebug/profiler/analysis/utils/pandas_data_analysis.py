@@ -203,6 +203,7 @@ class PandasFrameAnalysis:
             return pd.DataFrame()
         counts = df.groupby(["type", "nodeID", "_range"]).size().unstack(fill_value=0)
         counts.columns = [tuple(ranges[i]) for i in counts.columns]
+        counts = counts[sorted(counts.columns)]  # 1.0.34 pivots on the ranges: columns in ascending order
         counts.columns.name = "ranges"
         return counts.reset_index().astype({c: float for c in counts.columns})
 
