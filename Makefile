@@ -103,6 +103,12 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
 
+# the documentation site in site/: the generated reference pages (tools/gen_docs.py), then a strict
+# build (a broken link or cross-reference fails); tests/docs/test_site.py builds it in make test too
+docs: $(VENV)/.installed
+	$(PY) tools/gen_docs.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 # mypy: the documented modules strict, the rest within tools/mypy-baseline.txt (which only shrinks)
 typecheck: $(VENV)/.check
 	$(PY) tools/mypy_baseline.py
@@ -117,4 +123,4 @@ mutation: $(VENV)/.installed
 	$(PY) tools/mutate.py
 
 clean:
-	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build site *.egg-info src/*.egg-info
