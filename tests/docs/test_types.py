@@ -14,6 +14,8 @@ if sys.version_info >= (3, 11):
 else:  # mypy depends on tomli before 3.11
     import tomli as tomllib
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -45,6 +47,8 @@ def test_a_users_script_type_checks_and_a_wrong_annotation_fails(tmp_path):
         "assert_type(t.value(0), list[float])\n"
         "assert_type(t.steps(), list[str])\n"
         "create_trial('x').tensor(3)\n"
+        "import smdebug.pytorch\n"
+        "smdebug.pytorch.Hook(out_dir='x', save_interval=3)\n"
     )
     try:
         # typing.assert_type is 3.11's; the package itself is checked as 3.10 (tools/mypy_baseline.py)
@@ -54,7 +58,7 @@ def test_a_users_script_type_checks_and_a_wrong_annotation_fails(tmp_path):
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert not [e for e in errors if "typed_usage.py" in e], proc.stdout + proc.stderr
     wrong_lines = sorted(int(e.split(":")[1]) for e in errors if "_wrong_usage.py" in e)
-    assert wrong_lines == [4, 5, 6], proc.stdout + proc.stderr
+    assert wrong_lines == [4, 5, 6, 8], proc.stdout + proc.stderr
 
 
 def test_the_baseline_tool_fails_on_new_errors_and_on_a_baseline_that_could_shrink():
@@ -83,3 +87,34 @@ def test_src_is_within_the_mypy_baseline_and_the_documented_modules_are_strict()
         assert tool.is_strict(module, strict), module
     proc = subprocess.run([sys.executable, "tools/mypy_baseline.py"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+HOOKS = [("smdebug.core.hook", "BaseHook", None), ("smdebug.pytorch.hook", "Hook", "torch"),
+         ("smdebug.tensorflow.keras", "KerasHook", "tensorflow"), ("smdebug.xgboost.hook", "Hook", "xgboost")]
+
+
+@pytest.mark.parametrize(("module", "cls", "framework"), HOOKS, ids=[f"{m}.{c}" for m, c, _ in HOOKS])
+def test_a_hooks_typed_signature_is_its_runtime_signature(module, cls, framework):
+    """The ``if TYPE_CHECKING: def __init__(...)`` a type checker sees lists the parameters, kinds and
+    defaults that ``inspect.signature`` (``__init__.__signature__``) gives at run time."""
+    import ast
+    import importlib
+    import inspect
+
+    if framework:
+        pytest.importorskip(framework)
+    path = ROOT / "src" / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text())
+    klass = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    guard = next(n for n in klass.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    stub = next(n for n in guard.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    args = stub.args
+    positional = [(a.arg, "POSITIONAL_OR_KEYWORD") for a in args.args]
+    keyword = [(a.arg, "KEYWORD_ONLY") for a in args.kwonlyargs]
+    defaults = [None] * (len(args.args) - len(args.defaults)) + [ast.literal_eval(d) for d in args.defaults]
+    defaults += [ast.literal_eval(d) for d in args.kw_defaults]
+    typed = [(name, kind, default) for (name, kind), default in zip(positional + keyword, defaults)]
+    runtime = inspect.signature(getattr(importlib.import_module(module), cls).__init__)
+    expected = [(p.name, p.kind.name, None if p.default is inspect.Parameter.empty else p.default)
+                for p in runtime.parameters.values()]
+    assert typed == expected

@@ -8,6 +8,8 @@ from typing import assert_type
 import numpy as np
 
 import smdebug
+import smdebug.pytorch as smd
+import smdebug.xgboost as smd_xgb
 from smdebug import modes
 from smdebug.core.collection import Collection
 from smdebug.core.reduction_config import ReductionConfig
@@ -62,3 +64,10 @@ class Threshold(Rule):
 
 def rules(trial: Trial) -> None:
     assert_type(invoke_rule(Threshold(trial), start_step=0, end_step=10), RuleRun)
+
+
+def hooks() -> None:
+    hook = smd.Hook(out_dir="run", save_config=SaveConfig(save_interval=5), include_collections=["weights"],
+                    reduction_config=ReductionConfig(norms=["l2"]), include_workers="all")
+    assert_type(hook, smd.Hook)
+    assert_type(smd_xgb.Hook(out_dir="xgb", hyperparameters={"max_depth": 3}), smd_xgb.Hook)

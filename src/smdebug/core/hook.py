@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,12 +49,21 @@ class BaseHook:
     collection_defaults = CollectionDefaults(created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None})
     make_adapter = NumpyAdapter
 
-    def __init__(self, *args, **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one") -> None: ...
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-redef]
         self._configure(HookOptions.from_call(type(self).__name__, args, kwargs))
         active_hook.set_hook(self)
         active_hook.close_at_exit(self)
 
-    __init__.__signature__ = options_signature()
+    __init__.__signature__ = options_signature()  # type: ignore[attr-defined]
 
     def _configure(self, o: HookOptions) -> None:
         from smdebug.storage import is_remote, open_store

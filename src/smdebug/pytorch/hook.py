@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import weakref
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -18,6 +19,10 @@ from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
 from smdebug.pytorch.profiling import profiling_for
+
+if TYPE_CHECKING:
+    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.save_config import SaveConfig
 
 __all__ = ["Hook", "CollectionKeys"]
 
@@ -61,11 +66,21 @@ class Hook(BaseHook):
     collection_defaults = PYTORCH_COLLECTIONS
     make_adapter = TorchAdapter
 
-    def __init__(self, *args, profiler_config=None, **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one", *,
+                     profiler_config: Any = None) -> None: ...
+
+    def __init__(self, *args, profiler_config=None, **kwargs):  # type: ignore[no-redef]
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         super().__init__(*args, **kwargs)
 
-    __init__.__signature__ = options_signature(
+    __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
         (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
 
     def _configure(self, options) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -39,6 +40,10 @@ from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
 from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
+
+if TYPE_CHECKING:
+    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.save_config import SaveConfig
 
 __all__ = ["KerasHook"]
 
@@ -70,12 +75,22 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     collection_defaults = TF_COLLECTIONS
     make_adapter = NumpyAdapter
 
-    def __init__(self, *args, profiler_config=None, **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one", *,
+                     profiler_config: Any = None) -> None: ...
+
+    def __init__(self, *args, profiler_config=None, **kwargs):  # type: ignore[no-redef]
         keras.callbacks.Callback.__init__(self)
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         BaseHook.__init__(self, *args, **kwargs)
 
-    __init__.__signature__ = options_signature(
+    __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
         (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
 
     def _configure(self, options) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xgboost as xgb
@@ -22,6 +23,9 @@ from smdebug.core.save_config import SaveConfig
 from smdebug.profiler.session import profiler_for_hook
 from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
+
+if TYPE_CHECKING:
+    from smdebug.core.reduction_config import ReductionConfig
 
 __all__ = ["Hook"]
 
@@ -66,7 +70,18 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
 
-    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, profiler_config=None,
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one", *,
+                     hyperparameters: dict[str, Any] | None = None, train_data: Any = None,
+                     validation_data: Any = None, profiler_config: Any = None) -> None: ...
+
+    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, profiler_config=None,  # type: ignore[no-redef]
                  **kwargs):
         # checked before the hook exists: a bad argument leaves no folder and no active hook behind
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
@@ -75,7 +90,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self.validation_data = extract.as_dmatrix(validation_data, "validation_data")
         super().__init__(*args, **kwargs)
 
-    __init__.__signature__ = options_signature(_EXTRA)
+    __init__.__signature__ = options_signature(_EXTRA)  # type: ignore[attr-defined]
 
     def _configure(self, o: HookOptions) -> None:
         if o.reduction_config is not None:

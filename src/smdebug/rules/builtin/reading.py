@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class StepValue:
     from_reduction: bool = False  # the value is a saved reduction, not the tensor itself
 
 
-def numeric(value) -> np.ndarray | None:
+def numeric(value: Any) -> np.ndarray | None:
     """``value`` as a numeric array (bfloat16 and friends as float32); None for strings and objects."""
     arr = np.asarray(value)
     kind = arr.dtype.kind
@@ -70,7 +71,7 @@ def numeric(value) -> np.ndarray | None:
     return None
 
 
-def scalar(value) -> float:
+def scalar(value: Any) -> float:
     """The one number of a reduction (saved as shape (1,) or computed as a 0-d array)."""
     return float(np.asarray(value).reshape(-1)[0])
 
@@ -127,11 +128,11 @@ class _Template:
 
     __slots__ = ("marker", "dtype", "shape", "count", "c_len")
 
-    def __init__(self, marker, dtype, shape, count, c_len):
+    def __init__(self, marker: Any, dtype: Any, shape: Any, count: Any, c_len: Any) -> None:
         self.marker, self.dtype, self.shape, self.count, self.c_len = marker, dtype, shape, count, c_len
 
 
-def _with_template(p: bytes, first: int, size: int, t: _Template):
+def _with_template(p: bytes, first: int, size: int, t: _Template) -> Any:
     """The tensor of the payload ``p[first:size]`` laid out as ``t`` says, every length checked
     (a view into ``p``, not a copy); None if it is not laid out so."""
     if size - first < 12 or p[first] != 0x09:
@@ -161,7 +162,7 @@ def _with_template(p: bytes, first: int, size: int, t: _Template):
     return np.frombuffer(p, dtype=t.dtype, count=t.count, offset=c).reshape(t.shape)
 
 
-def _fast_tensor(p: bytes):
+def _fast_tensor(p: bytes) -> Any:
     """(tensor, template or None) of an Event{wall_time, step, summary{value{tag, tensor,
     metadata}}} record whose TensorProto holds dtype, shape and raw content only; None otherwise."""
     if len(p) < 12 or p[0] != 0x09:
@@ -236,7 +237,7 @@ def _fast_tensor(p: bytes):
     return arr, template
 
 
-def decode_record_tensor(payload: bytes, templates: dict | None = None, key=None) -> np.ndarray:
+def decode_record_tensor(payload: bytes, templates: dict | None = None, key: Any = None) -> np.ndarray:
     """The tensor of a record's payload: by the template of ``key`` when it fits, else the short
     parser (learning the template), else the codec's general decoder."""
     if templates is not None:
@@ -269,11 +270,11 @@ class StepReader:
     """Reads what rules need, batched; keeps the record templates it learns (one per tensor
     position of an index layout), so each later record costs a few byte comparisons."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._templates: dict = {}  # (index layout, position) -> _Template
         self._headers: dict = {}  # record length -> its 12 header bytes (payload length, its masked CRC)
 
-    def _tensors(self, store, picks) -> list:
+    def _tensors(self, store: Any, picks: Any) -> list:
         """Tensors of ``picks`` (index file, position, tensor name), one ranged read per span of an
         event file; each payload checked against the CRC32C its index entry recorded."""
         by_key: dict = {}
@@ -305,7 +306,8 @@ class StepReader:
                 if crc is not None and off + length <= len(buf):  # (a short buffer: unframe says truncated)
                     body = views[j][off + 12 : off + length - 4]
                     if crc32c(body) != crc:
-                        check_payload(body, RecordCheck(f.step, name, crc, Where(store, f.key)), where, start)
+                        check_payload(body, RecordCheck(f.step, name, crc, Where(store, f.key)),  # type: ignore[arg-type]
+                                      where, start)
                 # the framing: the 12-byte header (length and its CRC) is the same bytes for every
                 # record of this length, and smdebug's footer is a constant; anything else goes
                 # through the codec's unframe, which checks the payload's own CRC
@@ -327,8 +329,8 @@ class StepReader:
                 out[i] = arr
         return out
 
-    def fetch(self, trial, keys, reduction=None, abs=False, reductions_if_no_value=False,
-              compute=True) -> list[StepValue]:
+    def fetch(self, trial: Any, keys: Any, reduction: Any = None, abs: Any = False, reductions_if_no_value: Any = False,
+              compute: Any = True) -> list[StepValue]:
         """Read ``keys`` (ValueKey) in one batched read; what is not saved is left out.
 
         With ``reduction``, the saved reduction when there is one, else computed from the raw
@@ -395,11 +397,11 @@ class StepReader:
             out.append(StepValue(name, step, w, v, is_red))
         return out
 
-    def step(self, trial, step, names, *, reduction=None, abs=False, reductions_if_no_value=False,
-             compute=True) -> list[StepValue]:
+    def step(self, trial: Any, step: Any, names: Any, *, reduction: Any = None, abs: Any = False, reductions_if_no_value: Any = False,
+             compute: Any = True) -> list[StepValue]:
         """Every worker's value of each of ``names`` at global ``step``, in one batched read."""
         return self.fetch(trial, [ValueKey(n, step) for n in names], reduction, abs, reductions_if_no_value, compute)
 
-    def values(self, trial, keys) -> list[StepValue]:
+    def values(self, trial: Any, keys: Any) -> list[StepValue]:
         """The raw values of ``keys`` (ValueKey), in one batched read."""
         return self.fetch(trial, keys)
