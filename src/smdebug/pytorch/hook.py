@@ -29,26 +29,26 @@ __all__ = ["Hook", "CollectionKeys"]
 logger = logging.getLogger("smdebug")
 
 
-def _dist():
+def _dist() -> Any:
     d = getattr(torch, "distributed", None)
     return d if d is not None and d.is_available() and d.is_initialized() else None
 
 
-def _sync_ref(ref) -> None:
+def _sync_ref(ref: Any) -> None:
     """Before any optimizer step: the parameter copies of the current step must be complete."""
     hook = ref()
     if hook is not None:
         hook.adapter.sync()
 
 
-def _end_of_backward(ref) -> None:
+def _end_of_backward(ref: Any) -> None:
     hook = ref()
     if hook is not None:
         hook._backward_callback = False
         hook.adapter.sync()
 
 
-def _queue_end_of_backward(ref) -> None:
+def _queue_end_of_backward(ref: Any) -> None:
     from torch.autograd import Variable
 
     Variable._execution_engine.queue_callback(lambda: _end_of_backward(ref))
@@ -76,14 +76,14 @@ class Hook(BaseHook):
                      include_workers: str = "one", *,
                      profiler_config: Any = None) -> None: ...
 
-    def __init__(self, *args, profiler_config=None, **kwargs):  # type: ignore[no-redef]
+    def __init__(self, *args: Any, profiler_config: Any = None, **kwargs: Any) -> None:  # type: ignore[no-redef]
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         super().__init__(*args, **kwargs)
 
     __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
         (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
 
-    def _configure(self, options) -> None:
+    def _configure(self, options: Any) -> None:
         super()._configure(options)
         self.profiling = profiling_for(self, getattr(self, "_profiler_config", None))
         self._tops: list = []  # (name prefix, module) of registered models
@@ -103,17 +103,17 @@ class Hook(BaseHook):
         d = _dist()
         return d.get_world_size() if d is not None else 1
 
-    def _is_tensor(self, value) -> bool:
+    def _is_tensor(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor)
 
     # ---------------------------------------------------------------- registration
     @guarded(check=lambda self, module: check_type("register_module", "module", module, torch.nn.Module,
                                                    "a torch.nn.Module"))
-    def register_module(self, module) -> None:
+    def register_module(self, module: Any) -> None:
         """Register a model (or a model wrapped by torch.compile / DistributedDataParallel)."""
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
         compiled = isinstance(inner, torch.nn.Module)
-        model = inner if compiled else module
+        model: Any = inner if compiled else module
         top = model._get_name()
         self._name_modules(top, model, model.named_modules())
         self._tops.append((top, model))
@@ -141,14 +141,14 @@ class Hook(BaseHook):
 
     @guarded(check=lambda self, loss_module: check_type("register_loss", "loss_module", loss_module,
                                                         torch.nn.Module, "a torch.nn.Module"))
-    def register_loss(self, loss_module) -> None:
+    def register_loss(self, loss_module: Any) -> None:
         """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss."""
         self._module_names[loss_module] = loss_module._get_name()
         self._handles.append(loss_module.register_forward_hook(self._forward_hook))
         self.has_registered_loss_module = True
 
     # ---------------------------------------------------------------- callbacks
-    def _forward_pre_hook(self, module, inputs):
+    def _forward_pre_hook(self, module: Any, inputs: Any) -> Any:
         req = self.stop_requested()  # outside the guard: it must reach the training loop
         if req is not None:
             raise TrainingStopRequested(req.rule, req.step, req.reason)
@@ -170,7 +170,7 @@ class Hook(BaseHook):
                                 for pname, p in model.named_parameters())
 
     @guarded()
-    def _forward_hook(self, module, inputs, outputs):
+    def _forward_hook(self, module: Any, inputs: Any, outputs: Any) -> Any:
         if self.step < 0 or not self.saving_this_step():
             return
         name = self._module_names.get(module)
@@ -179,11 +179,11 @@ class Hook(BaseHook):
         self._write_indexed(name, inputs, self.INPUT_TENSOR_SUFFIX)
         self._write_indexed(name, outputs, self.OUTPUT_TENSOR_SUFFIX)
 
-    def _grad_hook(self, pname: str):
+    def _grad_hook(self, pname: str) -> Any:
         tname = self.GRADIENT_PREFIX + pname
 
         @guarded()
-        def on_grad(hook, param):
+        def on_grad(hook: Any, param: Any) -> Any:
             if not hook._backward_callback:  # the first gradient of a backward pass
                 # the parameters may still be being copied on the copy thread: the copies
                 # must be complete when backward ends, before a manual update or the next backward
@@ -197,7 +197,7 @@ class Hook(BaseHook):
 
         ref = weakref.ref(self)
 
-        def call(param):
+        def call(param: Any) -> Any:
             hook = ref()
             if hook is not None:
                 on_grad(hook, param)
@@ -206,7 +206,7 @@ class Hook(BaseHook):
 
     @guarded(check=lambda self, tensor_name, tensor_value: check_type(
         f"record_tensor_value({tensor_name!r})", "tensor_value", tensor_value, torch.Tensor, "a torch.Tensor"))
-    def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
+    def record_tensor_value(self, tensor_name: str, tensor_value: Any) -> None:
         """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'."""
         if self.step >= 0 and self.saving_this_step():
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
