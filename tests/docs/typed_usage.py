@@ -70,4 +70,9 @@ def hooks() -> None:
     hook = smd.Hook(out_dir="run", save_config=SaveConfig(save_interval=5), include_collections=["weights"],
                     reduction_config=ReductionConfig(norms=["l2"]), include_workers="all")
     assert_type(hook, smd.Hook)
+    hook.set_mode(smd.modes.TRAIN)
+    hook.save_scalar("lr", 0.1)
+    hook.save_tensor("labels", np.zeros(3), collections_to_write=["labels"])
+    assert_type(hook.get_collection("weights"), Collection)
+    assert_type(smd.Hook.create_from_json_file(), smd.Hook | None)
     assert_type(smd_xgb.Hook(out_dir="xgb", hyperparameters={"max_depth": 3}), smd_xgb.Hook)
