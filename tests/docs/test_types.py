@@ -52,7 +52,9 @@ def test_a_users_script_type_checks_and_a_wrong_annotation_fails(tmp_path):
     )
     try:
         # typing.assert_type is 3.11's; the package itself is checked as 3.10 (tools/mypy_baseline.py)
-        proc = _mypy("--python-version", "3.11", "tests/docs/typed_usage.py", "tests/docs/_wrong_usage.py")
+        # its own cache: the baseline test's mypy may run beside it (pytest -n 2)
+        proc = _mypy("--python-version", "3.11", "--cache-dir", str(tmp_path / "mypy-cache"),
+                     "tests/docs/typed_usage.py", "tests/docs/_wrong_usage.py")
     finally:
         wrong.unlink()
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
