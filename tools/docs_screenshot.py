@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=5000",
                         f"--user-data-dir={profile}", "--window-size=1280,2000", f"--screenshot={out}",
                         page.as_uri()], check=True, capture_output=True, timeout=120)
-    print(f"wrote {out.relative_to(ROOT)}")
+    print(f"wrote {out}")
     return 0
 
 

@@ -32,12 +32,23 @@ def _code(value: object) -> str:
 
 
 def _parser_name(parse: object) -> str:
-    """``as_float`` -> ``float``; ``optional(as_int)`` and other closures by their qualified name."""
+    """What a parameter's parser accepts: ``as_float`` -> ``float``, ``optional(as_int)`` ->
+    ``optional int``, ``bounded(as_float, 0, 100)`` -> ``a number between 0 and 100`` (its message)."""
     name = getattr(parse, "__name__", None) or type(parse).__name__
-    qual = getattr(parse, "__qualname__", name)
-    if "<locals>" in qual:  # a closure made by optional(...), bounded(...): its maker's name
-        name = qual.split(".<locals>")[0]
-    return name.removeprefix("as_")
+    code = getattr(parse, "__code__", None)
+    cells = getattr(parse, "__closure__", None) or ()
+    free = dict(zip(code.co_freevars, (c.cell_contents for c in cells))) if code is not None else {}
+    if isinstance(free.get("want"), str):  # bounded(...)
+        return free["want"]
+    if name.startswith("optional_") and "parse" in free:
+        return "optional " + _parser_name(free["parse"])
+    short = name.removeprefix("as_")
+    return _KINDS.get(short, short)
+
+
+_KINDS = {"float": "number", "int": "whole number", "str": "string", "bool": "boolean", "mode": "mode name",
+          "str_list": "list of strings", "regex_list": "list of regexes", "float_list": "list of numbers",
+          "int_list": "list of whole numbers"}
 
 
 def rule_catalogue() -> str:
@@ -61,7 +72,7 @@ def rule_catalogue() -> str:
             out.append("; compares trials: pass `other_trials=[...]`")
         out.append("\n\n")
         if cls.params:
-            out.append("| parameter | parsed as | default | description |\n| --- | --- | --- | --- |\n")
+            out.append("| parameter | value | default | description |\n| --- | --- | --- | --- |\n")
             for p in cls.params:
                 out.append(f"| `{p.name}` | {_parser_name(p.parse)} | {_code(p.default)} | {_cell(p.doc) or ' '} |\n")
         else:
