@@ -75,3 +75,14 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     proc = _mkdocs(config, tmp_path / "site")
     assert proc.returncode != 0
     assert "nothing-here.md" in proc.stdout + proc.stderr
+
+
+def test_the_readmes_links_resolve():
+    """README.md is no page of the site (mkdocs does not check it): its relative links must name files."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)#\s]+)", readme) if "://" not in t]
+    assert targets
+    missing = [t for t in targets if not (ROOT / t).exists()]
+    assert not missing, missing
