@@ -7,12 +7,12 @@ MXVENV := .venv-mxnet
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo check test lint bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture mutation
+.PHONY: demo check test lint typecheck docs bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,pytorch,xgboost,tensorflow,plot,cli,export,profiler,dask,huggingface,lightning]'
+	$(PY) -m pip install -q -e '.[dev,docs,pytorch,xgboost,tensorflow,plot,cli,export,profiler,dask,huggingface,lightning]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -80,6 +80,7 @@ chromium:
 test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installed chromium
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
+	$(PY) tools/mypy_baseline.py
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(MXVENV)/bin/python -m pytest -m mxnet \
 		-W ignore::DeprecationWarning tests/mxnet
@@ -95,11 +96,22 @@ $(VENV)/.check: pyproject.toml
 check: $(VENV)/.check
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
+	$(PY) tools/mypy_baseline.py
 	$(PY) -m pytest --framework-free -q -r fE tests
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
+
+# the documentation site in site/: the generated reference pages (tools/gen_docs.py), then a strict
+# build (a broken link or cross-reference fails); tests/docs/test_site.py builds it in make test too
+docs: $(VENV)/.installed
+	$(PY) tools/gen_docs.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# mypy: the documented modules strict, the rest within tools/mypy-baseline.txt (which only shrinks)
+typecheck: $(VENV)/.check
+	$(PY) tools/mypy_baseline.py
 
 bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) bench/bench_trial.py
@@ -111,4 +123,4 @@ mutation: $(VENV)/.installed
 	$(PY) tools/mutate.py
 
 clean:
-	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build site *.egg-info src/*.egg-info

@@ -6,6 +6,8 @@ on-disk format.
 
 from __future__ import annotations
 
+from typing import Any
+
 from smdebug import modes
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.modes import ModeKeys
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "create_trial":
         from smdebug.trials import create_trial
 

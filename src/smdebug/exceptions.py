@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-def _mode_name(mode) -> str:
+def _mode_name(mode: object) -> str:
     return mode.name if isinstance(mode, ModeKeys) else str(mode)
 
 
@@ -67,7 +67,7 @@ class SMDebugValueError(SMDebugError, ValueError):
 class MissingDependency(SMDebugError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
-    def __init__(self, package: str, extra: str, purpose: str = ""):
+    def __init__(self, package: str, extra: str, purpose: str = "") -> None:
         self.package = package
         self.extra = extra
         what = f" {purpose}" if purpose else ""
@@ -78,10 +78,10 @@ class MissingDependency(SMDebugError, ImportError):
 
 
 class InvalidCollectionConfiguration(SMDebugError):
-    def __init__(self, c_name):
+    def __init__(self, c_name: str) -> None:
         self.c_name = c_name
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (
             f"Collection {self.c_name} has not been configured. "
             "Please fill in tensor_name or include_regex"
@@ -89,19 +89,19 @@ class InvalidCollectionConfiguration(SMDebugError):
 
 
 class StepNotYetAvailable(SMDebugError):
-    def __init__(self, step, mode=ModeKeys.GLOBAL):
+    def __init__(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
         self.step = step
         self.mode = mode
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Step {self.step} of mode {_mode_name(self.mode)} not yet available"
 
 
 class MissingCollectionFiles(SMDebugError):
-    def __init__(self, path=None):
+    def __init__(self, path: str | None = None) -> None:
         self.path = path
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = f" under {self.path}" if self.path is not None else ""
         return (
             f"No collections file was found{where} (expected collections/000000000/"
@@ -113,20 +113,20 @@ class MissingCollectionFiles(SMDebugError):
 class IndexReaderException(SMDebugError):
     """An index file that cannot be used (not JSON, keys missing, a path outside the trial)."""
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
 
 class EventFileCorrupt(SMDebugError, ValueError):
     """An event file record that cannot be decoded (truncated, bad CRC, bad protobuf)."""
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
 
@@ -139,16 +139,17 @@ class ObjectNotFound(StorageError, FileNotFoundError):
 
 
 class StepUnavailable(SMDebugError):
-    def __init__(self, step, mode=ModeKeys.GLOBAL):
+    def __init__(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
         self.step = step
         self.mode = mode
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was not saved"
 
 
 class TensorUnavailableForStep(SMDebugError):
-    def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False, *, reduction=None, abs=False):
+    def __init__(self, tname: str, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL, has_reductions: bool = False, *,
+                 reduction: str | None = None, abs: bool = False) -> None:
         self.step = step
         self.mode = mode
         self.tname = tname
@@ -156,7 +157,7 @@ class TensorUnavailableForStep(SMDebugError):
         self.reduction = reduction  # set when a reduction of the tensor was asked for
         self.abs = abs
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.reduction is not None:
             red = f"{'abs_' if self.abs else ''}{self.reduction}"
             return (
@@ -176,12 +177,12 @@ class TensorUnavailableForStep(SMDebugError):
 
 
 class ShapeUnavailableForStep(SMDebugError):
-    def __init__(self, tname, step, mode=ModeKeys.GLOBAL):
+    def __init__(self, tname: str, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
         self.step = step
         self.mode = mode
         self.tname = tname
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (
             f"Shape for tensor {self.tname} is not available for step {self.step} "
             f"with mode {_mode_name(self.mode)} as it was not saved."
@@ -189,32 +190,32 @@ class ShapeUnavailableForStep(SMDebugError):
 
 
 class TensorUnavailable(SMDebugError):
-    def __init__(self, tname):
+    def __init__(self, tname: str) -> None:
         self.tname = tname
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Tensor {self.tname} was not saved."
 
 
 class InvalidWorker(SMDebugError):
-    def __init__(self, worker):
+    def __init__(self, worker: str) -> None:
         self.worker = worker
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Invalid Worker: {self.worker}"
 
 
 class NoMoreProfilerData(SMDebugError):
-    def __init__(self, timestamp):
+    def __init__(self, timestamp: float) -> None:
         self.timestamp = timestamp
         self.msg = f"Looking for timestamp {timestamp} and reached end of training."
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.msg
 
 
 class NoMoreData(SMDebugError):
-    def __init__(self, step, mode=ModeKeys.GLOBAL, last_step=-1):
+    def __init__(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL, last_step: int = -1) -> None:
         self.step = step
         self.mode = mode
         self.last_step = last_step
@@ -223,17 +224,17 @@ class NoMoreData(SMDebugError):
             f"end of training. Max step available is {last_step}"
         )
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.msg
 
 
 class RuleEvaluationConditionMet(SMDebugError):
-    def __init__(self, rule_name, step, end_of_rule=False):
+    def __init__(self, rule_name: str, step: int, end_of_rule: bool = False) -> None:
         self.rule_name = rule_name
         self.step = step
         self.end_of_rule = end_of_rule
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (
             f"Evaluation of the rule {self.rule_name} at step {self.step} "
             "resulted in the condition being met"
@@ -241,23 +242,23 @@ class RuleEvaluationConditionMet(SMDebugError):
 
 
 class InsufficientInformationForRuleInvocation(SMDebugError):
-    def __init__(self, rule_name, message):
+    def __init__(self, rule_name: str, message: str) -> None:
         self.rule_name = rule_name
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Insufficient information to invoke rule {self.rule_name}: {self.message}"
 
 
 class RuleConfigurationError(SMDebugValueError):
     """A rule, its parameters or its actions were given bad input; raised when the rule is built."""
 
-    def __init__(self, rule_name, parameter, message):
+    def __init__(self, rule_name: str, parameter: str | None, message: str) -> None:
         self.rule_name = rule_name
         self.parameter = parameter
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = f" parameter {self.parameter!r}" if self.parameter else ""
         return f"rule {self.rule_name}{where}: {self.message}"
 
@@ -268,11 +269,11 @@ class TrainingStopRequested(SMDebugError):
     Everything the hook held was written before it is raised. A training loop may catch it.
     """
 
-    def __init__(self, rule_name, step, reason=""):
+    def __init__(self, rule_name: str, step: int, reason: str = "") -> None:
         self.rule_name = rule_name
         self.step = step
         self.reason = reason
 
-    def __str__(self):
+    def __str__(self) -> str:
         why = f": {self.reason}" if self.reason else ""
         return f"training stopped at the request of rule {self.rule_name} (fired at step {self.step}){why}"

@@ -27,7 +27,7 @@ MODE_STEP_PLUGIN_NAME = "mode_step"
 MODE_PLUGIN_NAME = "mode"
 
 
-def parse_mode(value) -> ModeKeys:
+def parse_mode(value: object) -> ModeKeys:
     """The one parser of mode names (rule parameters, the command line, save_config keys, ...).
 
     Accepted: a ModeKeys member; its name in any case with spaces around (``"TRAIN"``,

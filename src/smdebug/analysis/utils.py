@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from smdebug.core.utils import match_any, no_refresh, refresh
 
 __all__ = ["no_refresh", "refresh", "parse_list_from_str", "parse_bool", "match_any"]
 
 
-def parse_list_from_str(arg, delimiter=",") -> list:
+def parse_list_from_str(arg: str | Iterable[str] | None, delimiter: str = ",") -> list[str]:
     if arg is None:
         return []
     if isinstance(arg, str):
@@ -15,7 +17,7 @@ def parse_list_from_str(arg, delimiter=",") -> list:
     return list(arg)
 
 
-def parse_bool(arg, default):
+def parse_bool(arg: object, default: bool) -> bool:
     """``arg`` as a bool (:func:`smdebug.codec.values.parse_bool`); None gives ``default``."""
     from smdebug.codec.values import parse_bool as parse
 

@@ -8,8 +8,12 @@ import atexit
 import logging
 import weakref
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from smdebug.exceptions import SMDebugTypeError
+
+if TYPE_CHECKING:
+    from smdebug.core.hook import BaseHook
 
 __all__ = ["get_hook", "set_hook", "del_hook", "bind", "close_at_exit"]
 
@@ -17,7 +21,8 @@ logger = logging.getLogger("smdebug")
 _active = None
 
 
-def get_hook(*, json_config_path=None, hook_class=None, create_if_not_exists=False):
+def get_hook(*, json_config_path: str | None = None, hook_class: type[BaseHook] | None = None,
+             create_if_not_exists: bool = False) -> Any:  # the active BaseHook, or None
     """The active hook; with ``create_if_not_exists``, one made from SageMaker's hook JSON if a
     config file applies (None otherwise)."""
     global _active
@@ -29,7 +34,7 @@ def get_hook(*, json_config_path=None, hook_class=None, create_if_not_exists=Fal
     return _active
 
 
-def set_hook(custom_hook) -> None:
+def set_hook(custom_hook: BaseHook) -> None:
     from smdebug.core.hook import BaseHook
 
     if not isinstance(custom_hook, BaseHook):
@@ -43,16 +48,16 @@ def del_hook() -> None:
     _active = None
 
 
-def bind(hook_class) -> SimpleNamespace:
+def bind(hook_class: type[BaseHook]) -> SimpleNamespace:
     """``get_hook`` / ``set_hook`` / ``del_hook`` for a framework package, bound to its Hook:
     ``get_hook, set_hook, del_hook = vars(bind(Hook)).values()``."""
 
-    def get_hook_for(json_config_path=None, create_if_not_exists: bool = False):
+    def get_hook_for(json_config_path: str | None = None, create_if_not_exists: bool = False) -> Any:
         """The active hook; with ``create_if_not_exists``, made from SageMaker's hook JSON."""
         return get_hook(json_config_path=json_config_path, hook_class=hook_class,
                         create_if_not_exists=create_if_not_exists)
 
-    def set_hook_for(hook) -> None:
+    def set_hook_for(hook: BaseHook) -> None:
         """Make ``hook`` the active hook."""
         set_hook(hook)
 
@@ -64,12 +69,12 @@ def bind(hook_class) -> SimpleNamespace:
     return SimpleNamespace(get_hook=get_hook_for, set_hook=set_hook_for, del_hook=del_hook_for)
 
 
-def _close(ref) -> None:
+def _close(ref: Any) -> None:
     hook = ref()
     if hook is not None:
         hook.close()
 
 
-def close_at_exit(hook) -> None:
+def close_at_exit(hook: BaseHook) -> None:
     """Close ``hook`` at interpreter exit (if it still exists), so its last step is written."""
     atexit.register(_close, weakref.ref(hook))

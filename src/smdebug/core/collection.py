@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
@@ -57,13 +59,13 @@ class Collection:
 
     def __init__(
         self,
-        name,
-        include_regex=None,
-        tensor_names=None,
-        reduction_config=None,
-        save_config=None,
-        save_histogram=True,
-    ):
+        name: str,
+        include_regex: Iterable[str] | None = None,
+        tensor_names: Iterable[str] | None = None,
+        reduction_config: ReductionConfig | None = None,
+        save_config: SaveConfig | dict[Any, Any] | None = None,
+        save_histogram: bool = True,
+    ) -> None:
         self.name = name
         self.include_regex = list(include_regex) if include_regex else []
         self.tensor_names = tensor_names
@@ -73,23 +75,23 @@ class Collection:
         self._modules: dict = {}
 
     # -- framework modules (layers) -----------------------------------------------------------
-    def add_module_tensors(self, module, inputs=False, outputs=True) -> None:
+    def add_module_tensors(self, module: Any, inputs: bool = False, outputs: bool = True) -> None:
         """Save a module's (layer's) inputs and/or outputs in this collection; the hook turns the
         module into its name when the collections are prepared."""
         self._modules[module] = (inputs, outputs)
 
     @property
-    def modules(self) -> dict:
+    def modules(self) -> dict[Any, tuple[bool, bool]]:
         """module -> (inputs, outputs) given to :meth:`add_module_tensors`."""
         return self._modules
 
     # -- tensor names -------------------------------------------------------------------------
     @property
-    def tensor_names(self) -> set:
+    def tensor_names(self) -> set[str]:
         return self._tensor_names
 
     @tensor_names.setter
-    def tensor_names(self, names) -> None:
+    def tensor_names(self, names: Iterable[str] | None) -> None:
         if names is None:
             names = set()
         elif isinstance(names, (list, tuple, frozenset)):
@@ -98,7 +100,7 @@ class Collection:
             raise SMDebugTypeError(f"tensor_names of collection {self.name} can only be a list or set")
         self._tensor_names = names
 
-    def include(self, t) -> None:
+    def include(self, t: str | Iterable[str]) -> None:
         if isinstance(t, (list, tuple)):
             for item in t:
                 self.include(item)
@@ -130,21 +132,21 @@ class Collection:
 
     # -- configs ------------------------------------------------------------------------------
     @property
-    def reduction_config(self):
+    def reduction_config(self) -> ReductionConfig | None:
         return self._reduction_config
 
     @reduction_config.setter
-    def reduction_config(self, rc) -> None:
+    def reduction_config(self, rc: ReductionConfig | None) -> None:
         if rc is not None and not isinstance(rc, ReductionConfig):
             raise SMDebugTypeError(f"reduction_config={rc!r} must be a ReductionConfig")
         self._reduction_config = rc
 
     @property
-    def save_config(self):
+    def save_config(self) -> SaveConfig | None:
         return self._save_config
 
     @save_config.setter
-    def save_config(self, sc) -> None:
+    def save_config(self, sc: SaveConfig | dict[Any, Any] | None) -> None:
         if sc is None or isinstance(sc, SaveConfig):
             self._save_config = sc
         elif isinstance(sc, dict):
@@ -169,11 +171,11 @@ class Collection:
         return json.dumps(self.to_json_dict())
 
     @classmethod
-    def from_dict(cls, params: dict) -> Collection:
+    def from_dict(cls, params: dict[str, Any]) -> Collection:
         if not isinstance(params, dict):
             raise SMDebugValueError(f"collection params={params!r} must be a dict")
         return cls(
-            name=params.get("name"),
+            name=params.get("name"),  # type: ignore[arg-type]  # a dict without a name: as 1.0.34
             include_regex=params.get("include_regex") or [],
             tensor_names=set(params.get("tensor_names") or []),
             reduction_config=ReductionConfig.from_dict(params.get("reduction_config")),
@@ -185,16 +187,16 @@ class Collection:
     def from_json(cls, json_str: str) -> Collection:
         return cls.from_dict(json.loads(json_str))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(self.to_json_dict())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<class Collection: name={self.name}>"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.name)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Collection):
             return NotImplemented
         return self.to_json_dict() == other.to_json_dict()

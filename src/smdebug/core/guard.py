@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar, cast
 
 from smdebug.codec.values import parse_bool
 from smdebug.exceptions import TrainingStopRequested
@@ -13,6 +15,9 @@ __all__ = ["guarded", "PROPAGATE_ERRORS_ENV"]
 
 logger = logging.getLogger("smdebug")
 PROPAGATE_ERRORS_ENV = "SMDEBUG_PROPAGATE_ERRORS"
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def propagate_default() -> bool:
@@ -29,7 +34,8 @@ def propagate_default() -> bool:
         return False
 
 
-def guarded(default=None, check=None):
+def guarded(default: Any = None,
+            check: Callable[..., object] | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Decorate a hook method: when it raises, log the error once, disable the hook and return
     ``default`` — unless ``hook.propagate_errors`` is set (or $SMDEBUG_PROPAGATE_ERRORS=1).
     TrainingStopRequested always goes through: it is how a hook stops training.
@@ -37,7 +43,7 @@ def guarded(default=None, check=None):
     ``check(self, *args, **kwargs)`` (a public method's argument checks) runs first, outside the
     guard and on a disabled hook too: a wrong argument is the caller's error, raised at once."""
 
-    def deco(method):
+    def deco(method: Callable[_P, _R]) -> Callable[_P, _R]:
         @functools.wraps(method)
         def wrapper(self, *args, **kwargs):
             if check is not None:
@@ -59,6 +65,6 @@ def guarded(default=None, check=None):
                 )
                 return default
 
-        return wrapper
+        return cast(Callable[_P, _R], wrapper)
 
     return deco

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from smdebug.exceptions import SMDebugRuntimeError, SMDebugTypeError, SMDebugVal
 __all__ = ["BaseHook"]
 
 logger = logging.getLogger("smdebug")
+_H = TypeVar("_H", bound="BaseHook")
 
 
 class BaseHook:
@@ -48,12 +50,21 @@ class BaseHook:
     collection_defaults = CollectionDefaults(created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None})
     make_adapter = NumpyAdapter
 
-    def __init__(self, *args, **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one") -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[no-redef]
         self._configure(HookOptions.from_call(type(self).__name__, args, kwargs))
         active_hook.set_hook(self)
         active_hook.close_at_exit(self)
 
-    __init__.__signature__ = options_signature()
+    __init__.__signature__ = options_signature()  # type: ignore[attr-defined]
 
     def _configure(self, o: HookOptions) -> None:
         from smdebug.storage import is_remote, open_store
@@ -94,7 +105,7 @@ class BaseHook:
         self.mode = ModeKeys.GLOBAL
         self.mode_steps = {ModeKeys.GLOBAL: self.init_step}
         self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, self.init_step  # the step being recorded
-        self.last_saved_step = None
+        self.last_saved_step: int | None = None
         self._handed_step: int | None = None  # the last global step handed to the writer
         self._step_saves = False
         self._custom: dict = {}  # save_tensor before the first step
@@ -109,11 +120,11 @@ class BaseHook:
         self._training_ended = False  # see _end_training_run
         self._resume_checked = False  # see _resume
         self.resumed_from: int | None = None  # the last step the folder held of this worker
-        self._state_file = None  # the checkpoint folder's training state (core.resume)
+        self._state_file: Any = None  # the checkpoint folder's training state (core.resume)
         logger.info("smdebug: saving to %s", self.out_dir)
 
     @classmethod
-    def create_from_json_file(cls, json_file_path=None):
+    def create_from_json_file(cls: type[_H], json_file_path: str | None = None) -> _H | None:
         """A hook configured by SageMaker's hook JSON: ``json_file_path``, else
         $SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json; None when no
         file applies."""
@@ -128,7 +139,7 @@ class BaseHook:
     def _get_num_workers(self) -> int:
         return 1
 
-    def _is_tensor(self, value) -> bool:
+    def _is_tensor(self, value: Any) -> bool:
         """Whether a leaf of a layer's inputs / outputs is a tensor the hook saves."""
         return isinstance(value, np.ndarray)
 
@@ -154,18 +165,18 @@ class BaseHook:
             self._writer.open_gate()
 
     # ---------------------------------------------------------------- collections
-    def get_collection(self, name, create=True) -> Collection:
+    def get_collection(self, name: str, create: bool = True) -> Collection:
         return self.collection_manager.get(name, create=create)
 
-    def get_collections(self) -> dict:
+    def get_collections(self) -> dict[str, Collection]:
         return self.collection_manager.get_collections()
 
-    def add_collection(self, collection) -> None:
+    def add_collection(self, collection: Collection) -> None:
         if not isinstance(collection, Collection):
             raise SMDebugTypeError(f"collection must be a Collection, not {type(collection).__name__}")
         self.collection_manager.add(collection)
 
-    def _name_modules(self, top: str, model, named_modules) -> None:
+    def _name_modules(self, top: str, model: Any, named_modules: Any) -> None:
         """Name a registered model ``top`` and each of its ``(name, module)`` descendants by its
         path in it (the first name wins for a module reached twice)."""
         if model in self._module_names:
@@ -174,7 +185,7 @@ class BaseHook:
             self._module_names.setdefault(sub, name)
         self._module_names[model] = top
 
-    def _module_name(self, module) -> str:
+    def _module_name(self, module: Any) -> str:
         return self._module_names.get(module) or type(module).__name__
 
     def _collections_for_step(self) -> set:
@@ -195,7 +206,7 @@ class BaseHook:
 
     # ---------------------------------------------------------------- steps and modes
     @guarded(check=lambda self, mode: check_mode(mode))
-    def set_mode(self, mode) -> None:
+    def set_mode(self, mode: ModeKeys) -> None:
         if mode != self.mode:
             self._end_step()  # what the current step saved keeps the current step's mode
         self.mode = mode
@@ -274,7 +285,7 @@ class BaseHook:
         return True
 
     # ---------------------------------------------------------------- saving
-    def _save_for_tensor(self, tensor_name: str, value, check_before_write=True) -> None:
+    def _save_for_tensor(self, tensor_name: str, value: Any, check_before_write: Any = True) -> None:
         self._check_open(tensor_name)
         if check_before_write:
             if not self.planner.prepared:
@@ -290,7 +301,7 @@ class BaseHook:
         elif self.writes:  # a worker that does not write (include_workers="one") copies nothing
             self.buffer.add(tensor_name, value, plan)
 
-    def _save_deferred(self, named_values) -> None:
+    def _save_deferred(self, named_values: Any) -> None:
         """Save ``(name, value)`` pairs whose values change only after the step's forward and
         backward (parameters): the adapter may copy them on a background thread meanwhile; the
         glue calls ``adapter.sync()`` before anything can change them."""
@@ -301,7 +312,7 @@ class BaseHook:
         finally:
             self.adapter.end_deferred()
 
-    def _write_indexed(self, module_name: str, value, suffix: str) -> None:
+    def _write_indexed(self, module_name: str, value: Any, suffix: str) -> None:
         """Save module inputs/outputs as <module><suffix><i>, numbering every tensor of the step."""
         base = module_name + suffix
         values = list(self._flatten(value))
@@ -309,7 +320,7 @@ class BaseHook:
         for i, v in enumerate(values):
             self._save_for_tensor(f"{base}{first + i}", v)
 
-    def _flatten(self, value):
+    def _flatten(self, value: Any) -> Any:
         """The tensors in a (nested) tuple / list, as ``_is_tensor`` tells them."""
         if isinstance(value, (tuple, list)):
             for v in value:
@@ -317,7 +328,7 @@ class BaseHook:
         elif self._is_tensor(value):
             yield value
 
-    def save_scalar(self, name, value, sm_metric=False, timestamp: float | None = None) -> None:
+    def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
         """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
         close, scalars left over go with the last step, or with a step of their own when that
         step is already written. A name that is not a string or a value that is not one number
@@ -326,12 +337,13 @@ class BaseHook:
         self._add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
 
     @guarded()
-    def _add_scalar(self, name: str, arr, wall_time: float) -> None:
+    def _add_scalar(self, name: str, arr: Any, wall_time: float) -> None:
         self._check_open(name)
         self.buffer.add_scalar(name, arr, wall_time)
 
     @guarded(check=check_save_tensor)
-    def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
+    def save_tensor(self, tensor_name: str, tensor_value: Any,
+                    collections_to_write: str | list[str] | tuple[str, ...] | set[str] = CollectionKeys.DEFAULT) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""
         self._check_open(tensor_name)
@@ -433,7 +445,7 @@ class BaseHook:
     def _cleanup(self) -> None:  # 1.0.34's name for close(), which its own code calls
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         return (
             f"<{type(self).__module__}.{type(self).__name__} out_dir={self.out_dir!r} step={self.step} "
             f"mode={self.mode.name} include_collections={self.include_collections}>"

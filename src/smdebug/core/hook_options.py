@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass, fields
+from typing import Any
 
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
@@ -51,7 +52,7 @@ def options_signature(extra: tuple[inspect.Parameter, ...] = ()) -> inspect.Sign
     return inspect.Signature(params + list(extra))
 
 
-def tensorboard_dir_for(export_tensorboard, tensorboard_dir, out_dir: str) -> str | None:
+def tensorboard_dir_for(export_tensorboard: Any, tensorboard_dir: Any, out_dir: str) -> str | None:
     """Where TensorBoard files go: ``tensorboard_dir``, else <out_dir>/tensorboard when exported."""
     if tensorboard_dir is not None:
         return os.path.expanduser(tensorboard_dir) if "://" not in tensorboard_dir else tensorboard_dir

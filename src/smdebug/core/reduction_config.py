@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from smdebug.codec.values import parse_bool
 from smdebug.core.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS
@@ -11,7 +13,7 @@ from smdebug.exceptions import SMDebugValueError
 __all__ = ["ReductionConfig", "ALLOWED_REDUCTIONS", "ALLOWED_NORMS"]
 
 
-def _parse_bool(name: str, value) -> bool:
+def _parse_bool(name: str, value: object) -> bool:
     try:
         return parse_bool(value)
     except ValueError as exc:
@@ -27,13 +29,13 @@ class ReductionConfig:
 
     def __init__(
         self,
-        reductions=None,
-        abs_reductions=None,
-        norms=None,
-        abs_norms=None,
-        save_raw_tensor=False,
-        save_shape=False,
-    ):
+        reductions: Iterable[str] | None = None,
+        abs_reductions: Iterable[str] | None = None,
+        norms: Iterable[str] | None = None,
+        abs_norms: Iterable[str] | None = None,
+        save_raw_tensor: bool = False,
+        save_shape: bool = False,
+    ) -> None:
         self.reductions = list(reductions or [])
         self.abs_reductions = list(abs_reductions or [])
         self.norms = list(norms or [])
@@ -60,7 +62,7 @@ class ReductionConfig:
         )
 
     @classmethod
-    def from_dict(cls, params) -> ReductionConfig | None:
+    def from_dict(cls, params: dict[str, Any] | None) -> ReductionConfig | None:
         """From the flattened form ``{"save_raw_tensor", "reductions": "mean,l2_norm,abs_max", "save_shape"}``."""
         if params is None:
             return None
@@ -103,12 +105,12 @@ class ReductionConfig:
     def to_json(self) -> str:
         return json.dumps(self.to_json_dict())
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, ReductionConfig):
             return NotImplemented
         return vars(self) == vars(other)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<class ReductionConfig: reductions={self.reductions}, abs_reductions={self.abs_reductions}, "
             f"norms={self.norms}, abs_norms={self.abs_norms}, save_shape={self.save_shape}, "

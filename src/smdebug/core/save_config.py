@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, overload
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
@@ -17,7 +18,7 @@ DEFAULT_SAVE_CONFIG_END_STEP = None
 _PARAMS = ("save_interval", "save_steps", "start_step", "end_step")
 
 
-def _as_int(name: str, value, allow_none: bool = False):
+def _as_int(name: str, value: Any, allow_none: bool = False) -> Any:
     if value is None and allow_none:
         return None
     try:
@@ -32,7 +33,8 @@ class SaveConfigMode:
     """The schedule of one mode: save when ``step in save_steps`` or when
     ``start_step <= step < end_step`` and ``step % save_interval == 0``."""
 
-    def __init__(self, save_interval=None, start_step=None, end_step=None, save_steps=None):
+    def __init__(self, save_interval: int | None = None, start_step: int | None = None, end_step: int | None = None,
+                 save_steps: Iterable[int] | None = None) -> None:
         self.save_interval = (
             DEFAULT_SAVE_CONFIG_INTERVAL if save_interval is None else _as_int("save_interval", save_interval)
         )
@@ -70,8 +72,15 @@ class SaveConfigMode:
             "end_step": self.end_step,
         }
 
+
+    @overload
     @classmethod
-    def from_dict(cls, params, default_values=None) -> SaveConfigMode | None:
+    def from_dict(cls, params: dict[str, Any], default_values: dict[str, Any] | None = None) -> SaveConfigMode: ...
+    @overload
+    @classmethod
+    def from_dict(cls, params: None, default_values: dict[str, Any] | None = None) -> None: ...
+    @classmethod
+    def from_dict(cls, params: dict[str, Any] | None, default_values: dict[str, Any] | None = None) -> SaveConfigMode | None:
         if params is None:
             return None
         if not isinstance(params, dict):
@@ -82,15 +91,15 @@ class SaveConfigMode:
             raise SMDebugValueError(f"unknown SaveConfigMode keys {sorted(unknown)}; allowed: {_PARAMS}")
         return cls(**{k: params.get(k, defaults.get(k)) for k in _PARAMS})
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, SaveConfigMode):
             return NotImplemented
         return self.to_json_dict() == other.to_json_dict()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.save_interval, tuple(self.save_steps), self.start_step, self.end_step))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<class SaveConfig: save_interval={self.save_interval}, save_steps={self.save_steps}, "
             f"start_step={self.start_step}, end_step={self.end_step}>"
@@ -102,17 +111,19 @@ class SaveConfig:
 
     ``SaveConfig(save_interval=10)`` applies to every mode;
     ``SaveConfig(mode_save_configs={ModeKeys.TRAIN: SaveConfigMode(...)})`` sets some modes and
-    leaves the others None until :meth:`merge_default_save_config` fills them.
+   leaves the others None until :meth:`merge_default_save_config` fills them.
     """
+
+    mode_save_configs: dict[ModeKeys, SaveConfigMode | None]
 
     def __init__(
         self,
-        mode_save_configs: dict | None = None,
-        save_interval=None,
-        start_step=None,
-        end_step=None,
-        save_steps=None,
-    ):
+        mode_save_configs: dict[ModeKeys, SaveConfigMode | None] | None = None,
+        save_interval: int | None = None,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        save_steps: Iterable[int] | None = None,
+    ) -> None:
         if mode_save_configs is None:
             one = SaveConfigMode(save_interval, start_step, end_step, save_steps)
             self.mode_save_configs = {m: one for m in ModeKeys}
@@ -151,8 +162,14 @@ class SaveConfig:
     def to_json(self) -> str:
         return json.dumps(self.to_json_dict())
 
+    @overload
     @classmethod
-    def from_dict(cls, params: dict | None, default_values: dict | None = None) -> SaveConfig | None:
+    def from_dict(cls, params: dict[Any, Any], default_values: dict[str, Any] | None = None) -> SaveConfig: ...
+    @overload
+    @classmethod
+    def from_dict(cls, params: None, default_values: dict[str, Any] | None = None) -> None: ...
+    @classmethod
+    def from_dict(cls, params: dict[Any, Any] | None, default_values: dict[str, Any] | None = None) -> SaveConfig | None:
         if params is None:
             return None
         if not isinstance(params, dict):
@@ -180,7 +197,7 @@ class SaveConfig:
         return cls(mode_save_configs={m: save_config_mode for m in ModeKeys})
 
     @classmethod
-    def parse(cls, obj) -> SaveConfig:
+    def parse(cls, obj: object) -> SaveConfig:
         """A SaveConfig from None (the default schedule), a SaveConfig, a SaveConfigMode (every
         mode), a dict of SaveConfigMode parameters (``{'save_interval': 10}``: every mode) or a
         dict of modes (ModeKeys or their names) to SaveConfigMode objects or parameter dicts."""
@@ -197,10 +214,10 @@ class SaveConfig:
             return cls.from_dict(obj)
         raise SMDebugTypeError(f"save_config={obj!r} cannot be parsed into a SaveConfig")
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, SaveConfig):
             return NotImplemented
         return self.mode_save_configs == other.mode_save_configs
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<class SaveConfig: {self.mode_save_configs}>"

@@ -13,7 +13,7 @@ _slot = bind(Hook)
 set_hook, del_hook = _slot.set_hook, _slot.del_hook
 
 
-def get_hook(json_config_path=None, create_if_not_exists: bool = True):
+def get_hook(json_config_path: str | None = None, create_if_not_exists: bool = True) -> Hook | None:
     """The active hook; if there is none, one made from SageMaker's hook JSON when a config file
     applies (1.0.34's MXNet get_hook always did), else None."""
     return _slot.get_hook(json_config_path=json_config_path, create_if_not_exists=create_if_not_exists)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import weakref
+from typing import Any
 
 import mxnet as mx
 from mxnet.gluon.parameter import DeferredInitializationError
@@ -35,7 +36,7 @@ def _horovod() -> tuple[int, int] | None:
         return None
 
 
-def _kvstore(params) -> tuple[int, int] | None:
+def _kvstore(params: Any) -> tuple[int, int] | None:
     """(rank, num_workers) of the distributed kvstore of the Trainer of ``params``, else None.
     A Trainer creates its kvstore at its first step."""
     for p in params:
@@ -48,7 +49,7 @@ def _kvstore(params) -> tuple[int, int] | None:
     return None
 
 
-def _initialized(param) -> bool:
+def _initialized(param: Any) -> bool:
     """Whether ``param`` has values (a Dense layer without ``in_units`` gets them at its first forward)."""
     try:
         param.data(param.list_ctx()[0])
@@ -57,11 +58,11 @@ def _initialized(param) -> bool:
     return True
 
 
-def _data(param):
+def _data(param: Any) -> Any:
     return param.data(param.list_ctx()[0])
 
 
-def _grad(param):
+def _grad(param: Any) -> Any:
     return param.grad(param.list_ctx()[0])
 
 
@@ -82,7 +83,7 @@ class Hook(BaseHook):
     collection_defaults = MXNET_COLLECTIONS
     make_adapter = MXNetAdapter
 
-    def _configure(self, options) -> None:
+    def _configure(self, options: Any) -> None:
         super()._configure(options)
         self._step_block = None
         self._models: list = []  # registered blocks whose parameters are saved
@@ -104,7 +105,7 @@ class Hook(BaseHook):
         rs = self._rank_and_size()
         return rs[1] if rs is not None else 1
 
-    def _is_tensor(self, value) -> bool:
+    def _is_tensor(self, value: Any) -> bool:
         return isinstance(value, mx.nd.NDArray)  # not the Symbols of a hybridized graph being built
 
     def _params(self) -> dict:
@@ -114,7 +115,7 @@ class Hook(BaseHook):
     # ---------------------------------------------------------------- registration
     @guarded(check=lambda self, block: check_type("register_block", "block", block, mx.gluon.Block,
                                                   "an mxnet.gluon.Block"))
-    def register_block(self, block) -> None:
+    def register_block(self, block: Any) -> None:
         """Register a Gluon block: a model (each forward call a step) or a loss."""
         if block in self._module_names:
             logger.warning("smdebug: the hook is already registered to block %s", block.name)
@@ -134,7 +135,7 @@ class Hook(BaseHook):
 
     @guarded(check=lambda self, loss_block: check_type("register_loss", "loss_block", loss_block, mx.gluon.Block,
                                                        "an mxnet.gluon.Block"))
-    def register_loss(self, loss_block) -> None:
+    def register_loss(self, loss_block: Any) -> None:
         """Register a loss block (e.g. ``gluon.loss.SoftmaxCrossEntropyLoss()``): its output is a loss."""
         if loss_block in self._module_names:
             logger.warning("smdebug: the hook is already registered to block %s", loss_block.name)
@@ -142,13 +143,13 @@ class Hook(BaseHook):
         self._register_forward(loss_block)
         self.has_registered_loss_module = True
 
-    def _register_forward(self, block) -> None:
+    def _register_forward(self, block: Any) -> None:
         if block not in self._module_names:
             self._module_names[block] = block.name
             self._handles.append(block.register_forward_hook(self._forward_hook))
 
     # ---------------------------------------------------------------- callbacks
-    def _forward_pre_hook(self, block, inputs):
+    def _forward_pre_hook(self, block: Any, inputs: Any) -> Any:
         self._end_of_step()
         req = self.stop_requested()  # outside the guard: it must reach the training loop
         if req is not None:
@@ -173,13 +174,13 @@ class Hook(BaseHook):
         self._recording = mx.autograd.is_recording()
         self._late_params = []
         if self.saving_this_step():
-            ready = []
+            ready: list[Any] = []
             for p in self._params().values():
                 (ready if _initialized(p) else self._late_params).append(p)
             self._save_deferred((p.name, _data(p)) for p in ready)
 
     @guarded()
-    def _forward_hook(self, block, inputs, outputs):
+    def _forward_hook(self, block: Any, inputs: Any, outputs: Any) -> Any:
         if self.step < 0 or not self.saving_this_step():
             return
         if block is self._step_block and self._late_params:  # initialised by this forward
@@ -191,7 +192,7 @@ class Hook(BaseHook):
             self._write_indexed(name, outputs, self.OUTPUT_TENSOR_SUFFIX)
 
     # ---------------------------------------------------------------- modes and the end
-    def set_mode(self, mode) -> None:
+    def set_mode(self, mode: Any) -> None:
         self._end_of_step()  # the gradients belong to the step that ends with the mode
         super().set_mode(mode)
 

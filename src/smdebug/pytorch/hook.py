@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import weakref
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -20,31 +21,35 @@ from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
 from smdebug.pytorch.profiling import profiling_for
 from smdebug.pytorch.sharded import ShardedTensors, is_dtensor, is_fsdp_module, plain_class_name
 
+if TYPE_CHECKING:
+    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.save_config import SaveConfig
+
 __all__ = ["Hook", "CollectionKeys"]
 
 logger = logging.getLogger("smdebug")
 
 
-def _dist():
+def _dist() -> Any:
     d = getattr(torch, "distributed", None)
     return d if d is not None and d.is_available() and d.is_initialized() else None
 
 
-def _sync_ref(ref) -> None:
+def _sync_ref(ref: Any) -> None:
     """Before any optimizer step: the parameter copies of the current step must be complete."""
     hook = ref()
     if hook is not None:
         hook.adapter.sync()
 
 
-def _end_of_backward(ref) -> None:
+def _end_of_backward(ref: Any) -> None:
     hook = ref()
     if hook is not None:
         hook._backward_callback = False
         hook.adapter.sync()
 
 
-def _queue_end_of_backward(ref) -> None:
+def _queue_end_of_backward(ref: Any) -> None:
     from torch.autograd import Variable
 
     Variable._execution_engine.queue_callback(lambda: _end_of_backward(ref))
@@ -66,17 +71,28 @@ class Hook(BaseHook):
     collection_defaults = PYTORCH_COLLECTIONS
     make_adapter = TorchAdapter
 
-    def __init__(self, *args, profiler_config=None, gather_sharded=False, **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one", *,
+                     profiler_config: Any = None, gather_sharded: bool = False) -> None: ...
+
+    def __init__(self, *args: Any, profiler_config: Any = None, gather_sharded: bool = False,  # type: ignore[no-redef]
+                 **kwargs: Any) -> None:
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         check_type("Hook", "gather_sharded", gather_sharded, bool, "True or False")
         self._gather_sharded = gather_sharded
         super().__init__(*args, **kwargs)
 
-    __init__.__signature__ = options_signature(
+    __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
         (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),
          inspect.Parameter("gather_sharded", inspect.Parameter.KEYWORD_ONLY, default=False)))
 
-    def _configure(self, options) -> None:
+    def _configure(self, options: Any) -> None:
         super()._configure(options)
         self.profiling = profiling_for(self, getattr(self, "_profiler_config", None))
         self._tops: list = []  # (name prefix, module) of registered models
@@ -102,17 +118,17 @@ class Hook(BaseHook):
         d = _dist()
         return d.get_world_size() if d is not None else 1
 
-    def _is_tensor(self, value) -> bool:
+    def _is_tensor(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor)
 
     # ---------------------------------------------------------------- registration
     @guarded(check=lambda self, module: check_type("register_module", "module", module, torch.nn.Module,
                                                    "a torch.nn.Module"))
-    def register_module(self, module) -> None:
+    def register_module(self, module: Any) -> None:
         """Register a model (or a model wrapped by torch.compile / DistributedDataParallel)."""
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
         compiled = isinstance(inner, torch.nn.Module)
-        model = inner if compiled else module
+        model: Any = inner if compiled else module
         top = plain_class_name(model)  # FSDP2's FSDP<Class>: the unsharded model's names
         self._name_modules(top, model, model.named_modules())
         self._tops.append((top, model))
@@ -144,14 +160,14 @@ class Hook(BaseHook):
 
     @guarded(check=lambda self, loss_module: check_type("register_loss", "loss_module", loss_module,
                                                         torch.nn.Module, "a torch.nn.Module"))
-    def register_loss(self, loss_module) -> None:
+    def register_loss(self, loss_module: Any) -> None:
         """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss."""
         self._module_names[loss_module] = loss_module._get_name()
         self._handles.append(loss_module.register_forward_hook(self._forward_hook))
         self.has_registered_loss_module = True
 
     # ---------------------------------------------------------------- callbacks
-    def _forward_pre_hook(self, module, inputs):
+    def _forward_pre_hook(self, module: Any, inputs: Any) -> Any:
         self.start_step()
 
     def start_step(self) -> None:
@@ -230,7 +246,7 @@ class Hook(BaseHook):
         return self.planner.plan_at_step(name, self.mode, self.mode_steps[self.mode]) is not None
 
     @guarded()
-    def _forward_hook(self, module, inputs, outputs):
+    def _forward_hook(self, module: Any, inputs: Any, outputs: Any) -> Any:
         if self.step < 0 or not self.saving_this_step():
             return
         if torch._C._current_graph_task_id() != -1:
@@ -241,11 +257,11 @@ class Hook(BaseHook):
         self._write_indexed(name, inputs, self.INPUT_TENSOR_SUFFIX)
         self._write_indexed(name, outputs, self.OUTPUT_TENSOR_SUFFIX)
 
-    def _grad_hook(self, pname: str):
+    def _grad_hook(self, pname: str) -> Any:
         tname = self.GRADIENT_PREFIX + pname
 
         @guarded()
-        def on_grad(hook, param):
+        def on_grad(hook: Any, param: Any) -> Any:
             if not hook._backward_callback:  # the first gradient of a backward pass
                 # the parameters may still be being copied on the copy thread: the copies
                 # must be complete when backward ends, before a manual update or the next backward
@@ -260,7 +276,7 @@ class Hook(BaseHook):
 
         ref = weakref.ref(self)
 
-        def call(param):
+        def call(param: Any) -> Any:
             hook = ref()
             if hook is not None:
                 on_grad(hook, param)
@@ -269,7 +285,7 @@ class Hook(BaseHook):
 
     @guarded(check=lambda self, tensor_name, tensor_value: check_type(
         f"record_tensor_value({tensor_name!r})", "tensor_value", tensor_value, torch.Tensor, "a torch.Tensor"))
-    def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
+    def record_tensor_value(self, tensor_name: str, tensor_value: Any) -> None:
         """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'."""
         if self.step >= 0 and self.saving_this_step():
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)

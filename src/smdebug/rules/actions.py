@@ -65,7 +65,7 @@ class Firing:
     base_trial: Any = None
 
 
-def _loads(text: str, rule_name: str):
+def _loads(text: str, rule_name: str) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
@@ -81,7 +81,7 @@ def _loads(text: str, rule_name: str):
 
 
 def _check(kind: str, d: dict, rule_name: str) -> dict:
-    def bad(msg):
+    def bad(msg: str) -> RuleConfigurationError:
         return RuleConfigurationError(rule_name, "action_str", f"action {ACTION_NAMES[kind]}: {msg}")
 
     params = {}
@@ -113,7 +113,7 @@ def _check(kind: str, d: dict, rule_name: str) -> dict:
     return params
 
 
-def parse_actions(action_str, rule_name: str = "rule") -> list[ActionSpec]:
+def parse_actions(action_str: str | list[Any] | dict[str, Any] | None, rule_name: str = "rule") -> list[ActionSpec]:
     """The actions in ``action_str`` (a JSON string, or an already parsed dict or list)."""
     if action_str is None:
         return []
@@ -147,6 +147,8 @@ def parse_actions(action_str, rule_name: str = "rule") -> list[ActionSpec]:
 
 class LocalStopTraining:
     """Writes a stop request into the base trial, once; the hooks writing it stop training."""
+
+    request: Any  # the StopRequest written, once fired
 
     def __init__(self, rule_name: str):
         self.rule_name = rule_name
@@ -183,7 +185,7 @@ class LogAction:
         logger.warning("smdebug: rule %s fired at step %s: %s%s", firing.rule_name, firing.step, firing.message, extra)
 
 
-def build_action(spec: ActionSpec, rule_name: str):
+def build_action(spec: ActionSpec, rule_name: str) -> Any:
     """The action object for ``spec``; AWS ones import boto3 here, and only here."""
     if spec.kind == "log":
         return LogAction(rule_name, spec.params.get("message", ""))
@@ -199,7 +201,7 @@ def build_action(spec: ActionSpec, rule_name: str):
 class Actions:
     """The actions of one rule, parsed and checked (and SNS subscriptions made) when built."""
 
-    def __init__(self, action_str="", rule_name: str = "rule"):
+    def __init__(self, action_str: str | list[Any] | dict[str, Any] | None = "", rule_name: str = "rule") -> None:
         self.rule_name = rule_name
         self.specs = parse_actions(action_str, rule_name)
         self.actions = [build_action(s, rule_name) for s in self.specs]

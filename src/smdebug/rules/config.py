@@ -20,9 +20,14 @@ import logging
 import re
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from smdebug.exceptions import RuleConfigurationError
+
+if TYPE_CHECKING:
+    from smdebug.rules.rule import Rule
+    from smdebug.trials.trial import Trial
 
 __all__ = ["create_rule", "load_custom_rule", "OTHER_TRIAL_KEYS", "SOURCE_KEY"]
 
@@ -39,7 +44,7 @@ def _read_source(source: str, name: str) -> tuple[str, bytes]:
     """(where, bytes) of the custom rule file at a local path, ``file://`` or remote URL."""
     from smdebug.storage import is_remote, open_store
 
-    def bad(msg):
+    def bad(msg: str) -> RuleConfigurationError:
         return RuleConfigurationError(name, SOURCE_KEY, msg)
 
     if not isinstance(source, str) or not source.strip():
@@ -60,7 +65,7 @@ def _read_source(source: str, name: str) -> tuple[str, bytes]:
         raise bad(f"cannot read the rule file {source}: {exc}") from exc
 
 
-def load_custom_rule(source: str, name: str):
+def load_custom_rule(source: str, name: str) -> type[Rule]:
     """The :class:`~smdebug.rules.Rule` subclass ``name`` defined in the Python file at ``source``
     (local path, ``file://`` or ``s3://``); RuleConfigurationError if it cannot be loaded or
     defines no such class."""
@@ -85,7 +90,7 @@ def load_custom_rule(source: str, name: str):
     return cls
 
 
-def _lookup(name, rule_classes):
+def _lookup(name: str, rule_classes: Any) -> Any:  # the class, or None
     if rule_classes is not None:
         table = dict(rule_classes) if isinstance(rule_classes, Mapping) else {c.__name__: c for c in rule_classes}
         if name in table:
@@ -101,7 +106,7 @@ def _lookup(name, rule_classes):
     return get_rule_class(name)
 
 
-def _given(name, rule_classes) -> bool:
+def _given(name: str, rule_classes: Mapping[str, type[Rule]] | Iterable[type[Rule]] | None) -> bool:
     """Whether the caller passed the class ``name`` in ``rule_classes`` (it then wins over a file)."""
     if rule_classes is None:
         return False
@@ -110,7 +115,7 @@ def _given(name, rule_classes) -> bool:
     return any(c.__name__ == name for c in rule_classes)
 
 
-def _signature(cls) -> tuple[set, bool, set]:
+def _signature(cls: type[Rule]) -> tuple[set[str], bool, set[str]]:
     """(parameter names, whether any keyword goes, which of action_str/other_trials it takes)."""
     from smdebug.rules.builtin.base import BuiltinRule
 
@@ -142,7 +147,7 @@ def _other_trial_paths(params: dict, rule_name: str) -> list[tuple[str, str]]:
     return [(key, path.strip()) for key, path in out]
 
 
-def _open(path: str, key: str, rule_name: str):
+def _open(path: str, key: str, rule_name: str) -> Trial:
     from smdebug.trials import create_trial
 
     try:
@@ -151,7 +156,8 @@ def _open(path: str, key: str, rule_name: str):
         raise RuleConfigurationError(rule_name, key, f"cannot open the trial at {path}: {exc}") from exc
 
 
-def create_rule(rule_parameters: dict, base_trial, other_trials=None, *, rule_classes=None):
+def create_rule(rule_parameters: dict[str, Any], base_trial: Trial | str, other_trials: Iterable[Trial] | None = None, *,
+                rule_classes: Mapping[str, type[Rule]] | Iterable[type[Rule]] | None = None) -> Rule:
     """Build the rule named by ``rule_parameters["rule_to_invoke"]`` with the other keys as parameters.
 
     ``base_trial`` is a Trial or a path. ``other_trial_<i>`` (or ``other_trials``, comma-separated)

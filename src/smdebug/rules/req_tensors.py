@@ -9,15 +9,21 @@ stay with their tensors until the rule's evaluation of the step ends (``release`
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from smdebug.exceptions import SMDebugValueError, TensorUnavailable
+
+if TYPE_CHECKING:
+    from smdebug.trials.tensor import Tensor
+    from smdebug.trials.trial import Trial
 
 __all__ = ["RequiredTensors", "RequiredTensorsForTrial"]
 
 logger = logging.getLogger("smdebug")
 
 
-def _as_steps(steps) -> list:
+def _as_steps(steps: Any) -> list[int]:  # an int or an iterable of ints
     if isinstance(steps, int) and not isinstance(steps, bool):
         return [steps]
     return list(steps)
@@ -26,19 +32,19 @@ def _as_steps(steps) -> list:
 class RequiredTensorsForTrial:
     """The tensors (and their steps) a rule needs from one trial."""
 
-    def __init__(self, trial):
+    def __init__(self, trial: Trial) -> None:
         self.trial = trial
         self.logger = logger
         self._tensor_steps: dict[str, list] = {}
         self._tensors: dict = {}
         self._held = None  # the values of the last fetch, held by their tensors (Trial.hold)
 
-    def _add_steps_for_tensor(self, name, steps) -> None:
+    def _add_steps_for_tensor(self, name: str, steps: list[int]) -> None:
         self._tensor_steps.setdefault(name, []).extend(steps)
         if name not in self._tensors:
             self._tensors[name] = self.trial.tensor(name)
 
-    def add(self, name, steps, should_match_regex=False) -> None:
+    def add(self, name: str, steps: int | Iterable[int], should_match_regex: bool = False) -> None:
         """Require ``name`` (or every tensor matching the regex ``name``) at the global ``steps``."""
         steps = _as_steps(steps)
         if should_match_regex:
@@ -49,13 +55,13 @@ class RequiredTensorsForTrial:
             raise TensorUnavailable(name)
         self._add_steps_for_tensor(name, steps)
 
-    def get_tensor_steps(self, name) -> list:
+    def get_tensor_steps(self, name: str) -> list[int]:
         return self._tensor_steps[name]
 
-    def get_names(self) -> list:
+    def get_names(self) -> list[str]:
         return list(self._tensor_steps)
 
-    def get(self) -> list:
+    def get(self) -> list[Tensor]:
         """The required Tensor objects."""
         return list(self._tensors.values())
 
@@ -97,14 +103,14 @@ class RequiredTensorsForTrial:
 class RequiredTensors:
     """Per trial (the base trial unless ``trial=`` says otherwise), the tensors a rule needs."""
 
-    def __init__(self, base_trial, other_trials=None):
+    def __init__(self, base_trial: Trial, other_trials: Iterable[Trial] | None = None) -> None:
         self.base_trial = base_trial
         self._per_trial: list = [(base_trial, RequiredTensorsForTrial(base_trial))]
         for trial in other_trials or ():
             if not any(t is trial for t, _ in self._per_trial):
                 self._per_trial.append((trial, RequiredTensorsForTrial(trial)))
 
-    def _for(self, trial) -> RequiredTensorsForTrial:
+    def _for(self, trial: Trial | None) -> RequiredTensorsForTrial:
         trial = self.base_trial if trial is None else trial
         for t, req in self._per_trial:
             if t is trial:
@@ -114,16 +120,17 @@ class RequiredTensors:
                 return req
         raise SMDebugValueError(f"{trial!r} is neither the rule's base trial nor one of its other_trials")
 
-    def add(self, name, steps, trial=None, should_match_regex=False) -> None:
+    def add(self, name: str, steps: int | Iterable[int], trial: Trial | None = None,
+            should_match_regex: bool = False) -> None:
         self._for(trial).add(name, steps, should_match_regex=should_match_regex)
 
-    def get_tensor_steps(self, name, trial=None) -> list:
+    def get_tensor_steps(self, name: str, trial: Trial | None = None) -> list[int]:
         return self._for(trial).get_tensor_steps(name)
 
-    def get_names(self, trial=None) -> list:
+    def get_names(self, trial: Trial | None = None) -> list[str]:
         return self._for(trial).get_names()
 
-    def get(self, trial=None) -> list:
+    def get(self, trial: Trial | None = None) -> list[Tensor]:
         return self._for(trial).get()
 
     def clear(self) -> None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from smdebug.analysis.utils import no_refresh
 from smdebug.exceptions import RuleEvaluationConditionMet
 from smdebug.rules.actions import Actions, Firing
 from smdebug.rules.req_tensors import RequiredTensors
+
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
 
 __all__ = ["Rule"]
 
@@ -23,7 +28,7 @@ class Rule(ABC):
     it is checked here, so a malformed one fails when the rule is built.
     """
 
-    def __init__(self, base_trial, action_str="", other_trials=None):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None) -> None:
         self.base_trial = base_trial
         self.other_trials = list(other_trials) if other_trials else []  # 1.0.34 kept None; a list iterates
         self.trials = [base_trial, *self.other_trials]
@@ -38,14 +43,14 @@ class Rule(ABC):
     def actions(self) -> Actions:
         return self._actions
 
-    def set_required_tensors(self, step):  # noqa: B027 - optional hook
+    def set_required_tensors(self, step: int) -> None:  # noqa: B027 - optional hook
         """Declare with ``self.req_tensors.add(...)`` what evaluating ``step`` reads (optional)."""
 
     @abstractmethod
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         """Evaluate the rule at global ``step``; True when the condition is met."""
 
-    def invoke(self, step) -> None:
+    def invoke(self, step: int) -> None:
         """Wait for ``step``, evaluate it with refresh off, run the actions and raise when met.
 
         Raises StepUnavailable, TensorUnavailable(ForStep) or NoMoreData as the trial does, and

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
@@ -20,6 +21,9 @@ from smdebug.exceptions import (
     TensorUnavailable,
     TensorUnavailableForStep,
 )
+
+if TYPE_CHECKING:
+    from smdebug.rules.rule import Rule
 
 __all__ = ["invoke_rule", "RuleRun"]
 
@@ -52,7 +56,7 @@ class RuleRun:
         return self.tensors_evaluated == 0
 
 
-def _next_saved_step(trial, step):
+def _next_saved_step(trial: Any, step: int) -> int:
     """The first step after ``step`` that may hold data, when every step in between never will."""
     try:
         steps = trial.steps(show_incomplete_steps=True)
@@ -67,7 +71,8 @@ def _next_saved_step(trial, step):
     return step + 1
 
 
-def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False) -> RuleRun:
+def invoke_rule(rule_obj: Rule, start_step: int = 0, end_step: int | None = None,
+                raise_eval_cond: bool = False) -> RuleRun:
     """Run the rule step by step; with end_step None, until the job ends (NoMoreData).
 
     Steps where a tensor or the step itself is unavailable are skipped. When the condition is
@@ -119,7 +124,7 @@ def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False) ->
     return run
 
 
-def _count(rule_obj, run: RuleRun, before) -> None:
+def _count(rule_obj: Any, run: RuleRun, before: int | None) -> None:
     """Set ``run.tensors_evaluated``; warn once per rule object that judged no tensor at all."""
     now = getattr(rule_obj, "tensors_evaluated", None)
     if now is None or before is None:
@@ -130,7 +135,7 @@ def _count(rule_obj, run: RuleRun, before) -> None:
         logger.warning("%s", nothing_evaluated_message(rule_obj, len(run.evaluated)))
 
 
-def nothing_evaluated_message(rule_obj, steps_evaluated: int) -> str:
+def nothing_evaluated_message(rule_obj: Rule, steps_evaluated: int) -> str:
     """The line saying that a rule judged no tensor, and why as far as it is known."""
     name = type(rule_obj).__name__
     if steps_evaluated == 0:

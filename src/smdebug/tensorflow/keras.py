@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -40,6 +41,10 @@ from smdebug.tensorflow.profiling import keras_profiling_for
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
 from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
 
+if TYPE_CHECKING:
+    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.save_config import SaveConfig
+
 __all__ = ["KerasHook"]
 
 logger = logging.getLogger("smdebug")
@@ -48,13 +53,13 @@ _K = CollectionKeys
 _CAPTURED = {_K.GRADIENTS, _K.LAYERS}
 
 
-def _numpy(value) -> np.ndarray:
+def _numpy(value: Any) -> np.ndarray:
     if hasattr(value, "numpy"):
         value = value.numpy()
     return np.asarray(value)
 
 
-def _save(hook: BaseHook, name: str, coll: str, value) -> None:
+def _save(hook: BaseHook, name: str, coll: str | None, value: Any) -> None:
     assign(hook, name, coll)
     hook._save_for_tensor(name, value)
 
@@ -70,15 +75,25 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     collection_defaults = TF_COLLECTIONS
     make_adapter = NumpyAdapter
 
-    def __init__(self, *args, profiler_config=None, **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one", *,
+                     profiler_config: Any = None) -> None: ...
+
+    def __init__(self, *args: Any, profiler_config: Any = None, **kwargs: Any) -> None:  # type: ignore[no-redef]
         keras.callbacks.Callback.__init__(self)
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         BaseHook.__init__(self, *args, **kwargs)
 
-    __init__.__signature__ = options_signature(
+    __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
         (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
 
-    def _configure(self, options) -> None:
+    def _configure(self, options: Any) -> None:
         self._options = options
         super()._configure(options)
         self._profiler = keras_profiling_for(getattr(self, "_profiler_config", None), self.out_dir)
@@ -103,7 +118,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         for h in (self, *self._replicas):
             assign(h, name, coll)
 
-    def _save(self, name: str, coll: str, value, per_replica: bool = False) -> None:
+    def _save(self, name: str, coll: str | None, value: Any, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
         value = _numpy(value)
         if per_replica:
@@ -125,7 +140,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def writes(self) -> bool:
         return not self.dry_run and (self.save_all_workers or self._chief)
 
-    def _setup_replicas(self, model) -> None:
+    def _setup_replicas(self, model: Any) -> None:
         """Under MirroredStrategy, workers are the devices (1.0.34's GPU naming,
         ``/job:localhost/replica:0/task:0/device:CPU:0``); the hook writes the first, and with
         include_workers="all" one Replica per other device."""
@@ -148,11 +163,11 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         return {c.name for c in self._collections_for_step()}
 
     # ---------------------------------------------------------------- model
-    def set_model(self, model) -> None:
+    def set_model(self, model: Any) -> None:
         super().set_model(model)
         self._register_model(model)
 
-    def register_model(self, model) -> None:
+    def register_model(self, model: Any) -> None:
         """Make ``model`` known to the hook before ``fit`` (1.0.34's method; ``fit`` registers
         the model it trains by itself). Its weights and biases are read at the end of each saved
         step of ``fit``/``evaluate``/``predict``, its gradients and layers captured in ``fit``,
@@ -163,7 +178,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._register_model(model)
 
     @guarded()
-    def _register_model(self, model) -> None:
+    def _register_model(self, model: Any) -> None:
         if model not in self._models:
             self._models.append(model)
             self._model_vars.append(ModelVariables(model))
@@ -216,7 +231,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         for name, value in captured.items():
             self._save(name, _K.GRADIENTS if name.startswith("gradients/") else _K.LAYERS, value, per_replica=split)
 
-    def _optimizer_variables(self, optimizer) -> list:
+    def _optimizer_variables(self, optimizer: Any) -> list:
         """``optimizer``'s own variables (looked up once it is built)."""
         found = self._optimizer_vars.get(id(optimizer))
         if not found:
@@ -225,7 +240,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                 self._assign(w.name, w.collection)
         return found
 
-    def _save_watched(self, watched) -> None:
+    def _save_watched(self, watched: Any) -> None:
         """Save the variables that a collection due at this step holds (by name or regex)."""
         plan_at = self.planner.plan_at_step
         mode, step = self.mode, self.mode_steps[self.mode]
@@ -245,7 +260,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         if self._profiler is not None:
             self._profiler.batch_begin(mode, self.mode_steps[mode])
 
-    def _batch_end(self, logs) -> None:
+    def _batch_end(self, logs: Any) -> None:
         if self._profiler is not None:
             self._profiler.batch_end()
         if not self._due():
@@ -260,36 +275,36 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             if opt is not None:
                 self._save_watched(self._optimizer_variables(opt))
 
-    def on_train_batch_begin(self, batch, logs=None):
+    def on_train_batch_begin(self, batch: Any, logs: Any = None) -> Any:
         self._batch_begin(ModeKeys.TRAIN)
         stop.stop_fit(self, ModeKeys.TRAIN)  # outside the guard: also on a disabled hook
 
     @guarded()
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: Any, logs: Any = None) -> Any:
         self._batch_end({**(logs or {}), "batch": batch})
 
-    def on_test_batch_begin(self, batch, logs=None):
+    def on_test_batch_begin(self, batch: Any, logs: Any = None) -> Any:
         self._batch_begin(ModeKeys.EVAL)
         stop.stop_fit(self, ModeKeys.EVAL)  # outside the guard: also on a disabled hook
 
     @guarded()
-    def on_test_batch_end(self, batch, logs=None):
+    def on_test_batch_end(self, batch: Any, logs: Any = None) -> Any:
         self._batch_end({**(logs or {}), "batch": batch})
 
-    def on_predict_batch_begin(self, batch, logs=None):
+    def on_predict_batch_begin(self, batch: Any, logs: Any = None) -> Any:
         self._batch_begin(ModeKeys.PREDICT)
         stop.stop_fit(self, ModeKeys.PREDICT)  # outside the guard: also on a disabled hook
 
     @guarded()
-    def on_predict_batch_end(self, batch, logs=None):
+    def on_predict_batch_end(self, batch: Any, logs: Any = None) -> Any:
         self._batch_end({"batch": batch})
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: Any, logs: Any = None) -> Any:
         if self._profiler is not None:
             self._profiler.epoch_begin(epoch)
 
     @guarded()
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: Any, logs: Any = None) -> Any:
         """The epoch's logs (loss, metrics, ``val_loss``, ``val_*``) go to the epoch's last TRAIN
         step, whatever the save schedule (as 1.0.34); a name that step saved already keeps its
         value (the same: Keras' epoch logs are its last batch's), and ``batch`` is not saved."""
@@ -299,34 +314,34 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         for h in (self, *self._replicas):
             held = h.__dict__.pop("_held_for_epoch", None)
             if held is not None:
-                complete_held(h, held, lambda _h=h: force_save(_h, logs))
+                complete_held(h, held, lambda _h=h: force_save(_h, logs))  # type: ignore[misc]
             elif h.mode == ModeKeys.TRAIN:
                 force_save(h, logs)
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: Any = None) -> Any:
         self._in_fit = True
 
-    def on_train_end(self, logs=None):
+    def on_train_end(self, logs: Any = None) -> Any:
         self._in_fit = False
         if self._profiler is not None:
             self._profiler.train_end()
         self._write_held()
 
-    def on_test_end(self, logs=None):
+    def on_test_end(self, logs: Any = None) -> Any:
         if not self._in_fit:  # validation inside fit is written with the training steps
             self._write_held()
 
-    def on_predict_end(self, logs=None):
+    def on_predict_end(self, logs: Any = None) -> Any:
         self._write_held()
 
     # ---------------------------------------------------------------- custom loops
-    def wrap_optimizer(self, optimizer):
+    def wrap_optimizer(self, optimizer: Any) -> Any:
         """In a custom loop (``wrap_tape``), save the optimizer's own variables after each update
         of a step that saves (``optimizer_variables``); inside ``fit`` they are read at the end of
         the batch, wrapped or not. Returns ``optimizer``."""
         return tape.wrap_optimizer(self, optimizer)
 
-    def wrap_tape(self, tape_):
+    def wrap_tape(self, tape_: Any) -> Any:
         """Save the loss, weights and gradients of each ``tape.gradient`` call of an eager loop.
 
         Each ``with tape:`` block starts a step (in the hook's mode; TRAIN when none was set).
@@ -343,7 +358,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._begin_step()
 
     @guarded()
-    def _tape_record(self, target, sources, grads) -> None:
+    def _tape_record(self, target: Any, sources: Any, grads: Any) -> None:
         import tensorflow as tf
 
         if not self._due() or not hasattr(target, "numpy"):
@@ -358,14 +373,14 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             self._save(names.gradient_name(v), _K.GRADIENTS, tf.convert_to_tensor(g))
 
     @guarded()
-    def _optimizer_applied(self, optimizer) -> None:
+    def _optimizer_applied(self, optimizer: Any) -> None:
         if self._in_fit or not self._due():
             return
         self._save_watched(self._optimizer_variables(optimizer))
 
     # ---------------------------------------------------------------- user tensors
     @guarded(check=check_save_tensor)
-    def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT) -> None:
+    def save_tensor(self, tensor_name: Any, tensor_value: Any, collections_to_write: Any = CollectionKeys.DEFAULT) -> None:
         super().save_tensor(tensor_name, _numpy(tensor_value), collections_to_write)
 
     def _write_held(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from smdebug.core.consolidate import consolidate
 from smdebug.exceptions import SMDebugTypeError
@@ -17,22 +18,24 @@ __all__ = ["create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Ten
 class LocalTrial(Trial):
     """A trial in a local folder."""
 
-    def __init__(self, name, dirname, **kwargs):
+    def __init__(self, name: str, dirname: str, **kwargs: Any) -> None:
         super().__init__(name, open_store(os.path.expanduser(dirname)), **kwargs)
 
 
 class S3Trial(Trial):
     """A trial under ``s3://bucket/prefix``."""
 
-    def __init__(self, name, bucket_name, prefix_name, **kwargs):
+    def __init__(self, name: str, bucket_name: str, prefix_name: str, **kwargs: Any) -> None:
         super().__init__(name, open_store(f"s3://{bucket_name}/{prefix_name.strip('/')}"), **kwargs)
 
 
 DEFAULT_PROFILER_OUTPUT_DIR = "/opt/ml/processing/outputs/"
 
 
-def create_trial(path=None, name=None, profiler=False, output_dir=DEFAULT_PROFILER_OUTPUT_DIR, *,
-                 range_steps=None, out_dir=None, **kwargs) -> Trial:
+def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, profiler: bool = False,
+                 output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
+                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
+                 **kwargs: Any) -> Trial:
     """Open the trial at a local path or ``s3://bucket/prefix``.
 
     ``name`` defaults to the last component of the path. ``profiler=True`` opens the job's
@@ -62,7 +65,7 @@ def create_trial(path=None, name=None, profiler=False, output_dir=DEFAULT_PROFIL
     return Trial(name, open_store(path), range_steps=range_steps, **kwargs)
 
 
-def create_profiler_trial(path, name, output_dir=DEFAULT_PROFILER_OUTPUT_DIR, **kwargs):
+def create_profiler_trial(path: str, name: str | None, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, **kwargs: Any) -> Any:
     """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here):
     :class:`smdebug.trials.profiler_trial.ProfilerTrial` over ``<path>/system`` and
     ``<path>/framework``; ``output_dir`` is where profiler rules write their reports."""

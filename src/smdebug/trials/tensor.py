@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from smdebug.exceptions import (
 )
 from smdebug.trials.reader import Pick
 
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
+
 __all__ = ["Tensor"]
 
 
@@ -31,7 +35,7 @@ def _owned(v: np.ndarray) -> np.ndarray:
 class Tensor:
     """Obtained from ``trial.tensor(name)``; every query refreshes the trial first (unless off)."""
 
-    def __init__(self, name, trial, cache=False):
+    def __init__(self, name: str, trial: Trial, cache: bool = False) -> None:
         self.name = name
         self.trial = trial
         self.cache = cache
@@ -79,7 +83,7 @@ class Tensor:
         if changed:
             self._sorted.clear()
 
-    def _take_chunks(self, layout) -> None:
+    def _take_chunks(self, layout: Any) -> None:
         """The steps of a layout's consolidated chunks, array by array."""
         done = self._chunks_done.get(id(layout), 0)
         for chunk, rows in layout.chunks[done:]:
@@ -97,7 +101,7 @@ class Tensor:
             self.original_name = layout.shapes[self.name][1]
         self._chunks_done[id(layout)] = len(layout.chunks)
 
-    def _global_of(self, step_num, mode):
+    def _global_of(self, step_num: int, mode: ModeKeys | None) -> Any:  # int, or None when unknown
         if mode is None or mode == ModeKeys.GLOBAL:
             return step_num
         g = self.trial._index.mode_to_global.get(mode, {}).get(step_num)
@@ -106,7 +110,7 @@ class Tensor:
             g = self._by_mode.get(mode, {}).get(step_num)
         return g
 
-    def _files_currently(self, step_num, mode):
+    def _files_currently(self, step_num: int, mode: ModeKeys | None) -> dict[str, Any] | None:
         g = self._global_of(step_num, mode)
         if g is None:
             return None
@@ -117,7 +121,7 @@ class Tensor:
         files = {w: f for w, f in at.items() if name in f.layout.tensors}
         return files or None
 
-    def _file(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def _file(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> Any:
         """The index file holding this tensor at a step, with smdebug's exceptions otherwise."""
         files = self._files_currently(step_num, mode)
         if files is None:
@@ -155,7 +159,7 @@ class Tensor:
         return f
 
     # ------------------------------------------------------------------ steps
-    def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
+    def _all_steps(self, mode: ModeKeys | None = ModeKeys.GLOBAL) -> list[int]:
         mode = mode or ModeKeys.GLOBAL
         self.trial.maybe_refresh()
         self._sync()
@@ -165,7 +169,7 @@ class Tensor:
             out = self._sorted[mode] = sorted(src)
         return out
 
-    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
+    def steps(self, mode: ModeKeys | None = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:
         mode = mode or ModeKeys.GLOBAL
         steps = self._all_steps(mode)
         if show_incomplete_steps:
@@ -176,7 +180,7 @@ class Tensor:
         to_global = self._by_mode.get(mode, {})
         return [s for s in steps if done(to_global[s])]
 
-    def workers(self, step_num, mode=ModeKeys.GLOBAL) -> list:
+    def workers(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> list[str]:
         """Sorted names of the workers that saved this tensor at the step (of ``mode``).
 
         Raises :class:`TensorUnavailableForStep` when no worker saved it there, whether or not the
@@ -187,19 +191,19 @@ class Tensor:
             raise TensorUnavailableForStep(self.name, step_num, mode)
         return sorted(files)
 
-    def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL) -> list:
+    def prev_steps(self, step: int, n: int | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL) -> list[int]:
         """Up to ``n`` saved steps of ``mode`` at or before ``step``."""
         steps = self.steps(mode=mode)
         prev = steps[: bisect.bisect_right(steps, step)]
         return prev[-n:] if n else prev
 
-    def step(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def step(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> None:
         raise SMDebugNotImplementedError(
             "step method has been removed. Please use tensor.value or tensor.reduction_value methods"
         )
 
     # ------------------------------------------------------------------ values
-    def _read(self, picks):
+    def _read(self, picks: list[tuple[Any, int]]) -> list[Any]:
         """Values of (IndexFile, position) pairs, in one batched read of the trial's reader (arrays
         the caller owns: a view into the bytes read is copied)."""
         read = self.trial._reader.read
@@ -214,15 +218,15 @@ class Tensor:
                 out[i] = self._values[(id(picks[i][0]), picks[i][1])] = _owned(v)
         return out
 
-    def _hold(self, f, pos, value) -> None:
+    def _hold(self, f: Any, pos: int, value: Any) -> None:
         """Keep ``value`` as this tensor's value at (``f``, ``pos``) (see trials.held)."""
         self._values[(id(f), pos)] = _owned(value)
 
-    def _value_pos(self, f) -> int:
+    def _value_pos(self, f: Any) -> int:
         entry = f.layout.tensors.get(self.name)
         return -1 if entry is None else entry[0]
 
-    def value(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> np.ndarray:
+    def value(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> np.ndarray:
         f = self._file(step_num, mode, worker)
         pos = self._value_pos(f)
         if pos < 0:
@@ -230,7 +234,7 @@ class Tensor:
             raise TensorUnavailableForStep(self.name, step_num, mode, bool(entry and entry[1]))
         return self._read([(f, pos)])[0]
 
-    def values(self, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+    def values(self, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, np.ndarray]:
         """{step: value} for every complete step of ``mode``, fetched in one batched read."""
         steps = self.steps(mode=mode)
         picks = []
@@ -243,7 +247,8 @@ class Tensor:
             picks.append((f, pos))
         return dict(zip(steps, self._read(picks)))
 
-    def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+    def reduction_values(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL,
+                         worker: str | None = None) -> dict[tuple[str, bool], np.ndarray]:
         """{(reduction name, abs): value} of the reductions saved at the step."""
         f = self._file(step_num, mode, worker)
         entry = f.layout.tensors.get(self.name)
@@ -251,7 +256,8 @@ class Tensor:
         keys = list(reds)
         return dict(zip(keys, self._read([(f, reds[k]) for k in keys])))
 
-    def reduction_value(self, step_num, reduction_name, mode=ModeKeys.GLOBAL, worker=None, abs=False):
+    def reduction_value(self, step_num: int, reduction_name: str, mode: ModeKeys | None = ModeKeys.GLOBAL,
+                        worker: str | None = None, abs: bool = False) -> np.ndarray:
         """A saved reduction, or one computed from the saved raw tensor (vector norms)."""
         f = self._file(step_num, mode, worker)
         entry = f.layout.tensors.get(self.name)
@@ -263,7 +269,7 @@ class Tensor:
                 return get_numpy_reduction(reduction_name, self._read([(f, entry[0])])[0], abs)
         raise TensorUnavailableForStep(self.name, step_num, mode, reduction=reduction_name, abs=bool(abs))
 
-    def saved(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+    def saved(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> dict[str, Any]:
         """What was saved of this tensor at a step, without reading a value.
 
         ``{"raw": bool, "reductions": [(name, abs), ...], "shape": tuple or None}``; the shape is
@@ -278,7 +284,7 @@ class Tensor:
             "shape": tuple(saved_shape[0]) if saved_shape is not None else None,
         }
 
-    def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> tuple:
+    def shape(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> tuple[int, ...]:
         f = self._file(step_num, mode, worker)
         saved = f.shapes.get(self.name)
         if saved is not None:
@@ -288,7 +294,7 @@ class Tensor:
             raise ShapeUnavailableForStep(self.name, step_num, mode)
         return self._read([(f, pos)])[0].shape
 
-    def shapes(self, mode=ModeKeys.GLOBAL, worker=None) -> dict:
+    def shapes(self, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> dict[int, tuple[int, ...]]:
         """{step: shape} for every complete step of ``mode``."""
         out = {}
         need = []
@@ -306,5 +312,5 @@ class Tensor:
             out[s] = v.shape
         return dict(sorted(out.items()))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<smdebug Tensor {self.name!r}>"

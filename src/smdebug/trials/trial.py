@@ -6,6 +6,8 @@ import logging
 import os
 import time
 from bisect import bisect_left
+from collections.abc import Iterable
+from typing import Any
 
 from smdebug.codec.index import decode_index
 from smdebug.core.collection import Collection
@@ -47,7 +49,7 @@ COLLECTION_WAIT_TIMEOUT_KEY = "SMDEBUG_COLLECTION_WAIT_TIMEOUT"
 POLL_INTERVAL_KEY = "SMDEBUG_POLL_INTERVAL"
 
 
-def _check_range(range_steps):
+def _check_range(range_steps: Any) -> tuple[int | None, int | None] | None:
     if range_steps is None:
         return None
     try:
@@ -84,16 +86,16 @@ class Trial:
 
     def __init__(
         self,
-        name,
+        name: str,
         store: Store,
-        range_steps=None,
-        parallel=True,
-        check=False,
-        index_mode=True,
-        cache=False,
-        collection_wait_timeout=None,
-        poll_interval=None,
-    ):
+        range_steps: tuple[int | None, int | None] | None = None,
+        parallel: bool = True,
+        check: bool = False,
+        index_mode: bool = True,
+        cache: bool = False,
+        collection_wait_timeout: float | None = None,
+        poll_interval: float | None = None,
+    ) -> None:
         self.name = name
         self.store = store
         self.path = store.url
@@ -142,7 +144,7 @@ class Trial:
             self.store.read(first), where=self.store.describe(first)
         )
         self.num_workers = self.collection_manager.get_num_workers()
-        self.worker_set.update(worker_from_collections_key(k) for k in keys)
+        self.worker_set.update(worker_from_collections_key(k) for k in keys)  # type: ignore[misc]  # keys filtered above
 
     def _training_ended(self) -> bool:
         return self.store.exists(END_OF_JOB)
@@ -171,7 +173,7 @@ class Trial:
             self._add_index_files(new)
         self._update_completeness()
 
-    def _add_index_files(self, new) -> None:
+    def _add_index_files(self, new: list[tuple[str, tuple[int, str]]]) -> None:
         blobs = self.store.read_many([k for k, _ in new])
         for (key, (step, worker)), blob in zip(new, blobs):
             where = Where(self.store, key)
@@ -180,8 +182,8 @@ class Trial:
                     if isinstance(blob, ObjectNotFound):
                         continue  # removed between list and read
                     raise blob
-                parsed = decode_index(blob, where)
-                self._index.add(key, step, worker, parsed, where)
+                parsed = decode_index(blob, where)  # type: ignore[arg-type]  # a Where formats as the str
+                self._index.add(key, step, worker, parsed, where)  # type: ignore[arg-type]  # (as above)
             except IndexReaderException as exc:
                 if key not in self.bad_index_files:
                     logger.warning("smdebug: skipping unreadable index file: %s", exc)
@@ -197,7 +199,7 @@ class Trial:
             s = self.last_complete_step
             self._list_after = max(self._list_after or "", f"{index_bucket_key(s)}{s:012d}_~")
 
-    def maybe_refresh(self, name=None) -> None:
+    def maybe_refresh(self, name: str | None = None) -> None:
         if self.loaded_all_steps or not self.dynamic_refresh:
             return
         ended = self._training_ended()
@@ -207,31 +209,33 @@ class Trial:
             if self._index.by_step:
                 self.last_complete_step = max(self.last_complete_step, self._index.max_step())
 
-    def refresh_tensor(self, tname, steps=None) -> None:
+    def refresh_tensor(self, tname: str, steps: Iterable[int] | None = None) -> None:
         self.refresh_data()
 
     # ------------------------------------------------------------------ tensors
-    def _tensors_matching_regex(self, regex, arg="regex") -> set:
+    def _tensors_matching_regex(self, regex: str | Iterable[str], arg: str = "regex") -> set[str]:
         from smdebug.patterns import names_matching
 
         return names_matching(self._index.names, regex, arg=arg)  # RE2: linear in the name, re.search's semantics
 
     @staticmethod
-    def _collection_name(collection) -> str:
+    def _collection_name(collection: Collection | str) -> str:
         if isinstance(collection, Collection):
             return collection.name
         if isinstance(collection, str):
             return collection
         raise TypeError(f"Invalid argument type for collection {type(collection).__name__}")
 
-    def _tensors_in_collection(self, collection) -> set:
+    def _tensors_in_collection(self, collection: Collection | str) -> set[str]:
         coll = self.collection(self._collection_name(collection))
         names = set(coll.tensor_names)
         if coll.include_regex:
             names |= self._tensors_matching_regex(coll.include_regex, f"include_regex of collection {coll.name!r}")
         return names
 
-    def tensor_names(self, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None, *, show_prefixed_tensors=False) -> list:
+    def tensor_names(self, step: int | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL,
+                     regex: str | Iterable[str] | None = None, collection: Collection | str | None = None, *,
+                     show_prefixed_tensors: bool = False) -> list[str]:
         """Names of saved tensors, filtered by step (of ``mode``), mode, regex or collection."""
         self.maybe_refresh()
         mode = mode or ModeKeys.GLOBAL
@@ -251,12 +255,12 @@ class Trial:
 
     tensors = tensor_names
 
-    def has_tensor(self, tname) -> bool:
+    def has_tensor(self, tname: str) -> bool:
         if tname not in self._index.names:
             self.maybe_refresh(tname)
         return tname in self._index.names
 
-    def tensor(self, tname) -> Tensor:
+    def tensor(self, tname: str) -> Tensor:
         if not self.has_tensor(tname):
             raise TensorUnavailable(tname)
         t = self._tensors.get(tname)
@@ -272,19 +276,19 @@ class Trial:
             or self._index.worker_count(g) >= self.num_workers
         )
 
-    def _all_steps(self, mode=ModeKeys.GLOBAL) -> list:
+    def _all_steps(self, mode: ModeKeys | None = ModeKeys.GLOBAL) -> list[int]:
         mode = mode or ModeKeys.GLOBAL
         self.maybe_refresh()
         if mode == ModeKeys.GLOBAL:
             return sorted(self._index.global_to_mode)
         return sorted(self._index.mode_to_global.get(mode, ()))
 
-    def _global_step_currently(self, mode, mode_step):
+    def _global_step_currently(self, mode: ModeKeys | None, mode_step: int) -> Any:  # int, or None when unknown
         if mode is None or mode == ModeKeys.GLOBAL:
             return mode_step
         return self._index.mode_to_global.get(mode, {}).get(mode_step)
 
-    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False) -> list:
+    def steps(self, mode: ModeKeys | None = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:
         """Complete steps: global steps, or mode steps of ``mode`` (None means GLOBAL)."""
         mode = mode or ModeKeys.GLOBAL
         steps = self._all_steps(mode)
@@ -292,41 +296,41 @@ class Trial:
             return steps
         return [s for s in steps if self._is_complete(self._global_step_currently(mode, s))]
 
-    def modes(self) -> list:
+    def modes(self) -> list[ModeKeys]:
         self.maybe_refresh()
         return sorted(self._index.mode_to_global, key=lambda m: m.value)
 
-    def global_step(self, mode, mode_step):
+    def global_step(self, mode: ModeKeys | None, mode_step: int) -> int | None:
         s = self._global_step_currently(mode, mode_step)
         if s is None:
             self.maybe_refresh()
             s = self._global_step_currently(mode, mode_step)
         return s
 
-    def mode_modestep(self, global_step):
+    def mode_modestep(self, global_step: int) -> tuple[ModeKeys | None, int | None]:
         x = self._index.global_to_mode.get(global_step)
         if x is None:
             self.maybe_refresh()
             x = self._index.global_to_mode.get(global_step)
         return x if x is not None else (None, None)
 
-    def mode_step(self, global_step):
+    def mode_step(self, global_step: int) -> int | None:
         return self.mode_modestep(global_step)[1]
 
-    def mode(self, global_step):
+    def mode(self, global_step: int) -> ModeKeys | None:
         return self.mode_modestep(global_step)[0]
 
-    def workers(self) -> list:
+    def workers(self) -> list[str]:
         self.maybe_refresh()
         return sorted(self.worker_set)
 
-    def collections(self) -> dict:
-        return self.collection_manager.collections
+    def collections(self) -> dict[str, Collection]:
+        return self.collection_manager.collections  # type: ignore[union-attr]  # loaded in __init__
 
-    def collection(self, coll_name) -> Collection:
-        return self.collection_manager.get(coll_name)
+    def collection(self, coll_name: str) -> Collection:
+        return self.collection_manager.get(coll_name)  # type: ignore[union-attr]  # loaded in __init__
 
-    def has_passed_step(self, step, mode=ModeKeys.GLOBAL) -> StepState:
+    def has_passed_step(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> StepState:
         """AVAILABLE (complete), NOT_YET_AVAILABLE (may still come) or UNAVAILABLE (never will)."""
         all_steps = self.steps(mode=mode, show_incomplete_steps=True)
         i = bisect_left(all_steps, step)
@@ -337,7 +341,8 @@ class Trial:
             return StepState.AVAILABLE if self._is_complete(g) else StepState.NOT_YET_AVAILABLE
         return StepState.UNAVAILABLE if self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
 
-    def wait_for_steps(self, required_steps, mode=ModeKeys.GLOBAL, timeout=None) -> None:
+    def wait_for_steps(self, required_steps: Iterable[int], mode: ModeKeys = ModeKeys.GLOBAL,
+                       timeout: float | None = None) -> None:
         """Block until each step is available; StepUnavailable / NoMoreData when it never will be.
 
         ``timeout`` (seconds, default none) bounds the wait with a TimeoutError.
@@ -364,7 +369,7 @@ class Trial:
                     time.sleep(self.poll_interval)
 
     # ------------------------------------------------------------------ values
-    def _check_step_readable(self, step: int, worker: str | None = None, mode=ModeKeys.GLOBAL) -> None:
+    def _check_step_readable(self, step: int, worker: str | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
         """Raise the error of an unreadable index file of this step (and worker, if given). A step
         of another mode is matched by global step when known; when not, any unreadable index
         file of a global step the trial has not mapped may hold it, and the error says so."""
@@ -372,7 +377,7 @@ class Trial:
         g = step if mode == ModeKeys.GLOBAL else self._global_step_currently(mode, step)
         unknown = []
         for key, msg in self.bad_index_files.items():
-            s, w = parse_index_key(key)
+            s, w = parse_index_key(key)  # type: ignore[misc]  # a listed index key parses
             if worker is not None and w != worker:
                 continue
             if s == g:
@@ -384,7 +389,7 @@ class Trial:
                 f"step {step} of mode {mode.name} is in no readable index file, and {len(unknown)} index file(s) "
                 f"of this trial cannot be read (it may be in one): {unknown[0]}")
 
-    def _may_hold(self, mode, mode_step: int, g: int) -> bool:
+    def _may_hold(self, mode: ModeKeys, mode_step: int, g: int) -> bool:
         """Whether global step ``g`` can be ``mode_step`` of ``mode``, given the steps of that mode known
         (mode steps grow with global steps)."""
         m2g = self._index.mode_to_global.get(mode, {})
@@ -392,12 +397,13 @@ class Trial:
         above = [gg for ms, gg in m2g.items() if ms > mode_step]
         return (not below or max(below) < g) and (not above or min(above) > g)
 
-    def _stale_chunks(self, files) -> bool:
+    def _stale_chunks(self, files: list[Any]) -> bool:
         """After a failed read of records of ``files``: see :func:`trials.consolidated.drop_stale`."""
         return drop_stale(self.store, files)
 
     # ------------------------------------------------------------------ batched reads
-    def read(self, keys: list[ValueKey], *, reduction=None, abs=False, reductions_if_no_value=False) -> list[StepValue]:
+    def read(self, keys: list[ValueKey], *, reduction: str | None = None, abs: bool = False,
+             reductions_if_no_value: bool = False) -> list[StepValue]:
         """The saved values of ``keys`` (:class:`~smdebug.trials.ValueKey`: name, global step, worker or
         None for every worker) in one batched read, each payload checked against its index's CRC32C;
         what is not saved is left out. With ``reduction`` (and ``abs``), the saved reduction where there
@@ -405,7 +411,7 @@ class Trial:
         only as reductions gives those. Arrays may be read-only views of the bytes read."""
         return self._reader.values(self._index.by_step, keys, reduction, abs, reductions_if_no_value)
 
-    def hold(self, wanted: dict) -> HeldValues:
+    def hold(self, wanted: dict[str, Any]) -> HeldValues:
         """Read ``wanted`` ({tensor name: global steps}) in one batched read and keep the values with
         their tensors (``tensor.value(step)`` answers from memory) until ``.release()``."""
         return hold(self, wanted)
@@ -415,13 +421,13 @@ class Trial:
         """Grows whenever the trial takes in new index data (what was listed may have changed)."""
         return len(self._index.files) + len(self._index.chunks)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<smdebug.trials.Trial name={self.name!r} path={self.path!r}>"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.name, self.path))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Trial):
             return NotImplemented
         return (self.name, self.path) == (other.name, other.path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xgboost as xgb
@@ -24,11 +25,14 @@ from smdebug.profiler.session import profiler_for_hook
 from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 
+if TYPE_CHECKING:
+    from smdebug.core.reduction_config import ReductionConfig
+
 __all__ = ["Hook"]
 
 logger = logging.getLogger("smdebug")
 DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: SaveConfig's 500)
-JSON_DEFAULT_VALUES = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
+JSON_DEFAULT_VALUES: dict[str, Any] = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
 _EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
                for name in ("hyperparameters", "train_data", "validation_data", "profiler_config"))
 
@@ -73,8 +77,19 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
 
-    def __init__(self, *args, hyperparameters=None, train_data=None, validation_data=None, profiler_config=None,
-                 **kwargs):
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one", *,
+                     hyperparameters: dict[str, Any] | None = None, train_data: Any = None,
+                     validation_data: Any = None, profiler_config: Any = None) -> None: ...
+
+    def __init__(self, *args: Any, hyperparameters: Any = None, train_data: Any = None, validation_data: Any = None, profiler_config: Any = None,  # type: ignore[no-redef]
+                 **kwargs: Any) -> None:
         # checked before the hook exists: a bad argument leaves no folder and no active hook behind
         self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
         self.hyperparameters = dict(hyperparameters) if hyperparameters else None
@@ -82,7 +97,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self.validation_data = extract.as_dmatrix(validation_data, "validation_data")
         super().__init__(*args, **kwargs)
 
-    __init__.__signature__ = options_signature(_EXTRA)
+    __init__.__signature__ = options_signature(_EXTRA)  # type: ignore[attr-defined]
 
     def _configure(self, o: HookOptions) -> None:
         if o.reduction_config is not None:
@@ -90,7 +105,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         if o.save_config is None:
             o = replace(o, save_config=SaveConfig(save_interval=DEFAULT_SAVE_INTERVAL))
         super()._configure(replace(o, reduction_config=None))
-        self._trees_kind = None  # whether the booster is made of trees, known at before_training
+        self._trees_kind: bool | None = None  # whether the booster is made of trees, known at before_training
         self._warned: set = set()
         self._world: int | None = None  # the collective's size while training ran
         self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "xgboost")
@@ -112,13 +127,13 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
                                       f"training in {self.out_dir}; make another hook (another out_dir) for the client")
         super()._check_open(name)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: Any) -> Any:
         """A hook is not copied: scikit-learn's ``clone`` (GridSearchCV, cross_val_score) gives every
         copy of an estimator this hook, which saves the first run (one trial per hook)."""
         return self
 
     @classmethod
-    def create_from_json_file(cls, json_file_path=None):
+    def create_from_json_file(cls, json_file_path: Any = None) -> Any:
         """A hook configured by SageMaker's hook JSON (save_interval 10 where it gives none)."""
         from smdebug.core.hook_config import create_hook
 
@@ -132,16 +147,16 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         return self._world if self._world is not None else xgb.collective.get_world_size()
 
     # ---------------------------------------------------------------- TrainingCallback
-    def before_training(self, model):
+    def before_training(self, model: Any) -> Any:
         self._before_training(model)
         return model
 
-    def before_iteration(self, model, epoch, evals_log) -> bool:
+    def before_iteration(self, model: Any, epoch: Any, evals_log: Any) -> bool:
         if self._profiler is not None:  # a round is a step of the profiler's timeline
             self._profiler.step_start(self.mode, epoch)
         return False
 
-    def after_iteration(self, model, epoch, evals_log) -> bool:
+    def after_iteration(self, model: Any, epoch: Any, evals_log: Any) -> bool:
         """Save the round; True (stop training) only when a rule asked for it."""
         self._after_iteration(model, epoch, evals_log)
         if self._profiler is not None:
@@ -149,7 +164,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         # outside the guard: a request stops training even when an error disabled the hook
         return self.stop_requested() is not None
 
-    def after_training(self, model):
+    def after_training(self, model: Any) -> Any:
         self._end_training_run()
         if self._profiler is not None:  # training ended: the sampler stops, the timeline is finished
             self._profiler.close()
@@ -168,7 +183,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             self._profiler.close()
 
     @guarded()
-    def _before_training(self, model) -> None:
+    def _before_training(self, model: Any) -> None:
         if not isinstance(model, xgb.Booster):
             raise TypeError(f"the XGBoost hook saves a Booster's training, not a {type(model).__name__} (xgb.cv)")
         self.worker = self._get_worker_name()  # the collective may start after the hook is made
@@ -178,7 +193,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self._trees_kind = extract.booster_kind(model) in extract.TREE_BOOSTERS
 
     @guarded()
-    def _after_iteration(self, model, epoch, evals_log) -> None:
+    def _after_iteration(self, model: Any, epoch: Any, evals_log: Any) -> None:
         if self._training_ended or self._closed:  # one training run per hook
             self._warn_once("closed", "smdebug: this hook's training run ended; make a new hook for "
                             "another run (nothing of this one is saved)")
@@ -196,14 +211,14 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         finally:  # the round goes to the writer now, while XGBoost builds the next one (after an
             self._end_step()  # error too: what the round saved before it is kept)
 
-    def _save_round(self, model, evals_log, saves: set) -> None:
+    def _save_round(self, model: Any, evals_log: Any, saves: set) -> None:
         save = self._save_for_tensor  # values go as arrays: np.size of a Python float costs microseconds
         if CK.METRICS in saves or CK.LOSSES in saves:
             for name, value in extract.evaluation_metrics(evals_log).items():
                 if CK.METRICS in saves or is_loss_metric(name):
                     save(name, np.array([value]))
         if CK.HYPERPARAMETERS in saves and self._have(bool(self.hyperparameters), "hyperparameters"):
-            for key, value in self.hyperparameters.items():
+            for key, value in self.hyperparameters.items():  # type: ignore[union-attr]  # _have checked it
                 save(f"hyperparameters/{key}", extract.hyperparameter_value(value))
         given_valid = self.validation_data is not None
         if (CK.PREDICTIONS in saves or CK.LABELS in saves) and self._have(given_valid, "validation_data"):

@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smdebug.rules.builtin.base import BuiltinRule, HookCollection
 
 __all__ = [
     "RULE_MODULES",
@@ -54,7 +58,7 @@ __all__ = [
 _loaded = False
 
 
-def rule_classes() -> dict:
+def rule_classes() -> dict[str, type[BuiltinRule]]:
     """``{name: class}`` of every built-in rule, sorted by name (imports each module of the package once)."""
     global _loaded
     from smdebug.rules.builtin.base import registered_rules
@@ -74,7 +78,7 @@ def rule_names() -> list[str]:
     return list(rule_classes())
 
 
-def get_rule_class(name: str):
+def get_rule_class(name: str) -> type[BuiltinRule]:
     """The class of built-in rule ``name`` (as documented, e.g. ``"VanishingGradient"``)."""
     from smdebug.exceptions import RuleConfigurationError
 
@@ -88,12 +92,12 @@ def get_rule_class(name: str):
     return cls
 
 
-def required_collections(name: str) -> list:
+def required_collections(name: str) -> list[HookCollection]:
     """The hook collections rule ``name`` needs (SageMaker's defaults), as HookCollection objects."""
     return list(get_rule_class(name).hook_collections)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "RULE_MODULES":  # rule name -> module of this package (from the registry)
         return {n: c.__module__.rsplit(".", 1)[-1] for n, c in rule_classes().items()}
     if not name.startswith("_") and name in rule_classes():

@@ -10,6 +10,9 @@ regex a PyTorch user passes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
@@ -25,10 +28,13 @@ from smdebug.rules.params import (
     optional,
 )
 
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
+
 __all__ = ["DeadRelu", "SaturatedActivation", "CheckInputImages", "NLPSequenceRatio"]
 
 
-def _numeric(value):
+def _numeric(value: Any) -> Any:
     """The value as an ndarray if it is numeric (bool included), else None."""
     if value is None:
         return None
@@ -36,7 +42,7 @@ def _numeric(value):
     return arr if arr.dtype.kind in "fiub" else None
 
 
-def _percent_of_units_inactive(x: np.ndarray, active, threshold_inactivity: float) -> float:
+def _percent_of_units_inactive(x: np.ndarray, active: Any, threshold_inactivity: float) -> float:
     """Percent of units (every non-batch element; axis 0 is the batch, a 1-D tensor one sample)
     whose share of samples where ``active`` holds is below ``threshold_inactivity`` percent."""
     x = x.reshape(1, -1) if x.ndim == 1 else x.reshape(x.shape[0], -1)
@@ -46,7 +52,7 @@ def _percent_of_units_inactive(x: np.ndarray, active, threshold_inactivity: floa
     return 100.0 * float(np.mean(activity < threshold_inactivity))
 
 
-def _check_percent(rule, name):
+def _check_percent(rule: Any, name: Any) -> Any:
     value = getattr(rule, name)
     if not 0 <= value <= 100:
         raise RuleConfigurationError(type(rule).__name__, name, f"is a percentage: 0 to 100, got {value}")
@@ -57,18 +63,18 @@ class _LayerActivityRule(BuiltinRule):
     ``threshold_layer`` percent of the layer's units are inactive (active on fewer than
     ``threshold_inactivity`` percent of the batch's samples). Per step, not accumulated."""
 
-    def _check_thresholds(self):
+    def _check_thresholds(self) -> Any:
         _check_percent(self, "threshold_inactivity")
         _check_percent(self, "threshold_layer")
 
-    def _selected(self, step) -> list:
+    def _selected(self, step: Any) -> list:
         colls = getattr(self, "collection_names", ())
         return select_tensor_names(self.base_trial, step, colls, self.tensor_regex, rule_name=self.rule_name)
 
-    def _active_test(self, name):  # pragma: no cover - overridden
+    def _active_test(self, name: Any) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         fired = False
         for name in self._selected(step):
             active = self._active_test(name)
@@ -104,11 +110,12 @@ class DeadRelu(_LayerActivityRule):
     )
     hook_collections = (HookCollection("relu_output", {"include_regex": ".*relu_output", "save_interval": "500"}),)
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self._check_thresholds()
 
-    def _active_test(self, name):
+    def _active_test(self, name: Any) -> Any:
         return lambda x: x > 0
 
 
@@ -138,7 +145,8 @@ class SaturatedActivation(_LayerActivityRule):
         Param("threshold_sigmoid", optional(as_float_list), None),
     )
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self._check_thresholds()
         self.ranges = {}
@@ -156,7 +164,7 @@ class SaturatedActivation(_LayerActivityRule):
                                              f"must be below threshold_{kind}_max ({lo} >= {hi})")
             self.ranges[kind] = (lo, hi)
 
-    def _active_test(self, name):
+    def _active_test(self, name: Any) -> Any:
         lower = name.lower()
         for kind, (lo, hi) in self.ranges.items():
             if kind in lower:
@@ -186,7 +194,8 @@ class CheckInputImages(BuiltinRule):
         HookCollection("input_image", {"include_regex": ".*hybridsequential0_input_0", "save_interval": "500"}),
     )
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         if self.threshold_mean < 0:
             raise RuleConfigurationError(self.rule_name, "threshold_mean", f"must be at least 0, got {self.threshold_mean}")
@@ -199,7 +208,7 @@ class CheckInputImages(BuiltinRule):
         self.counts = 0
         self.n_images = 0
 
-    def _add(self, name, x: np.ndarray) -> None:
+    def _add(self, name: Any, x: np.ndarray) -> None:
         if x.ndim < 3 or self.channel >= x.ndim:
             return
         self.evaluated()
@@ -215,7 +224,7 @@ class CheckInputImages(BuiltinRule):
         self.counts += x.size // x.shape[-1]
         self.n_images += n
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         for name in select_tensor_names(self.base_trial, step, (), (self.regex,), rule_name=self.rule_name):
             x = _numeric(value_or_none(self.base_trial, name, step))
             if x is not None:
@@ -249,7 +258,8 @@ class NLPSequenceRatio(BuiltinRule):
         HookCollection("input_sequence", {"include_regex": ".*embedding0_input_0", "save_interval": "500"}),
     )
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         tokens, thresholds = self.token_values, self.token_thresholds_percent
         if not tokens:
@@ -265,7 +275,7 @@ class NLPSequenceRatio(BuiltinRule):
                                              f"is a percentage: 0 to 100, got {t}")
         self.thresholds = dict(zip(tokens, thresholds))
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         fired = False
         for name in select_tensor_names(self.base_trial, step, (), self.tensor_regex, rule_name=self.rule_name):
             v = _numeric(value_or_none(self.base_trial, name, step))

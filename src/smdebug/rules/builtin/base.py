@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from smdebug.exceptions import RuleConfigurationError, TensorUnavailableForStep
 from smdebug.rules.builtin.reading import StepReader
@@ -68,7 +68,12 @@ class BuiltinRule(Rule):
     # {"collection": name that must hold tensors, "regex": ..., "regex2": ...}, each optional
     report_needs: ClassVar[dict | None] = None
 
-    def __init_subclass__(cls, register: bool | None = None, **kwargs):
+    tensors_evaluated: Any  # tensor values judged so far (see evaluated()); None for a rule that judges none
+
+    if TYPE_CHECKING:  # the declared parameters are attributes set in __init__ (see ``params``)
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __init_subclass__(cls, register: bool | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if register is None:
             register = (
@@ -79,7 +84,7 @@ class BuiltinRule(Rule):
         if register:
             _register(cls)
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **kwargs):
+    def __init__(self, base_trial: Any, action_str: Any = "", other_trials: Any = None, **kwargs: Any) -> None:
         name = type(self).__name__
         if other_trials and not self.uses_other_trials:
             raise RuleConfigurationError(name, "other_trials", "this rule reads only the base trial")
@@ -111,7 +116,7 @@ class BuiltinRule(Rule):
         return (first[: end + 1] if end >= 0 else first).replace("``", "")
 
     @classmethod
-    def report_params(cls, trial) -> dict | None:
+    def report_params(cls, trial: Any) -> dict | None:
         """The parameters ``smdebug report`` runs this rule with on ``trial``; None when the trial
         holds none of what ``report_needs`` says the rule reads (or the report leaves it out)."""
         needs = cls.report_needs
@@ -155,13 +160,13 @@ class SelectingRule(ReadingRule):
 
     warn_on_all = False  # AllZero etc. "must specify" a selection: say so once when none is given
 
-    def _check_selection(self):
+    def _check_selection(self) -> Any:
         if self.warn_on_all and not self.collection_names and not self.tensor_regex:
             self.logger.warning(
                 "%s: neither collection_names nor tensor_regex was given: inspecting every tensor", self.rule_name
             )
 
-    def selected(self, step, trial=None) -> list[str]:
+    def selected(self, step: Any, trial: Any = None) -> list[str]:
         return select_tensor_names(
             trial or self.base_trial, step, self.collection_names, self.tensor_regex, rule_name=self.rule_name
         )
@@ -175,7 +180,7 @@ _SelectingRule = SelectingRule
 _REGISTRY: dict[str, type[BuiltinRule]] = {}
 
 
-def _register(cls) -> None:
+def _register(cls: type[BuiltinRule]) -> None:
     old = _REGISTRY.get(cls.__name__)
     if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
         raise TypeError(
@@ -194,7 +199,7 @@ def registered_rules() -> dict:
 _SELECTING = re.compile(r"regex|collection|^labels$|^predictions$")
 
 
-def _show(value) -> str:
+def _show(value: Any) -> str:
     if isinstance(value, re.Pattern) or type(value).__name__ == "_Regexp":  # re or RE2 (smdebug.patterns)
         return repr(value.pattern)
     if isinstance(value, (list, tuple)):
@@ -202,7 +207,7 @@ def _show(value) -> str:
     return repr(value)
 
 
-def select_tensor_names(trial, step, collection_names=(), tensor_regex=(), *, mode=None, rule_name="rule") -> list:
+def select_tensor_names(trial: Any, step: Any, collection_names: Any = (), tensor_regex: Any = (), *, mode: Any = None, rule_name: Any = "rule") -> list:
     """Names in ``collection_names`` ∪ those matching any of ``tensor_regex`` that have data at ``step``.
 
     With neither given, every tensor of the trial (docs/builtin-rules.md §1.4, logged once by the
@@ -222,7 +227,7 @@ def select_tensor_names(trial, step, collection_names=(), tensor_regex=(), *, mo
     return sorted(names)
 
 
-def value_or_none(trial, name, step, mode=None):
+def value_or_none(trial: Any, name: Any, step: Any, mode: Any = None) -> Any:
     """The tensor's value at ``step``, or None when it was not saved there."""
     from smdebug.modes import ModeKeys
 

@@ -9,10 +9,15 @@ int; NaN or infinite values become -1, which no class matches.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, value_or_none
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex, as_str, bounded, optional
+
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
 
 __all__ = ["Confusion", "ClassImbalance", "class_ids", "confusion_matrix"]
 
@@ -27,7 +32,7 @@ _category_no = bounded(as_int, 2)
 _count = bounded(as_int, 0)
 
 
-def class_ids(values, argmax: bool = False) -> np.ndarray:
+def class_ids(values: Any, argmax: bool = False) -> np.ndarray:
     """Saved labels or predictions -> a flat int64 array of class ids (see the module docstring).
 
     With ``argmax`` the last axis of a two-or-more-dimensional value is reduced by argmax even
@@ -58,7 +63,7 @@ def confusion_matrix(labels: np.ndarray, predictions: np.ndarray, category_no: i
     return np.bincount(flat, minlength=category_no * category_no).reshape(category_no, category_no)
 
 
-def _values(trial, names, step, argmax=False) -> np.ndarray | None:
+def _values(trial: Any, names: Any, step: Any, argmax: Any = False) -> np.ndarray | None:
     """Class ids of the named tensors at ``step``, concatenated in name order; None if none has a value."""
     parts = []
     for n in sorted(names):
@@ -96,20 +101,20 @@ class Confusion(BuiltinRule):
     )
     hook_collections = _LABEL_COLLECTIONS
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self.last_matrix: np.ndarray | None = None
         self.last_reason = ""
         self._warned = False
 
-    def _names(self, step, collection, name) -> set:
+    def _names(self, step: Any, collection: Any, name: Any) -> set:
         trial = self.base_trial
         names = set(trial.tensor_names(step=step, collection=collection)) if collection else set()
         if name and trial.has_tensor(name):
             names.add(name)
         return names
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         labels = _values(trial, self._names(step, self.labels_collection, self.labels), step)
         preds = _values(trial, self._names(step, self.predictions_collection, self.predictions), step)
@@ -178,7 +183,7 @@ class ClassImbalance(BuiltinRule):
     )
     hook_collections = _LABEL_COLLECTIONS
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self.counts = np.zeros(0, dtype=np.int64)
         self.mispredicted = np.zeros(0, dtype=np.int64)
@@ -200,7 +205,7 @@ class ClassImbalance(BuiltinRule):
             self.judged += counts
             self.mispredicted += np.bincount(labels[preds != labels], minlength=n)
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         if step not in self._counted:
             label_names = trial.tensor_names(step=step, regex=self.labels_regex.pattern)

@@ -9,6 +9,8 @@ corrupt), decoded by the codec's one decoder of records (:mod:`smdebug.codec.rec
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from smdebug.core.reductions import get_numpy_reduction
@@ -17,7 +19,7 @@ from smdebug.trials.reader import StepValue, ValueKey
 __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each"]
 
 
-def numeric(value) -> np.ndarray | None:
+def numeric(value: Any) -> np.ndarray | None:
     """``value`` as a numeric array (bfloat16 and friends as float32); None for strings and objects."""
     arr = np.asarray(value)
     kind = arr.dtype.kind
@@ -31,7 +33,7 @@ def numeric(value) -> np.ndarray | None:
     return None
 
 
-def scalar(value) -> float:
+def scalar(value: Any) -> float:
     """The one number of a reduction (saved as shape (1,) or computed as a 0-d array)."""
     return float(np.asarray(value).reshape(-1)[0])
 
@@ -76,8 +78,8 @@ class StepReader:
     """What the built-in rules read at a step, through the trial's one batched read
     (:meth:`smdebug.trials.Trial.read`), as numbers: strings and objects are left out."""
 
-    def fetch(self, trial, keys, reduction=None, abs=False, reductions_if_no_value=False,
-              compute=True) -> list[StepValue]:
+    def fetch(self, trial: Any, keys: Any, reduction: Any = None, abs: Any = False, reductions_if_no_value: Any = False,
+              compute: Any = True) -> list[StepValue]:
         """Read ``keys`` (ValueKey) in one batched read; what is not saved is left out.
 
         With ``reduction``, the saved reduction when there is one, else computed from the raw
@@ -100,11 +102,11 @@ class StepReader:
             out.append(sv)
         return out
 
-    def step(self, trial, step, names, *, reduction=None, abs=False, reductions_if_no_value=False,
-             compute=True) -> list[StepValue]:
+    def step(self, trial: Any, step: Any, names: Any, *, reduction: Any = None, abs: Any = False, reductions_if_no_value: Any = False,
+             compute: Any = True) -> list[StepValue]:
         """Every worker's value of each of ``names`` at global ``step``, in one batched read."""
         return self.fetch(trial, [ValueKey(n, step) for n in names], reduction, abs, reductions_if_no_value, compute)
 
-    def values(self, trial, keys) -> list[StepValue]:
+    def values(self, trial: Any, keys: Any) -> list[StepValue]:
         """The raw values of ``keys`` (ValueKey), in one batched read."""
         return self.fetch(trial, keys)

@@ -10,6 +10,9 @@ at the step is skipped, not the step.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
@@ -17,6 +20,9 @@ from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import HookCollection, Param, ReadingRule, SelectingRule
 from smdebug.rules.builtin.reading import close_each, mean_abs, scalar
 from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list, bounded, optional
+
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
 
 __all__ = [
     "VanishingGradient",
@@ -50,7 +56,7 @@ class VanishingGradient(ReadingRule):
     params = (Param("threshold", as_float, "0.0000001", "mean |gradient| below which it has vanished"),)
     hook_collections = (HookCollection("gradients", {"save_interval": "500"}),)
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         names = trial.tensor_names(step=step, collection="gradients")
         values = self.reader.step(trial, step, names, reduction="mean", abs=True, compute=False)
@@ -76,7 +82,7 @@ class ExplodingTensor(SelectingRule):
     report_needs = {}  # what smdebug report needs saved to run it
     params = (_COLLECTIONS, _REGEX, Param("only_nan", as_bool, "False", "True: NaN only; False: NaN and ±Inf"))
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         values = self.reader.step(self.base_trial, step, self.selected(step), reductions_if_no_value=True)
         self.evaluated(len(values))
         floats = [v.value.ravel() for v in values if v.value.dtype.kind in "fc"]
@@ -102,11 +108,11 @@ class AllZero(SelectingRule):
     params = (_COLLECTIONS, _REGEX, Param("threshold", _percent, "100", "percent of zeros that fires"))
     warn_on_all = True
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self._check_selection()
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         for v in self.reader.step(self.base_trial, step, self.selected(step)):
             if v.value.size == 0:
                 continue
@@ -132,7 +138,7 @@ class TensorVariance(SelectingRule):
     )
     warn_on_all = True
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         if self.max_threshold is None and self.min_threshold is None:
             self.logger.warning("%s: neither max_threshold nor min_threshold is set: it never fires", self.rule_name)
@@ -141,7 +147,7 @@ class TensorVariance(SelectingRule):
                                          f"{self.min_threshold} is above max_threshold {self.max_threshold}")
         self._check_selection()
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         if self.max_threshold is None and self.min_threshold is None:
             return False
         for v in self.reader.step(self.base_trial, step, self.selected(step), reduction="variance"):
@@ -155,7 +161,7 @@ class TensorVariance(SelectingRule):
         return False
 
 
-def _as_trials(other_trials) -> list:
+def _as_trials(other_trials: Any) -> list:
     """Trial objects, or paths (a list, or a comma-separated string) opened with create_trial."""
     from smdebug.trials import create_trial
 
@@ -174,7 +180,8 @@ class SimilarAcrossRuns(SelectingRule):
     params = (_COLLECTIONS, _REGEX)
     uses_other_trials = True
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         try:
             trials = _as_trials(other_trials)
         except Exception as exc:  # a path that is not a trial
@@ -183,7 +190,7 @@ class SimilarAcrossRuns(SelectingRule):
             raise RuleConfigurationError(type(self).__name__, "other_trials", "required: the trials to compare with")
         super().__init__(base_trial, action_str=action_str, other_trials=trials, **params)
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         names = self.selected(step)
         mine = {(v.name, v.worker): v.value for v in self.reader.step(self.base_trial, step, names)}
         if not mine:
@@ -202,6 +209,6 @@ class SimilarAcrossRuns(SelectingRule):
                     return self._differs(v, other, step, "differs")
         return False
 
-    def _differs(self, v, other, step, how) -> bool:
+    def _differs(self, v: Any, other: Any, step: Any, how: Any) -> bool:
         self.logger.info("%s: %s %s in %s at step %d (%s)", self.rule_name, v.name, how, other.name, step, v.worker)
         return True

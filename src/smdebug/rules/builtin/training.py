@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +22,9 @@ from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, selec
 from smdebug.rules.params import as_bool, as_float, as_int, as_mode, as_regex_list, as_str, as_str_list, optional
 from smdebug.trials.trial import StepState
 
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
+
 __all__ = ["LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"]
 
 LOSSES = "losses"
@@ -28,7 +33,7 @@ _TRAIN_METRIC = re.compile(r"^train-(.+)$")
 _VALID_METRIC = re.compile(r"^(?:validation|valid|eval|test)-(.+)$")
 
 
-def _require(rule, name, ok, message):
+def _require(rule: Any, name: Any, ok: Any, message: Any) -> Any:
     if not ok:
         raise RuleConfigurationError(type(rule).__name__, name, message)
 
@@ -36,11 +41,11 @@ def _require(rule, name, ok, message):
 class _LossRule(BuiltinRule):
     """What the loss rules share: which tensors are losses, and their scalar values."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._scalar: dict = {}  # tensor name -> whether its values have one element
 
-    def _scalar_value(self, name, step, mode):
+    def _scalar_value(self, name: Any, step: Any, mode: Any) -> Any:
         """The tensor's value at (step, mode) as a float; None if not saved there or not a scalar."""
         if self._scalar.get(name) is False:
             return None
@@ -52,7 +57,7 @@ class _LossRule(BuiltinRule):
         self._scalar[name] = ok
         return float(arr.ravel()[0]) if ok else None
 
-    def _loss_names(self, step, collection_names=(), tensor_regex=(), use_losses=True) -> list:
+    def _loss_names(self, step: Any, collection_names: Any = (), tensor_regex: Any = (), use_losses: Any = True) -> list:
         colls = list(collection_names)
         if use_losses and LOSSES not in colls and LOSSES in self.base_trial.collections():
             colls.append(LOSSES)
@@ -87,13 +92,14 @@ class LossNotDecreasing(_LossRule):
     hook_collections = (HookCollection(LOSSES, {"save_interval": "500"}),)
 
     @classmethod
-    def report_params(cls, trial) -> dict | None:
+    def report_params(cls, trial: Any) -> dict | None:
         params = super().report_params(trial)
         if params is not None and any(m.name == "TRAIN" for m in trial.modes()):
             params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
         return params
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         _require(self, "num_steps", self.num_steps >= 1, f"must be at least 1, got {self.num_steps}")
         _require(self, "diff_percent", 0 <= self.diff_percent < 100, f"must be in [0, 100), got {self.diff_percent}")
@@ -102,7 +108,7 @@ class LossNotDecreasing(_LossRule):
         self.last_checked: dict = {}
         self._mode = self.mode
 
-    def _resolve_mode(self, names):
+    def _resolve_mode(self, names: Any) -> Any:
         if self._mode is not None:
             return self._mode
         for m in (ModeKeys.EVAL, ModeKeys.TRAIN, ModeKeys.GLOBAL):
@@ -122,7 +128,7 @@ class LossNotDecreasing(_LossRule):
             return dec < self.diff_percent
         return -dec > self.increase_threshold_percent
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         names = self._loss_names(step, self.collection_names, self.tensor_regex, self.use_losses_collection)
         if not names:
@@ -158,7 +164,7 @@ class LossNotDecreasing(_LossRule):
         return False
 
 
-def _phase(mode, name) -> str | None:
+def _phase(mode: Any, name: Any) -> str | None:
     """'train' or 'validation' for a loss saved in ``mode`` under ``name``; None for PREDICT."""
     if mode == ModeKeys.GLOBAL:
         return "validation" if _VALID_METRIC.match(name) else "train"
@@ -186,14 +192,15 @@ class Overfit(_LossRule):
         Param("ratio_threshold", as_float, "0.1"),
     )
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         _require(self, "patience", self.patience >= 1, f"must be at least 1, got {self.patience}")
         _require(self, "start_step", self.start_step >= 0, f"must be at least 0, got {self.start_step}")
-        self._buf = {"train": {}, "validation": {}}
+        self._buf: dict[str, dict[Any, Any]] = {"train": {}, "validation": {}}
         self._count: dict = {}
 
-    def _exceeds(self, key, train, val) -> bool:
+    def _exceeds(self, key: Any, train: Any, val: Any) -> bool:
         if train == 0 or not (math.isfinite(train) and math.isfinite(val)):
             r = math.inf if val > train else 0.0
         else:
@@ -202,7 +209,7 @@ class Overfit(_LossRule):
         self.logger.debug("%s: %s train %s validation %s ratio %s", self.rule_name, key, train, val, r)
         return self._count[key] >= self.patience
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         if step < self.start_step:
             return False
         trial = self.base_trial
@@ -231,7 +238,7 @@ class Overfit(_LossRule):
             pairs = [(next(iter(train)), next(iter(val)))]
         return any([self._exceeds(tn, float(np.mean(train[tn])), float(np.mean(val[vn]))) for tn, vn in pairs])
 
-    def _check_metrics(self, step, names) -> bool:
+    def _check_metrics(self, step: Any, names: Any) -> bool:
         train = {m.group(1): n for n in names if (m := _TRAIN_METRIC.match(n)) and not is_increasing_metric(n)}
         fired = False
         for n in names:
@@ -263,7 +270,8 @@ class Overtraining(_LossRule):
         Param("delta", as_float, "0.01"),
     )
 
-    def __init__(self, base_trial, action_str="", other_trials=None, **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
+                 **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         for p in ("patience_train", "patience_validation"):
             _require(self, p, getattr(self, p) >= 1, f"must be at least 1, got {getattr(self, p)}")
@@ -271,7 +279,7 @@ class Overtraining(_LossRule):
         self.best: dict = {}
         self.wait: dict = {}
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         mode = trial.mode(step)
         if mode is None:
@@ -312,6 +320,9 @@ class StalledTrainingRule(BuiltinRule):
     ``time.monotonic`` and ``time.sleep``, for tests.
     """
 
+    _marker: Any  # what the trial held at the last progress
+    _stopper: Any  # the StopTraining action, when stop_training_on_fire
+
     params = (
         Param("threshold", as_float, "1800"),
         Param("stop_training_on_fire", as_bool, "False"),
@@ -319,7 +330,7 @@ class StalledTrainingRule(BuiltinRule):
     )
     evaluates_tensors = False  # it watches the clock, not tensors
 
-    def __init__(self, base_trial, action_str="", other_trials=None, *, clock=None, sleep=None, **params):
+    def __init__(self, base_trial: Any, action_str: Any = "", other_trials: Any = None, *, clock: Any = None, sleep: Any = None, **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         _require(self, "threshold", self.threshold > 0, f"must be more than 0 seconds, got {self.threshold}")
         self.clock = clock or time.monotonic
@@ -351,7 +362,7 @@ class StalledTrainingRule(BuiltinRule):
                 self.last_seen_step = max(self.last_seen_step, steps[-1])
         return now
 
-    def invoke(self, step) -> None:
+    def invoke(self, step: Any) -> None:
         trial = self.base_trial
         with no_refresh(trial):  # a step already read: no listing
             state = trial.has_passed_step(step)
@@ -361,7 +372,7 @@ class StalledTrainingRule(BuiltinRule):
                 state = trial.has_passed_step(step)
             if state != StepState.NOT_YET_AVAILABLE:
                 break  # available, or never will be: the base class evaluates or raises
-            idle = now - self.last_progress
+            idle = now - self.last_progress  # type: ignore[operator]  # set by _observe
             if idle > self.threshold:
                 self._fire(idle)
             self.sleep(min(self.poll_interval, self.threshold - idle + 1e-3))
@@ -393,7 +404,7 @@ class StalledTrainingRule(BuiltinRule):
         StopTrainingJob with a job prefix, else the local stop request."""
         self._stopper.invoke(Firing(self.rule_name, self.last_seen_step, reason, self.base_trial))
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         self.last_seen_step = max(self.last_seen_step, step)
         return self._stalled
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from smdebug.rules.builtin.xgboost_report import (
     step_scores,
 )
 from smdebug.rules.params import as_float, as_int, as_regex, as_str, bounded, optional
+
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
 
 __all__ = ["TreeDepth", "FeatureImportanceOverweight", "CreateXgboostReport", "REPORT_KEY"]
 
@@ -62,12 +66,12 @@ class TreeDepth(BuiltinRule):
     params = (Param("depth", _non_negative_int, "4", "largest acceptable tree depth"),)
     hook_collections = (HookCollection("trees"),)
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self.last_depth: int | None = None
         self._warned = False
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         if not trial.has_tensor(NODE_TENSOR):
             if not self._warned:
@@ -109,11 +113,11 @@ class FeatureImportanceOverweight(BuiltinRule):
     )
     hook_collections = (HookCollection("feature_importance", {"save_interval": "500"}),)
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self.last_share: float | None = None
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         values = []
         for name in trial.tensor_names(step=step, regex=self.tensor_regex.pattern):
@@ -174,7 +178,7 @@ class CreateXgboostReport(BuiltinRule):
         HookCollection("hyperparameters", {"save_steps": "0"}),
     )
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         if importlib.util.find_spec("matplotlib") is None:
             raise MissingDependency("matplotlib", "plot", "by CreateXgboostReport to draw its plots")
@@ -185,7 +189,7 @@ class CreateXgboostReport(BuiltinRule):
         self.report_path = self._store.describe(REPORT_KEY)
         self.reports_written = 0
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         steps = self.base_trial.steps()
         if steps and step >= steps[-1]:
             self.write_report()
@@ -209,7 +213,7 @@ class CreateXgboostReport(BuiltinRule):
         names = set(trial.tensor_names(collection=collection))
         return sorted(names | set(trial.tensor_names(regex=regex)) if regex else names)
 
-    def _collect(self):
+    def _collect(self) -> Any:
         trial = self.base_trial
         steps = trial.steps()
         metrics = []
@@ -228,7 +232,7 @@ class CreateXgboostReport(BuiltinRule):
         self._predictions(data, hyper.get("objective"))
         return data
 
-    def _importance(self, data) -> None:
+    def _importance(self, data: Any) -> None:
         trial = self.base_trial
         names = set(self._names("feature_importance", r"^feature_importance/"))
         for step in reversed(data.steps):
@@ -243,7 +247,7 @@ class CreateXgboostReport(BuiltinRule):
             data.importance_step = step
             return
 
-    def _predictions(self, data, objective) -> None:
+    def _predictions(self, data: Any, objective: Any) -> None:
         trial = self.base_trial
         label_name = _first(self._names("labels", r"^labels$"), "labels")
         pred_name = _first(self._names("predictions", r"^predictions$"), "predictions")
@@ -264,7 +268,7 @@ class CreateXgboostReport(BuiltinRule):
             bins = label_bins(data.labels)
             scores.columns = [f"labels in [{a:.3g}, {b:.3g}{']' if i == len(bins) - 2 else ')'}"
                               for i, (a, b) in enumerate(zip(bins[:-1], bins[1:]))]
-            kw = {"bins": bins}
+            kw: dict[str, Any] = {"bins": bins}
         else:
             n = max(int(class_ids(data.labels).max(initial=0)), int(class_ids(data.predictions).max(initial=0))) + 1
             scores.columns = [f"class {i}" for i in range(n)]

@@ -10,6 +10,7 @@ that walking the steps in order reads each value once. Every worker is checked o
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,10 +21,13 @@ from smdebug.rules.builtin.reading import ValueKey, close_each
 from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, bounded, optional
 
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
+
 __all__ = ["WeightUpdateRatio", "UnchangedTensor", "PoorWeightInitialization"]
 
 
-def history_mode(trial):
+def history_mode(trial: Any) -> Any:
     """TRAIN when the trial saved TRAIN steps, else GLOBAL (docs/builtin-rules.md §1.5)."""
     return ModeKeys.TRAIN if ModeKeys.TRAIN in trial.modes() else ModeKeys.GLOBAL
 
@@ -31,10 +35,10 @@ def history_mode(trial):
 class _RecentValues:
     """Values of (tensor, global step) for every worker, kept from one evaluation to the next."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._kept: dict = {}  # (name, global step) -> {worker: value}
 
-    def get(self, reader, trial, wanted) -> dict:
+    def get(self, reader: Any, trial: Any, wanted: Any) -> dict:
         """{(name, global step): {worker: value}} for ``wanted`` (name, global step) pairs; the
         ones not kept are read in one batched read. Only ``wanted`` is kept afterwards."""
         wanted = list(dict.fromkeys(wanted))
@@ -51,11 +55,13 @@ class _RecentValues:
 class _SavedSteps:
     """Each tensor's saved steps of a mode, listed once while the trial has read nothing new."""
 
-    def __init__(self):
+    _seen: Any  # what the trial had read when the steps were listed
+
+    def __init__(self) -> None:
         self._seen = None
         self._steps: dict = {}
 
-    def up_to(self, trial, name, step, n, mode) -> list:
+    def up_to(self, trial: Any, name: Any, step: Any, n: Any, mode: Any) -> list:
         """The last ``n`` saved steps of ``name`` at or before ``step`` (of ``mode``)."""
         seen = (trial.index_version, trial.last_complete_step, trial.loaded_all_steps)
         if seen != self._seen:
@@ -70,13 +76,15 @@ class _SavedSteps:
 class _HistoryRule:
     """Mixin: the mode, mode step and earlier saved steps a history rule compares."""
 
-    def _prev_steps(self, name, step, n, mode) -> list:
+    base_trial: Any  # the rule's (the mixin goes with a BuiltinRule)
+
+    def _prev_steps(self, name: Any, step: Any, n: Any, mode: Any) -> list:
         saved = self.__dict__.get("_saved_steps")
         if saved is None:
             saved = self._saved_steps = _SavedSteps()
         return saved.up_to(self.base_trial, name, step, n, mode)
 
-    def _mode_and_step(self, step):
+    def _mode_and_step(self, step: Any) -> Any:
         """(mode, step in that mode) to evaluate at global ``step``, or None to skip it."""
         trial = self.base_trial
         mode = history_mode(trial)
@@ -112,14 +120,14 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
     )
     hook_collections = (HookCollection("weights", {"save_interval": "500"}),)
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         if self.small_threshold > self.large_threshold:
             raise RuleConfigurationError(self.rule_name, "small_threshold",
                                          f"{self.small_threshold} is above large_threshold {self.large_threshold}")
         self._recent = _RecentValues()
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         at = self._mode_and_step(step)
         if at is None:
             return False
@@ -171,12 +179,12 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
     )
     warn_on_all = True
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self._check_selection()
         self._recent = _RecentValues()
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         at = self._mode_and_step(step)
         if at is None:
             return False
@@ -207,7 +215,7 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
         unchanged: dict = {}
         for ok, key in zip(close, who):
             unchanged[key[:2]] = unchanged.get(key[:2], True) and bool(ok)
-        for (name, worker, hist) in dict.fromkeys(who):
+        for (name, worker, hist) in dict.fromkeys(who):  # type: ignore[assignment]
             if unchanged[(name, worker)]:
                 self.logger.info("%s: %s unchanged over global steps %s (%s)", self.rule_name, name, list(hist), worker)
                 return True
@@ -237,13 +245,13 @@ class PoorWeightInitialization(ReadingRule):
     )
     hook_collections = (HookCollection("relu_input", {"include_regex": ".*relu_input", "save_interval": "500"}),)
 
-    def __init__(self, base_trial, action_str="", **params):
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self.analyzed = 0
         self._best: dict = {}  # (loss name, worker) -> best loss so far
         self._waited: dict = {}  # (loss name, worker) -> analyzed steps without improvement
 
-    def invoke_at_step(self, step) -> bool:
+    def invoke_at_step(self, step: int) -> bool:
         if self.analyzed >= self.steps:
             return False
         trial = self.base_trial
@@ -260,11 +268,11 @@ class PoorWeightInitialization(ReadingRule):
         with np.errstate(all="ignore"):  # inf and NaN give NaN, which fires no check
             return self._checks(step, values, acts, grads, losses)
 
-    def _checks(self, step, values, acts, grads, losses) -> bool:
+    def _checks(self, step: Any, values: Any, acts: Any, grads: Any, losses: Any) -> bool:
         return self._variances(step, [v for v in values if v.name in acts]) or self._gradients(
             step, [v for v in values if v.name in grads]) or self._loss(step, [v for v in values if v.name in losses])
 
-    def _variances(self, step, values) -> bool:
+    def _variances(self, step: Any, values: Any) -> bool:
         per_worker: dict = {}
         for v in values:
             if v.value.size:
@@ -279,7 +287,7 @@ class PoorWeightInitialization(ReadingRule):
                 return True
         return False
 
-    def _gradients(self, step, values) -> bool:
+    def _gradients(self, step: Any, values: Any) -> bool:
         for v in values:
             if v.value.size == 0:
                 continue
@@ -290,7 +298,7 @@ class PoorWeightInitialization(ReadingRule):
                 return True
         return False
 
-    def _loss(self, step, values) -> bool:
+    def _loss(self, step: Any, values: Any) -> bool:
         for v in values:
             if v.value.size != 1:
                 continue

@@ -12,6 +12,7 @@ import base64
 import html
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def problem_type(objective: str | None, labels: np.ndarray, predictions: np.ndar
     return MULTICLASS if np.all(p == np.rint(p)) and np.unique(lab).size <= 100 else REGRESSION
 
 
-def step_scores(problem: str, labels, predictions, *, n_classes: int = 0, bins=None) -> np.ndarray:
+def step_scores(problem: str, labels: Any, predictions: Any, *, n_classes: int = 0, bins: Any = None) -> np.ndarray:
     """Per-class accuracy (classification, ``n_classes`` values) or mean absolute error per label bin
     (regression, one value per bin between the edges ``bins``); NaN where a class or bin is empty."""
     if problem == REGRESSION:
@@ -132,7 +133,7 @@ def classification_scores(c: np.ndarray) -> dict:
     return out
 
 
-def roc_curve(labels: np.ndarray, scores: np.ndarray):
+def roc_curve(labels: np.ndarray, scores: np.ndarray) -> Any:
     """False and true positive rates over every threshold, and the area under the curve."""
     y = class_ids(labels).astype(bool)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
@@ -142,18 +143,18 @@ def roc_curve(labels: np.ndarray, scores: np.ndarray):
     tp, fp = np.cumsum(y)[last], np.cumsum(~y)[last]
     tpr = np.r_[0.0, tp / max(int(y.sum()), 1)]
     fpr = np.r_[0.0, fp / max(int((~y).sum()), 1)]
-    return fpr, tpr, float(np.trapezoid(tpr, fpr) if hasattr(np, "trapezoid") else np.trapz(tpr, fpr))
+    return fpr, tpr, float(np.trapezoid(tpr, fpr) if hasattr(np, "trapezoid") else np.trapz(tpr, fpr))  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------------- plots
-def _figure(width=6.4, height=3.6):
+def _figure(width: Any = 6.4, height: Any = 3.6) -> Any:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=90, layout="constrained")
     return fig, fig.subplots()
 
 
-def _img(fig, alt: str) -> str:
+def _img(fig: Any, alt: str) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
@@ -187,7 +188,7 @@ def _plot_metric(metric: str, series: list) -> str:
     return _img(fig, f"{metric} per step")
 
 
-def _plot_importance(kind: str, scores: dict, step) -> str:
+def _plot_importance(kind: str, scores: dict, step: Any) -> str:
     top = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)[:TOP_FEATURES][::-1]
     fig, ax = _figure(6.4, 0.6 + 0.25 * len(top))
     ax.barh([k for k, _ in top], [v for _, v in top], color="#59a14f")
@@ -225,7 +226,7 @@ def _plot_scores(scores: StepScores, title: str, ylabel: str) -> str:
     return _img(fig, title)
 
 
-def _plot_roc(fpr, tpr, auc) -> str:
+def _plot_roc(fpr: Any, tpr: Any, auc: Any) -> str:
     fig, ax = _figure(4.8, 4.2)
     ax.plot(fpr, tpr, color="#e15759", label=f"AUC = {auc:.4f}")
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8)
@@ -236,7 +237,7 @@ def _plot_roc(fpr, tpr, auc) -> str:
     return _img(fig, "ROC curve")
 
 
-def _plot_residuals(labels, predictions) -> str:
+def _plot_residuals(labels: Any, predictions: Any) -> str:
     fig, ax = _figure()
     res = np.asarray(predictions, dtype=np.float64).reshape(-1) - np.asarray(labels, dtype=np.float64).reshape(-1)
     ax.hist(res, bins=30, color="#f28e2b")
@@ -292,7 +293,7 @@ def _classification(data: ReportData) -> list:
         out.append(_section("accuracy-per-class", "Accuracy per class over steps", plot))
     preds = np.asarray(data.predictions)
     if data.problem == BINARY and preds.ndim == 1 and preds.min() >= 0 and preds.max() <= 1:
-        fpr, tpr, auc = roc_curve(data.labels, preds)
+        fpr, tpr, auc = roc_curve(data.labels, preds)  # type: ignore[arg-type]  # labels saved with predictions
         out.append(_section("roc", "ROC curve", f"<p>Area under the ROC curve: {auc:.4f}</p>" + _plot_roc(fpr, tpr, auc)))
     return out
 

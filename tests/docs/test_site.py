@@ -1,0 +1,88 @@
+"""The documentation site: its generated pages are current, it builds with `mkdocs build --strict`
+(no warning), and a broken link fails that build."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_regenerating_the_rule_catalogue_and_cli_pages_changes_nothing():
+    proc = subprocess.run([sys.executable, "tools/gen_docs.py", "--check"], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_generated_pages_cover_every_rule_parameter_and_subcommand():
+    from smdebug.cli import build_parser
+    from smdebug.rules.builtin import rule_classes
+
+    catalogue = (ROOT / "docs" / "reference" / "rule-catalogue.md").read_text()
+    for name, cls in rule_classes().items():
+        section = catalogue.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        for param in cls.params:
+            assert f"| `{param.name}` |" in section, (name, param.name)
+    cli = (ROOT / "docs" / "reference" / "cli.md").read_text()
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name in sub.choices:
+        assert f"\n## smdebug {name}\n" in cli, name
+    assert "`--rule` `NAME`" in cli.split("\n## smdebug rules\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _mkdocs(config: Path, site: Path) -> subprocess.CompletedProcess:
+    pytest.importorskip("mkdocs", reason="the docs extra (pip install -e '.[docs]')")
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+
+
+def test_the_site_builds_strict_without_warnings(tmp_path):
+    proc = _mkdocs(ROOT / "mkdocs.yml", tmp_path / "site")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "WARNING" not in out, out
+    site = tmp_path / "site"
+    trials = (site / "reference" / "api" / "trials.html").read_text()
+    assert 'id="smdebug.trials.Tensor.value"' in trials and "ndarray" in trials
+    assert (site / "reference" / "rule-catalogue.html").exists() and (site / "reference" / "cli.html").exists()
+    index = (site / "index.html").read_text()
+    for page in sorted((ROOT / "docs" / "guide").glob("*.md")):  # every guide page joins the nav
+        assert f"guide/{page.stem}.html" in index, page.name
+    assert "fonts.googleapis" not in index  # nothing fetched from a CDN
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    yaml = pytest.importorskip("yaml", reason="the docs extra (pip install -e '.[docs]')")
+
+    ours = yaml.safe_load((ROOT / "mkdocs.yml").read_text().split("\nplugins:")[0])
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nSee [the guide](guide/nothing-here.md).\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(yaml.safe_dump({"site_name": "t", "docs_dir": str(docs), "strict": True,
+                                      "validation": ours["validation"]}))
+    proc = _mkdocs(config, tmp_path / "site")
+    assert proc.returncode != 0
+    assert "nothing-here.md" in proc.stdout + proc.stderr
+
+
+def test_the_readmes_links_resolve():
+    """README.md is no page of the site (mkdocs does not check it): its relative links must name files."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)#\s]+)", readme) if "://" not in t]
+    assert targets
+    missing = [t for t in targets if not (ROOT / t).exists()]
+    assert not missing, missing
