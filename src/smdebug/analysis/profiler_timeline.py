@@ -280,7 +280,7 @@ def build_timeline(trial, node: str | None = None, start_us: int | None = None, 
     events += _framework(g["events"], fw_nodes)
     kin = _kineto(trial, [f for f in g["files"] if f["fw_node"] in fw_nodes], _KINETO_PID)
     events += kin
-    events += _verdicts(rule_reports, end)
+    events += _verdicts(rule_reports or {}, end)
     meta = [e for e in events if e["ph"] == "M"]
     rest = sorted((e for e in events if e["ph"] != "M"), key=lambda e: e["ts"])
     return {

@@ -74,8 +74,13 @@ class IndexBuilder:
     def empty(self) -> bool:
         return self.mode is None or not (self.tags or self.shapes)
 
+    def _written_mode(self) -> ModeKeys:
+        if self.mode is None:
+            raise IndexReaderException("an index with nothing written in it has no mode (records_in comes first)")
+        return self.mode
+
     def encode(self) -> bytes:
-        meta: dict = {"mode": self.mode.name, "mode_step": self.mode_step}
+        meta: dict = {"mode": self._written_mode().name, "mode_step": self.mode_step}
         if self.event_file_name is not None:
             meta["event_file_name"] = self.event_file_name
         if self.crcs is None:
@@ -88,7 +93,7 @@ class IndexBuilder:
 
     def parsed(self) -> ParsedIndex:
         shapes = {n: (shape, o) for n, o, shape in self.shapes}
-        return ParsedIndex(self.mode, self.mode_step, self.event_file_name if self.tags else None, tuple(self.tags),
+        return ParsedIndex(self._written_mode(), self.mode_step, self.event_file_name if self.tags else None, tuple(self.tags),
                            list(self.starts), list(self.lengths), shapes,
                            list(self.crcs) if self.crcs is not None else None)
 

@@ -193,7 +193,8 @@ def _parse(p, first: int, size: int | None):
         pos += n
     if t_start < 0 or pos != end:
         return None
-    pos, code, shape, c_start, c_len = t_start, -1, [], -1, 0
+    shape: list[int] = []
+    pos, code, c_start, c_len = t_start, -1, -1, 0
     while pos < t_end:
         k = p[pos]
         if k == 0x08:

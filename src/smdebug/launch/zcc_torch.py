@@ -191,5 +191,5 @@ def _wrap_grad_scaler(state) -> None:
             logger.error("smdebug: following GradScaler.scale failed (%s)", exc)
         return scaled
 
-    scale.__smdebug_zcc__ = True
+    scale.__smdebug_zcc__ = True  # type: ignore[attr-defined]
     scaler_cls.scale = scale

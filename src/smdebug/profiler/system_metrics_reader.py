@@ -39,7 +39,7 @@ class SystemMetricsReader(MetricsReaderBase):
             suffixes = tuple(file_suffix_filter)
             if not any(s.endswith(".json") for s in suffixes):
                 return []  # 1.0.34: system files end in .json; any other suffix selects none
-        rows = []
+        rows: list = []
         for s in self._trial.system_series(int(start_ns // 1000) - 1, int(end_ns // 1000) + 1, type=event_type):
             ns = (s.timestamp_s * 1e9).astype(np.int64)
             keep = (ns >= start_ns) & (ns <= end_ns)

@@ -184,7 +184,7 @@ class Hook(BaseHook):
         if self.profiling is not None:
             self.profiling.step_start(self.mode, self.mode_steps[self.mode])
 
-    def drive_steps_by_trainer(self, modes) -> None:
+    def drive_steps_by_trainer(self, modes: Any) -> None:
         """For trainer integrations (smdebug.integrations): in ``modes``, a forward call of the
         model starts no step (:meth:`begin_trainer_step` does) and gradients are saved when
         :meth:`save_gradients` is called (before the optimizer step: the accumulated gradient)."""
@@ -231,7 +231,7 @@ class Hook(BaseHook):
             if self.writes:
                 self._sharded.flush(self.store, self.worker)
 
-    def _unsharded(self, named_values):
+    def _unsharded(self, named_values: Any) -> Any:
         """``(name, value)`` with each DTensor replaced by what is saved of it (sharded.py); in
         gather mode, the all-gather runs on every rank for the names saved at this step, only."""
         for name, value in named_values:

@@ -155,8 +155,8 @@ def read_full(trial, tensor_name: str, step: int, mode=None) -> np.ndarray:
             out = np.zeros(shape, dtype=part.dtype)
         out[tuple(slice(o, o + n) for o, n in zip(info["offset"], info["local_shape"]))] = part
         covered += part.size
-    if covered != out.size:
+    if out is None or covered != out.size:
         raise SMDebugValueError(f"the shards of {tensor_name} at step {step} in {trial.path} cover {covered} of its "
-                                f"{out.size} elements (workers {[w for w, _ in pieces]}): save every rank "
+                                f"{0 if out is None else out.size} elements (workers {[w for w, _ in pieces]}): save every rank "
                                 f"(include_workers='all')")
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from smdebug.analysis.utils import no_refresh
 from smdebug.exceptions import RuleEvaluationConditionMet
@@ -37,7 +37,7 @@ class Rule(ABC):
         self.rule_name = self.__class__.__name__
         self.action_str = action_str
         self._actions = Actions(action_str, rule_name=self.rule_name)
-        self.report = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
+        self.report: dict[str, Any] = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
 
     @property
     def actions(self) -> Actions:

@@ -132,8 +132,8 @@ class TFDetailedProfiling:
         self.node_id = node_id
         self.range = config_range
         self.on_file = on_file  # called with each file written (the profiler uploads it)
-        self._log_dir = None
-        self._start_us = None
+        self._log_dir: str | None = None
+        self._start_us: int | None = None
         self._refused = False  # TensorFlow's profiler was taken by someone else: not tried again
         self.folders: list[str] = []
 

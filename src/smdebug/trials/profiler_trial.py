@@ -20,7 +20,7 @@ import logging
 import os
 import time
 
-from smdebug.exceptions import NoMoreProfilerData
+from smdebug.exceptions import NoMoreProfilerData, SMDebugValueError
 from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader
 from smdebug.profiler.reading.trial import ProfilerTrial as _ColumnarTrial
 from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader
@@ -58,6 +58,8 @@ class ProfilerTrial(_ColumnarTrial):
 
     def ensure_output_dir(self) -> str:
         """Create ``output_dir`` and its ``.sagemaker-ignore`` folder (where rules write)."""
+        if not self.output_dir or self.temp_dir is None:
+            raise SMDebugValueError("this profiler trial has no output_dir: pass create_trial(..., output_dir=...)")
         os.makedirs(self.temp_dir, exist_ok=True)
         return self.output_dir
 

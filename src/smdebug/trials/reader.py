@@ -146,7 +146,8 @@ class RecordReader:
                 if crc is not None and off + length <= len(buf):  # (a short buffer: the decoder says truncated)
                     body = memoryview(buf)[off + HEADER_BYTES : off + length - 4]
                     if crc32c(body) != crc:
-                        check_payload(body, RecordCheck(f.step, p.tensor, crc, Where(store, f.key)), where, start)
+                        check_payload(body, RecordCheck(f.step, p.tensor, crc, Where(store, f.key)),  # type: ignore[arg-type]
+                                      where, start)
                 out[i] = decode(buf, off, length, (f.layout, p.pos), where, start)
         return out
 

@@ -64,7 +64,7 @@ def _check_range(range_steps: Any) -> tuple[int | None, int | None] | None:
     return (lo, hi)
 
 
-def _poll_interval(value) -> float:
+def _poll_interval(value: Any) -> float:
     """Seconds between two looks at a live trial: ``poll_interval``, else $SMDEBUG_POLL_INTERVAL, else 1."""
     where, value = ("poll_interval", value) if value is not None else (POLL_INTERVAL_KEY, os.getenv(POLL_INTERVAL_KEY, "1"))
     try:

@@ -110,7 +110,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
         self._world: int | None = None  # the collective's size while training ran
         self._profiler = profiler_for_hook(getattr(self, "_profiler_config", None), self.out_dir, "xgboost")
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         """Pickled for a Dask worker: the copy trains there; this hook, left in the client, trains nowhere."""
         self._shipped = True
         state = self.__dict__.copy()

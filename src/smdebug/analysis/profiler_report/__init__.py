@@ -65,7 +65,7 @@ def _phase_section(phases: dict | None, mode: str | None) -> str:
     note = ("<p class='meta'>An event counts in the step in which it starts (clipped to the step's end); "
             "'other' is the step time no recorded phase covers.</p>")
     return section("phases", f"Time per {mode} step by phase",
-                   img(charts.phases_chart(phases, mode), "phases per step") + note
+                   img(charts.phases_chart(phases, str(mode)), "phases per step") + note
                    + table(["phase", "total", "share of step time"], rows, tid="phase-totals"))
 
 

@@ -56,7 +56,9 @@ class JobSummary:
 
     @property
     def training_loop_s(self) -> float | None:
-        return None if self.first_step_us is None else (self.last_step_us - self.first_step_us) / 1e6
+        if self.first_step_us is None or self.last_step_us is None:
+            return None
+        return (self.last_step_us - self.first_step_us) / 1e6
 
     @property
     def finalization_s(self) -> float | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from smdebug.exceptions import NoMoreProfilerData, RuleEvaluationConditionMet
 from smdebug.profiler.reading.frames import FrameworkEvents
@@ -94,6 +94,8 @@ class ProfilerRule(BuiltinRule, register=False):
     ``ProfilerConfig(local_path=...)`` is its own out_dir sees it there; with the default
     ``<out_dir>/profiler`` pass ``stop_out_dir=<out_dir>``).
     """
+
+    base_trial: Any  # a ProfilerTrial (smdebug.profiler.reading), not a tensor Trial
 
     profiler_rule: ClassVar[bool] = True
     reads_framework: ClassVar[bool] = False
