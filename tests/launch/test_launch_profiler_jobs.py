@@ -179,3 +179,16 @@ def test_a_killed_job_ends_every_profiler_rule_job_and_a_rule_that_judged_nothin
                                            f"{Path(result.run_dir, 'profiler-output')}: no GPU data")
     root = Path(result.run_dir, "profiler-output")
     assert (root / "system" / "training_job_end.ts").exists() and (root / "framework" / "training_job_end.ts").exists()
+
+
+def test_the_zero_code_change_guide_blocks_run(capsys):
+    import re
+
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guide" / "zero-code-change.md"
+    blocks = re.findall(r"```python\n(.*?)```", guide.read_text(), re.S)
+    assert len(blocks) >= 2
+    for code in blocks:
+        exec(compile(code, str(guide), "exec"), {"__name__": "__guide__"})
+    out = capsys.readouterr().out
+    assert "['ProfilerReport', 'StepOutlier'] True" in out
+    assert "CPUBottleneck has no parameter 'treshold'" in out
