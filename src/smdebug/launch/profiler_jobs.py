@@ -33,7 +33,8 @@ __all__ = ["profiler_rule_classes", "resolve_profiler_rule", "profiler_rule_from
 
 logger = logging.getLogger("smdebug")
 
-PROFILER_POLL = 0.1  # seconds between looks at a local profiler folder while the job runs
+PROFILER_POLL = 0.25  # seconds between looks at a local profiler folder while the job runs (each look may
+# parse the growing system-metrics file of the minute again: not every 20 ms)
 _OPT_OUT = "opt_out_telemetry"  # smdebug-rulesconfig 1.0.2's ProfilerReport parameter (nothing is sent here)
 
 
