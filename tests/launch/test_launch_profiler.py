@@ -1,6 +1,7 @@
 """Profiling under smdebug run: --profile, --profile-interval-ms, --profiler-config FILE|JSON and a
 CreateTrainingJob's ProfilerConfig become the job's profilerconfig.json, which the hooks read;
-ProfilerRuleConfigurations are parsed and checked against the registry."""
+ProfilerRuleConfigurations are parsed and checked against the registry (they run as jobs:
+test_launch_profiler_jobs.py)."""
 
 from __future__ import annotations
 
@@ -63,18 +64,14 @@ def test_profiler_rule_configurations_are_parsed_and_checked(tmp_path):
               "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest",
               "RuleParameters": {"rule_to_invoke": "ProfilerReport", "CPUBottleneck_cpu_threshold": "90"}}
     job = {"ProfilerConfig": {"ProfilingIntervalInMilliseconds": 500}, "ProfilerRuleConfigurations": [report]}
-    from smdebug.rules.builtin import rule_classes
-
-    if not any(getattr(c, "profiler_rule", False) for c in rule_classes().values()):
-        with pytest.raises(LaunchConfigError, match="profiler rule ProfilerReport is not available"):
-            _spec(tmp_path, job=job)
-    else:
-        with pytest.raises(LaunchConfigError, match="does not run profiler rules as jobs yet"):
-            _spec(tmp_path, job=job)
+    spec = _spec(tmp_path, job=job)
+    assert [r.to_request_dict() for r in spec.profiler_rules] == [report]
+    assert spec.request_dict()["ProfilerRuleConfigurations"] == [report] and not spec.profiling_auto
     with pytest.raises(LaunchConfigError, match="RuleConfigurationName"):
         _spec(tmp_path, job={**job, "ProfilerRuleConfigurations": [{**report, "RuleConfigurationName": "a b"}]})
-    with pytest.raises(LaunchConfigError, match="ProfilerRuleConfigurations need profiling"):
-        _spec(tmp_path, job={"ProfilerRuleConfigurations": [report]})
+    # without a ProfilerConfig, the profiler rules switch profiling on (smdebug run says so)
+    auto = _spec(tmp_path, job={"ProfilerRuleConfigurations": [report]})
+    assert auto.profiling_auto and auto.profiler["ProfilingIntervalInMilliseconds"] == 500
 
 
 def test_profile_records_system_and_framework_metrics(tmp_path):

@@ -19,13 +19,16 @@ def add(sub) -> None:
     p.add_argument("--name", help="the job's name (default smdebug-run-<time>-<hex>)")
     p.add_argument("--config", metavar="JSON", help="a debughookconfig.json (SageMaker's in-container hook file)")
     p.add_argument("--job", metavar="JSON", help="a CreateTrainingJob request: DebugHookConfig, "
-                                                 "DebugRuleConfigurations, TensorBoardOutputConfig")
+                                                 "DebugRuleConfigurations, TensorBoardOutputConfig, ProfilerConfig, "
+                                                 "ProfilerRuleConfigurations")
     p.add_argument("--collection", action="append", default=[], metavar="NAME[:K=V...]",
                    help="a collection to save, e.g. weights:save_interval=10 (repeatable)")
     p.add_argument("--hook-param", action="append", default=[], metavar="K=V",
                    help="a HookParameters entry, e.g. save_interval=100 (repeatable)")
     p.add_argument("--rule", action="append", default=[], metavar="RULE[:K=V...]",
-                   help="a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.* (repeatable)")
+                   help="a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.*, or a profiler "
+                        "rule by class name, e.g. ProfilerReport or step_outlier:n_outliers=0 (switches profiling "
+                        "on) (repeatable)")
     p.add_argument("--rule-file", action="append", default=[], metavar="FILE.py:CLASS[:K=V...]",
                    help="a rule of your own (a path, file:// or s3://), e.g. my_rules.py:MyRule:threshold=20")
     p.add_argument("--action", action="append", default=[], metavar="ACTION",

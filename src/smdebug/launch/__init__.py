@@ -35,7 +35,9 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     """Run ``command`` (a list, or a string split on whitespace) with hooks attached and ``rules`` beside it.
 
     ``rules``: ``rule_configs.<fn>()`` dicts, DebugRuleConfiguration dicts, SageMaker SDK ``Rule``
-    objects (duck-typed) or flag strings (``"exploding_tensor:tensor_regex=.*"``).
+    objects (duck-typed) or flag strings (``"exploding_tensor:tensor_regex=.*"``); profiler rules too
+    (``"ProfilerReport"``, smdebug-rulesconfig profiler rule objects, SDK ``ProfilerRule`` objects:
+    see :mod:`~smdebug.launch.profiler_jobs`), which switch profiling on when nothing else does.
     ``debugger_hook_config``: a DebugHookConfig dict or SDK ``DebuggerHookConfig``;
     ``collection_configs``: ``CollectionConfig`` objects, dicts or ``"weights:save_interval=10"``;
     ``job``: a CreateTrainingJob request (dict or JSON path); ``actions``: ``"stop"``, ``"log"``, ...

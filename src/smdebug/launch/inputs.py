@@ -64,13 +64,21 @@ def _split_head(text: str, where: str) -> tuple[str, list[str]]:
 
 def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list]:
     """``exploding_tensor:tensor_regex=.*`` -> (DebugRuleConfiguration, the rule's collections), as
-    ``Rule.sagemaker(rule_configs.exploding_tensor(), rule_parameters={"tensor_regex": ".*"})`` gives."""
+    ``Rule.sagemaker(rule_configs.exploding_tensor(), rule_parameters={"tensor_regex": ".*"})`` gives.
+    A profiler rule (``ProfilerReport``, ``step_outlier:n_outliers=0``) gives (its
+    ProfilerRuleConfiguration, None): see :mod:`smdebug.launch.profiler_jobs`."""
+    from smdebug.launch.profiler_jobs import profiler_rule_classes, profiler_rule_from_flag, resolve_profiler_rule
+
     where = f"{where} {text}"
     head, rest = _split_head(text, where)
     fn = resolve_rule_name(head)
     if fn is None:
-        raise LaunchConfigError(f"{where}: {head!r} is no built-in rule (one of {', '.join(RULE_CONFIGS)}; "
-                                "a rule of your own goes in --rule-file FILE.py:CLASS)")
+        prof = resolve_profiler_rule(head)
+        if prof is not None:
+            return profiler_rule_from_flag(prof, parse_params(rest, where), where), None
+        raise LaunchConfigError(f"{where}: {head!r} is no built-in rule (debugger rules: {', '.join(RULE_CONFIGS)}; "
+                                f"profiler rules: {', '.join(profiler_rule_classes())}; a rule of your own goes "
+                                "in --rule-file FILE.py:CLASS)")
     return _from_rule_configs(rule_config(fn), parse_params(rest, where), where)
 
 
@@ -131,10 +139,24 @@ def _request_dict(obj, where: str):
 
 
 def add_rule(builder: SpecBuilder, obj, where: str) -> None:
-    """Any rule form: a flag string, a rule_configs dict, a DebugRuleConfiguration dict, an SDK Rule."""
+    """Any rule form: a flag string, a rule_configs dict, a DebugRuleConfiguration dict, an SDK Rule;
+    or a profiler rule: an SDK ProfilerRule, a smdebug-rulesconfig profiler rule (object or
+    ``{"rule_name", "rule_parameters"}`` dict), a configuration dict whose ``rule_to_invoke`` is a
+    profiler rule."""
+    from smdebug.launch.profiler_jobs import is_profiler_rule_object, profiler_rule_classes, profiler_rule_dict
+
     if isinstance(obj, str):
         rule, colls = rule_from_flag(obj, where)
-        builder.add_rule(rule, where, colls)
+        if colls is None:
+            builder.add_profiler_rule(rule, f"{where} {obj}")
+        else:
+            builder.add_rule(rule, where, colls)
+    elif is_profiler_rule_object(obj):
+        builder.add_profiler_rule(profiler_rule_dict(obj, where), where)
+    elif (isinstance(obj, dict) and isinstance(obj.get("RuleParameters"), dict)
+          and "source_s3_uri" not in obj["RuleParameters"]
+          and str(obj["RuleParameters"].get("rule_to_invoke", "")).strip() in profiler_rule_classes()):
+        builder.add_profiler_rule(obj, where)
     elif isinstance(obj, dict) and "DebugRuleConfiguration" in obj:
         extra = set(obj) - {"DebugRuleConfiguration", "CollectionConfigurations"}
         if extra:
@@ -234,13 +256,13 @@ def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, confi
     _add_profiling(spec, b, profile, profiler_config, profile_interval_ms,
                    default_profiler_dir or os.path.join(os.path.dirname(default_out_dir or spec.out_dir),
                                                         "profiler-output"))
-    if actions and not spec.rules:
+    if actions and not spec.rules and not spec.profiler_rules:
         raise LaunchConfigError("--action needs a rule to act when it fires (--rule or --rule-file)")
     return spec
 
 
 def _add_profiling(spec, builder: SpecBuilder, profile, config, interval_ms, default_dir: str) -> None:
-    from smdebug.launch.profiling import check_profiler_rules, profiler_document, read_profiler_config
+    from smdebug.launch.profiling import profiler_document, read_profiler_config
 
     doc, where = None, "--profile"
     if config is not None and builder.profiler_config is not None:
@@ -258,10 +280,10 @@ def _add_profiling(spec, builder: SpecBuilder, profile, config, interval_ms, def
         except (TypeError, ValueError):
             raise LaunchConfigError(f"--profile-interval-ms {interval_ms!r} is not a whole number") from None
     if doc is None and not profile and interval_ms is None:
-        if builder.profiler_rules is not None:
-            raise LaunchConfigError(f"{builder.profiler_rules[1]}: ProfilerRuleConfigurations need profiling: "
-                                    "give a ProfilerConfig or --profile")
-        return
+        if not spec.profiler_rules:
+            return
+        spec.profiling_auto = True  # the profiler rules need profiling: on, with the defaults
     spec.profiler = profiler_document(doc, where, default_local_path=default_dir, interval_ms=interval_ms)
-    if builder.profiler_rules is not None:
-        spec.profiler_rules = check_profiler_rules(*builder.profiler_rules)
+    if spec.profiler_rules and str(spec.profiler.get("DisableProfiler", "")).strip().lower() in ("true", "1"):
+        names = ", ".join(r.name for r in spec.profiler_rules)
+        raise LaunchConfigError(f"{where}: DisableProfiler is true, but the profiler rules {names} need profiling")

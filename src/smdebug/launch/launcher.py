@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from smdebug.launch.nodes import StopFollower, resolve_node_rank
+from smdebug.launch.profiler_jobs import PROFILER_POLL, ProfilerRuleJob, write_end_markers
 from smdebug.launch.profiling import PROFILER_CONFIG_ENV
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
@@ -51,10 +52,13 @@ class LaunchResult:
     out_dir: str
     rules: list = field(default_factory=list)  # DebugRuleEvaluationStatus dicts
     stop_step: int | None = None
+    profiler_rules: list = field(default_factory=list)  # ProfilerRuleEvaluationStatus dicts
 
     @property
     def issues(self) -> list[str]:
-        return [r["RuleConfigurationName"] for r in self.rules if r["RuleEvaluationStatus"] == "IssuesFound"]
+        """The rules (debugger and profiler) that found issues."""
+        return [r["RuleConfigurationName"] for r in [*self.rules, *self.profiler_rules]
+                if r["RuleEvaluationStatus"] == "IssuesFound"]
 
 
 def _remote(path: str) -> bool:
@@ -79,6 +83,8 @@ class Launcher:
         self.node_rank = resolve_node_rank(node_rank)
         self._check_out_dir()
         os.makedirs(os.path.join(self.run_dir, "config"), exist_ok=True)
+        if self.profiler_dir is not None and not _remote(self.profiler_dir):
+            os.makedirs(self.profiler_dir, exist_ok=True)  # the profiler rule jobs open it before the job writes
         self.board = StatusBoard(self.run_dir, spec, self.command, self.node_rank)
         # rules run once, on the node of rank 0; the others follow the trial's stop request
         self.follower = None if self.node_rank == 0 else StopFollower(spec.out_dir, self._follow_stop, self.poll)
@@ -86,12 +92,29 @@ class Launcher:
             RuleJob(r, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name), spec.name,
                     on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll)
             for r in spec.rules]
+        self.profiler_jobs = [] if self.node_rank else [
+            ProfilerRuleJob(r, self.profiler_dir, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name),
+                            spec.name, on_change=self._rule_changed, on_stop=self._stop_requested,
+                            poll=max(self.poll, PROFILER_POLL))
+            for r in spec.profiler_rules]
         self.board.jobs = self.jobs
+        self.board.profiler_jobs = self.profiler_jobs
         self._proc: subprocess.Popen | None = None
         self._stop = threading.Event()
         self._stop_step: int | None = None
         self._interrupted = False
         self._lock = threading.Lock()
+
+    @property
+    def profiler_dir(self) -> str | None:
+        """The profiler's output folder (ProfilingParameters.LocalPath), None without profiling."""
+        if not self.spec.profiler:
+            return None
+        return self.spec.profiler["ProfilingParameters"]["LocalPath"]
+
+    @property
+    def all_jobs(self) -> list:
+        return [*self.jobs, *self.profiler_jobs]
 
     def _check_out_dir(self) -> None:
         from smdebug.core.locations import END_OF_JOB
@@ -149,20 +172,20 @@ class Launcher:
             self._echo(f"rule {job.name}: {job.status}: {first}")
 
     def _stop_requested(self, job, step: int) -> None:
-        self._request_stop(job.name, step)
+        self._request_stop(job.name, step, job.where_fired(step))
 
     def _follow_stop(self, req) -> None:
         """Another node's rule asked training to stop (node rank > 0)."""
         self._request_stop(req.rule, req.step)
 
-    def _request_stop(self, rule: str, step: int) -> None:
+    def _request_stop(self, rule: str, step: int, where: str | None = None) -> None:
         with self._lock:
             if self._stop.is_set():
                 return
             self._stop_step = step
             self._stop.set()
-        self._echo(f"rule {rule} found an issue at step {step}: StopTraining (SIGTERM in {self.stop_grace:g} s "
-                   "if the job has not stopped)")
+        self._echo(f"rule {rule} found an issue at {where or f'step {step}'}: StopTraining (SIGTERM in "
+                   f"{self.stop_grace:g} s if the job has not stopped)")
         self.board.update(job_status="Stopping", secondary="Stopping", StopRequest={"Rule": rule, "Step": step})
         threading.Thread(target=self._escalate, name="smdebug-stop", daemon=True).start()
 
@@ -187,13 +210,17 @@ class Launcher:
     # ---------------------------------------------------------------- the run
     def run(self) -> LaunchResult:
         config = self.write_config()
+        if self.spec.profiling_auto:
+            self._echo(f"profiling switched on for the profiler rules "
+                       f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "
+                       f"{self.spec.profiler['ProfilingIntervalInMilliseconds']} ms into {self.profiler_dir}")
         self.board.update(secondary="Starting")
         try:
             self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)
         except OSError as exc:
             raise LaunchConfigError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
         self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
-        for job in self.jobs:
+        for job in self.all_jobs:
             job.start()
         if self.follower is not None:
             self.follower.start()
@@ -207,7 +234,7 @@ class Launcher:
         self._reap_group()
         ended = time.time()
         if self._interrupted:  # before the end is marked: a rule job ending now ends Stopped
-            for job in self.jobs:
+            for job in self.all_jobs:
                 job.stop()
         if self.node_rank == 0:  # the other nodes' ends are not the job's end
             self._mark_end_of_training()
@@ -217,7 +244,8 @@ class Launcher:
         self.board.update(job_status=status, secondary=status, ExitCode=exit_code,
                           TrainingEndTime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended)))
         result = LaunchResult(exit_code=exit_code, status=status, run_dir=self.run_dir, out_dir=self.spec.out_dir,
-                              rules=[j.describe() for j in self.jobs], stop_step=self._stop_step)
+                              rules=[j.describe() for j in self.jobs], stop_step=self._stop_step,
+                              profiler_rules=[j.describe() for j in self.profiler_jobs])
         self._summary(result)
         return result
 
@@ -228,7 +256,7 @@ class Launcher:
 
         def handler(signum, _frame):
             self._interrupted = True
-            for job in self.jobs:  # now: the job's hook may mark the end of training as it exits
+            for job in self.all_jobs:  # now: the job's hook may mark the end of training as it exits
                 job.stop()
             self._signal_group(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
 
@@ -261,16 +289,18 @@ class Launcher:
                 store.write(END_OF_JOB, b"")
         except Exception as exc:
             logger.error("smdebug: could not mark the end of training in %s: %s", self.spec.out_dir, exc)
+        if self.profiler_dir is not None:
+            write_end_markers(self.profiler_dir)
 
     def _join_rules(self) -> None:
         deadline = time.monotonic() + self.rule_timeout
-        for job in self.jobs:
+        for job in self.all_jobs:
             if not job.join(max(deadline - time.monotonic(), 0.0)):
                 job.fail(f"ClientError: the rule job did not finish within {self.rule_timeout:g} s after "
                          "training ended")
 
     def _summary(self, result: LaunchResult) -> None:
-        for r in result.rules:
+        for r in [*result.rules, *result.profiler_rules]:
             self._echo(f"{r['RuleConfigurationName']}: {r['RuleEvaluationStatus']}")
         if result.issues:
             self._echo(f"rules that found issues: {', '.join(result.issues)}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 
-from smdebug.launch.spec import MAX_MAP, MAX_RULES, LaunchConfigError, RuleSpec, rule_spec, string_map
+from smdebug.launch.spec import MAX_MAP, MAX_RULES, LaunchConfigError, RuleSpec, string_map
 
 __all__ = ["PROFILER_CONFIG_ENV", "profiler_document", "read_profiler_config", "profiler_rule_spec"]
 
@@ -76,24 +76,11 @@ def profiler_document(doc: dict | None, where: str, *, default_local_path: str, 
 
 
 def profiler_rule_spec(value, where: str) -> RuleSpec:
-    """A ProfilerRuleConfiguration, checked: its rule must be one of smdebug's profiler rules."""
-    spec = rule_spec(value, where)
-    if spec.source is not None:
-        raise LaunchConfigError(f"{where}: profiler rule {spec.name}: custom profiler rules (source_s3_uri) are "
-                                "not run by smdebug run")
-    from smdebug.exceptions import RuleConfigurationError
-    from smdebug.rules.builtin import get_rule_class
+    """A ProfilerRuleConfiguration, checked: its rule must be one of smdebug's profiler rules, with
+    parameters the rule accepts (:func:`smdebug.launch.profiler_jobs.check_profiler_rule`)."""
+    from smdebug.launch.profiler_jobs import profiler_rule_spec as checked
 
-    name = spec.rule_to_invoke.strip()
-    try:
-        cls = get_rule_class(name)
-    except RuleConfigurationError:
-        cls = None
-    if cls is None or not getattr(cls, "profiler_rule", False):
-        raise LaunchConfigError(f"{where}: profiler rule {name} is not available in this smdebug (no profiler "
-                                "rule of that name is registered)")
-    raise LaunchConfigError(f"{where}: profiler rule {name} is registered, but smdebug run does not run "
-                            "profiler rules as jobs yet: run it after training with smdebug's profiler rules")
+    return checked(value, where)
 
 
 def check_profiler_rules(rules, where: str) -> list:

@@ -113,6 +113,8 @@ def check_rule(spec: RuleSpec):
 class RuleJob:
     """One rule on the trial at ``out_dir``, in a thread; ``on_change(job)`` hears every status change."""
 
+    kind = "debugger"  # or "profiler" (smdebug.launch.profiler_jobs)
+
     def __init__(self, spec: RuleSpec, out_dir: str, output_dir: str, run_name: str, *, on_change=None,
                  on_stop=None, poll: float = 0.02, wait_s: float = 1e9):
         self.spec = spec
@@ -129,9 +131,20 @@ class RuleJob:
         self._on_stop = on_stop
         self._poll = poll
         self._wait_s = wait_s
-        self._cls = check_rule(spec)
+        self._cls = self._check()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=f"smdebug-rule-{spec.name}", daemon=True)
+
+    def _check(self):
+        return check_rule(self.spec)
+
+    def where_fired(self, step: int) -> str:
+        """Where the rule fired, for messages: a step here, a time window for a profiler rule."""
+        return f"step {step}"
+
+    def report_extra(self, rule) -> dict:
+        """Members this kind of job adds to its report.json."""
+        return {}
 
     def start(self) -> None:
         self._set("InProgress", "")
@@ -223,6 +236,8 @@ class RuleJob:
                   "StatusDetails": details[:STATUS_DETAILS_MAX]}
         if rule is not None and isinstance(getattr(rule, "report", None), dict):
             report["Report"] = {k: v for k, v in rule.report.items() if k != "RuleParameters"}
+        if rule is not None:
+            report.update(self.report_extra(rule))
         try:
             os.makedirs(self.output_dir, exist_ok=True)
             with open(os.path.join(self.output_dir, "report.json"), "w") as f:

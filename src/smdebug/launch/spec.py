@@ -148,7 +148,8 @@ class JobSpec:
     rules: list = field(default_factory=list)
     tensorboard: dict | None = None
     profiler: dict | None = None  # the job's profilerconfig.json (smdebug.launch.profiling)
-    profiler_rules: list = field(default_factory=list)
+    profiler_rules: list = field(default_factory=list)  # RuleSpecs of ProfilerRuleConfigurations
+    profiling_auto: bool = False  # profiling was switched on because a profiler rule needs it
 
     def hook_config(self) -> dict:
         hp = dict(self.hook_parameters)
@@ -190,7 +191,7 @@ class SpecBuilder:
         self.tensorboard: dict | None = None
         self.name: str | None = None
         self.profiler_config = None  # (document, where) of a request's ProfilerConfig
-        self.profiler_rules = None  # (list, where) of a request's ProfilerRuleConfigurations
+        self.profiler_rules: list[RuleSpec] = []  # ProfilerRuleConfigurations, checked
 
     def add_hook_config(self, doc, where: str) -> None:
         """A DebugHookConfig or a debughookconfig.json document."""
@@ -284,14 +285,25 @@ class SpecBuilder:
             self.add_tensorboard(doc["TensorBoardOutputConfig"], f"TensorBoardOutputConfig of {where}")
         if doc.get("ProfilerConfig") is not None:
             self.profiler_config = (doc["ProfilerConfig"], f"ProfilerConfig of {where}")
-        if doc.get("ProfilerRuleConfigurations"):
-            self.profiler_rules = (doc["ProfilerRuleConfigurations"], where)
+        if doc.get("ProfilerRuleConfigurations") is not None:
+            from smdebug.launch.profiling import check_profiler_rules
+
+            self.profiler_rules.extend(check_profiler_rules(doc["ProfilerRuleConfigurations"], where))
+
+    def add_profiler_rule(self, value, where: str) -> RuleSpec:
+        """A ProfilerRuleConfiguration dict (checked against the profiler rules)."""
+        from smdebug.launch.profiling import profiler_rule_spec
+
+        spec = profiler_rule_spec(value, where)
+        self.profiler_rules.append(spec)
+        return spec
 
     def add_action(self, action_json: dict, where: str) -> None:
-        """Add an action (``{"name": "StopTraining"}``) to every rule's action_json, once."""
+        """Add an action (``{"name": "StopTraining"}``) to every rule's action_json (profiler rules'
+        too), once."""
         from smdebug.rules.actions import parse_actions
 
-        for r in self.rules:
+        for r in [*self.rules, *self.profiler_rules]:
             current = r.parameters.get("action_json", "")
             specs = parse_actions(current, r.name)
             kind = action_json["name"].lower()
@@ -307,8 +319,10 @@ class SpecBuilder:
         LocalPath, else ``<S3OutputPath>/<job>/debug-output``, else ``default_out_dir``."""
         if len(self.rules) > MAX_RULES:
             raise LaunchConfigError(f"{len(self.rules)} rules; SageMaker allows at most {MAX_RULES}")
+        if len(self.profiler_rules) > MAX_RULES:
+            raise LaunchConfigError(f"{len(self.profiler_rules)} profiler rules; SageMaker allows at most {MAX_RULES}")
         seen: dict[str, str] = {}
-        for r in self.rules:
+        for r in [*self.rules, *self.profiler_rules]:  # one rule-output/<name>/ each
             if r.name in seen:
                 raise LaunchConfigError(f"two rules are named {r.name} ({seen[r.name]} and {r.where}): "
                                         "RuleConfigurationName must be unique")
@@ -330,4 +344,5 @@ class SpecBuilder:
             raise LaunchConfigError("no output folder: give --out-dir (or LocalPath / S3OutputPath)")
         return JobSpec(name=job, out_dir=out_dir, s3_output_path=self.s3_output_path,
                        hook_parameters=dict(self.hook_parameters), collections=list(self.collections),
-                       rules=list(self.rules), tensorboard=self.tensorboard)
+                       rules=list(self.rules), tensorboard=self.tensorboard,
+                       profiler_rules=list(self.profiler_rules))

@@ -30,6 +30,7 @@ class StatusBoard:
         self.job_status = "InProgress"
         self.secondary = "Starting"
         self.jobs: list = []
+        self.profiler_jobs: list = []
         self.extra: dict = {}
 
     def describe(self) -> dict:
@@ -46,6 +47,12 @@ class StatusBoard:
         }
         if self.spec.tensorboard:
             doc["TensorBoardOutputConfig"] = dict(self.spec.tensorboard)
+        if self.spec.profiler:
+            doc["ProfilerConfig"] = dict(self.spec.profiler)
+            doc["ProfilerRuleConfigurations"] = [r.to_request_dict() for r in self.spec.profiler_rules]
+            doc["ProfilerRuleEvaluationStatuses"] = [j.describe() for j in self.profiler_jobs]
+            doc["ProfilingStatus"] = "Disabled" if str(self.spec.profiler.get("DisableProfiler", "")).lower() in (
+                "true", "1") else "Enabled"
         doc.update(self.extra)
         return doc
 
@@ -63,6 +70,7 @@ class StatusBoard:
             os.replace(tmp, self.path)
             event = {"time": doc["LastModifiedTime"], "detail-type": "SageMaker Training Job State Change",
                      "detail": {k: doc[k] for k in ("TrainingJobName", "TrainingJobStatus", "SecondaryStatus",
-                                                    "DebugRuleEvaluationStatuses")}}
+                                                    "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses",
+                                                    "ProfilingStatus") if k in doc}}
             with open(self.events_path, "a") as f:
                 f.write(json.dumps(event) + "\n")

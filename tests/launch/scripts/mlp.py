@@ -1,7 +1,8 @@
 """An unmodified PyTorch training script (an MLP, F.cross_entropy), for the launcher's tests.
 
 --explicit: the same script hooked by hand from the job's hook JSON (the reference for names).
---nan-at K: the input of step K holds a NaN. --step-time S: each step lasts at least S seconds.
+--nan-at K: the input of step K holds a NaN. --step-time S: each step lasts at least S seconds
+(--stall-at K --stall S: step K lasts S seconds more).
 --compile: the model is torch.compile'd. --amp: CPU autocast (bfloat16) and torch.amp.GradScaler
 (the explicit hook records the unscaled loss). Prints the last step it ran as "last step N".
 """
@@ -40,6 +41,8 @@ def main():
     p.add_argument("--ignore-stop", action="store_true", help="catch TrainingStopRequested and go on")
     p.add_argument("--ignore-sigterm", action="store_true")
     p.add_argument("--amp", action="store_true", help="autocast to bfloat16 with a GradScaler")
+    p.add_argument("--stall-at", type=int, default=-1, help="this step lasts --stall seconds more")
+    p.add_argument("--stall", type=float, default=0.0)
     p.add_argument("--timeline", help="append 'STEP TIME' (time.time() at each step's start) to this file")
     args = p.parse_args()
     torch.manual_seed(0)
@@ -100,7 +103,7 @@ def main():
         print(f"last step {step}", flush=True)
         if step == args.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
-        rest = args.step_time - (time.monotonic() - t0)
+        rest = args.step_time - (time.monotonic() - t0) + (args.stall if step == args.stall_at else 0.0)
         if rest > 0:
             time.sleep(rest)  # the step's duration, not synchronisation
 

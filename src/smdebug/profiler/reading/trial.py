@@ -269,6 +269,18 @@ class ProfilerTrial:
         found = [t for t in (self._latest_system_us(), self._latest_framework_us()) if t is not None]
         return min(found) if found else None
 
+    def get_end_timestamp(self) -> int | None:
+        """The time (µs) of the newest data of any node and stream (the largest, where
+        :meth:`get_latest_timestamp` gives the smallest): once the job has finished, everything up to
+        it is there. None without data."""
+        newest: dict[str, _File] = {}
+        for f in self._system.values():
+            if f.node_id not in newest or f.time_us > newest[f.node_id].time_us:
+                newest[f.node_id] = f
+        ends = [int(c.last_s * 1e6) for f in newest.values() if (c := self._load(f, framework=False)).last_s is not None]
+        ends += [f.time_us for f in self._framework.values()]
+        return max(ends) if ends else None
+
     def job_finished(self) -> bool:
         """True when the job's end marker exists (``system/`` or ``framework/training_job_end.ts``)."""
         return any(self._store.exists(f"{stream}/{END_MARKER}") for stream in ("system", "framework"))

@@ -167,6 +167,15 @@ class ProfilerRule(BuiltinRule, register=False):
         self.report["Verdict"] = self.verdict()
         return met
 
+    def _first_start(self, start: int) -> int:
+        """The first window starts at the trial's first data as known when the window is judged: a
+        stream whose files appear later (a framework timeline closed after the first system samples)
+        may hold earlier events, which a start fixed at the first look would leave out."""
+        if self.windows_judged:
+            return start
+        first = self.base_trial.first_timestamp
+        return min(start, int(first)) if first is not None else start
+
     def next_window(self) -> tuple:
         """``(start_us, end_us)`` of the next window, once the trial holds it (or the job ended)."""
         trial = self.base_trial
@@ -186,13 +195,16 @@ class ProfilerRule(BuiltinRule, register=False):
         while True:
             latest = trial.get_latest_timestamp()
             if latest is not None and latest >= end:
-                return start, end
+                return self._first_start(start), end
             if trial.job_finished():
                 trial.refresh()  # what was written before the end marker
-                latest = trial.get_latest_timestamp()
+                # all of it: the streams end at different times (system samples every interval_ms
+                # may stop before the last framework events), and no stream grows any more
+                end_of = getattr(trial, "get_end_timestamp", trial.get_latest_timestamp)
+                latest = end_of()
                 if latest is None or latest < start:
                     raise NoMoreProfilerData(start)
-                return start, min(end, int(latest) + 1)
+                return self._first_start(start), min(end, int(latest) + 1)
             self.sleep(self.poll_s)
             trial.refresh()
 

@@ -1,0 +1,248 @@
+"""Profiler rules as rule jobs beside the training: naming, checking, and the job itself.
+
+A profiler rule is asked for as SageMaker users ask for one: a CreateTrainingJob's
+``ProfilerRuleConfigurations``, smdebug-rulesconfig's ``profiler_rules`` objects
+(``rule_configs.ProfilerReport(CPUBottleneck_threshold=90)``: ``.rule_name`` and ``.rule_parameters``,
+or the same as a dict), the SDK's ``ProfilerRule.sagemaker(...)`` (``to_profiler_rule_config_dict()``),
+or ``--rule NAME[:K=V...]`` where NAME is the rule's class name (``ProfilerReport``, ``StepOutlier``)
+or its snake_case spelling (``profiler_report``, ``step_outlier``, ``cpu_bottleneck``): ``--rule``
+looks NAME up among the debugger rules first, then among the profiler rules (no name is both).
+
+Each rule job opens the profiler trial on the job's profiler folder and runs the rule window by
+window (:mod:`smdebug.rules.profiler.base`) until the job's end markers appear. Its status follows
+the rule's verdict: ``IssuesFound`` when it fired, ``NoIssuesFound`` after a "no issue" verdict,
+and ``Error`` ("evaluated nothing") when the rule judged nothing (no data, no GPU data, or not
+enough data for it to judge). Its output goes to ``rule-output/<RuleConfigurationName>/``:
+``report.json`` and, for ProfilerReport, ``profiler-output/profiler-reports/<Rule>.json`` and
+``profiler-output/profiler-report.html`` (SageMaker's layout). Its StopTraining action writes the
+stop request into the debugger trial (``stop_out_dir``), where the launched job's hook looks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+
+from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
+from smdebug.launch.rule_job import RuleJob
+from smdebug.launch.spec import LaunchConfigError, RuleSpec, rule_spec
+
+__all__ = ["profiler_rule_classes", "resolve_profiler_rule", "profiler_rule_from_flag", "profiler_rule_dict",
+           "is_profiler_rule_object", "check_profiler_rule", "ProfilerRuleJob", "PROFILER_POLL"]
+
+logger = logging.getLogger("smdebug")
+
+PROFILER_POLL = 0.25  # seconds between looks at a local profiler folder while the job runs (each look may
+# parse the growing system-metrics file of the minute again: not every 20 ms)
+_OPT_OUT = "opt_out_telemetry"  # smdebug-rulesconfig 1.0.2's ProfilerReport parameter (nothing is sent here)
+
+
+def profiler_rule_classes() -> dict:
+    from smdebug.rules.profiler import profiler_rule_classes as classes
+
+    return classes()
+
+
+def _key(text: str) -> str:
+    return text.strip().replace("_", "").replace("-", "").lower()
+
+
+def resolve_profiler_rule(text: str) -> str | None:
+    """The profiler rule's class name for ``StepOutlier``, ``step_outlier`` or ``stepoutlier``; else None."""
+    by_key = {_key(n): n for n in profiler_rule_classes()}
+    return by_key.get(_key(text))
+
+
+def profiler_rule_from_flag(name: str, params: dict, where: str) -> dict:
+    """``--rule step_outlier:stddev=5`` -> a ProfilerRuleConfiguration dict."""
+    if "rule_to_invoke" in params:
+        raise LaunchConfigError(f"{where}: you cannot provide a 'rule_to_invoke' for a built-in rule")
+    return {"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, **params}}
+
+
+def is_profiler_rule_object(obj) -> bool:
+    """An SDK ProfilerRule, a smdebug-rulesconfig profiler rule, or its ``rule_name`` dict."""
+    if isinstance(obj, dict):
+        return "rule_name" in obj and "rule_parameters" in obj
+    return callable(getattr(obj, "to_profiler_rule_config_dict", None)) or (
+        hasattr(obj, "rule_name") and hasattr(obj, "rule_parameters"))
+
+
+def profiler_rule_dict(obj, where: str) -> dict:
+    """The ProfilerRuleConfiguration of an object :func:`is_profiler_rule_object` accepts."""
+    to_dict = getattr(obj, "to_profiler_rule_config_dict", None)
+    if callable(to_dict):
+        doc = to_dict()
+        if not isinstance(doc, dict):
+            raise LaunchConfigError(f"{where}: to_profiler_rule_config_dict() returned {type(doc).__name__}")
+        return {k: v for k, v in doc.items() if v is not None}
+    name = obj["rule_name"] if isinstance(obj, dict) else obj.rule_name
+    params = obj["rule_parameters"] if isinstance(obj, dict) else obj.rule_parameters
+    if not isinstance(params, dict):
+        raise LaunchConfigError(f"{where}: rule_parameters of profiler rule {name!r} must be a dict")
+    params = {"rule_to_invoke": name, **{k: v for k, v in params.items() if v is not None}}
+    return {"RuleConfigurationName": name, "RuleParameters": params}
+
+
+def _check_params(cls, params: dict, where: str) -> None:
+    known = {p.name: p for p in cls.params}
+    for key, value in params.items():
+        if key not in known:
+            raise LaunchConfigError(f"{where}: {cls.__name__} has no parameter {key!r} (accepted: "
+                                    f"{', '.join(sorted(known))})")
+        try:
+            known[key].parse(value)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise LaunchConfigError(f"{where}: {cls.__name__}, parameter {key}={value!r}: {exc}") from None
+
+
+def rule_parameters(spec: RuleSpec) -> dict:
+    """The parameters passed to the rule class (``rule_to_invoke``, ``action_json`` and ProfilerReport's
+    ``opt_out_telemetry`` left out)."""
+    params = {k: v for k, v in spec.parameters.items() if k not in ("rule_to_invoke", "action_json")}
+    if spec.rule_to_invoke.strip() == "ProfilerReport":
+        params.pop(_OPT_OUT, None)
+    return params
+
+
+def check_profiler_rule(spec: RuleSpec):
+    """Everything about a profiler rule that can be checked before the job starts; returns its class."""
+    from smdebug.rules.actions import parse_actions
+
+    where = spec.where or f"profiler rule {spec.name}"
+    if spec.source is not None:
+        raise LaunchConfigError(f"{where}: profiler rule {spec.name}: custom profiler rules (source_s3_uri) are "
+                                "not run by smdebug run")
+    name = spec.rule_to_invoke.strip()
+    cls = profiler_rule_classes().get(name)
+    if cls is None:
+        raise LaunchConfigError(f"{where}: {name!r} is no profiler rule (one of "
+                                f"{', '.join(profiler_rule_classes())})")
+    params = rule_parameters(spec)
+    if name == "ProfilerReport":
+        from smdebug.rules.profiler.report import split_overrides
+
+        try:
+            overrides, params = split_overrides(params)
+        except RuleConfigurationError as exc:
+            raise LaunchConfigError(f"{where}: {exc}") from None
+        for sub, kv in overrides.items():
+            _check_params(profiler_rule_classes()[sub], kv, f"{where} ({sub}_...)")
+    _check_params(cls, params, where)
+    try:
+        parse_actions(spec.parameters.get("action_json", ""), spec.name)
+    except RuleConfigurationError as exc:
+        raise LaunchConfigError(f"{where}: {exc}") from None
+    return cls
+
+
+def profiler_rule_spec(value, where: str) -> RuleSpec:
+    """A ProfilerRuleConfiguration dict, checked."""
+    spec = rule_spec(value, where)
+    check_profiler_rule(spec)
+    return spec
+
+
+class ProfilerRuleJob(RuleJob):
+    """One profiler rule on the profiler trial at ``profiler_dir``; stop requests go to ``stop_out_dir``."""
+
+    kind = "profiler"
+
+    def __init__(self, spec: RuleSpec, profiler_dir: str, stop_out_dir: str, output_dir: str, run_name: str,
+                 **kwargs):
+        kwargs.setdefault("poll", PROFILER_POLL)
+        self.profiler_dir = profiler_dir
+        self.stop_out_dir = stop_out_dir
+        self.fired_window: list | None = None
+        super().__init__(spec, profiler_dir, output_dir, run_name, **kwargs)
+
+    def _check(self):
+        return check_profiler_rule(self.spec)
+
+    def where_fired(self, step: int) -> str:
+        if self.fired_window:
+            return f"window {step} ([{self.fired_window[0]}, {self.fired_window[1]}) us)"
+        return f"window {step}"
+
+    def _make_rule(self):
+        from smdebug.trials import create_trial
+
+        trial = create_trial(self.profiler_dir, profiler=True,
+                             output_dir=os.path.join(self.output_dir, "profiler-output"))
+        kwargs = {"stop_out_dir": self.stop_out_dir}
+        if self.spec.rule_to_invoke.strip() == "ProfilerReport":
+            kwargs["output_dir"] = os.path.join(self.output_dir, "profiler-output")
+        rule = self._cls(trial, action_str=self.spec.parameters.get("action_json", ""), **kwargs,
+                         **rule_parameters(self.spec))
+        rule.poll_s = self._poll  # the driver's wait between two looks at a running job
+        return rule
+
+    def _run(self) -> None:
+        from smdebug.rules import invoke_rule
+        from smdebug.rules.actions import parse_actions
+
+        rule = None
+        try:
+            rule = self._make_rule()
+            run = invoke_rule(rule, raise_eval_cond=True)
+        except RuleEvaluationConditionMet as exc:
+            self.fired_step = exc.step
+            fired = rule.report["Verdict"]["fired_windows"] if rule is not None else []
+            self.fired_window = fired[-1] if fired else None
+            reason = getattr(rule, "reason", "")
+            self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}{': ' + reason if reason else ''}\n",
+                      rule=rule)
+            kinds = {s.kind for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
+                     if "training_job_prefix" not in s.params}
+            if "stoptraining" in kinds and self._on_stop is not None:
+                self._on_stop(self, exc.step)
+            return
+        except Exception as exc:
+            tb = traceback.format_exc()
+            logger.error("smdebug: profiler rule job %s failed: %s", self.name, exc)
+            self._end("Error", f"ClientError: {type(exc).__name__}: {exc}\n{tb}", rule=rule)
+            return
+        self.evaluated = len(run.evaluated)
+        verdict = rule.report["Verdict"]
+        if self._stopping:
+            self._end("Stopped", f"The launcher was interrupted after {verdict['windows_judged']} windows.", rule=rule)
+        elif verdict["status"] == "no issue":
+            self._end("NoIssuesFound", f"Evaluated {verdict['windows_judged']} windows of "
+                      f"{rule.scan_interval_us} us: {verdict['message']}{_sub_verdicts(rule)}.", rule=rule)
+        else:  # "no data", "no GPU data", "not enough data": a "no issue" would mean nothing
+            self._end("Error", f"ClientError: the rule evaluated nothing in {verdict['windows_judged']} windows "
+                      f"of {self.profiler_dir}: {verdict['message']}", rule=rule)
+
+    def report_extra(self, rule) -> dict:
+        out = {"ProfilerOutput": self.profiler_dir}
+        html = getattr(rule, "html_path", None)
+        if html:
+            out["ProfilerReportHtml"] = html
+        if self.fired_window:
+            out["FiredWindowUs"] = list(self.fired_window)
+        return out
+
+
+def _sub_verdicts(rule) -> str:
+    """ProfilerReport's rules' verdicts, for StatusDetails."""
+    subs = getattr(rule, "rules", None)
+    if not isinstance(subs, dict):
+        return ""
+    return "; " + ", ".join(f"{n}: {r.report['Verdict']['status']}" for n, r in subs.items())
+
+
+def write_end_markers(profiler_dir: str) -> None:
+    """``{system,framework}/training_job_end.ts`` in the profiler folder, where absent (a job killed
+    with ``kill -9`` wrote none): the profiler rule jobs end at them."""
+    from smdebug.profiler.locations import END_MARKER
+    from smdebug.storage import open_store
+
+    try:
+        store = open_store(profiler_dir)
+        for sub in ("system", "framework"):
+            key = f"{sub}/{END_MARKER}"
+            if not store.exists(key):
+                store.write(key, b"")
+    except Exception as exc:
+        logger.error("smdebug: could not mark the end of training in %s: %s", profiler_dir, exc)
