@@ -62,7 +62,7 @@ def _split_head(text: str, where: str) -> tuple[str, list[str]]:
     return head.strip(), rest
 
 
-def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list]:
+def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list | None]:
     """``exploding_tensor:tensor_regex=.*`` -> (DebugRuleConfiguration, the rule's collections), as
     ``Rule.sagemaker(rule_configs.exploding_tensor(), rule_parameters={"tensor_regex": ".*"})`` gives.
     A profiler rule (``ProfilerReport``, ``step_outlier:n_outliers=0``) gives (its

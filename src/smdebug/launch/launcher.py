@@ -93,7 +93,8 @@ class Launcher:
                     on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll)
             for r in spec.rules]
         self.profiler_jobs = [] if self.node_rank else [
-            ProfilerRuleJob(r, self.profiler_dir, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name),
+            ProfilerRuleJob(r, self.profiler_dir,  # type: ignore[arg-type]  # set whenever there are profiler rules
+                            spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name),
                             spec.name, on_change=self._rule_changed, on_stop=self._stop_requested,
                             poll=max(self.poll, PROFILER_POLL))
             for r in spec.profiler_rules]
@@ -213,7 +214,7 @@ class Launcher:
         if self.spec.profiling_auto:
             self._echo(f"profiling switched on for the profiler rules "
                        f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "
-                       f"{self.spec.profiler['ProfilingIntervalInMilliseconds']} ms into {self.profiler_dir}")
+                       f"{(self.spec.profiler or {}).get('ProfilingIntervalInMilliseconds')} ms into {self.profiler_dir}")
         self.board.update(secondary="Starting")
         try:
             self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import traceback
+from typing import Any
 
 from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.launch.rule_job import RuleJob
@@ -215,7 +216,7 @@ class ProfilerRuleJob(RuleJob):
                       f"of {self.profiler_dir}: {verdict['message']}", rule=rule)
 
     def report_extra(self, rule) -> dict:
-        out = {"ProfilerOutput": self.profiler_dir}
+        out: dict[str, Any] = {"ProfilerOutput": self.profiler_dir}
         html = getattr(rule, "html_path", None)
         if html:
             out["ProfilerReportHtml"] = html
