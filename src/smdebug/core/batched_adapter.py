@@ -75,10 +75,13 @@ class BatchedAdapter(NumpyAdapter):
         self.pool = BufferPool(ops)
         self.copier = DeferredCopier(self.pool.copy_all)
         self._deferring = False
+        self._defer_copies = True
 
     # ---------------------------------------------------------------- training thread
-    def begin_deferred(self) -> None:
-        self._deferring = True
+    def begin_deferred(self, copies: bool = True) -> None:
+        """From now until ``end_deferred``, reductions of host tensors (and, unless ``copies`` is
+        False, snapshots) are taken on the copy thread; ``sync`` waits for them."""
+        self._deferring, self._defer_copies = True, copies
 
     def end_deferred(self) -> None:
         self._deferring = False
@@ -95,7 +98,7 @@ class BatchedAdapter(NumpyAdapter):
         if not ops.is_tensor(value):
             return super().snapshot(value)
         t = ops.detach(value)
-        if self._deferring:
+        if self._deferring and self._defer_copies:
             return self.copier.defer(t)
         # a copy: the optimizer may change the tensor before the step ends
         return self.pool.copy(t)
