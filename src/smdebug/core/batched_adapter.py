@@ -3,9 +3,10 @@ tensors on devices, written once over the framework's :class:`~smdebug.core.tens
 
 - snapshots are copies on the tensor's own device (large host tensors into reused buffers);
   between ``begin_deferred`` and ``end_deferred`` they are taken on a background thread;
-- reductions of real host tensors are computed right away from the live tensor, with no copy,
-  from one stack of moments (min, max, sum, l2, sum of |t|: ``TensorOps.moments``); on an
-  accelerator they run right away too, one framework op each, on the device;
+- reductions of real host tensors come from the live tensor, with no copy, from one stack of
+  moments (min, max, sum, l2, sum of |t|: ``TensorOps.moments``), on the copy thread between
+  ``begin_deferred`` and ``end_deferred`` (right away otherwise); on an accelerator they run
+  right away, one framework op each, on the device;
 - ``materialize`` copies a step's 0-d results in one stack + transfer per device and dtype,
   and its accelerator tensors in one concatenation + transfer per device and dtype.
 Values other than the framework's tensors (numbers, numpy arrays) go to :class:`NumpyAdapter`.
@@ -104,8 +105,8 @@ class BatchedAdapter(NumpyAdapter):
         return self.pool.copy(t)
 
     def reductions_need_snapshot(self, value) -> bool:
-        # host tensors: computed right away from moments, which costs less than a copy and the six
-        # reductions of it on the writer thread (BENCHMARKS.md, "Where the hook's time goes")
+        # real host tensors: reduced from moments of the live tensor, which costs less than a copy
+        # and the six reductions of it on the writer thread (BENCHMARKS.md, issue 22)
         return self.ops.is_tensor(value) and self.ops.is_host(value) and self.ops.is_complex(value)
 
     def reductions(self, value, snap, ops) -> list:
