@@ -6,7 +6,9 @@ mean, std, abs mean, l2). Each configuration runs in a fresh process; the step t
 training loop plus hook.close() (which waits for the background writer), divided by the steps.
 Runs are interleaved and each starts after its previous output is deleted and os.sync(), so that
 one run's file deletion and disk writeback do not land in another's timing.
-Prints a table and writes bench/out/hook.json.
+Also prints the CPU time per step of the training thread and of the whole process (all threads),
+which hold on a machine loaded by other work where wall-clock ratios do not, and the machine
+(lscpu model, cores, load average). Prints a table and writes bench/out/hook.json.
 
 usage: python bench/bench_hook.py [--steps 300] [--repeat 5] [--warmup-rounds 1]
 environment: SMDEBUG_PEER_PYTHON = python of the 1.0.34 virtualenv with torch (make bench sets it up)
@@ -28,7 +30,22 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
-def run(python: str, config: str, out_dir: str, steps: int) -> float:
+def machine() -> str:
+    model = cores = "?"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "Model name":
+                model = value.strip()
+            elif key.strip() == "CPU(s)":
+                cores = value.strip()
+    except OSError:
+        pass
+    return f"{model}, {cores} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+
+
+def run(python: str, config: str, out_dir: str, steps: int) -> dict:
     # start each run without the previous run's output: deleting 1.6 GB of files and writing the
     # previous run's dirty pages back both cost the kernel CPU time that would land in the timing
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -41,7 +58,8 @@ def run(python: str, config: str, out_dir: str, steps: int) -> float:
     if p.returncode != 0:
         raise SystemExit(f"{python} {config} failed:\n{p.stderr[-3000:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    return (r["loop_s"] + r["close_s"]) / r["steps"]
+    n = r["steps"]
+    return {"wall": (r["loop_s"] + r["close_s"]) / n, "train_cpu": r["train_cpu_s"] / n, "proc_cpu": r["proc_cpu_s"] / n}
 
 
 def main() -> None:
@@ -56,6 +74,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))
     impls = {"ours": sys.executable, "1.0.34": peer}
     res: dict = {}
+    start = machine()
     try:
         for rep in range(args.warmup_rounds + args.repeat):  # interleaved: drift hits every configuration
             for impl, py in impls.items():
@@ -65,20 +84,25 @@ def main() -> None:
                         res.setdefault(f"{impl}/{config}", []).append(t)
     finally:
         shutil.rmtree(base, ignore_errors=True)  # the raw runs leave gigabytes
-    med = {k: statistics.median(v) for k, v in res.items()}
-    print(f"\nstep time, MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat}")
-    print(f"{'configuration':<40}{'ours':>12}{'1.0.34':>12}")
-    rows = []
-    for config, label in (("none", "no hook (ms/step)"), ("raw", "(a) raw tensors (ms/step)"),
-                          ("reductions", "(b) reductions only (ms/step)")):
-        print(f"{label:<40}{med[f'ours/{config}'] * 1e3:>12.2f}{med[f'1.0.34/{config}'] * 1e3:>12.2f}")
-    for config, label in (("raw", "(a) raw: x hookless step"), ("reductions", "(b) reductions: x hookless step")):
-        ours = med[f"ours/{config}"] / med["ours/none"]
-        theirs = med[f"1.0.34/{config}"] / med["1.0.34/none"]
-        rows.append({"configuration": label, "ours": ours, "smdebug_1_0_34": theirs})
-        print(f"{label:<40}{ours:>11.2f}x{theirs:>11.2f}x")
+    print(f"\nmachine: at the start {start}; at the end {machine()}")
+    print(f"MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat} interleaved rounds")
+    rows, med_all = [], {}
+    for measure, title in (("wall", "wall-clock step time"), ("train_cpu", "training-thread CPU time per step"),
+                           ("proc_cpu", "process CPU time per step (all threads)")):
+        med = med_all[measure] = {k: statistics.median(x[measure] for x in v) for k, v in res.items()}
+        print(f"\n{title}")
+        print(f"{'configuration':<40}{'ours':>12}{'1.0.34':>12}")
+        for config, label in (("none", "no hook (ms/step)"), ("raw", "(a) raw tensors (ms/step)"),
+                              ("reductions", "(b) reductions only (ms/step)")):
+            print(f"{label:<40}{med[f'ours/{config}'] * 1e3:>12.2f}{med[f'1.0.34/{config}'] * 1e3:>12.2f}")
+        for config, label in (("raw", "(a) raw: x hookless step"), ("reductions", "(b) reductions: x hookless step")):
+            ours = med[f"ours/{config}"] / med["ours/none"]
+            theirs = med[f"1.0.34/{config}"] / med["1.0.34/none"]
+            rows.append({"measure": measure, "configuration": label, "ours": ours, "smdebug_1_0_34": theirs})
+            print(f"{label:<40}{ours:>11.2f}x{theirs:>11.2f}x")
     (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "hook.json").write_text(json.dumps({"step_s": med, "ratios": rows, "raw": res}, indent=1))
+    (HERE / "out" / "hook.json").write_text(json.dumps({"machine": start, "median_s": med_all, "ratios": rows,
+                                                        "runs": res}, indent=1))
 
 
 if __name__ == "__main__":

@@ -125,13 +125,15 @@ def test_a_failing_reduction_disables_the_hook_and_training_goes_on(tmp_path, ca
 
 
 def _break_mean(monkeypatch):
-    """Make the torch 'mean' reduction fail where it runs (the writer thread, for CPU tensors)."""
+    """Make the torch 'mean' reduction fail where it runs (CPU tensors: the moments it comes from,
+    on the copy thread; the writer thread, which waits for them, sees the error)."""
     from smdebug.pytorch import adapter
 
-    def bad_mean(t):
+    def bad_mean(*_):
         raise Boom("mean failed")
 
     monkeypatch.setitem(adapter._OPS, "mean", bad_mean)
+    monkeypatch.setattr(adapter.TorchOps, "moments", staticmethod(bad_mean))
 
 
 def test_a_reduction_failing_on_the_writer_thread_disables_the_hook(tmp_path, caplog, monkeypatch):

@@ -3,8 +3,10 @@ tensors on devices, written once over the framework's :class:`~smdebug.core.tens
 
 - snapshots are copies on the tensor's own device (large host tensors into reused buffers);
   between ``begin_deferred`` and ``end_deferred`` they are taken on a background thread;
-- reductions of host tensors are computed later on the writer thread from the snapshot (a
-  copy is cheaper than the reductions); on an accelerator they run right away, on the device;
+- reductions of real host tensors come from the live tensor, with no copy, from one stack of
+  moments (min, max, sum, l2, sum of |t|: ``TensorOps.moments``), on the copy thread between
+  ``begin_deferred`` and ``end_deferred`` (right away otherwise); on an accelerator they run
+  right away, one framework op each, on the device;
 - ``materialize`` copies a step's 0-d results in one stack + transfer per device and dtype,
   and its accelerator tensors in one concatenation + transfer per device and dtype.
 Values other than the framework's tensors (numbers, numpy arrays) go to :class:`NumpyAdapter`.
@@ -18,9 +20,19 @@ import numpy as np
 
 from smdebug.core.adapter import NumpyAdapter
 from smdebug.core.host_buffers import BufferPool, Deferred, DeferredCopier
+from smdebug.core.reductions import needs_abs_sum, reductions_from_moments
 from smdebug.core.tensor_ops import TensorOps
 
-__all__ = ["BatchedAdapter", "LazyReduction", "ReductionCache"]
+__all__ = ["BatchedAdapter", "DeferredItem", "LazyReduction", "ReductionCache"]
+
+
+class DeferredItem:
+    """Item ``index`` of the list a :class:`Deferred` computes (reductions on the copy thread)."""
+
+    __slots__ = ("deferred", "index")
+
+    def __init__(self, deferred: Deferred, index: int):
+        self.deferred, self.index = deferred, index
 
 
 class LazyReduction:
@@ -64,10 +76,13 @@ class BatchedAdapter(NumpyAdapter):
         self.pool = BufferPool(ops)
         self.copier = DeferredCopier(self.pool.copy_all)
         self._deferring = False
+        self._defer_copies = True
 
     # ---------------------------------------------------------------- training thread
-    def begin_deferred(self) -> None:
-        self._deferring = True
+    def begin_deferred(self, copies: bool = True) -> None:
+        """From now until ``end_deferred``, reductions of host tensors (and, unless ``copies`` is
+        False, snapshots) are taken on the copy thread; ``sync`` waits for them."""
+        self._deferring, self._defer_copies = True, copies
 
     def end_deferred(self) -> None:
         self._deferring = False
@@ -84,26 +99,50 @@ class BatchedAdapter(NumpyAdapter):
         if not ops.is_tensor(value):
             return super().snapshot(value)
         t = ops.detach(value)
-        if self._deferring:
+        if self._deferring and self._defer_copies:
             return self.copier.defer(t)
         # a copy: the optimizer may change the tensor before the step ends
         return self.pool.copy(t)
 
     def reductions_need_snapshot(self, value) -> bool:
-        # on the host a copy is cheaper than the reductions: they run later on the writer thread
-        # (computed on the copy thread from the live tensors instead, they hold training up for
-        # longer: measured 1.5x against 1.24x with PyTorch)
-        return self.ops.is_tensor(value) and self.ops.is_host(value)
+        # real host tensors: reduced from moments of the live tensor, which costs less than a copy
+        # and the six reductions of it on the writer thread (BENCHMARKS.md, issue 22)
+        return self.ops.is_tensor(value) and self.ops.is_host(value) and self.ops.is_complex(value)
 
     def reductions(self, value, snap, ops) -> list:
         fw = self.ops
         if not fw.is_tensor(value):
             return super().reductions(value, snap, ops)
+        if fw.is_host(value) and not fw.is_complex(value):
+            if self._deferring:  # parameters: on the copy thread, while forward and backward run
+                d = self.copier.defer(fw.detach(value), lambda t, ops=list(ops): self._host_reductions(t, ops))
+                return [DeferredItem(d, i) for i in range(len(ops))]
+            return self._host_reductions(fw.detach(value), ops)
         if fw.is_host(value) or isinstance(snap, Deferred):
             src = snap if snap is not None else self.pool.copy(fw.detach(value))
             return [LazyReduction(src, op, is_abs) for op, is_abs in ops]
         cache = ReductionCache(fw.detach(value), fw, self.pool)
         return [cache.get(op, is_abs) for op, is_abs in ops]
+
+    def _host_reductions(self, t, ops) -> list:
+        """0-d numpy arrays, from the moments of the live tensor; the few that the moments
+        cannot tell exactly enough by the framework's own op (computed now, from the live tensor)."""
+        fw, pool = self.ops, self.pool
+        x = fw.reduction_input(t)
+        abs_x = pool.abs(x) if needs_abs_sum(ops) else None
+        try:
+            out = reductions_from_moments(fw.moments(x, abs_x), fw.numel(x), ops)
+            if any(v is None for v in out):
+                cache = ReductionCache(x, fw, pool)
+                for i, (op, is_abs) in enumerate(ops):
+                    if out[i] is None:
+                        out[i] = np.array(fw.to_numpy(cache.get(op, is_abs)))
+                if cache.abs_values is not None:
+                    pool.give_back([cache.abs_values.t])
+        finally:
+            if abs_x is not None:
+                pool.give_back([abs_x])
+        return out
 
     def shape(self, value) -> tuple:
         return tuple(self.ops.shape(value)) if self.ops.is_tensor(value) else super().shape(value)
@@ -128,6 +167,8 @@ class BatchedAdapter(NumpyAdapter):
         for i, o in enumerate(objs):  # wait for each deferred copy it needs
             if isinstance(o, Deferred):
                 o = objs[i] = o.result()
+            elif isinstance(o, DeferredItem):
+                o = objs[i] = o.deferred.result()[o.index]
             elif isinstance(o, LazyReduction) and isinstance(o.src, Deferred):
                 o.src = o.src.result()
             if isinstance(o, LazyReduction):

@@ -84,10 +84,11 @@ class Deferred:
     """A copy of a live tensor that the copy thread takes while the model runs forward and
     backward; :meth:`result` (writer thread) waits for it."""
 
-    __slots__ = ("live", "copy", "future")
+    __slots__ = ("live", "copy", "future", "fn")
 
-    def __init__(self, live):
-        self.live, self.copy, self.future = live, None, None
+    def __init__(self, live, fn: Callable | None = None):
+        # with ``fn``, the copy thread takes ``fn(live)`` instead of a copy (e.g. reductions)
+        self.live, self.copy, self.future, self.fn = live, None, None, fn
 
     def result(self):
         if self.copy is None:
@@ -106,15 +107,20 @@ class DeferredCopier:
         self._future = None
         self._pool = None  # a ThreadPoolExecutor, started with the first batch
 
-    def defer(self, live) -> Deferred:
-        d = Deferred(live)
+    def defer(self, live, fn: Callable | None = None) -> Deferred:
+        """A copy of ``live`` (or ``fn(live)``) to take on the copy thread with the next batch."""
+        d = Deferred(live, fn)
         self._batch.append(d)
         return d
 
     def _run(self, batch) -> None:
-        copies = self._copy_all([d.live for d in batch])
-        for d, c in zip(batch, copies):  # a copy is visible only once it is complete
+        to_copy = [d for d in batch if d.fn is None]
+        copies = self._copy_all([d.live for d in to_copy]) if to_copy else []
+        for d, c in zip(to_copy, copies):  # a copy is visible only once it is complete
             d.copy, d.live = c, None
+        for d in batch:
+            if d.fn is not None:
+                d.copy, d.live = d.fn(d.live), None
 
     def start(self) -> None:
         """Hand the tensors deferred since the last start to the copy thread."""

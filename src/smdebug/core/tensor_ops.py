@@ -78,3 +78,8 @@ class TensorOps(Protocol):
 
     def min_max(self, t: Any) -> tuple[Any, Any]:
         """Both extremes of ``reduction_input(t)`` in one pass where the framework can."""
+
+    def moments(self, t: Any, abs_t: Any = None) -> np.ndarray:
+        """For a real host tensor ``t`` (a ``reduction_input``): ``[min, max, sum, l2 norm,
+        sum of abs_t]`` as one numpy array of t's dtype (the last is nan when ``abs_t`` is None),
+        each by the framework's own op, in as few passes as it can and with no copy of ``t``."""

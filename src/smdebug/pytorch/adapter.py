@@ -124,6 +124,13 @@ class TorchOps:
     def min_max(t):
         return torch.aminmax(t)
 
+    @staticmethod
+    def moments(t, abs_t=None):
+        # four passes over t (aminmax, sum, norm), one over |t|; one stack, a numpy view of it
+        mn, mx = torch.aminmax(t)
+        a1 = abs_t.sum() if abs_t is not None else torch.full((), float("nan"), dtype=t.dtype)
+        return torch.stack([mn, mx, t.sum(), torch.linalg.vector_norm(t), a1]).numpy()
+
 
 class TorchAdapter(BatchedAdapter):
     def __init__(self):

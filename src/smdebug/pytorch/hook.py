@@ -270,9 +270,14 @@ class Hook(BaseHook):
                 hook.open_writer_gate()  # backward runs in C++: the writer's turn (measured 1.13x -> 1.08x)
             if hook.step >= 0 and param.grad is not None and not hook._grads_by_trainer and hook.saving_this_step():
                 # copied right here: copying on the copy thread while backward goes on
-                # measured slower (the threads hand the GIL back and forth at every gradient)
-                for name, value in hook._unsharded(((tname, param.grad),)):  # FSDP2: a DTensor
-                    hook._save_for_tensor(name, value)
+                # measured slower (the threads hand the GIL back and forth at every gradient);
+                # reductions go to the copy thread, complete when backward ends (_end_of_backward)
+                hook.adapter.begin_deferred(copies=False)
+                try:
+                    for name, value in hook._unsharded(((tname, param.grad),)):  # FSDP2: a DTensor
+                        hook._save_for_tensor(name, value)
+                finally:
+                    hook.adapter.end_deferred()
 
         ref = weakref.ref(self)
 
