@@ -203,6 +203,8 @@ class Launcher:
                 self._signal_group(sig)
 
     def _signal_group(self, sig) -> None:
+        if self._proc is None:
+            return
         try:
             os.killpg(self._proc.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -216,17 +218,21 @@ class Launcher:
                        f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "
                        f"{(self.spec.profiler or {}).get('ProfilingIntervalInMilliseconds')} ms into {self.profiler_dir}")
         self.board.update(secondary="Starting")
-        try:
-            self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)
-        except OSError as exc:
-            raise LaunchConfigError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
-        self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
-        for job in self.all_jobs:
-            job.start()
-        if self.follower is not None:
-            self.follower.start()
+        # forwarding is in place before the job starts: a SIGINT that comes while the rule jobs start
+        # would otherwise raise KeyboardInterrupt here and leave the job (its own session) running
         restore = self._forward_signals()
         try:
+            try:
+                self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)
+            except OSError as exc:
+                raise LaunchConfigError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
+            if self._interrupted:  # signalled before the job had a process group
+                self._signal_group(signal.SIGINT)
+            self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
+            for job in self.all_jobs:
+                job.start()
+            if self.follower is not None:
+                self.follower.start()
             rc = self._proc.wait()
         finally:
             restore()
