@@ -81,6 +81,7 @@ test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installe
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
 	$(PY) tools/mypy_baseline.py
+	$(PY) tools/core_rooms.py --check
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(PY) -m pytest -n 2 tests
 	SMDEBUG_PEER_PYTHON=$(CURDIR)/$(PEER)/bin/python $(MXVENV)/bin/python -m pytest -m mxnet \
 		-W ignore::DeprecationWarning tests/mxnet
@@ -94,14 +95,16 @@ $(VENV)/.check: pyproject.toml
 	touch $@
 
 check: $(VENV)/.check
-	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench examples tools
 	$(VENV)/bin/lint-imports
 	$(PY) tools/mypy_baseline.py
+	$(PY) tools/core_rooms.py --check
 	$(PY) -m pytest --framework-free -q -r fE tests
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench examples tools
 	$(VENV)/bin/lint-imports
+	$(PY) tools/core_rooms.py --check
 
 # the documentation site in site/: the generated reference pages (tools/gen_docs.py), then a strict
 # build (a broken link or cross-reference fails); tests/docs/test_site.py builds it in make test too

@@ -92,9 +92,9 @@ def write_trial(folder: Path, steps: int, per_step_max: int) -> dict:
     )
     from smdebug.codec.crc import crc32c
     from smdebug.core.collection_manager import CollectionManager
-    from smdebug.core.consolidate import BucketConsolidator
     from smdebug.core.locations import HEADS_GROUP, consolidated_bucket_prefix, consolidated_key, heads_key
     from smdebug.core.modes import ModeKeys
+    from smdebug.core.output.consolidate import BucketConsolidator
     from smdebug.core.writer import FileWriter
     from smdebug.storage import open_store
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from smdebug import modes
-from smdebug.core.collection import CollectionKeys
+from smdebug.core.config.collection import CollectionKeys
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig, SaveConfigMode
 from smdebug.core.modes import ModeKeys
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
 
 __version__ = "1.1.0.dev0"
 

@@ -1,4 +1,4 @@
-"""The hook/adapter contract (smdebug.core.adapter.TensorAdapter), pinned: a minimal numpy adapter
+"""The hook/adapter contract (smdebug.core.tensors.adapter.TensorAdapter), pinned: a minimal numpy adapter
 written here drives a BaseHook end to end through the protocol only, and the trial reads back
 exactly what was saved; each call comes from the thread the contract names."""
 
@@ -9,12 +9,12 @@ import threading
 import numpy as np
 import pytest
 
-from smdebug.core.adapter import NumpyAdapter, TensorAdapter
-from smdebug.core.collection_defaults import CollectionDefaults
+from smdebug.core.config.collection_defaults import CollectionDefaults
 from smdebug.core.hook import BaseHook
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
 from smdebug.core.stop_request import write_stop_request
+from smdebug.core.tensors.adapter import NumpyAdapter, TensorAdapter
 from smdebug.trials import create_trial
 
 
@@ -187,7 +187,7 @@ def test_stop_requested_writes_what_the_hook_holds_and_answers_once(tmp_path):
 def test_options_are_declared_once(tmp_path):
     import inspect
 
-    from smdebug.core.hook_options import HookOptions
+    from smdebug.core.config.hook_options import HookOptions
 
     params = list(inspect.signature(ArrayHook).parameters)
     assert params == list(inspect.signature(HookOptions).parameters)

@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from smdebug.core import hook_config as hc
-from smdebug.core.hook_config import (
+from smdebug.core.config import hook_config as hc
+from smdebug.core.config.hook_config import (
     CONFIG_FILE_PATH_ENV,
     DEFAULT_CONFIG_PATH,
     CollectionSettings,

@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 
 import smdebug.pytorch as smd
-from smdebug.core import step_writer
-from smdebug.core.step_writer import SWITCH_INTERVAL_ENV, StepWriter
+from smdebug.core.output import step_writer
+from smdebug.core.output.step_writer import SWITCH_INTERVAL_ENV, StepWriter
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from smdebug.codec.crc import masked_crc32c
 from smdebug.codec.event import decode_event
 from smdebug.codec.tfrecord import iter_records, unframe
 from smdebug.core.modes import ModeKeys
-from smdebug.core.tensorboard import TensorBoardWriter, clean_tag, default_bins, histogram_buckets
+from smdebug.core.output.tensorboard import TensorBoardWriter, clean_tag, default_bins, histogram_buckets
 from smdebug.exceptions import EventFileCorrupt, SMDebugRuntimeError, SMDebugValueError
 from smdebug.storage import Store, open_store
 from smdtest import FIXTURES

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.step_writer import StepRecords, StepWriter
+from smdebug.core.output.step_writer import StepRecords, StepWriter
 
 
 class SpyGate(threading.Event):

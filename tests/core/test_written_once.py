@@ -84,7 +84,7 @@ def test_a_hook_continues_after_another_runs_steps(tmp_path, caplog):
         second.close()
     assert not second.disabled and "not replaced" not in caplog.text
     trial = create_trial(str(out))
-    assert trial.tensor("a").steps() == [0, 1, 2]  # resumed after the folder's last step (core/resume.py)
+    assert trial.tensor("a").steps() == [0, 1, 2]  # resumed after the folder's last step (core/engine/resume.py)
     np.testing.assert_array_equal(trial.tensor("a").value(0), np.arange(3.0))
 
 

@@ -82,7 +82,7 @@ def test_the_same_rule_four_ways_gives_the_same_debughookconfig(tmp_path):
 
 
 def test_the_hook_reads_the_written_config(tmp_path):
-    from smdebug.core.hook_config import parse_hook_config
+    from smdebug.core.config.hook_config import parse_hook_config
 
     spec = build_spec(name="j", out_dir=str(tmp_path / "t"), collections=["weights:save_interval=10"],
                       hook_parameters=["save_interval=5"], rules=["loss_not_decreasing"])

@@ -197,7 +197,7 @@ def test_a_construct_re2_refuses_is_a_clear_error_at_each_entry_point(trial_dir,
 
 
 def test_a_refused_pattern_in_the_hook_config_names_the_file_and_key(tmp_path):
-    from smdebug.core.hook_config import parse_hook_config
+    from smdebug.core.config.hook_config import parse_hook_config
 
     doc = {"HookParameters": {"include_regex": "ok.*, (a)\\1"}}
     with pytest.raises(SMDebugValueError, match=r"include_regex in HookParameters of cfg.json '\(a\)\\\\1': RE2"):

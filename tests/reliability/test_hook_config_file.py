@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 
 import smdebug.pytorch as smd
-from smdebug.core.hook_config import CONFIG_FILE_PATH_ENV, load_hook_config
+from smdebug.core.config.hook_config import CONFIG_FILE_PATH_ENV, load_hook_config
 from smdebug.exceptions import SMDebugValueError
 from smdebug.trials import create_trial
 

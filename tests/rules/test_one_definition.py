@@ -38,8 +38,8 @@ def test_not_a_bool(value):
 
 def test_every_bool_user_takes_the_same_spellings(monkeypatch, caplog):
     from smdebug.analysis.utils import parse_bool as analysis_parse_bool
-    from smdebug.core.guard import PROPAGATE_ERRORS_ENV, propagate_default
-    from smdebug.core.hook_config_values import ValueParser
+    from smdebug.core.config.hook_config_values import ValueParser
+    from smdebug.core.engine.guard import PROPAGATE_ERRORS_ENV, propagate_default
     from smdebug.core.reduction_config import ReductionConfig
     from smdebug.exceptions import SMDebugValueError
     from smdebug.profiler.config import _bool as profiler_bool

@@ -183,7 +183,7 @@ def _flip_to_nan(trial_dir, value: float) -> None:
 def test_rules_refuse_a_record_whose_payload_crc_does_not_match(tmp_path, rule, params, index):
     """One flipped float: Tensor.value refuses the record as corrupt; so do the rules, with the
     same error, instead of firing (or not) on it; with per-step index files and consolidated ones."""
-    from smdebug.core.consolidate import consolidate
+    from smdebug.core.output.consolidate import consolidate
     from smdebug.exceptions import EventFileCorrupt
 
     names = ["gradient/w", "gradient/b"]

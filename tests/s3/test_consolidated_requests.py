@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from smdebug.core.collection_manager import CollectionManager
-from smdebug.core.consolidate import BucketConsolidator
+from smdebug.core.output.consolidate import BucketConsolidator
 from smdebug.core.writer import FileWriter
 from smdebug.storage import open_store
 from smdebug.trials import consolidated as consolidated_reader

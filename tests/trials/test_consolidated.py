@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from smdebug.codec.consolidated import PREFIX_BYTES, head_size
-from smdebug.core.consolidate import BucketConsolidator
 from smdebug.core.locations import CONSOLIDATED_PREFIX, parse_consolidated_key, parse_heads_key
 from smdebug.core.modes import ModeKeys
+from smdebug.core.output.consolidate import BucketConsolidator
 from smdebug.core.writer import FileWriter
 from smdebug.trials import consolidate, create_trial
 from smdebug.trials import consolidated as consolidated_reader
@@ -232,7 +232,7 @@ def test_hook_writer_replaces_an_object_consolidate_wrote_mid_bucket(root, caplo
 
 
 def foreign_rewrite(fw: FileWriter) -> FileWriter:
-    """A writer that replaces a step's files as 1.0.34's does (ours refuses to: core/writer.py), so
+    """A writer that replaces a step's files as 1.0.34's does (ours refuses to: core/output/writer.py), so
     the step's old files go first."""
     for key in (fw._event_key, fw._index_key):
         if fw._store.exists(key):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import numbers
 
-from smdebug.core.arguments import check_type
+from smdebug.core.engine.arguments import check_type
 from smdebug.modes import ModeKeys
 from smdebug.pytorch.hook import Hook
 

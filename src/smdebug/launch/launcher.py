@@ -7,7 +7,7 @@ command, and follows it: ``status.json`` and ``events.jsonl`` in the run folder,
 report under ``rule-output/<RuleConfigurationName>/``. When the command ends, by any cause
 (``kill -9`` included), the end of training is marked in the trial so every rule job ends.
 
-A StopTraining action writes a stop request into the trial (core.stop_request): the hook ends
+A StopTraining action writes a stop request into the trial (core.engine.stop_request): the hook ends
 training at its next step. If the command is still running ``stop_grace`` seconds later it gets
 SIGTERM (the whole process group), then SIGKILL after ``term_grace`` seconds.
 """
@@ -118,7 +118,7 @@ class Launcher:
         return [*self.jobs, *self.profiler_jobs]
 
     def _check_out_dir(self) -> None:
-        from smdebug.core.locations import END_OF_JOB
+        from smdebug.core.output.locations import END_OF_JOB
         from smdebug.storage import open_store
 
         try:
@@ -287,7 +287,7 @@ class Launcher:
         self._signal_group(signal.SIGKILL)
 
     def _mark_end_of_training(self) -> None:
-        from smdebug.core.locations import END_OF_JOB
+        from smdebug.core.output.locations import END_OF_JOB
         from smdebug.storage import open_store
 
         try:

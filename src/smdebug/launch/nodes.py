@@ -71,7 +71,7 @@ class StopFollower:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        from smdebug.core.stop_request import read_stop_request
+        from smdebug.core.engine.stop_request import read_stop_request
         from smdebug.storage import open_store
 
         store, warned = None, False

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 from mxnet import nd
 
-from smdebug.core.adapter import NumpyAdapter
+from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.exceptions import SMDebugRuntimeError, SMDebugValueError
 
 __all__ = ["MXNetAdapter", "Pending", "mxnet_reduction"]
@@ -72,7 +72,7 @@ class Pending:
 
 
 class MXNetAdapter(NumpyAdapter):
-    """:class:`smdebug.core.adapter.TensorAdapter` for mx.nd.NDArray (numbers and numpy arrays go
+    """:class:`smdebug.core.tensors.adapter.TensorAdapter` for mx.nd.NDArray (numbers and numpy arrays go
     to :class:`NumpyAdapter`)."""
 
     def __init__(self):

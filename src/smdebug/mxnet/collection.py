@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from smdebug.core.collection import Collection, CollectionKeys
-from smdebug.core.collection_defaults import module_collections
+from smdebug.core.config.collection import Collection, CollectionKeys
+from smdebug.core.config.collection_defaults import module_collections
 
 __all__ = ["Collection", "CollectionManager", "CollectionKeys", "DEFAULT_MXNET_COLLECTIONS", "MXNET_COLLECTIONS"]
 

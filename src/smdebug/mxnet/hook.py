@@ -10,11 +10,11 @@ from typing import Any
 import mxnet as mx
 from mxnet.gluon.parameter import DeferredInitializationError
 
-from smdebug.core.arguments import check_type
-from smdebug.core.collection import CollectionKeys
-from smdebug.core.guard import guarded
-from smdebug.core.hook import BaseHook
-from smdebug.core.locations import CHIEF_WORKER, worker_name
+from smdebug.core.config.collection import CollectionKeys
+from smdebug.core.engine.arguments import check_type
+from smdebug.core.engine.guard import guarded
+from smdebug.core.engine.hook import BaseHook
+from smdebug.core.output.locations import CHIEF_WORKER, worker_name
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.mxnet.adapter import MXNetAdapter
 from smdebug.mxnet.collection import MXNET_COLLECTIONS

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import weakref
 
-from smdebug.core.guard import guarded, propagate_default
+from smdebug.core.engine.guard import guarded, propagate_default
 from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler.config import ProfilerConfig
 from smdebug.profiler.locations import END_MARKER, framework_node_id, system_node_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from smdebug.core.batched_adapter import BatchedAdapter
+from smdebug.core.tensors.batched_adapter import BatchedAdapter
 
 __all__ = ["TorchAdapter", "TorchOps"]
 
@@ -24,7 +24,7 @@ _OPS = {
 
 
 class TorchOps:
-    """:class:`smdebug.core.tensor_ops.TensorOps` for torch.Tensor."""
+    """:class:`smdebug.core.tensors.tensor_ops.TensorOps` for torch.Tensor."""
 
     @staticmethod
     def is_tensor(value) -> bool:

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from smdebug.core.arguments import check_type
-from smdebug.core.collection import CollectionKeys
-from smdebug.core.guard import guarded
-from smdebug.core.hook import BaseHook
-from smdebug.core.hook_options import options_signature
-from smdebug.core.locations import CHIEF_WORKER, worker_name
+from smdebug.core.config.collection import CollectionKeys
+from smdebug.core.config.hook_options import options_signature
+from smdebug.core.engine.arguments import check_type
+from smdebug.core.engine.guard import guarded
+from smdebug.core.engine.hook import BaseHook
+from smdebug.core.output.locations import CHIEF_WORKER, worker_name
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
@@ -22,8 +22,8 @@ from smdebug.pytorch.profiling import profiling_for
 from smdebug.pytorch.sharded import ShardedTensors, is_dtensor, is_fsdp_module, plain_class_name
 
 if TYPE_CHECKING:
-    from smdebug.core.reduction_config import ReductionConfig
-    from smdebug.core.save_config import SaveConfig
+    from smdebug.core.config.reduction_config import ReductionConfig
+    from smdebug.core.config.save_config import SaveConfig
 
 __all__ = ["Hook", "CollectionKeys"]
 

@@ -158,7 +158,7 @@ class LocalStopTraining:
         if self.request is not None:
             logger.debug("smdebug: rule %s already asked training to stop", self.rule_name)
             return
-        from smdebug.core.stop_request import write_stop_request
+        from smdebug.core.engine.stop_request import write_stop_request
 
         store = getattr(firing.base_trial, "store", None)
         if store is None:

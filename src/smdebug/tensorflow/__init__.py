@@ -4,10 +4,10 @@ Importing this package imports TensorFlow and Keras; ``import smdebug`` alone do
 """
 
 from smdebug import modes
-from smdebug.core.active_hook import bind
-from smdebug.core.collection import CollectionKeys
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.config.collection import CollectionKeys
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.engine.active_hook import bind
 from smdebug.tensorflow.collection import Collection, CollectionManager
 from smdebug.tensorflow.keras import KerasHook
 from smdebug.trials import create_trial

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from smdebug.core.collection import Collection, CollectionKeys
-from smdebug.core.collection_defaults import CollectionDefaults
+from smdebug.core.config.collection import Collection, CollectionKeys
+from smdebug.core.config.collection_defaults import CollectionDefaults
 
 __all__ = ["Collection", "CollectionManager", "CollectionKeys", "TF_COLLECTIONS"]
 

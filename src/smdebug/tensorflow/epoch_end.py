@@ -1,13 +1,13 @@
 """Keras' epoch-end logs (``loss``, metrics, ``val_loss``, ``val_*``): saved at the epoch's last
 TRAIN step, whatever the schedule (as 1.0.34). With validation, Keras reports them after the
 EVAL steps that follow that step, so the hook holds the step open across them
-(:mod:`smdebug.core.held_step`) and writes it once, after them."""
+(:mod:`smdebug.core.engine.held_step`) and writes it once, after them."""
 
 from __future__ import annotations
 
-from smdebug.core.collection import CollectionKeys as _K
-from smdebug.core.held_step import complete_held, hold_step
-from smdebug.core.hook import BaseHook
+from smdebug.core.config.collection import CollectionKeys as _K
+from smdebug.core.engine.held_step import complete_held, hold_step
+from smdebug.core.engine.hook import BaseHook
 from smdebug.tensorflow.variables import assign
 
 __all__ = ["log_collection", "hold_for_epoch_end", "force_save"]

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 import keras
 import numpy as np
 
-from smdebug.core.adapter import NumpyAdapter
-from smdebug.core.arguments import check_save_tensor
-from smdebug.core.collection import CollectionKeys
-from smdebug.core.guard import guarded
-from smdebug.core.held_step import complete_held
-from smdebug.core.hook import BaseHook
-from smdebug.core.hook_options import options_signature
-from smdebug.core.locations import CHIEF_WORKER
+from smdebug.core.config.collection import CollectionKeys
+from smdebug.core.config.hook_options import options_signature
+from smdebug.core.engine.arguments import check_save_tensor
+from smdebug.core.engine.guard import guarded
+from smdebug.core.engine.held_step import complete_held
+from smdebug.core.engine.hook import BaseHook
+from smdebug.core.output.locations import CHIEF_WORKER
+from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.tensorflow import capture, names, stop, tape
@@ -42,8 +42,8 @@ from smdebug.tensorflow.replicas import Replica, tf_config_worker
 from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
 
 if TYPE_CHECKING:
-    from smdebug.core.reduction_config import ReductionConfig
-    from smdebug.core.save_config import SaveConfig
+    from smdebug.core.config.reduction_config import ReductionConfig
+    from smdebug.core.config.save_config import SaveConfig
 
 __all__ = ["KerasHook"]
 

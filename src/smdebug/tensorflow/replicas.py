@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from smdebug.core.adapter import NumpyAdapter
-from smdebug.core.hook import BaseHook
-from smdebug.core.locations import worker_name
+from smdebug.core.engine.hook import BaseHook
+from smdebug.core.output.locations import worker_name
+from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 
 __all__ = ["Replica", "tf_config_worker"]

@@ -1,4 +1,4 @@
-"""How a KerasHook acts on a rule's stop request (:mod:`smdebug.core.stop_request`).
+"""How a KerasHook acts on a rule's stop request (:mod:`smdebug.core.engine.stop_request`).
 
 The request is looked for at the start of every batch of ``fit``/``evaluate``/``predict`` and of
 every ``with hook.wrap_tape(tape):`` block, also when the hook has disabled itself after an
@@ -19,7 +19,7 @@ under their own numbers.
 
 from __future__ import annotations
 
-from smdebug.core.stop_request import StopRequest
+from smdebug.core.engine.stop_request import StopRequest
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.modes import ModeKeys
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from smdebug.core.collection import CollectionKeys
+from smdebug.core.config.collection import CollectionKeys
 from smdebug.tensorflow import names
 
 __all__ = ["Watched", "ModelVariables", "assign", "optimizer_variables", "slot_variable_ids"]

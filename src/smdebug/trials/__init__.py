@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from smdebug.core.consolidate import consolidate
+from smdebug.core.output.consolidate import consolidate
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.storage import is_remote, open_store
 from smdebug.trials.reader import StepValue, ValueKey

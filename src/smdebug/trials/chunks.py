@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from smdebug.codec.consolidated import EVENT_NONE, EVENT_STANDARD, ConsolidatedEntries, ConsolidatedHead
-from smdebug.core.locations import INDEX_BUCKET, event_key, index_key
 from smdebug.core.modes import ModeKeys
+from smdebug.core.output.locations import INDEX_BUCKET, event_key, index_key
 from smdebug.exceptions import IndexReaderException
 
 __all__ = ["Chunk", "ChunkFile", "StepTable"]

@@ -1,5 +1,5 @@
 """Opening a trial through its consolidated index objects (``_smdebug/index/``, see
-:mod:`smdebug.codec.consolidated` and :mod:`smdebug.core.consolidate`).
+:mod:`smdebug.codec.consolidated` and :mod:`smdebug.core.output.consolidate`).
 
 At open: one listing of the consolidated objects, one read of each heads object (a worker's
 heads of up to 100 buckets), a ranged read of the head of each object no heads object vouches
@@ -25,7 +25,7 @@ import numpy as np
 from smdebug.codec.consolidated import decode_entries, decode_head, decode_heads, head_size
 from smdebug.codec.crc import crc32c
 from smdebug.codec.index import decode_index
-from smdebug.core.locations import (
+from smdebug.core.output.locations import (
     CONSOLIDATED_PREFIX,
     HEADS_GROUP,
     INDEX_BUCKET,

@@ -10,7 +10,7 @@ import numpy as np
 from smdebug.codec.consolidated import ConsolidatedHead
 from smdebug.codec.index import ParsedIndex
 from smdebug.core.modes import ModeKeys
-from smdebug.core.reductions import REDUCTIONS_PREFIX, reverse_reduction_tensor_name
+from smdebug.core.tensors.reductions import REDUCTIONS_PREFIX, reverse_reduction_tensor_name
 from smdebug.exceptions import IndexReaderException
 from smdebug.trials.chunks import Chunk, StepTable
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.reductions import get_numpy_reduction
 from smdebug.core.tensor import StepState
+from smdebug.core.tensors.reductions import get_numpy_reduction
 from smdebug.exceptions import (
     InvalidWorker,
     NoMoreData,

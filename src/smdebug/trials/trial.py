@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from smdebug.codec.index import decode_index
-from smdebug.core.collection import Collection
-from smdebug.core.collection_manager import CollectionManager
-from smdebug.core.locations import (
+from smdebug.core.config.collection import Collection
+from smdebug.core.config.collection_manager import CollectionManager
+from smdebug.core.modes import ModeKeys
+from smdebug.core.output.locations import (
     COLLECTIONS_PREFIX,
     END_OF_JOB,
     INDEX_PREFIX,
@@ -20,7 +21,6 @@ from smdebug.core.locations import (
     parse_index_key,
     worker_from_collections_key,
 )
-from smdebug.core.modes import ModeKeys
 from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
     IndexReaderException,

@@ -1,10 +1,10 @@
 """XGBoost support: ``import smdebug.xgboost as smd; xgboost.train(..., callbacks=[smd.Hook(out_dir=...)])``."""
 
 from smdebug import modes
-from smdebug.core.active_hook import bind
-from smdebug.core.collection import CollectionKeys
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.config.collection import CollectionKeys
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.engine.active_hook import bind
 from smdebug.trials import create_trial
 from smdebug.xgboost.collection import Collection, CollectionManager
 from smdebug.xgboost.hook import Hook

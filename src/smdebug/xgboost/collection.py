@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from smdebug.core.collection import Collection, CollectionKeys
-from smdebug.core.collection_defaults import CollectionDefaults
+from smdebug.core.config.collection import Collection, CollectionKeys
+from smdebug.core.config.collection_defaults import CollectionDefaults
 from smdebug.core.metric_names import LOSS_REGEX, METRIC_REGEX, is_loss_metric
 
 __all__ = ["Collection", "CollectionManager", "CollectionKeys", "XGBOOST_COLLECTIONS", "DEFAULT_XGBOOST_COLLECTIONS",

@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xgboost as xgb
 
-from smdebug.core.collection import CollectionKeys as CK
-from smdebug.core.guard import guarded
-from smdebug.core.hook import BaseHook
-from smdebug.core.hook_options import HookOptions, options_signature
-from smdebug.core.locations import worker_name
-from smdebug.core.save_config import SaveConfig
+from smdebug.core.config.collection import CollectionKeys as CK
+from smdebug.core.config.hook_options import HookOptions, options_signature
+from smdebug.core.config.save_config import SaveConfig
+from smdebug.core.engine.guard import guarded
+from smdebug.core.engine.hook import BaseHook
+from smdebug.core.output.locations import worker_name
 from smdebug.exceptions import SMDebugRuntimeError
 from smdebug.profiler.session import profiler_for_hook
 from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 
 if TYPE_CHECKING:
-    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.config.reduction_config import ReductionConfig
 
 __all__ = ["Hook"]
 
@@ -135,7 +135,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     @classmethod
     def create_from_json_file(cls, json_file_path: Any = None) -> Any:
         """A hook configured by SageMaker's hook JSON (save_interval 10 where it gives none)."""
-        from smdebug.core.hook_config import create_hook
+        from smdebug.core.config.hook_config import create_hook
 
         return create_hook(cls, json_file_path, default_values=JSON_DEFAULT_VALUES)
 

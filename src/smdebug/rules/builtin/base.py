@@ -145,7 +145,7 @@ class BuiltinRule(Rule):
 
 
 class ReadingRule(BuiltinRule):
-    """A built-in rule reading through its own :class:`StepReader` (it learns record layouts)."""
+    """A built-in rule reading through :class:`StepReader` (the trial's one batched read, ``Trial.read``)."""
 
     @property
     def reader(self) -> StepReader:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from smdebug.core.reductions import get_numpy_reduction
+from smdebug.core.tensors.reductions import get_numpy_reduction
 from smdebug.trials.reader import StepValue, ValueKey
 
 __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each"]

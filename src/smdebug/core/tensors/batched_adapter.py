@@ -1,5 +1,5 @@
-""":class:`BatchedAdapter`: the :class:`~smdebug.core.adapter.TensorAdapter` for a framework with
-tensors on devices, written once over the framework's :class:`~smdebug.core.tensor_ops.TensorOps`.
+""":class:`BatchedAdapter`: the :class:`~smdebug.core.tensors.adapter.TensorAdapter` for a framework with
+tensors on devices, written once over the framework's :class:`~smdebug.core.tensors.tensor_ops.TensorOps`.
 
 - snapshots are copies on the tensor's own device (large host tensors into reused buffers);
   between ``begin_deferred`` and ``end_deferred`` they are taken on a background thread;
@@ -18,10 +18,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from smdebug.core.adapter import NumpyAdapter
-from smdebug.core.host_buffers import BufferPool, Deferred, DeferredCopier
-from smdebug.core.reductions import needs_abs_sum, reductions_from_moments
-from smdebug.core.tensor_ops import TensorOps
+from smdebug.core.tensors.adapter import NumpyAdapter
+from smdebug.core.tensors.host_buffers import BufferPool, Deferred, DeferredCopier
+from smdebug.core.tensors.reductions import needs_abs_sum, reductions_from_moments
+from smdebug.core.tensors.tensor_ops import TensorOps
 
 __all__ = ["BatchedAdapter", "DeferredItem", "LazyReduction", "ReductionCache"]
 

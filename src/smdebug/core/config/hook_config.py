@@ -24,11 +24,11 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-from smdebug.core.hook_config_values import REDUCTION_KEYS, ValueParser
-from smdebug.core.hook_options import HookOptions
+from smdebug.core.config.hook_config_values import REDUCTION_KEYS, ValueParser
+from smdebug.core.config.hook_options import HookOptions
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.modes import ModeKeys
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = [
@@ -283,7 +283,7 @@ def create_hook(hook_cls, path: str | None = None, *, default_values: dict | Non
 
     The document is checked as a whole first: with errors propagating the first problem is
     raised; otherwise all of them are logged once and the hook saves what is valid."""
-    from smdebug.core.guard import PROPAGATE_ERRORS_ENV, propagate_default
+    from smdebug.core.engine.guard import PROPAGATE_ERRORS_ENV, propagate_default
 
     problems: list[str] | None = None if propagate_default() else []
     settings = load_hook_config(path, default_values=default_values,

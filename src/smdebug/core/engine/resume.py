@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass, field
 
 from smdebug.codec.index import decode_index
-from smdebug.core.locations import INDEX_PREFIX, parse_index_key
 from smdebug.core.modes import ModeKeys
+from smdebug.core.output.locations import INDEX_PREFIX, parse_index_key
 from smdebug.exceptions import IndexReaderException, SMDebugRuntimeError
 
 __all__ = ["ResumePoint", "StateFile", "find_resume_point", "resume_numbering", "CHECKPOINT_CONFIG_ENV"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from smdebug.core.engine.step_buffer import StepBuffer
 from smdebug.core.modes import ModeKeys
-from smdebug.core.step_buffer import StepBuffer
 
 __all__ = ["HeldStep", "hold_step", "complete_held"]
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smdebug.core.adapter import NumpyAdapter, TensorAdapter
-from smdebug.core.consolidate import BucketConsolidator
 from smdebug.core.modes import ModeKeys
-from smdebug.core.records import LAZY_KINDS, PendingRecord, RecordKind
-from smdebug.core.writer import FileWriter
+from smdebug.core.output.consolidate import BucketConsolidator
+from smdebug.core.output.records import LAZY_KINDS, PendingRecord, RecordKind
+from smdebug.core.output.writer import FileWriter
+from smdebug.core.tensors.adapter import NumpyAdapter, TensorAdapter
 from smdebug.exceptions import StorageError
 
 __all__ = ["StepRecords", "StepWriter", "SWITCH_INTERVAL_ENV"]
@@ -197,7 +197,7 @@ class StepWriter:
                     fw.write_shape(name, shape, mode=rec.mode, mode_step=rec.mode_step)
                 fw.close()
             if self.tb_store is not None and (rec.tb_scalars or rec.tb_histograms):
-                from smdebug.core.tensorboard import TensorBoardWriter
+                from smdebug.core.output.tensorboard import TensorBoardWriter
 
                 tb = TensorBoardWriter(self.tensorboard_dir, rec.mode, rec.step, store=self.tb_store)
                 for tag, value, wall_time in rec.tb_scalars:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from smdebug.core.collection import MODE_SKIPS
-from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.config.collection import MODE_SKIPS
+from smdebug.core.config.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys
 
 __all__ = ["CollectionDefaults"]
@@ -73,7 +73,7 @@ def module_collections(losses_regex: str) -> CollectionDefaults:
     smdebug 1.0.34's regexes for weights, biases and gradients, the framework's for losses, and
     inputs/outputs created only when asked for (so that a trial that does not use them has the
     same collections file as 1.0.34's)."""
-    from smdebug.core.collection import CollectionKeys as K
+    from smdebug.core.config.collection import CollectionKeys as K
 
     return CollectionDefaults(
         created={

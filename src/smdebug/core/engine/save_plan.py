@@ -1,5 +1,5 @@
 """What is saved at a step: the collections to save, those due at the current step, the
-collections of each tensor and each tensor's :class:`~smdebug.core.records.SavePlan`.
+collections of each tensor and each tensor's :class:`~smdebug.core.output.records.SavePlan`.
 
 Everything here is worked out once and cached; :meth:`Planner.forget` (collections changed)
 and :meth:`Planner.new_step` (the step or mode changed) are the only places caches are reset.
@@ -10,20 +10,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from smdebug.core.collection import (
+from smdebug.core.config.collection import (
     NON_HISTOGRAM_COLLECTIONS,
     NON_REDUCTION_COLLECTIONS,
     SCALAR_COLLECTIONS,
     Collection,
     CollectionKeys,
 )
-from smdebug.core.collection_defaults import CollectionDefaults
-from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.config.collection_defaults import CollectionDefaults
+from smdebug.core.config.collection_manager import CollectionManager
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.modes import ModeKeys
-from smdebug.core.records import ReductionTarget, SavePlan
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.reductions import get_reduction_tensor_name
-from smdebug.core.save_config import SaveConfig
+from smdebug.core.output.records import ReductionTarget, SavePlan
+from smdebug.core.tensors.reductions import get_reduction_tensor_name
 from smdebug.exceptions import InvalidCollectionConfiguration
 
 __all__ = ["Planner", "included_collections"]

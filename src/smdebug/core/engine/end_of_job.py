@@ -6,7 +6,7 @@ import logging
 import os
 import time
 
-from smdebug.core.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key, is_chief_worker
+from smdebug.core.output.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key, is_chief_worker
 from smdebug.storage import Store
 
 __all__ = ["mark_end_of_training", "END_OF_JOB_WAIT_ENV"]
@@ -21,7 +21,7 @@ def mark_end_of_training(store: Store, worker: str, workers: int) -> None:
     once all workers are done (or after $SMDEBUG_END_OF_JOB_WAIT seconds, default 120), so that
     readers don't stop reading while a slower worker is still writing. Nothing on SageMaker
     (SageMaker marks the end of the job itself)."""
-    from smdebug.core.hook_config import is_sagemaker_job
+    from smdebug.core.config.hook_config import is_sagemaker_job
 
     if is_sagemaker_job():
         return

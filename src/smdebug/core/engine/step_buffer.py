@@ -1,16 +1,16 @@
 """The step buffer: what the training thread holds of the current step until it ends.
 
-Tensors are turned into :class:`~smdebug.core.records.PendingRecord` objects as their plan
+Tensors are turned into :class:`~smdebug.core.output.records.PendingRecord` objects as their plan
 says (the adapter snapshots and reduces them); scalars wait for the next saved step. When the
 step ends, :meth:`StepBuffer.take` hands everything over as one StepRecords.
 """
 
 from __future__ import annotations
 
-from smdebug.core.adapter import TensorAdapter
 from smdebug.core.modes import ModeKeys
-from smdebug.core.records import PendingRecord, RecordKind, SavePlan
-from smdebug.core.step_writer import StepRecords
+from smdebug.core.output.records import PendingRecord, RecordKind, SavePlan
+from smdebug.core.output.step_writer import StepRecords
+from smdebug.core.tensors.adapter import TensorAdapter
 
 __all__ = ["StepBuffer"]
 

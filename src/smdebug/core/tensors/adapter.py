@@ -5,10 +5,10 @@ Two threads use an adapter:
 
 - **T**, the training thread: the framework calls the hook (a module callback, a Keras
   callback, an XGBoost callback), the hook calls the adapter.
-- **W**, the hook's writer thread (:mod:`smdebug.core.step_writer`): one per hook; it turns what
+- **W**, the hook's writer thread (:mod:`smdebug.core.output.step_writer`): one per hook; it turns what
   T kept into numpy arrays, encodes and writes them.
 
-One step, as :class:`~smdebug.core.hook.BaseHook` drives it:
+One step, as :class:`~smdebug.core.engine.hook.BaseHook` drives it:
 
 1. T: ``size`` / ``shape`` / ``is_bool`` of each tensor the step saves; ``snapshot`` (a value
    that no longer changes when training goes on) when the raw value, a histogram or a
@@ -27,8 +27,8 @@ One step, as :class:`~smdebug.core.hook.BaseHook` drives it:
 
 Nothing else crosses threads: W never calls ``snapshot`` / ``reductions``, T never calls
 ``materialize`` except through ``save_scalar`` (a scalar is materialized on T, at once).
-A new framework implements this protocol, or gives :class:`~smdebug.core.batched_adapter.
-BatchedAdapter` its :class:`~smdebug.core.tensor_ops.TensorOps` (a few tensor operations) and
+A new framework implements this protocol, or gives :class:`~smdebug.core.tensors.batched_adapter.
+BatchedAdapter` its :class:`~smdebug.core.tensors.tensor_ops.TensorOps` (a few tensor operations) and
 gets snapshots, deferred copies, reductions and batched host copies from core.
 """
 
@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from smdebug.codec.tensor import to_numpy
-from smdebug.core.reductions import get_numpy_reduction
+from smdebug.core.tensors.reductions import get_numpy_reduction
 
 __all__ = ["TensorAdapter", "NumpyAdapter"]
 
@@ -67,7 +67,7 @@ class TensorAdapter(Protocol):
         even when the raw value is not saved) rather than right away."""
 
     def reductions(self, value: Any, snap: Any, ops: Sequence[tuple[str, bool]]) -> list:
-        """T: one object per ``(op, abs)`` of ``ops`` ('mean', 'l2', ...; see core.reductions),
+        """T: one object per ``(op, abs)`` of ``ops`` ('mean', 'l2', ...; see core.tensors.reductions),
         computed now or scheduled; ``snap`` is the value's snapshot or None."""
 
     def begin_deferred(self) -> None:

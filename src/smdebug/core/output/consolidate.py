@@ -26,7 +26,7 @@ from smdebug.codec.consolidated import (
 )
 from smdebug.codec.crc import crc32c
 from smdebug.codec.index import decode_index
-from smdebug.core.locations import (
+from smdebug.core.output.locations import (
     CONSOLIDATED_PREFIX,
     END_OF_JOB,
     HEADS_GROUP,

@@ -1,7 +1,7 @@
 """The options of every hook, declared once.
 
 :class:`HookOptions` is the signature of ``smdebug.<framework>.Hook(...)`` (BaseHook takes it),
-what ``create_from_json_file`` builds from SageMaker's JSON (core.hook_config.HookSettings
+what ``create_from_json_file`` builds from SageMaker's JSON (core.config.hook_config.HookSettings
 extends it) and what the environment configures. A framework's Hook adds only its own extra
 arguments, as keyword arguments before ``**options``.
 """
@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig
 
 __all__ = ["HookOptions", "options_signature", "tensorboard_dir_for"]
 

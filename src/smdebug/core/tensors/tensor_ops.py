@@ -1,4 +1,4 @@
-"""The few tensor operations a framework gives :class:`~smdebug.core.batched_adapter.BatchedAdapter`.
+"""The few tensor operations a framework gives :class:`~smdebug.core.tensors.batched_adapter.BatchedAdapter`.
 
 With them, core takes snapshots (into reused host buffers), defers parameter copies to a
 background thread, computes reductions with the framework's own ops and copies a step's

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from smdebug.exceptions import SMDebugTypeError
 
 if TYPE_CHECKING:
-    from smdebug.core.hook import BaseHook
+    from smdebug.core.engine.hook import BaseHook
 
 __all__ = ["get_hook", "set_hook", "del_hook", "bind", "close_at_exit"]
 
@@ -35,7 +35,7 @@ def get_hook(*, json_config_path: str | None = None, hook_class: type[BaseHook] 
 
 
 def set_hook(custom_hook: BaseHook) -> None:
-    from smdebug.core.hook import BaseHook
+    from smdebug.core.engine.hook import BaseHook
 
     if not isinstance(custom_hook, BaseHook):
         raise SMDebugTypeError(f"custom_hook={custom_hook!r} must be a hook")

@@ -1,4 +1,4 @@
-"""The values of SageMaker's hook JSON (see core.hook_config): integers, lists, booleans, regexes,
+"""The values of SageMaker's hook JSON (see core.config.hook_config): integers, lists, booleans, regexes,
 save schedules and reduction configs as SageMaker writes them (strings) or as JSON values, each
 error naming the file, the section and the key."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from smdebug.codec.values import parse_bool
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig, SaveConfigMode
 from smdebug.core.modes import ModeKeys
-from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = ["ValueParser", "SAVE_KEYS", "PREFIXES", "REDUCTION_KEYS"]

@@ -17,8 +17,8 @@ import numpy as np
 
 from smdebug.codec.event import encode_file_version_event, encode_summary_event, histogram_value, scalar_value
 from smdebug.codec.tfrecord import frame
-from smdebug.core.locations import TENSORBOARD_PREFIX, tensorboard_key
 from smdebug.core.modes import ModeKeys, str_to_mode_keys
+from smdebug.core.output.locations import TENSORBOARD_PREFIX, tensorboard_key
 from smdebug.exceptions import SMDebugRuntimeError, SMDebugValueError
 from smdebug.storage import Store, open_store
 

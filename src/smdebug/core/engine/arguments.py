@@ -1,12 +1,12 @@
 """Argument checks of the hooks' public methods: a wrong argument is the caller's error, raised at
 once (SMDebugValueError / SMDebugTypeError), never swallowed by the guard that keeps an error
-inside the hook from stopping training (core.guard)."""
+inside the hook from stopping training (core.engine.guard)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from smdebug.core.collection import CollectionKeys
+from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.modes import ALLOWED_MODES
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
 

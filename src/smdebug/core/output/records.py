@@ -2,7 +2,7 @@
 
 The training thread turns a tensor into :class:`PendingRecord` objects as its :class:`SavePlan`
 says; the records of a saved step travel to the writer thread in a
-:class:`~smdebug.core.step_writer.StepRecords`, where the adapter's ``materialize`` turns their
+:class:`~smdebug.core.output.step_writer.StepRecords`, where the adapter's ``materialize`` turns their
 values into numpy arrays.
 """
 

@@ -1,6 +1,6 @@
 """Copies of a framework's tensors: reused host buffers and the deferred copy thread.
 
-Both are generic; the framework supplies its :class:`~smdebug.core.tensor_ops.TensorOps`.
+Both are generic; the framework supplies its :class:`~smdebug.core.tensors.tensor_ops.TensorOps`.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from smdebug.core.tensor_ops import TensorOps
+from smdebug.core.tensors.tensor_ops import TensorOps
 
 __all__ = ["BufferPool", "Deferred", "DeferredCopier"]
 

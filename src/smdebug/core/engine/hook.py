@@ -1,0 +1,452 @@
+"""BaseHook: everything a framework hook does that does not depend on the framework.
+
+Steps and modes, the save API (save_tensor, save_scalar), handing saved steps to the writer,
+the collections file, the end of training and stop requests. It is composed of a Planner
+(core.engine.save_plan: what is saved at a step), a StepBuffer (core.engine.step_buffer: what the step
+holds), a StepWriter (core.output.step_writer: the writer thread) and a TensorAdapter (core.tensors.adapter:
+the framework's tensors). How a framework's Hook uses it: see the docstring of smdebug.core.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from smdebug.core.config.collection import Collection, CollectionKeys
+from smdebug.core.config.collection_defaults import CollectionDefaults
+from smdebug.core.config.hook_options import HookOptions, options_signature, tensorboard_dir_for
+from smdebug.core.config.reduction_config import ReductionConfig
+from smdebug.core.config.save_config import SaveConfig
+from smdebug.core.engine import active_hook
+from smdebug.core.engine.arguments import check_mode, check_save_tensor, scalar_value
+from smdebug.core.engine.end_of_job import mark_end_of_training
+from smdebug.core.engine.guard import guarded, propagate_default
+from smdebug.core.engine.resume import resume_numbering
+from smdebug.core.engine.save_plan import Planner, included_collections
+from smdebug.core.engine.step_buffer import StepBuffer
+from smdebug.core.engine.stop_request import StopRequest, StopRequestWatcher
+from smdebug.core.modes import ModeKeys
+from smdebug.core.output.locations import CHIEF_WORKER, END_OF_JOB, collections_file_name, is_chief_worker
+from smdebug.core.output.step_writer import StepWriter
+from smdebug.core.tensors.adapter import NumpyAdapter, TensorAdapter
+from smdebug.exceptions import SMDebugRuntimeError, SMDebugTypeError, SMDebugValueError
+
+__all__ = ["BaseHook"]
+
+logger = logging.getLogger("smdebug")
+_H = TypeVar("_H", bound="BaseHook")
+
+
+class BaseHook:
+    GRADIENT_PREFIX = "gradient/"
+    SCALAR_PREFIX = "scalar/"
+    INPUT_TENSOR_SUFFIX = "_input_"
+    OUTPUT_TENSOR_SUFFIX = "_output_"
+    INIT_STEP = -1
+    collection_defaults = CollectionDefaults(created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None})
+    make_adapter = NumpyAdapter
+
+    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
+        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
+                     tensorboard_dir: str | None = None, dry_run: bool = False,
+                     reduction_config: ReductionConfig | None = None,
+                     save_config: SaveConfig | dict[Any, Any] | None = None,
+                     include_regex: str | list[str] | None = None,
+                     include_collections: str | list[str] | None = None, save_all: bool = False,
+                     include_workers: str = "one") -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[no-redef]
+        self._configure(HookOptions.from_call(type(self).__name__, args, kwargs))
+        active_hook.set_hook(self)
+        active_hook.close_at_exit(self)
+
+    __init__.__signature__ = options_signature()  # type: ignore[attr-defined]
+
+    def _configure(self, o: HookOptions) -> None:
+        from smdebug.storage import is_remote, open_store
+
+        if o.out_dir is None:
+            raise SMDebugRuntimeError("out_dir is a required argument of the hook")
+        out_dir = str(o.out_dir)
+        self.out_dir = out_dir if is_remote(out_dir) else os.path.abspath(os.path.expanduser(out_dir))
+        self.store = open_store(self.out_dir)
+        if self.store.exists(END_OF_JOB):
+            raise SMDebugRuntimeError(
+                f"{self.out_dir} holds a finished trial ({END_OF_JOB} exists): "
+                "give the hook a new out_dir, so that two jobs' tensors are not mixed"
+            )
+        if o.include_workers not in ("one", "all"):
+            raise SMDebugValueError(f"include_workers={o.include_workers!r} must be 'one' or 'all'")
+        self.tensorboard_dir = tensorboard_dir_for(o.export_tensorboard, o.tensorboard_dir, self.out_dir)
+        self.export_tensorboard = bool(o.export_tensorboard or o.tensorboard_dir)
+        self.dry_run = bool(o.dry_run)
+        self.save_all = bool(o.save_all)
+        self.save_all_workers = o.include_workers == "all"
+        self.include_workers = o.include_workers
+        defaults = self.collection_defaults
+        self.collection_manager = cm = defaults.manager()
+        self.include_collections = included_collections(cm, defaults, o.include_collections, o.include_regex,
+                                                        self.save_all)
+        self.save_config = SaveConfig.parse(o.save_config)
+        self.reduction_config = o.reduction_config if o.reduction_config is not None else ReductionConfig(save_raw_tensor=True)
+        if not isinstance(self.reduction_config, ReductionConfig):
+            raise SMDebugTypeError(f"reduction_config={o.reduction_config!r} must be a ReductionConfig")
+        self.include_regex = o.include_regex
+        self.planner = Planner(cm, defaults, self.include_collections, self.save_config, self.reduction_config,
+                               tensorboard=bool(self.tensorboard_dir))
+        self.adapter: TensorAdapter = self.make_adapter()
+        self.buffer = StepBuffer(self.adapter)
+        self.init_step = self.INIT_STEP
+        self.step = self.init_step
+        self.mode = ModeKeys.GLOBAL
+        self.mode_steps = {ModeKeys.GLOBAL: self.init_step}
+        self._rec_mode, self._rec_mode_step = ModeKeys.GLOBAL, self.init_step  # the step being recorded
+        self.last_saved_step: int | None = None
+        self._handed_step: int | None = None  # the last global step handed to the writer
+        self._step_saves = False
+        self._custom: dict = {}  # save_tensor before the first step
+        self._module_names: dict = {}  # framework module -> its name in tensor names
+        self.exported_collections = False
+        self.disabled = False
+        self.propagate_errors = propagate_default()
+        self.worker = self._get_worker_name()
+        self._writer: StepWriter | None = None
+        self._closed = False
+        self.stop_watcher = StopRequestWatcher(self.store)
+        self._training_ended = False  # see _end_training_run
+        self._resume_checked = False  # see _resume
+        self.resumed_from: int | None = None  # the last step the folder held of this worker
+        self._state_file: Any = None  # the checkpoint folder's training state (core.engine.resume)
+        logger.info("smdebug: saving to %s", self.out_dir)
+
+    @classmethod
+    def create_from_json_file(cls: type[_H], json_file_path: str | None = None) -> _H | None:
+        """A hook configured by SageMaker's hook JSON: ``json_file_path``, else
+        $SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json; None when no
+        file applies."""
+        from smdebug.core.config.hook_config import create_hook
+
+        return create_hook(cls, json_file_path)
+
+    # ---------------------------------------------------------------- framework-specific
+    def _get_worker_name(self) -> str:
+        return CHIEF_WORKER
+
+    def _get_num_workers(self) -> int:
+        return 1
+
+    def _is_tensor(self, value: Any) -> bool:
+        """Whether a leaf of a layer's inputs / outputs is a tensor the hook saves."""
+        return isinstance(value, np.ndarray)
+
+    @property
+    def prepared_collections(self) -> bool:
+        return self.planner.prepared
+
+    @property
+    def writes(self) -> bool:
+        """Whether this process writes (with include_workers='one', only the chief does)."""
+        return not self.dry_run and (self.save_all_workers or is_chief_worker(self.worker))
+
+    def _step_writer(self) -> StepWriter:
+        if self._writer is None:
+            self._writer = StepWriter(self.out_dir, self.worker, self.tensorboard_dir, adapter=self.adapter,
+                                      store=self.store)
+        return self._writer
+
+    def open_writer_gate(self) -> None:
+        """Tell the writer thread that training is in a stretch that hardly needs the GIL (see
+        StepWriter.open_gate); from the first call on, handed-over steps wait for the next."""
+        if self._writer is not None:
+            self._writer.open_gate()
+
+    # ---------------------------------------------------------------- collections
+    def get_collection(self, name: str, create: bool = True) -> Collection:
+        return self.collection_manager.get(name, create=create)
+
+    def get_collections(self) -> dict[str, Collection]:
+        return self.collection_manager.get_collections()
+
+    def add_collection(self, collection: Collection) -> None:
+        if not isinstance(collection, Collection):
+            raise SMDebugTypeError(f"collection must be a Collection, not {type(collection).__name__}")
+        self.collection_manager.add(collection)
+
+    def _name_modules(self, top: str, model: Any, named_modules: Any) -> None:
+        """Name a registered model ``top`` and each of its ``(name, module)`` descendants by its
+        path in it (the first name wins for a module reached twice)."""
+        if model in self._module_names:
+            raise SMDebugTypeError(f"module {top} is registered twice")
+        for name, sub in named_modules:
+            self._module_names.setdefault(sub, name)
+        self._module_names[model] = top
+
+    def _module_name(self, module: Any) -> str:
+        return self._module_names.get(module) or type(module).__name__
+
+    def _collections_for_step(self) -> set:
+        if not self.planner.prepared:
+            self.planner.prepare(self._module_name, strict=self.propagate_errors)
+        return self.planner.due(self.mode, self.mode_steps[self.mode])
+
+    def saving_this_step(self) -> bool:
+        return bool(self._collections_for_step())
+
+    def should_save_tensor_or_collection(self, tensor_name: str, collection_name: str) -> bool:
+        if not self.planner.prepared:
+            return False
+        c = self.collection_manager.get(collection_name)
+        if c in self._collections_for_step():
+            return not c.include_regex or c.matches(tensor_name)
+        return bool(self.planner.collections_with(tensor_name) & self._collections_for_step())
+
+    # ---------------------------------------------------------------- steps and modes
+    @guarded(check=lambda self, mode: check_mode(mode))
+    def set_mode(self, mode: ModeKeys) -> None:
+        if mode != self.mode:
+            self._end_step()  # what the current step saved keeps the current step's mode
+        self.mode = mode
+        self.mode_steps.setdefault(mode, self.init_step)
+        self.planner.new_step()
+
+    def _resume(self) -> None:
+        """Before the first step: continue after the steps this worker already wrote into the
+        folder (a resumed job, core.engine.resume), so that none is written twice."""
+        self._resume_checked = True
+        if not self.dry_run:
+            self._state_file = resume_numbering(self)
+
+    def _begin_step(self) -> None:
+        """End the current step and start the next one (called by the framework glue)."""
+        if not self._resume_checked:
+            self._resume()
+        self._end_step()
+        self._next_step()
+        self.buffer.new_step()
+        self._step_saves = bool(self._collections_for_step())
+        if self._custom:
+            self._save_custom_tensors()
+
+    def _next_step(self) -> None:
+        """Count the next global step, in the current mode: what is recorded from now on is in it."""
+        self.step += 1
+        self.mode_steps[self.mode] += 1
+        if self.mode != ModeKeys.GLOBAL:
+            self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self._rec_mode, self._rec_mode_step = self.mode, self.mode_steps[self.mode]
+        self.planner.new_step()
+
+    def _end_step(self) -> None:
+        """Hand the step's records to the writer; scalars cached so far go with a saved step."""
+        if self.buffer.records or (self._step_saves and self.buffer.scalars):
+            self._flush_records()
+        self._step_saves = False
+
+    def _flush_records(self) -> None:
+        if not self.writes:
+            self.buffer.drop()
+            return
+        writer = self._step_writer()
+        if self._writer_failed(writer):
+            self.buffer.drop()
+            return
+        if max(self.step, 0) == self._handed_step:
+            # saved after its step went to the writer (set_mode then save_scalar then close; a stop
+            # request mid-step): the next step, as a step is written once (FileWriter refuses to replace one)
+            self._next_step()
+            logger.info("smdebug: what was saved after step %s was written is step %s (%s step %s)",
+                        self.step - 1, self.step, self.mode.name, self.mode_steps[self.mode])
+        rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
+        if rec:
+            self.last_saved_step = self._handed_step = rec.step
+            writer.submit(rec)
+            if self._state_file is not None:
+                self._state_file.write(self)
+            if not self.exported_collections:
+                self.export_collections()
+
+    def _check_open(self, name: str) -> None:
+        if self._closed:
+            raise SMDebugRuntimeError(f"the hook is closed: {name} is not saved (the trial in {self.out_dir} "
+                                      "is complete; make a new hook for more)")
+
+    def _writer_failed(self, writer: StepWriter) -> bool:
+        """An error on the writer thread (logged there once) disables the hook like an error on
+        the training thread, or is raised here when errors propagate."""
+        if not writer.errors:
+            return False
+        if self.propagate_errors:
+            raise writer.errors[0]
+        self.disabled = True
+        return True
+
+    # ---------------------------------------------------------------- saving
+    def _save_for_tensor(self, tensor_name: str, value: Any, check_before_write: Any = True) -> None:
+        self._check_open(tensor_name)
+        if check_before_write:
+            if not self.planner.prepared:
+                self.planner.prepare(self._module_name, strict=self.propagate_errors)
+            plan = self.planner.plan_at_step(tensor_name, self.mode, self.mode_steps[self.mode])
+        else:
+            colls = self.planner.collections_with(tensor_name)
+            plan = self.planner.plan(tensor_name, colls) if colls else None
+        if plan is None:
+            return
+        if self.dry_run:
+            logger.debug("smdebug dry run: would save %s at step %s", tensor_name, self.step)
+        elif self.writes:  # a worker that does not write (include_workers="one") copies nothing
+            self.buffer.add(tensor_name, value, plan)
+
+    def _save_deferred(self, named_values: Any) -> None:
+        """Save ``(name, value)`` pairs whose values change only after the step's forward and
+        backward (parameters): the adapter may copy them on a background thread meanwhile; the
+        glue calls ``adapter.sync()`` before anything can change them."""
+        self.adapter.begin_deferred()
+        try:
+            for name, value in named_values:
+                self._save_for_tensor(name, value)
+        finally:
+            self.adapter.end_deferred()
+
+    def _write_indexed(self, module_name: str, value: Any, suffix: str) -> None:
+        """Save module inputs/outputs as <module><suffix><i>, numbering every tensor of the step."""
+        base = module_name + suffix
+        values = list(self._flatten(value))
+        first = self.buffer.number(base, len(values))
+        for i, v in enumerate(values):
+            self._save_for_tensor(f"{base}{first + i}", v)
+
+    def _flatten(self, value: Any) -> Any:
+        """The tensors in a (nested) tuple / list, as ``_is_tensor`` tells them."""
+        if isinstance(value, (tuple, list)):
+            for v in value:
+                yield from self._flatten(v)
+        elif self._is_tensor(value):
+            yield value
+
+    def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
+        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
+        close, scalars left over go with the last step, or with a step of their own when that
+        step is already written. A name that is not a string or a value that is not one number
+        raises SMDebugTypeError."""
+        arr = scalar_value(self.adapter, name, value, timestamp)
+        self._add_scalar(self.SCALAR_PREFIX + name, arr, timestamp if timestamp else time.time())
+
+    @guarded()
+    def _add_scalar(self, name: str, arr: Any, wall_time: float) -> None:
+        self._check_open(name)
+        self.buffer.add_scalar(name, arr, wall_time)
+
+    @guarded(check=check_save_tensor)
+    def save_tensor(self, tensor_name: str, tensor_value: Any,
+                    collections_to_write: str | list[str] | tuple[str, ...] | set[str] = CollectionKeys.DEFAULT) -> None:
+        """Save a tensor of your own at the current step, in the given collection(s), when their
+        schedule saves this step (before the first step: at the first step)."""
+        self._check_open(tensor_name)
+        names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
+        self.planner.add_tensor(tensor_name, [self.collection_manager.get(n, create=True) for n in names])
+        if self.planner.prepared and self.step >= 0:
+            self._save_for_tensor(tensor_name, tensor_value, check_before_write=not self._training_ended)
+        else:
+            self._custom[tensor_name] = (tensor_value, names)
+
+    def _save_custom_tensors(self) -> None:
+        custom, self._custom = self._custom, {}
+        for name, (value, colls) in custom.items():
+            self.save_tensor(name, value, colls)
+
+    # ---------------------------------------------------------------- stop requests
+    def stop_requested(self) -> StopRequest | None:
+        """A rule's request that training stop (see core.engine.stop_request), once: the framework glue
+        calls this at each step boundary and ends training its own way when it gets one. The
+        look at storage is rate limited; when a request is first seen, everything the hook
+        holds is written before it is returned. Works on a disabled hook too."""
+        req = self.stop_watcher.take()
+        if req is not None:
+            self._write_held()
+        return req
+
+    @guarded()
+    def _end_training_run(self) -> None:
+        """The framework's training ended; the hook stays open until ``close()`` (or exit). What
+        is saved from now on (save_scalar, save_tensor: a final accuracy, a test metric) goes to
+        the step after the last one, whatever the schedule, written at close."""
+        if self._training_ended:
+            return
+        self._write_held()
+        self._begin_step()
+        self._training_ended = True
+
+    def _write_held(self) -> None:
+        """End the current step and wait until the writer has written everything handed over."""
+        try:
+            self.adapter.sync()
+            if not self.disabled:
+                self._end_step()
+            if self._writer is not None:
+                self._writer.flush()
+                self._writer_failed(self._writer)
+        except Exception:
+            if self.propagate_errors:
+                raise
+            self.disabled = True
+            logger.exception("smdebug: could not write the steps held before stopping")
+
+    # ---------------------------------------------------------------- output files
+    def export_collections(self) -> None:
+        if not self.writes:
+            return
+        num_workers = self._get_num_workers() if self.save_all_workers else 1
+        self.collection_manager.set_num_workers(num_workers)
+        self.collection_manager.export(self.out_dir, collections_file_name(self.worker), store=self.store)
+        self.exported_collections = True
+
+    def close(self) -> None:
+        """End the last step, write everything, the collections file and the end-of-training
+        marker. Runs also after an error disabled the hook: what was saved before is kept."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.adapter.sync()
+            if not self.disabled:
+                self._end_step()
+                if self.buffer.scalars:
+                    self._flush_records()
+        except Exception:
+            if self.propagate_errors:
+                raise
+            logger.exception("smdebug: could not save the last step")
+        self.buffer.drop()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.flush()
+            writer.close()
+            self._writer_failed(writer)
+            if writer.failed_steps:
+                logger.error("smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
+                             len(writer.failed_steps), self.worker, self.out_dir, writer.failed_steps[0])
+        try:
+            if self.writes:
+                self.export_collections()
+                mark_end_of_training(self.store, self.worker, self._get_num_workers() if self.save_all_workers else 1)
+        except Exception:
+            if self.propagate_errors:
+                raise
+            self.disabled = True
+            logger.exception("smdebug: could not finish writing %s", self.out_dir)
+        finally:
+            self.adapter.shutdown()
+
+    def _cleanup(self) -> None:  # 1.0.34's name for close(), which its own code calls
+        self.close()
+
+    def __repr__(self) -> Any:
+        return (
+            f"<{type(self).__module__}.{type(self).__name__} out_dir={self.out_dir!r} step={self.step} "
+            f"mode={self.mode.name} include_collections={self.include_collections}>"
+        )
