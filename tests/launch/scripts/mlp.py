@@ -107,7 +107,7 @@ def main():
 
 
     if args.ddp:
-        end_gloo()
+        end_gloo()  # see gloo_exit.py
 
 
 if __name__ == "__main__":
