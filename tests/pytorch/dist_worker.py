@@ -13,6 +13,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 import smdebug.pytorch as smd
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch", "scripts"))
+from gloo_exit import end_gloo  # noqa: E402
+
 
 def main():
     rank, world, port, out_dir, include_workers = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
@@ -34,8 +37,7 @@ def main():
         loss_fn(model(x), y).backward()
         opt.step()
     hook.close()
-    dist.barrier()
-    dist.destroy_process_group()
+    end_gloo()  # see tests/launch/scripts/gloo_exit.py
 
 
 if __name__ == "__main__":
