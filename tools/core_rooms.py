@@ -61,8 +61,12 @@ SHIM_MARK = "# core_rooms: documented path"
 SHIM = '''"""``smdebug.{old}``, a documented import path: the module ``smdebug.{new}`` itself."""
 
 import sys
+from typing import TYPE_CHECKING
 
 from smdebug.{room_pkg} import {mod} as _module
+
+if TYPE_CHECKING:  # what a type checker sees here: the moved module's names
+    from smdebug.{new} import *  # noqa: F403
 
 sys.modules[__name__] = _module  {mark}
 '''

@@ -91,7 +91,7 @@ def test_src_is_within_the_mypy_baseline_and_the_documented_modules_are_strict()
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-HOOKS = [("smdebug.core.hook", "BaseHook", None), ("smdebug.pytorch.hook", "Hook", "torch"),
+HOOKS = [("smdebug.core.engine.hook", "BaseHook", None), ("smdebug.pytorch.hook", "Hook", "torch"),
          ("smdebug.tensorflow.keras", "KerasHook", "tensorflow"), ("smdebug.xgboost.hook", "Hook", "xgboost")]
 
 
