@@ -99,7 +99,7 @@ check: $(VENV)/.check
 	$(VENV)/bin/lint-imports
 	$(PY) tools/mypy_baseline.py
 	$(PY) tools/core_rooms.py --check
-	$(PY) -m pytest --framework-free -q -r fE tests
+	$(PY) -m pytest --framework-free -n 2 -q -r fE tests
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples tools
