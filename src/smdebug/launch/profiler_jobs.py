@@ -181,7 +181,6 @@ class ProfilerRuleJob(RuleJob):
 
     def _run(self) -> None:
         from smdebug.rules import invoke_rule
-        from smdebug.rules.actions import parse_actions
 
         rule = None
         try:
@@ -194,10 +193,7 @@ class ProfilerRuleJob(RuleJob):
             reason = getattr(rule, "reason", "")
             self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}{': ' + reason if reason else ''}\n",
                       rule=rule)
-            kinds = {s.kind for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
-                     if "training_job_prefix" not in s.params}
-            if "stoptraining" in kinds and self._on_stop is not None:
-                self._on_stop(self, exc.step)
+            self._stop_training_if_asked(exc.step)
             return
         except Exception as exc:
             tb = traceback.format_exc()

@@ -154,6 +154,16 @@ class RuleJob:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def _stop_training_if_asked(self, step: int) -> None:
+        """The rule fired: its StopTraining action (one without ``training_job_prefix``, which
+        stops a SageMaker job instead) asks the launcher to stop this job."""
+        from smdebug.rules.actions import parse_actions
+
+        kinds = {s.kind for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
+                 if "training_job_prefix" not in s.params}
+        if "stoptraining" in kinds and self._on_stop is not None:
+            self._on_stop(self, step)
+
     def stop(self) -> None:
         """The launcher was interrupted: the job ends Stopped once the trial's end is marked."""
         if self.status == "InProgress":
@@ -184,7 +194,6 @@ class RuleJob:
 
     def _run(self) -> None:
         from smdebug.rules import create_rule, invoke_rule
-        from smdebug.rules.actions import parse_actions
 
         run = None
         try:
@@ -204,10 +213,7 @@ class RuleJob:
         except RuleEvaluationConditionMet as exc:
             self.fired_step = exc.step
             self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}\n", rule=locals().get("rule"))
-            kinds = {s.kind for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
-                     if "training_job_prefix" not in s.params}
-            if "stoptraining" in kinds and self._on_stop is not None:
-                self._on_stop(self, exc.step)
+            self._stop_training_if_asked(exc.step)
             return
         except Exception as exc:
             tb = traceback.format_exc()
