@@ -28,6 +28,7 @@ import logging
 import threading
 
 import torch
+from torch.autograd import Variable
 from torch.utils.data import dataloader as _dl
 
 from smdebug.profiler.timeline import now_us
@@ -190,8 +191,6 @@ class TorchProfiling:
     @_safe
     def _backward_start(self, name: str):
         start = now_us()
-        from torch.autograd import Variable
-
         Variable._execution_engine.queue_callback(lambda: self.profiler.record("Backward", name, start, now_us()))
 
     @_safe
