@@ -110,3 +110,38 @@ def test_lightning_ddp_on_two_processes(tmp_path):
                                    grad.value(step, mode=modes.TRAIN, worker="worker_1"), rtol=1e-5, atol=1e-7)
     losses = trial.tensor("loss_output_1")  # each rank's second micro-batch of each step
     assert losses.workers(3, mode=modes.TRAIN) == ["worker_0", "worker_1"]
+
+
+def test_steps_the_hook_does_not_save_cost_the_callback_no_tensor_operation(tmp_path):
+    """The callback's own work on the training thread: on the steps the hook saves nothing, the
+    loss Lightning hands it is left alone (no multiplication by accumulate_grad_batches)."""
+    from torch.overrides import TorchFunctionMode
+
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=3),
+                    include_collections=["losses"])
+    callback = SMDebugCallback(hook)
+    ops_at_step = []
+
+    class Count(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            ops_at_step.append(hook.step)
+            return func(*args, **(kwargs or {}))
+
+    batch_end = callback.on_train_batch_end
+
+    def counted(*args, **kwargs):
+        with Count():
+            batch_end(*args, **kwargs)
+
+    callback.on_train_batch_end = counted  # Lightning calls the instance's attribute
+    module = Regressor()
+    trainer = pl.Trainer(max_epochs=1, accumulate_grad_batches=2, accelerator="cpu", devices=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[callback], default_root_dir=str(tmp_path))
+    trainer.fit(module, _loader(48, 1))  # 12 micro-batches: 6 optimizer steps, steps 0 and 3 saved
+    hook.close()
+    assert trainer.global_step == 6
+    assert sorted(set(ops_at_step)) == [0, 3]
+    trial = create_trial(str(tmp_path / "run"))
+    saved = [trial.tensor(f"loss_output_{i}").value(s, mode=modes.TRAIN) for s in (0, 3) for i in (0, 1)]
+    np.testing.assert_allclose(np.ravel(saved), module.losses[0:2] + module.losses[6:8], rtol=1e-6)

@@ -2,7 +2,9 @@
 torchrun from test_fsdp.py. Rank 0 also trains an unsharded copy of the model on both ranks' batches
 (what FSDP computes) and writes its parameters and gradients at every step to RESULT_DIR/reference.npz.
 
-usage: torchrun --nproc_per_node 2 fsdp_worker.py OUT_DIR gather|local RESULT_DIR [compile|checkpoint]
+usage: torchrun --nproc_per_node 2 fsdp_worker.py OUT_DIR gather|local RESULT_DIR [compile|checkpoint|hsdp1x2|hsdp2x1]
+
+hsdp<R>x<S>: HSDP, fully_shard on a 2-D device mesh of R replicas of S shards ("replicate", "shard").
 """
 
 import copy
@@ -43,9 +45,15 @@ def main():
     torch.manual_seed(0)
     model = MLP()
     reference = copy.deepcopy(model)  # unsharded, the same initial values
-    fully_shard(model.fc1)
-    fully_shard(model.fc2)
-    fully_shard(model)
+    mesh = None
+    if variant.startswith("hsdp"):
+        from torch.distributed.device_mesh import init_device_mesh
+
+        shape = tuple(int(n) for n in variant[len("hsdp"):].split("x"))
+        mesh = init_device_mesh("cpu", shape, mesh_dim_names=("replicate", "shard"))
+    fully_shard(model.fc1, mesh=mesh)
+    fully_shard(model.fc2, mesh=mesh)
+    fully_shard(model, mesh=mesh)
     if variant == "checkpoint":
         from torch.utils.checkpoint import checkpoint
 

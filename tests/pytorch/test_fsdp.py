@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from smdebug import modes
+from smdebug.exceptions import SMDebugValueError
 from smdebug.pytorch.sharded import read_full
 from smdebug.trials import create_trial
 from smdtest import ORACLE, run_json
@@ -59,6 +60,10 @@ def _steps_modes_losses(trial, ref):
 
 def test_gathered_tensors_are_the_unsharded_models(tmp_path):
     trial, ref = _torchrun(tmp_path, "gather")
+    _gathered_are_whole(tmp_path, trial, ref)
+
+
+def _gathered_are_whole(tmp_path, trial, ref):
     _steps_modes_losses(trial, ref)
     assert set(NAMES) <= set(trial.tensor_names())
     assert not (tmp_path / "gather" / "shards").exists()  # nothing to put together
@@ -86,7 +91,7 @@ def test_each_rank_saves_its_shard_and_where_it_lies(tmp_path, peer):
     meta = orjson.loads((tmp_path / "local" / "shards" / "worker_1_shards.json").read_bytes())["tensors"]
     # fc1.weight (6, 4) split by rows over 2 ranks: rank 1 holds rows 3..5
     assert meta["MLP_fc1.weight"] == {"global_shape": [6, 4], "local_shape": [3, 4], "offset": [3, 0],
-                                      "placements": ["S(0)"], "mesh_shape": [2]}
+                                      "placements": ["S(0)"], "mesh_shape": [2], "mesh_coordinate": [1]}
     for name in NAMES:
         for step in range(3):
             whole = ref[f"{step}/{name}"]
@@ -115,3 +120,52 @@ def test_compile_and_activation_checkpointing_over_fsdp2(tmp_path, variant):
         for step in range(3):
             np.testing.assert_allclose(trial.tensor(name).value(step, mode=modes.TRAIN, worker="worker_0"),
                                        ref[f"{step}/{name}"], rtol=1e-5, atol=1e-7)
+
+
+# HSDP: fully_shard on a 2-D device mesh ("replicate", "shard"); with 2 processes, 1 replica of 2
+# shards or 2 replicas of 1 shard. The placements are (Replicate(), Shard(0)).
+HSDP_FC1 = {"1x2": {"local_shape": [3, 4], "offset": [3, 0], "mesh_shape": [1, 2], "mesh_coordinate": [0, 1]},
+            "2x1": {"local_shape": [6, 4], "offset": [0, 0], "mesh_shape": [2, 1], "mesh_coordinate": [1, 0]}}
+
+
+@pytest.mark.parametrize("mesh", ["1x2", "2x1"])
+def test_hsdp_each_rank_saves_its_shard_and_read_full_puts_it_together(tmp_path, mesh):
+    trial, ref = _torchrun(tmp_path, "local", f"hsdp{mesh}")
+    _steps_modes_losses(trial, ref)
+    shards_file = tmp_path / "local" / "shards" / "worker_1_shards.json"
+    doc = orjson.loads(shards_file.read_bytes())
+    assert doc["tensors"]["MLP_fc1.weight"] == {"global_shape": [6, 4], "placements": ["R", "S(0)"], **HSDP_FC1[mesh]}
+    for name in NAMES:
+        for step in range(3):
+            whole = ref[f"{step}/{name}"]
+            shards = [trial.tensor(name).value(step, mode=modes.TRAIN, worker=w) for w in trial.workers()]
+            rows = [s.shape[0] for s in shards]  # 2 shards of the rows, or 2 replicas of the whole tensor
+            assert sum(rows) == whole.shape[0] if mesh == "1x2" else rows == [whole.shape[0]] * 2
+            np.testing.assert_allclose(read_full(trial, name, step, mode=modes.TRAIN), whole, rtol=1e-5, atol=1e-7)
+    if mesh == "1x2":
+        _shards_that_do_not_tile_are_refused(trial, shards_file, doc)
+    else:  # one replica is enough
+        del doc["tensors"]["MLP_fc1.weight"]
+        shards_file.write_bytes(orjson.dumps(doc))
+        np.testing.assert_allclose(read_full(trial, "MLP_fc1.weight", 2, mode=modes.TRAIN), ref["2/MLP_fc1.weight"],
+                                   rtol=1e-5, atol=1e-7)
+
+
+def _shards_that_do_not_tile_are_refused(trial, shards_file, doc):
+    info = doc["tensors"]["MLP_fc1.weight"]
+    info["offset"] = [0, 0]  # worker_1's rows 3..5 said to be rows 0..2: replicas of worker_0's shard that differ
+    shards_file.write_bytes(orjson.dumps(doc))
+    with pytest.raises(SMDebugValueError, match="replicas of one shard differ"):
+        read_full(trial, "MLP_fc1.weight", 0, mode=modes.TRAIN)
+    del doc["tensors"]["MLP_fc1.weight"]  # worker_1's shard missing
+    shards_file.write_bytes(orjson.dumps(doc))
+    with pytest.raises(SMDebugValueError, match="cover 12 of its 24 elements") as err:
+        read_full(trial, "MLP_fc1.weight", 0, mode=modes.TRAIN)
+    assert str(trial.path) in str(err.value)
+
+
+def test_hsdp_gathered_tensors_are_the_unsharded_models(tmp_path):
+    """gather_sharded=True on the 2-D mesh: the all-gather over both mesh dimensions, rank 0 saves the
+    whole tensor and the whole tensor's reductions."""
+    trial, ref = _torchrun(tmp_path, "gather", "hsdp1x2")
+    _gathered_are_whole(tmp_path, trial, ref)

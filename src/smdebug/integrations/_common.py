@@ -40,6 +40,13 @@ class TrainerHook:
         modes = {ModeKeys.TRAIN} if train_steps_only else {ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT}
         self.hook.drive_steps_by_trainer(modes)
 
+    def saves_now(self) -> bool:
+        """Whether the hook saves anything at its current step: the callbacks skip their own work
+        (tensor arithmetic, the hook's calls) on the other steps. False on a disabled hook; never
+        raises (the collections are prepared when the step starts, under the hook's guard)."""
+        hook = self.hook
+        return not hook.disabled and hook.step >= 0 and hook.prepared_collections and hook.saving_this_step()
+
     def begin_step(self, mode, mode_step: int | None = None) -> None:
         if self.hook.mode != mode:
             self.hook.set_mode(mode)

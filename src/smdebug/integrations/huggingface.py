@@ -50,7 +50,8 @@ class SMDebugCallback(TrainerCallback):
         self._th.begin_step(ModeKeys.TRAIN, state.global_step)
 
     def on_pre_optimizer_step(self, args, state, control, **kwargs):
-        self.hook.save_gradients()  # accumulated over the step's micro-batches
+        if self._th.saves_now():
+            self.hook.save_gradients()  # accumulated over the step's micro-batches
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         self._th.save_metrics(logs or {})

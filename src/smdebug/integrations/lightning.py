@@ -38,9 +38,12 @@ class SMDebugCallback(pl.Callback):
             self.hook.set_mode(ModeKeys.TRAIN)
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
-        self.hook.save_gradients()  # accumulated over the step's micro-batches
+        if self._th.saves_now():
+            self.hook.save_gradients()  # accumulated over the step's micro-batches
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if not self._th.saves_now():  # most steps: no tensor arithmetic on the training thread
+            return
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
         if loss is not None:
             if pl_module.automatic_optimization:  # Lightning hands callbacks the loss divided by
