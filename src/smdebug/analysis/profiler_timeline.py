@@ -1,6 +1,7 @@
 """One timeline per node: framework events, system metrics and torch.profiler's detailed trace in
 one Chrome trace object (``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``)
-that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open.
+that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open (tests/profiler/view/test_trace_viewer.py
+loads it in chrome://tracing's trace viewer and reads back the model it imports).
 
 What goes in (all times absolute microseconds since the epoch, so the sources line up):
 
@@ -13,8 +14,10 @@ What goes in (all times absolute microseconds since the epoch, so the sources li
   (phase, original thread) when a phase ran on several threads), complete events (``ph: "X"``).
 * **Detailed profiling** — torch.profiler's Kineto traces under
   ``framework/pytorch/detailed_profiling/``: an event's absolute time is
-  ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid
-  (``torch.profiler <its name>``), flow ids are made unique per file.
+  ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid, named
+  ``torch.profiler <its name> [<process>]`` (``torch.profiler Spans [...]`` by Kineto's pid when it
+  has no name) and sorted after ours (Kineto's ``process_sort_index`` is dropped); flow ids are
+  made unique per file.
 * **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
   fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
   a global instant event at the end when the report does not say where (1.0.34's reports).
@@ -179,17 +182,24 @@ def _framework(events, fw_nodes: list[str]) -> list[dict]:
     return out
 
 
-def _kineto_file(doc: dict, f: dict, n: int, where: str, pids: dict) -> list[dict]:
-    """The events of one Kineto trace at absolute times; ``pids`` maps its pids to ours (filled here)."""
+def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int) -> dict:
+    """The events of one Kineto trace at absolute times, its pids moved to ``first_pid`` on:
+    ``{"events": [...], "pids": {kineto pid: ours}, "shown": {ours: kineto pid}}``, where "shown"
+    leaves out a pid that holds only global instant events (they belong to no process)."""
     base = doc.get("baseTimeNanoseconds")
     base_us = base / 1000 if base is not None else 0.0
-    out = []
+    out: dict = {"events": [], "pids": {}, "shown": {}}
     for e in doc["traceEvents"]:
         ph = e.get("ph")
         if ph is None or (ph != "M" and "ts" not in e):
             continue  # not an event (Kineto's trace summary records)
+        if ph == "M" and e.get("name") == "process_sort_index":
+            continue  # Kineto's order (its pid, 2**29...) would put its processes among ours: _kineto sets it
         e = dict(e)
-        e["pid"] = pids.setdefault(e.get("pid", 0), pids["next"] + len(pids) - 1)
+        kineto_pid = e.get("pid", 0)
+        e["pid"] = out["pids"].setdefault(kineto_pid, first_pid + len(out["pids"]))
+        if ph not in ("i", "I") or e.get("s") != "g":
+            out["shown"].setdefault(e["pid"], kineto_pid)
         e.setdefault("tid", 0)
         if ph == "M":
             if e.get("name") == "process_name":
@@ -203,7 +213,7 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, pids: dict) -> list[dic
             e["ts"] = ts
             if "id" in e and ph in ("s", "t", "f"):
                 e["id"] = f"{n}:{e['id']}"
-        out.append(e)
+        out["events"].append(e)
     return out
 
 
@@ -221,14 +231,15 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (bad JSON: {exc})") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (no traceEvents list)")
-        pids = {"next": next_pid}
-        events = _kineto_file(doc, f, n, where, pids)
-        del pids["next"]
+        kin = _kineto_file(doc, f, n, where, next_pid)
+        events = kin["events"]
         named = {e["pid"] for e in events if e["ph"] == "M" and e.get("name") == "process_name"}
-        for p in sorted(set(pids.values()) - named):
-            events += _meta(p, f"torch.profiler [{f['fw_node']}]", p)[:1]
+        for pid, kineto_pid in sorted(kin["shown"].items()):
+            # sorted after ours by their pid; one without a name is named by its Kineto pid ("Spans")
+            meta = _meta(pid, f"torch.profiler {kineto_pid} [{f['fw_node']}]", pid)
+            events += meta[1:] if pid in named else meta
         out += events
-        next_pid += len(pids)
+        next_pid += len(kin["pids"])
     return out
 
 
