@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -157,8 +156,9 @@ class TraceViewer:
 
     def screenshot(self, png: Path, start_us: float | None = None, end_us: float | None = None,
                    first_us: float | None = None) -> None:
-        """A picture of the viewer, showing ``[start_us, end_us]`` (absolute; ``first_us``: the
-        trace's earliest timestamp, the model's time 0) or the whole trace."""
+        """A picture of the viewer's tracks (down to the selection panel), showing ``[start_us,
+        end_us]`` (absolute; ``first_us``: the trace's earliest timestamp, the model's time 0) or the
+        whole trace."""
         if start_us is not None and end_us is not None and first_us is not None:
             lo, hi = (start_us - first_us) / 1000, (end_us - first_us) / 1000
             self._eval(f"""(() => {{
@@ -167,22 +167,11 @@ class TraceViewer:
                 tv.viewport.setDisplayTransformImmediately(dt); }})()""")
         # two animation frames: the tracks are drawn on the frame after the transform is set
         self._eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))", promise=True)
-        shot = self.browser.call("Page.captureScreenshot", {"format": "png"}, session=self.session)
+        panel = self._eval("document.getElementById('drag_handle').getBoundingClientRect().top")
+        shot = self.browser.call("Page.captureScreenshot", {"format": "png", "clip": {
+            "x": 0, "y": 0, "width": self.width, "height": panel, "scale": 1}}, session=self.session)
         Path(png).write_bytes(base64.b64decode(shot["data"]))
 
     def close(self) -> None:
         self.browser.close()
 
-
-def open_in_viewer(trace: dict, png: Path | None = None) -> dict:
-    """Load ``trace`` in a fresh viewer, optionally take its picture, close it; the model's state."""
-    with tempfile.TemporaryDirectory() as tmp:
-        viewer = TraceViewer(Path(tmp))
-        try:
-            state = viewer.load(trace)
-            if png is not None:
-                viewer.screenshot(png)
-            state["problems"] = viewer.problems()
-            return state
-        finally:
-            viewer.close()
