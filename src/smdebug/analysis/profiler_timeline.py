@@ -55,7 +55,9 @@ _KINETO_PID = 10000
 
 def _window(trial, start_us, end_us) -> tuple:
     first = trial.first_timestamp
-    last = trial.get_latest_timestamp()
+    # the newest data of any stream: get_latest_timestamp (where every stream has data) ends at the last
+    # system sample, and would drop the steps recorded after it (up to a sampling interval's worth)
+    last = trial.get_end_timestamp()
     if first is None or last is None:
         raise SMDebugValueError(f"{getattr(trial, 'path', trial)}: no profiler data (no system metrics and "
                                 "no framework events)")

@@ -112,7 +112,7 @@ def test_a_broken_kineto_file_is_named(tmp_path):
 def test_an_empty_profile_says_so(tmp_path):
     trial = SynthTrial(tmp_path, kineto=False)
     trial.end = None
-    trial.get_latest_timestamp = lambda: None
+    trial.get_latest_timestamp = trial.get_end_timestamp = lambda: None
     with pytest.raises(SMDebugValueError, match="no profiler data"):
         build_timeline(trial)
 
@@ -152,10 +152,12 @@ def test_a_profile_written_by_part_1_reads_into_the_same_timeline(tmp_path):
 
     synth = write_profile(tmp_path / "p")
     trial = ProfilerTrial(str(tmp_path / "p"))
-    # the trial's end is where every stream has data: the framework's last event (system samples go on)
+    # the timeline is the whole profile: up to the newest data of any stream (the system samples go on
+    # after the framework's last event), not where every stream has data
     assert trial.first_timestamp == synth.first_timestamp and trial.get_latest_timestamp() < synth.end
+    assert trial.get_end_timestamp() == synth.end
     ours = build_timeline(trial)
-    want = build_timeline(synth, end_us=trial.get_latest_timestamp())
+    want = build_timeline(synth)
     assert trace_problems(ours) == []
 
     def shape(trace):
@@ -176,7 +178,9 @@ def test_1034_resources_make_valid_timelines():
     from smdebug.profiler.reading.trial import ProfilerTrial
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
-    for name, events in (("merge_traces", 710), ("model_timeline_traces", 115), ("test_traces", 7)):
+    # test_traces: its framework events end long before its system samples (7 events up to where both
+    # streams have data, 88 in all)
+    for name, events in (("merge_traces", 710), ("model_timeline_traces", 115), ("test_traces", 88)):
         trial = ProfilerTrial(str(root / name))
         (node,) = timeline_nodes(trial)
         trace = build_timeline(trial, node=node)
