@@ -12,12 +12,15 @@ What goes in (all times absolute microseconds since the epoch, so the sources li
 * **Framework events** — one process per framework process (``framework <rank>-<host>``), one
   thread per phase (``Step:ModeKeys.TRAIN``, ``Forward``, ``DataLoaderIter``...; one per
   (phase, original thread) when a phase ran on several threads), complete events (``ph: "X"``).
+  The events of one thread must nest (Perfetto's rule): one that starts inside another and ends
+  after it (TF's asynchronous ``GetNext``) goes to a lane of its own, ``<phase> (overlapping 1)``.
 * **Detailed profiling** — torch.profiler's Kineto traces under
   ``framework/pytorch/detailed_profiling/``: an event's absolute time is
   ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid, named
   ``torch.profiler <its name> [<process>]`` (``torch.profiler Spans [...]`` by Kineto's pid when it
   has no name) and sorted after ours (Kineto's ``process_sort_index`` is dropped); flow ids are
-  made unique per file.
+  made unique per file. Epoch-sized float microseconds step by 0.25 us, so an operator's end
+  rounded less than 1 us past its parent's is moved back to it (``_nest``).
 * **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
   fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
   a global instant event at the end when the report does not say where (1.0.34's reports).
@@ -157,30 +160,56 @@ def _counters(series, max_points: int, downsampled: dict) -> list[dict]:
     return out
 
 
+def _lanes(starts: list[int], ends: list[int]) -> list[int]:
+    """A lane for each event (sorted by start, the longest first) such that the events of a lane
+    nest, as Perfetto and chrome://tracing want the complete events of one thread: an event that
+    starts inside an open one of its lane and ends after it goes to the next lane."""
+    open_ends: list[list[int]] = []  # per lane, the ends of its open events, innermost last
+    out = []
+    for start, end in zip(starts, ends):
+        lane = 0
+        while lane < len(open_ends):
+            stack = open_ends[lane]
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if not stack or end <= stack[-1]:
+                break
+            lane += 1
+        if lane == len(open_ends):
+            open_ends.append([])
+        open_ends[lane].append(end)
+        out.append(lane)
+    return out
+
+
 def _framework(events, fw_nodes: list[str]) -> list[dict]:
     out = []
     pids = {fw: _FRAMEWORK_PID + i for i, fw in enumerate(fw_nodes)}
     for fw, pid in pids.items():
         out += _meta(pid, f"framework {fw}", pid)
-    mask = np.array([str(n) in pids for n in events.node_id], dtype=bool)
-    idx = np.flatnonzero(mask)
-    threads: dict = {}
-    tid_count: dict = {}
-    for i in idx.tolist():
-        fw, phase, otid = str(events.node_id[i]), str(events.phase[i]), int(events.tid[i])
-        key = (fw, phase, otid)
-        if key not in threads:
-            threads[key] = len([k for k in threads if k[0] == fw]) + 1
-            tid_count[(fw, phase)] = tid_count.get((fw, phase), 0) + 1
-        args = dict(events.args[i] or {}) if events.args else {}
-        if events.step[i] >= 0:
-            args.setdefault("step_num", int(events.step[i]))
-        start = int(events.start_us[i])
-        out.append({"ph": "X", "name": str(events.name[i]), "cat": phase, "pid": pids[fw], "tid": threads[key],
-                    "ts": start, "dur": max(int(events.end_us[i]) - start, 0), "args": args})
-    for (fw, phase, otid), tid in threads.items():
-        name = phase if tid_count[(fw, phase)] == 1 else f"{phase} (thread {otid})"
-        out += _meta(pids[fw], "", 0, tid, name)
+    groups: dict = {}  # (process, phase, original thread): its rows, in order of first appearance
+    for i in np.flatnonzero(np.array([str(n) in pids for n in events.node_id], dtype=bool)).tolist():
+        groups.setdefault((str(events.node_id[i]), str(events.phase[i]), int(events.tid[i])), []).append(i)
+    threads_of_phase: dict = {}
+    for fw, phase, _ in groups:
+        threads_of_phase[(fw, phase)] = threads_of_phase.get((fw, phase), 0) + 1
+    last_tid: dict = {}
+    for (fw, phase, otid), rows in groups.items():
+        rows.sort(key=lambda i: (int(events.start_us[i]), -int(events.end_us[i])))
+        starts = [int(events.start_us[i]) for i in rows]
+        ends = [max(int(events.end_us[i]), start) for i, start in zip(rows, starts)]
+        lanes = _lanes(starts, ends)
+        name = phase if threads_of_phase[(fw, phase)] == 1 else f"{phase} (thread {otid})"
+        tids = {}
+        for lane in range(max(lanes) + 1):
+            last_tid[fw] = tids[lane] = last_tid.get(fw, 0) + 1
+            out += _meta(pids[fw], "", 0, tids[lane], name if lane == 0 else f"{name} (overlapping {lane})")
+        for i, start, end, lane in zip(rows, starts, ends, lanes):
+            args = dict(events.args[i] or {}) if events.args else {}
+            if events.step[i] >= 0:
+                args.setdefault("step_num", int(events.step[i]))
+            out.append({"ph": "X", "name": str(events.name[i]), "cat": phase, "pid": pids[fw], "tid": tids[lane],
+                        "ts": start, "dur": end - start, "args": args})
     return out
 
 
@@ -216,7 +245,29 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int) -> dict
             if "id" in e and ph in ("s", "t", "f"):
                 e["id"] = f"{n}:{e['id']}"
         out["events"].append(e)
+    _nest(out["events"])
     return out
+
+
+def _nest(events: list[dict]) -> None:
+    """Epoch-sized float microseconds step by 0.25 us: an operator that ended with the one it ran in
+    may now end up to a step after it, which Perfetto takes for slices that do not nest. Such an
+    end (less than 1 us after its parent's) is moved back to the parent's end; other overlaps stay."""
+    by_thread: dict = {}
+    for e in events:
+        if e["ph"] == "X" and isinstance(e.get("dur"), (int, float)):
+            by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for slices in by_thread.values():
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: list[dict] = []
+        for e in slices:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack:
+                parent_end = stack[-1]["ts"] + stack[-1]["dur"]
+                if 0 < e["ts"] + e["dur"] - parent_end < 1.0:
+                    e["dur"] = parent_end - e["ts"]
+            stack.append(e)
 
 
 def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:

@@ -1,7 +1,8 @@
 """Structural checks of a Chrome trace object (what Perfetto's and chrome://tracing's JSON
 importers need): the JSON object format, every event with ph/ts/pid/tid, complete events with a
-non-negative dur, counters with numeric values, instant events with a scope, and non-metadata events
-sorted by ts."""
+non-negative dur, counters with numeric values, instant events with a scope, non-metadata events
+sorted by ts, and the complete events of each thread nested (a slice that starts inside another
+ends inside it: Perfetto's rule; chrome://tracing's importer takes anything without a warning)."""
 
 from __future__ import annotations
 
@@ -47,4 +48,25 @@ def trace_problems(trace) -> list[str]:
                 out.append(f"{where}: counter without finite numeric values: {args}")
         if ph == "i" and e.get("s") not in ("g", "p", "t"):
             out.append(f"{where}: instant event without a scope")
+    return out + nesting_problems(trace)
+
+
+def nesting_problems(trace) -> list[str]:
+    """Complete events of one (pid, tid) that overlap without nesting, with ends computed as the
+    viewers do (ts + dur)."""
+    by_thread: dict = {}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float)):
+            by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    out = []
+    for (pid, tid), slices in by_thread.items():
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: list = []
+        for e in slices:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"]:
+                out.append(f"pid {pid} tid {tid}: {e['name']!r} at {e['ts']} ends "
+                           f"{e['ts'] + e['dur'] - stack[-1]['ts'] - stack[-1]['dur']} us after {stack[-1]['name']!r}")
+            stack.append(e)
     return out
