@@ -19,8 +19,9 @@ What goes in (all times absolute microseconds since the epoch, so the sources li
   ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid, named
   ``torch.profiler <its name> [<process>]`` (``torch.profiler Spans [...]`` by Kineto's pid when it
   has no name) and sorted after ours (Kineto's ``process_sort_index`` is dropped); flow ids are
-  made unique per file. Epoch-sized float microseconds step by 0.25 us, so an operator's end
-  rounded less than 1 us past its parent's is moved back to it (``_nest``).
+  renumbered 1, 2, ... over the files (integers: Perfetto reads a string id as hexadecimal).
+  Epoch-sized float microseconds step by 0.25 us, so an operator's end rounded less than 1 us past
+  its parent's is moved back to it (``_nest``).
 * **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
   fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
   a global instant event at the end when the report does not say where (1.0.34's reports).
@@ -213,10 +214,11 @@ def _framework(events, fw_nodes: list[str]) -> list[dict]:
     return out
 
 
-def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int) -> dict:
+def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_ids: dict) -> dict:
     """The events of one Kineto trace at absolute times, its pids moved to ``first_pid`` on:
     ``{"events": [...], "pids": {kineto pid: ours}, "shown": {ours: kineto pid}}``, where "shown"
-    leaves out a pid that holds only global instant events (they belong to no process)."""
+    leaves out a pid that holds only global instant events (they belong to no process). Flow ids
+    are renumbered through ``flow_ids`` ((file number, Kineto id) -> ours, shared by the files)."""
     base = doc.get("baseTimeNanoseconds")
     base_us = base / 1000 if base is not None else 0.0
     out: dict = {"events": [], "pids": {}, "shown": {}}
@@ -243,7 +245,8 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int) -> dict
                                         "place it on the timeline")
             e["ts"] = ts
             if "id" in e and ph in ("s", "t", "f"):
-                e["id"] = f"{n}:{e['id']}"
+                # integers: Perfetto reads a string id as hexadecimal and drops the flow when it is not
+                e["id"] = flow_ids.setdefault((n, e["id"]), len(flow_ids) + 1)
         out["events"].append(e)
     _nest(out["events"])
     return out
@@ -276,6 +279,7 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
     store = open_store(trial.path)
     out: list[dict] = []
     next_pid = first_pid
+    flow_ids: dict = {}
     for n, f in enumerate(files):
         where = f"{trial.path}/{f['key']}"
         try:
@@ -284,7 +288,7 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (bad JSON: {exc})") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (no traceEvents list)")
-        kin = _kineto_file(doc, f, n, where, next_pid)
+        kin = _kineto_file(doc, f, n, where, next_pid, flow_ids)
         events = kin["events"]
         named = {e["pid"] for e in events if e["ph"] == "M" and e.get("name") == "process_name"}
         for pid, kineto_pid in sorted(kin["shown"].items()):
