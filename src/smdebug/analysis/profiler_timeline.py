@@ -59,8 +59,8 @@ _KINETO_PID = 10000
 
 def _window(trial, start_us, end_us) -> tuple:
     first = trial.first_timestamp
-    # the newest data of any stream: get_latest_timestamp (where every stream has data) ends at the last
-    # system sample, and would drop the steps recorded after it (up to a sampling interval's worth)
+    # the newest data of any stream: get_latest_timestamp (where every stream has data) ends with the
+    # stream that ends first, often the system samples, and dropped the steps recorded after them
     last = trial.get_end_timestamp()
     if first is None or last is None:
         raise SMDebugValueError(f"{getattr(trial, 'path', trial)}: no profiler data (no system metrics and "
