@@ -7,12 +7,12 @@ MXVENV := .venv-mxnet
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo check test lint typecheck docs bench peer peer-xgboost clean chromium mxnet-venv mxnet-fixture mutation
+.PHONY: demo check test lint typecheck docs bench peer peer-xgboost clean chromium trace-viewer mxnet-venv mxnet-fixture mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,docs,pytorch,xgboost,tensorflow,plot,cli,export,profiler,dask,huggingface,lightning]'
+	$(PY) -m pip install -q -e '.[dev,docs,pytorch,xgboost,tensorflow,plot,cli,export,profiler,dask,huggingface,lightning,traceviewer]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks
@@ -77,7 +77,17 @@ demo: $(VENV)/.installed
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installed chromium
+# chrome://tracing's trace viewer for tests/profiler/view/test_trace_viewer.py (Debian's Chromium no longer
+# serves chrome://tracing): the viewer's page comes with the traceviewer extra (torch-tb-profiler), the
+# Web Components v0 polyfill it needs in today's Chromium from npm, into .trace-viewer/
+TRACE_VIEWER_POLYFILL := .trace-viewer/node_modules/webcomponents.js/webcomponents.min.js
+$(TRACE_VIEWER_POLYFILL):
+	@command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm)
+	npm install --prefix .trace-viewer --no-save --no-package-lock --no-audit --no-fund webcomponents.js@0.7.24
+
+trace-viewer: $(TRACE_VIEWER_POLYFILL)
+
+test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installed chromium trace-viewer
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/lint-imports
 	$(PY) tools/mypy_baseline.py
@@ -126,4 +136,4 @@ mutation: $(VENV)/.installed
 	$(PY) tools/mutate.py
 
 clean:
-	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer build site *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer .trace-viewer build site *.egg-info src/*.egg-info

@@ -34,7 +34,7 @@ PAGE_STATE = """JSON.stringify({
 class Chromium:
     """One headless Chromium with a fresh profile, spoken to over the DevTools pipe."""
 
-    def __init__(self, user_data_dir: Path, timeout: float = 90.0):
+    def __init__(self, user_data_dir: Path, timeout: float = 90.0, extra_args: tuple = ()):
         def high(fd):  # move the pipe ends above 9 so that bash can map them onto fds 3 and 4
             out = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
             os.close(fd)
@@ -44,7 +44,7 @@ class Chromium:
         self._res_r, res_w = map(high, os.pipe())
         args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-                f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", "about:blank"]
+                f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", *extra_args, "about:blank"]
         redirect = f'exec "$@" 3<&{cmd_r} 4>&{res_w} {cmd_r}<&- {res_w}>&-'
         # stderr to a file (a pipe nobody reads could fill up); its own process group, ended with it
         self._log = open(user_data_dir.parent / "chromium-stderr.log", "w+b")  # noqa: SIM115

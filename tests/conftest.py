@@ -117,6 +117,7 @@ _NEEDS = {
     "peer": "smdebug 1.0.34's virtualenv (.venv-peer)",
     "moto_server": "a moto S3 server",
     "chromium": "headless Chromium",
+    "trace_viewer": "chrome://tracing's trace viewer in headless Chromium",
     "trainer": "a PyTorch training process",
 }
 

@@ -1,16 +1,18 @@
 """Makes the pictures of docs/guide/profiling-report.md from a real run: a small PyTorch training
 whose data loader decodes slowly and stalls once, profiled by smdebug; then the report and the
-timeline, screenshot by headless Chromium.
+timeline (trace.json in chrome://tracing's trace viewer), screenshot by headless Chromium.
 
     python docs/images/profiling_walkthrough.py /tmp/walkthrough      # writes docs/images/profiling-*.png
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -59,19 +61,12 @@ def train(out: str) -> str:
     return profile
 
 
-def screenshot(html_path: str, png: str, height: int) -> None:
-    subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={png}", f"--window-size=1200,{height}", f"file://{html_path}"],
-                   check=True, capture_output=True, timeout=120)
-
-
 def screenshot_sections(html_path: str, png: str, first: str, last: str) -> None:
     """The part of the page from section ``first`` to the end of section ``last`` (DevTools'
     Page.captureScreenshot with a clip, through tests/chromium.py's pipe)."""
     import base64
     import json
     import tempfile
-    from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
     from chromium import Chromium
@@ -99,8 +94,6 @@ def screenshot_sections(html_path: str, png: str, first: str, last: str) -> None
 
 
 def main(out: str) -> None:
-    from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
-    from smdebug.analysis.profiler_timeline import build_timeline
     from smdebug.profiler.reading.trial import ProfilerTrial
 
     images = os.path.dirname(os.path.abspath(__file__))
@@ -114,18 +107,25 @@ def main(out: str) -> None:
     report = os.path.join(out, "report.html")
     screenshot_sections(report, os.path.join(images, "profiling-report.png"), "summary", "rules")
     screenshot_sections(report, os.path.join(images, "profiling-report-steps.png"), "step-time", "slowest-steps")
-    # the timeline around the stalled step and the steps profiled by torch.profiler
+    # trace.json in chrome://tracing's trace viewer (tests/profiler/view/trace_viewer.py): the steps
+    # around the stalled one, with the steps profiled by torch.profiler
+    sys.path[:0] = [str(Path(images).parents[1] / "tests"), str(Path(images).parents[1] / "tests" / "profiler" / "view")]
+    from trace_viewer import TraceViewer
+
     trial = ProfilerTrial(profile)
     steps = trial.steps("TRAIN")
     lo, hi = int(steps.start_us[STALL_AT - 2]), int(steps.end_us[STALL_AT + 2])
-    trace = build_timeline(trial, start_us=lo, end_us=hi)
-    page = os.path.join(out, "timeline.html")
-    with open(page, "w") as f:
-        f.write("<!DOCTYPE html><html><body style='margin:8px;font-family:sans-serif'><h3>smdebug profile "
-                f"timeline: steps {STALL_AT - 2} to {STALL_AT + 2}</h3>{timeline_svg(trace, lo, hi, width=1180)}"
-                "</body></html>")
-    screenshot(page, os.path.join(images, "profiling-timeline.png"), 900)
-
+    with open(os.path.join(out, "trace.json")) as f:
+        trace = json.load(f)
+    first = min(e["ts"] for e in trace["traceEvents"] if e["ph"] != "M")
+    viewer = TraceViewer(Path(out) / "viewer", width=1400, height=1000)
+    try:
+        state = viewer.load(trace)
+        print(f"trace viewer: {len(state['processes'])} processes, import warnings {state['warnings']}, "
+              f"page problems {viewer.problems()}")
+        viewer.screenshot(Path(images) / "profiling-timeline.png", lo, hi, first)
+    finally:
+        viewer.close()
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/profiling-walkthrough")

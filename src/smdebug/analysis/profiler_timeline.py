@@ -1,6 +1,7 @@
 """One timeline per node: framework events, system metrics and torch.profiler's detailed trace in
 one Chrome trace object (``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``)
-that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open.
+that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open (tests/profiler/view/test_trace_viewer.py
+loads it in chrome://tracing's trace viewer and reads back the model it imports).
 
 What goes in (all times absolute microseconds since the epoch, so the sources line up):
 
@@ -11,10 +12,16 @@ What goes in (all times absolute microseconds since the epoch, so the sources li
 * **Framework events** — one process per framework process (``framework <rank>-<host>``), one
   thread per phase (``Step:ModeKeys.TRAIN``, ``Forward``, ``DataLoaderIter``...; one per
   (phase, original thread) when a phase ran on several threads), complete events (``ph: "X"``).
+  The events of one thread must nest (Perfetto's rule): one that starts inside another and ends
+  after it (TF's asynchronous ``GetNext``) goes to a lane of its own, ``<phase> (overlapping 1)``.
 * **Detailed profiling** — torch.profiler's Kineto traces under
   ``framework/pytorch/detailed_profiling/``: an event's absolute time is
-  ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid
-  (``torch.profiler <its name>``), flow ids are made unique per file.
+  ``baseTimeNanoseconds / 1000 + ts``; every process of a Kineto file gets its own pid, named
+  ``torch.profiler <its name> [<process>]`` (``torch.profiler Spans [...]`` by Kineto's pid when it
+  has no name) and sorted after ours (Kineto's ``process_sort_index`` is dropped); flow ids are
+  renumbered 1, 2, ... over the files (integers: Perfetto reads a string id as hexadecimal).
+  Epoch-sized float microseconds step by 0.25 us, so an operator's end rounded less than 1 us past
+  its parent's is moved back to it (``_nest``).
 * **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
   fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
   a global instant event at the end when the report does not say where (1.0.34's reports).
@@ -52,7 +59,9 @@ _KINETO_PID = 10000
 
 def _window(trial, start_us, end_us) -> tuple:
     first = trial.first_timestamp
-    last = trial.get_latest_timestamp()
+    # the newest data of any stream: get_latest_timestamp (where every stream has data) ends with the
+    # stream that ends first, often the system samples, and dropped the steps recorded after them
+    last = trial.get_end_timestamp()
     if first is None or last is None:
         raise SMDebugValueError(f"{getattr(trial, 'path', trial)}: no profiler data (no system metrics and "
                                 "no framework events)")
@@ -152,44 +161,78 @@ def _counters(series, max_points: int, downsampled: dict) -> list[dict]:
     return out
 
 
+def _lanes(starts: list[int], ends: list[int]) -> list[int]:
+    """A lane for each event (sorted by start, the longest first) such that the events of a lane
+    nest, as Perfetto and chrome://tracing want the complete events of one thread: an event that
+    starts inside an open one of its lane and ends after it goes to the next lane."""
+    open_ends: list[list[int]] = []  # per lane, the ends of its open events, innermost last
+    out = []
+    for start, end in zip(starts, ends):
+        lane = 0
+        while lane < len(open_ends):
+            stack = open_ends[lane]
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if not stack or end <= stack[-1]:
+                break
+            lane += 1
+        if lane == len(open_ends):
+            open_ends.append([])
+        open_ends[lane].append(end)
+        out.append(lane)
+    return out
+
+
 def _framework(events, fw_nodes: list[str]) -> list[dict]:
     out = []
     pids = {fw: _FRAMEWORK_PID + i for i, fw in enumerate(fw_nodes)}
     for fw, pid in pids.items():
         out += _meta(pid, f"framework {fw}", pid)
-    mask = np.array([str(n) in pids for n in events.node_id], dtype=bool)
-    idx = np.flatnonzero(mask)
-    threads: dict = {}
-    tid_count: dict = {}
-    for i in idx.tolist():
-        fw, phase, otid = str(events.node_id[i]), str(events.phase[i]), int(events.tid[i])
-        key = (fw, phase, otid)
-        if key not in threads:
-            threads[key] = len([k for k in threads if k[0] == fw]) + 1
-            tid_count[(fw, phase)] = tid_count.get((fw, phase), 0) + 1
-        args = dict(events.args[i] or {}) if events.args else {}
-        if events.step[i] >= 0:
-            args.setdefault("step_num", int(events.step[i]))
-        start = int(events.start_us[i])
-        out.append({"ph": "X", "name": str(events.name[i]), "cat": phase, "pid": pids[fw], "tid": threads[key],
-                    "ts": start, "dur": max(int(events.end_us[i]) - start, 0), "args": args})
-    for (fw, phase, otid), tid in threads.items():
-        name = phase if tid_count[(fw, phase)] == 1 else f"{phase} (thread {otid})"
-        out += _meta(pids[fw], "", 0, tid, name)
+    groups: dict = {}  # (process, phase, original thread): its rows, in order of first appearance
+    for i in np.flatnonzero(np.array([str(n) in pids for n in events.node_id], dtype=bool)).tolist():
+        groups.setdefault((str(events.node_id[i]), str(events.phase[i]), int(events.tid[i])), []).append(i)
+    threads_of_phase: dict = {}
+    for fw, phase, _ in groups:
+        threads_of_phase[(fw, phase)] = threads_of_phase.get((fw, phase), 0) + 1
+    last_tid: dict = {}
+    for (fw, phase, otid), rows in groups.items():
+        rows.sort(key=lambda i: (int(events.start_us[i]), -int(events.end_us[i])))
+        starts = [int(events.start_us[i]) for i in rows]
+        ends = [max(int(events.end_us[i]), start) for i, start in zip(rows, starts)]
+        lanes = _lanes(starts, ends)
+        name = phase if threads_of_phase[(fw, phase)] == 1 else f"{phase} (thread {otid})"
+        tids = {}
+        for lane in range(max(lanes) + 1):
+            last_tid[fw] = tids[lane] = last_tid.get(fw, 0) + 1
+            out += _meta(pids[fw], "", 0, tids[lane], name if lane == 0 else f"{name} (overlapping {lane})")
+        for i, start, end, lane in zip(rows, starts, ends, lanes):
+            args = dict(events.args[i] or {}) if events.args else {}
+            if events.step[i] >= 0:
+                args.setdefault("step_num", int(events.step[i]))
+            out.append({"ph": "X", "name": str(events.name[i]), "cat": phase, "pid": pids[fw], "tid": tids[lane],
+                        "ts": start, "dur": end - start, "args": args})
     return out
 
 
-def _kineto_file(doc: dict, f: dict, n: int, where: str, pids: dict) -> list[dict]:
-    """The events of one Kineto trace at absolute times; ``pids`` maps its pids to ours (filled here)."""
+def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_ids: dict) -> dict:
+    """The events of one Kineto trace at absolute times, its pids moved to ``first_pid`` on:
+    ``{"events": [...], "pids": {kineto pid: ours}, "shown": {ours: kineto pid}}``, where "shown"
+    leaves out a pid that holds only global instant events (they belong to no process). Flow ids
+    are renumbered through ``flow_ids`` ((file number, Kineto id) -> ours, shared by the files)."""
     base = doc.get("baseTimeNanoseconds")
     base_us = base / 1000 if base is not None else 0.0
-    out = []
+    out: dict = {"events": [], "pids": {}, "shown": {}}
     for e in doc["traceEvents"]:
         ph = e.get("ph")
         if ph is None or (ph != "M" and "ts" not in e):
             continue  # not an event (Kineto's trace summary records)
+        if ph == "M" and e.get("name") == "process_sort_index":
+            continue  # Kineto's order (its pid, 2**29...) would put its processes among ours: _kineto sets it
         e = dict(e)
-        e["pid"] = pids.setdefault(e.get("pid", 0), pids["next"] + len(pids) - 1)
+        kineto_pid = e.get("pid", 0)
+        e["pid"] = out["pids"].setdefault(kineto_pid, first_pid + len(out["pids"]))
+        if ph not in ("i", "I") or e.get("s") != "g":
+            out["shown"].setdefault(e["pid"], kineto_pid)
         e.setdefault("tid", 0)
         if ph == "M":
             if e.get("name") == "process_name":
@@ -202,9 +245,32 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, pids: dict) -> list[dic
                                         "place it on the timeline")
             e["ts"] = ts
             if "id" in e and ph in ("s", "t", "f"):
-                e["id"] = f"{n}:{e['id']}"
-        out.append(e)
+                # integers: Perfetto reads a string id as hexadecimal and drops the flow when it is not
+                e["id"] = flow_ids.setdefault((n, e["id"]), len(flow_ids) + 1)
+        out["events"].append(e)
+    _nest(out["events"])
     return out
+
+
+def _nest(events: list[dict]) -> None:
+    """Epoch-sized float microseconds step by 0.25 us: an operator that ended with the one it ran in
+    may now end up to a step after it, which Perfetto takes for slices that do not nest. Such an
+    end (less than 1 us after its parent's) is moved back to the parent's end; other overlaps stay."""
+    by_thread: dict = {}
+    for e in events:
+        if e["ph"] == "X" and isinstance(e.get("dur"), (int, float)):
+            by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for slices in by_thread.values():
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: list[dict] = []
+        for e in slices:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack:
+                parent_end = stack[-1]["ts"] + stack[-1]["dur"]
+                if 0 < e["ts"] + e["dur"] - parent_end < 1.0:
+                    e["dur"] = parent_end - e["ts"]
+            stack.append(e)
 
 
 def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
@@ -213,6 +279,7 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
     store = open_store(trial.path)
     out: list[dict] = []
     next_pid = first_pid
+    flow_ids: dict = {}
     for n, f in enumerate(files):
         where = f"{trial.path}/{f['key']}"
         try:
@@ -221,14 +288,15 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (bad JSON: {exc})") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (no traceEvents list)")
-        pids = {"next": next_pid}
-        events = _kineto_file(doc, f, n, where, pids)
-        del pids["next"]
+        kin = _kineto_file(doc, f, n, where, next_pid, flow_ids)
+        events = kin["events"]
         named = {e["pid"] for e in events if e["ph"] == "M" and e.get("name") == "process_name"}
-        for p in sorted(set(pids.values()) - named):
-            events += _meta(p, f"torch.profiler [{f['fw_node']}]", p)[:1]
+        for pid, kineto_pid in sorted(kin["shown"].items()):
+            # sorted after ours by their pid; one without a name is named by its Kineto pid ("Spans")
+            meta = _meta(pid, f"torch.profiler {kineto_pid} [{f['fw_node']}]", pid)
+            events += meta[1:] if pid in named else meta
         out += events
-        next_pid += len(pids)
+        next_pid += len(kin["pids"])
     return out
 
 

@@ -1,5 +1,5 @@
 """A synthetic profiler trial with the ProfilerTrial's surface (system_series, framework_events,
-steps, first_timestamp, get_latest_timestamp, path) over the columnar shapes of
+steps, first_timestamp, get_latest_timestamp, get_end_timestamp, path) over the columnar shapes of
 smdebug.profiler.reading.frames: one node, a few steps with data loading, forward, backward and
 optimizer, one step that stalls in the data loader, and a torch.profiler trace of two steps."""
 
@@ -68,6 +68,9 @@ class SynthTrial:
         return self.t0
 
     def get_latest_timestamp(self) -> int:
+        return self.end
+
+    def get_end_timestamp(self) -> int:
         return self.end
 
     def system_series(self, start_us, end_us, *, type=None, dimension=None, node_id=None):  # noqa: A002

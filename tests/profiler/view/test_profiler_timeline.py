@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 from synth import STALL_STEP, SynthTrial, write_kineto, write_profile
-from trace_check import trace_problems
+from trace_check import nesting_problems, trace_problems
 
 from smdebug.analysis.profiler_timeline import build_timeline, node_of, timeline_nodes
 from smdebug.exceptions import SMDebugValueError
+from smdebug.profiler.reading.frames import FrameworkEvents
 
 
 def test_the_trace_is_valid_and_holds_every_source(tmp_path):
@@ -54,7 +55,7 @@ def test_the_kineto_trace_lands_at_its_absolute_time(tmp_path):
     kpids = {e["pid"] for e in ev if e.get("cat") in ("cpu_op", "kernel")}
     assert len(kpids) == 2 and min(kpids) >= 10000
     flows = [e for e in ev if e["ph"] in ("s", "f")]
-    assert {e["id"] for e in flows} == {"0:1", "0:2"}
+    assert {e["id"] for e in flows} == {1, 2}  # integers: Perfetto reads a string id as hexadecimal
 
 
 def test_a_window_keeps_only_its_events(tmp_path):
@@ -112,7 +113,7 @@ def test_a_broken_kineto_file_is_named(tmp_path):
 def test_an_empty_profile_says_so(tmp_path):
     trial = SynthTrial(tmp_path, kineto=False)
     trial.end = None
-    trial.get_latest_timestamp = lambda: None
+    trial.get_latest_timestamp = trial.get_end_timestamp = lambda: None
     with pytest.raises(SMDebugValueError, match="no profiler data"):
         build_timeline(trial)
 
@@ -152,10 +153,12 @@ def test_a_profile_written_by_part_1_reads_into_the_same_timeline(tmp_path):
 
     synth = write_profile(tmp_path / "p")
     trial = ProfilerTrial(str(tmp_path / "p"))
-    # the trial's end is where every stream has data: the framework's last event (system samples go on)
+    # the timeline is the whole profile: up to the newest data of any stream (the system samples go on
+    # after the framework's last event), not where every stream has data
     assert trial.first_timestamp == synth.first_timestamp and trial.get_latest_timestamp() < synth.end
+    assert trial.get_end_timestamp() == synth.end
     ours = build_timeline(trial)
-    want = build_timeline(synth, end_us=trial.get_latest_timestamp())
+    want = build_timeline(synth)
     assert trace_problems(ours) == []
 
     def shape(trace):
@@ -176,7 +179,10 @@ def test_1034_resources_make_valid_timelines():
     from smdebug.profiler.reading.trial import ProfilerTrial
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
-    for name, events in (("merge_traces", 710), ("model_timeline_traces", 115), ("test_traces", 7)):
+    # test_traces: its framework events end long before its system samples (7 events up to where both
+    # streams have data, 88 in all); the TF runs' DataIterator and NcclManager events overlap without
+    # nesting: 1 and 6 more threads (2 metadata events each)
+    for name, events in (("merge_traces", 712), ("model_timeline_traces", 127), ("test_traces", 88)):
         trial = ProfilerTrial(str(root / name))
         (node,) = timeline_nodes(trial)
         trace = build_timeline(trial, node=node)
@@ -184,3 +190,43 @@ def test_1034_resources_make_valid_timelines():
         assert len(trace["traceEvents"]) == events, name
         assert len([e for e in trace["traceEvents"] if e["ph"] == "X"]) == len(trial.framework_events(
             trace["otherData"]["start_us"], trace["otherData"]["end_us"])), name
+
+
+def test_events_of_one_thread_that_overlap_without_nesting_go_to_lanes(tmp_path):
+    """Perfetto wants the slices of a thread nested: an event that starts inside another and ends
+    after it (TF's asynchronous GetNext) goes to a lane of its own, named after the phase."""
+    trial = SynthTrial(tmp_path, kineto=False)
+    t0 = trial.first_timestamp + 10_000
+    rows = [("a", 0, 100), ("b", 50, 150), ("c", 60, 70), ("d", 120, 130), ("e", 140, 160)]
+    n = len(rows)
+    trial._events = FrameworkEvents(
+        phase=np.array(["DataIterator"] * n, dtype=object), name=np.array([r[0] for r in rows], dtype=object),
+        start_us=np.array([t0 + r[1] for r in rows], dtype=np.int64),
+        end_us=np.array([t0 + r[2] for r in rows], dtype=np.int64), step=np.full(n, -1, dtype=np.int64),
+        node_id=np.array(["algo-1-0"] * n, dtype=object), pid=np.full(n, 1, dtype=np.int64),
+        tid=np.full(n, 7, dtype=np.int64), args=[None] * n)
+    trace = build_timeline(trial)
+    assert trace_problems(trace) == []
+    ev = trace["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in ev if e["name"] == "thread_name" and e["pid"] == 100}
+    lanes = {e["name"]: threads[e["tid"]] for e in ev if e["ph"] == "X"}
+    assert lanes == {"a": "DataIterator", "c": "DataIterator", "d": "DataIterator", "e": "DataIterator",
+                     "b": "DataIterator (overlapping 1)"}
+    assert [(e["ts"] - t0, e["dur"]) for e in ev if e["ph"] == "X"] == [(r[1], r[2] - r[1]) for r in rows]
+
+
+def test_kineto_ends_rounded_past_their_parent_nest_again(tmp_path):
+    """At epoch times a float microsecond steps by 0.25 us: an operator ending with its parent can
+    end a step after it. Such an end is moved back to the parent's; a real overlap stays (and is
+    reported by the structural check)."""
+    trial = SynthTrial(tmp_path)
+    doc = json.loads(open(trial.kineto).read())
+    ops = [(1000.0, 100.0, 1), (1050.0, 50.2, 1), (1060.0, 30.0, 1), (2000.0, 10.0, 2), (2005.0, 20.0, 2)]
+    doc["traceEvents"] = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 777, "tid": tid, "ts": ts, "dur": dur}
+                          for i, (ts, dur, tid) in enumerate(ops)]
+    open(trial.kineto, "w").write(json.dumps(doc))
+    trace = build_timeline(trial)
+    got = {e["name"]: e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"}
+    assert got["op1"]["ts"] + got["op1"]["dur"] == got["op0"]["ts"] + got["op0"]["dur"]  # 0.2 us past: moved back
+    assert got["op2"]["dur"] == 30.0 and got["op4"]["dur"] == 20.0  # nested / a real overlap: as written
+    assert [p.split(": ", 1)[1].split(" at ")[0] for p in nesting_problems(trace)] == ["'op4'"]
