@@ -169,8 +169,9 @@ class _Attach:
             return
         self.checked_optimizer = True
         if self.loss_modules or self.loss_step is not None:
-            # the root and the loss of a step have been seen: the global hook returns at once from now
-            # on (removing it would make dynamo recompile a compiled model: it guards on their number)
+            # the root and the loss of a step have been seen: from now on the global hook only follows the
+            # root's mode, model.train() / eval() (it stays: removing it would make dynamo recompile a
+            # compiled model, which guards on the number of global hooks)
             self.done = True
         trained = {id(p) for g in optimizer.param_groups for p in g["params"]}
         inner = getattr(self.root, "_orig_mod", self.root)
