@@ -83,13 +83,15 @@ def test_compiled_model_loss_module_and_spawned_workers(tmp_path, capfd):
     assert zcc.workers() == ["worker_0"]  # the data-loader worker attached nothing
 
 
-@pytest.mark.parametrize("extra", [[], ["--compile"]], ids=["eager", "compiled"])
-def test_steps_are_train_while_the_model_trains_and_eval_under_model_eval(tmp_path, extra):
+@pytest.mark.parametrize("how", ["eager", "compiled", "ddp"])
+def test_steps_are_train_while_the_model_trains_and_eval_under_model_eval(tmp_path, how):
     pytest.importorskip("torch")
     train, ev = smdebug.modes.TRAIN, smdebug.modes.EVAL
+    run = {"eager": [sys.executable, MLP], "compiled": [sys.executable, MLP, "--compile"],
+           # the root is the model inside DistributedDataParallel: net.eval() reaches it
+           "ddp": [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nproc_per_node=2", MLP, "--ddp"]}
     # two training steps, two evaluation forward calls (model.eval(), no_grad), twice; no set_mode
-    zcc = _run(tmp_path, "zcc", [sys.executable, MLP, "--steps", "4", "--eval-every", "2", "--eval-steps", "2",
-                                 *extra])
+    zcc = _run(tmp_path, "zcc", [*run[how], "--steps", "4", "--eval-every", "2", "--eval-steps", "2"])
     assert zcc.steps() == list(range(8))
     assert [zcc.mode_modestep(s) for s in zcc.steps()] == [
         (train, 0), (train, 1), (ev, 0), (ev, 1), (train, 2), (train, 3), (ev, 2), (ev, 3)]
