@@ -60,6 +60,28 @@ def test_the_site_builds_strict_without_warnings(tmp_path):
     for page in sorted((ROOT / "docs" / "guide").glob("*.md")):  # every guide page joins the nav
         assert f"guide/{page.stem}.html" in index, page.name
     assert "fonts.googleapis" not in index  # nothing fetched from a CDN
+    for page, hook, own in HOOK_PAGES:  # the hooks' real keyword arguments, not (*args, **kwargs)
+        signature = _class_signature((site / "reference" / "api" / page).read_text(), hook)
+        assert "*args" not in signature and "**kwargs" not in signature, signature
+        for param in ("out_dir: str | None = None", 'include_workers: str = "one"', *own):
+            assert param in signature, (hook, param, signature)
+
+
+HOOK_PAGES = [("pytorch.html", "smdebug.pytorch.Hook", ["gather_sharded: bool = False"]),
+              ("tensorflow.html", "smdebug.tensorflow.KerasHook", ["profiler_config: Any = None"]),
+              ("xgboost.html", "smdebug.xgboost.Hook", ["train_data: Any = None"]),
+              ("mxnet.html", "smdebug.mxnet.Hook", ["save_all: bool = False"])]
+
+
+def _class_signature(page: str, path: str) -> str:
+    """The text of the signature the site shows under the heading of ``path`` (a class: its __init__)."""
+    import html
+    import re
+
+    after = page.split(f'id="{path}"', 1)[1]
+    code = re.search(r'class="doc-signature highlight"><pre><span></span><code>(.*?)</code></pre>', after, re.S)
+    assert code is not None, f"no signature after the heading of {path}"
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", code.group(1))).split())
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path):

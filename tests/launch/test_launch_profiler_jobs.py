@@ -192,3 +192,21 @@ def test_the_zero_code_change_guide_blocks_run(capsys):
     out = capsys.readouterr().out
     assert "['ProfilerReport', 'StepOutlier'] True" in out
     assert "CPUBottleneck has no parameter 'treshold'" in out
+
+
+def test_step_outlier_for_train_judges_the_training_steps_of_a_zero_code_change_job(tmp_path):
+    pytest.importorskip("torch")
+    stall_at, lines = 104, []
+    # 110 training steps of 20 ms (more than the 100 the rule waits for), 2 evaluation forward calls
+    # under model.eval() after every 10th; training step 104 lasts 2 s more. The script never sets a mode.
+    result = smdebug.launch([sys.executable, MLP, "--steps", "110", "--step-time", "0.02", "--eval-every", "10",
+                             "--stall-at", str(stall_at), "--stall", "2"], run_dir=str(tmp_path / "r"),
+                            profile_interval_ms=100, rules=["step_outlier:mode=TRAIN:n_outliers=0:min_ratio=8"],
+                            echo=lines.append)
+    assert result.exit_code == 0, lines
+    (rule,) = result.profiler_rules
+    assert rule["RuleEvaluationStatus"] == "IssuesFound", rule
+    report = json.loads(Path(result.run_dir, "rule-output", "StepOutlier", "report.json").read_text())
+    (details,) = report["Report"]["Details"]["step_details"].values()
+    assert details["phase"] == "Step:ModeKeys.TRAIN" and details["step_numbers"] == [stall_at]
+    assert report["Report"]["Datapoints"] == 110  # the training steps, none of the 22 evaluation steps

@@ -1,5 +1,6 @@
 """The zero-code-change bootstrap: cheap, chained, opt-in; PyTorch under torch.compile, with loss
-modules, spawned DataLoader workers and DDP under torchrun gives the names of the explicit hook."""
+modules, spawned DataLoader workers and DDP under torchrun gives the names of the explicit hook; its
+steps are TRAIN while the model trains and EVAL under model.eval(), unless the script sets a mode."""
 
 from __future__ import annotations
 
@@ -80,6 +81,39 @@ def test_compiled_model_loss_module_and_spawned_workers(tmp_path, capfd):
     assert "CrossEntropyLoss_output_0" in zcc.tensor_names(collection="losses")
     assert zcc.steps() == explicit.steps() == [0, 1, 2, 3]
     assert zcc.workers() == ["worker_0"]  # the data-loader worker attached nothing
+
+
+@pytest.mark.parametrize("how", ["eager", "compiled", "ddp"])
+def test_steps_are_train_while_the_model_trains_and_eval_under_model_eval(tmp_path, how):
+    pytest.importorskip("torch")
+    train, ev = smdebug.modes.TRAIN, smdebug.modes.EVAL
+    run = {"eager": [sys.executable, MLP], "compiled": [sys.executable, MLP, "--compile"],
+           # the root is the model inside DistributedDataParallel: net.eval() reaches it
+           "ddp": [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nproc_per_node=2", MLP, "--ddp"]}
+    # two training steps, two evaluation forward calls (model.eval(), no_grad), twice; no set_mode
+    zcc = _run(tmp_path, "zcc", [*run[how], "--steps", "4", "--eval-every", "2", "--eval-steps", "2"])
+    assert zcc.steps() == list(range(8))
+    assert [zcc.mode_modestep(s) for s in zcc.steps()] == [
+        (train, 0), (train, 1), (ev, 0), (ev, 1), (train, 2), (train, 3), (ev, 2), (ev, 3)]
+    assert zcc.steps(mode=train) == zcc.steps(mode=ev) == [0, 1, 2, 3]
+    assert zcc.tensor("Net_fc1.weight").steps(mode=ev) == [0, 1, 2, 3]
+    loss = zcc.tensor("loss_output_0")  # recorded at backward: training steps only
+    assert loss.steps(mode=train) == [0, 1, 2, 3] and loss.steps(mode=ev) == []
+
+
+def test_a_mode_the_script_sets_is_kept_and_an_explicit_hook_stays_global(tmp_path):
+    pytest.importorskip("torch")
+    args = [sys.executable, MLP, "--steps", "4", "--eval-every", "2", "--eval-steps", "2"]
+    # the script calls smd.get_hook().set_mode(PREDICT) before its first evaluation and never again:
+    # from then on the mode is the script's, model.train() does not make it TRAIN
+    zcc = _run(tmp_path, "zcc", [*args, "--script-mode", "PREDICT"])
+    modes = [zcc.mode_modestep(s)[0].name for s in zcc.steps()]
+    assert modes == ["TRAIN", "TRAIN"] + ["PREDICT"] * 6
+    # a hook the script made itself keeps 1.0.34's semantics: GLOBAL until the script calls set_mode
+    explicit = _run(tmp_path, "explicit", [*args, "--explicit"], zcc=False)
+    assert explicit.steps() == list(range(8))
+    assert {explicit.mode_modestep(s)[0].name for s in explicit.steps()} == {"GLOBAL"}
+    assert explicit.tensor_names() == zcc.tensor_names()
 
 
 def test_ddp_under_torchrun_gives_the_explicit_names(tmp_path):

@@ -12,8 +12,14 @@ is called on a scalar, unless a loss module was registered; under AMP's GradScal
 recorded is the one ``scaler.scale(loss)`` was given (unscaled), not the scaled tensor backward runs
 on. At the first optimizer step the
 root's parameters are checked against the optimizer's. The global hook does nothing while dynamo
-traces (no extra recompiles) and returns at once after the first optimizer step. A script that makes its own hook keeps
-it: nothing is attached then. One line on stderr says what was attached.
+traces (no extra recompiles) and, after the first optimizer step, does no more than follow the root's mode.
+A script that makes its own hook keeps it: nothing is attached then. One line on stderr says what was attached.
+
+Modes: while the script never calls ``hook.set_mode``, each step takes its mode from the root model,
+TRAIN while it is in training mode (``model.train()``), EVAL under ``model.eval()``; the mode is set
+in the global pre-hook, before the root's own pre-hook begins the step. Once the script calls
+``set_mode`` on the attached hook (reached with ``smd.get_hook()``), the mode is the script's for the
+rest of the run. A hook the script made itself keeps 1.0.34's semantics: GLOBAL until ``set_mode``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ import weakref
 
 import torch
 from torch import nn
+
+from smdebug.modes import ModeKeys
 
 __all__ = ["install", "unwrap"]
 
@@ -61,10 +69,16 @@ class _Attach:
         self.loss_step = None
         self.checked_optimizer = False
         self.scaled = None  # (weakref to scaler.scale's last scalar output, the loss it scaled)
+        self.set_mode = None  # the attached hook's own set_mode, while the mode follows the root's
 
     # ------------------------------------------------------------ root discovery
     def pre_hook(self, module, args):
-        if torch.compiler.is_compiling() or self.done:  # first: dynamo folds it and guards on nothing of ours
+        if torch.compiler.is_compiling():  # first: dynamo folds it and guards on nothing of ours
+            return
+        if module is self.root:
+            self._follow_mode()
+            return
+        if self.done:
             return
         if self.hook is not None:
             if isinstance(module, nn.modules.loss._Loss) and module not in self.loss_modules:
@@ -94,6 +108,8 @@ class _Attach:
             return  # the hook logged why and disabled itself
         self._fast_stop_checks(hook)
         self.hook, self.root, self.done = hook, target, False
+        self._watch_set_mode(hook)
+        self._follow_mode()
         inner = getattr(target, "_orig_mod", target)
         n = sum(p.numel() for p in inner.parameters())
         wrapped = f" (in {type(module).__name__})" if target is not module else ""
@@ -102,6 +118,26 @@ class _Attach:
         if target is module:
             # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
             hook.start_step()
+
+    # ------------------------------------------------------------ modes
+    def _watch_set_mode(self, hook) -> None:
+        """From the script's first ``hook.set_mode`` call on, the mode is the script's."""
+        own = self.set_mode = hook.set_mode
+
+        @functools.wraps(own)
+        def set_mode(mode):
+            self.set_mode = None
+            return own(mode)
+
+        hook.set_mode = set_mode
+
+    def _follow_mode(self) -> None:
+        """TRAIN while the root model is in training mode, EVAL under ``model.eval()``."""
+        if self.set_mode is None or self.hook is None:
+            return
+        mode = ModeKeys.TRAIN if getattr(self.root, "_orig_mod", self.root).training else ModeKeys.EVAL
+        if self.hook.mode is not mode:
+            self.set_mode(mode)
 
     @staticmethod
     def _fast_stop_checks(hook) -> None:
@@ -133,8 +169,9 @@ class _Attach:
             return
         self.checked_optimizer = True
         if self.loss_modules or self.loss_step is not None:
-            # the root and the loss of a step have been seen: the global hook returns at once from now
-            # on (removing it would make dynamo recompile a compiled model: it guards on their number)
+            # the root and the loss of a step have been seen: from now on the global hook only follows the
+            # root's mode, model.train() / eval() (it stays: removing it would make dynamo recompile a
+            # compiled model, which guards on the number of global hooks)
             self.done = True
         trained = {id(p) for g in optimizer.param_groups for p in g["params"]}
         inner = getattr(self.root, "_orig_mod", self.root)

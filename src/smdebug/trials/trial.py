@@ -1,11 +1,11 @@
-"""Trial: steps, modes, workers, collections and tensors of one training job's output."""
+"""Trial: steps, modes, workers, collections and tensors of one training job's output (its options:
+trials.options; when a step can be read: trials.availability)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
-from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,16 +25,15 @@ from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
     IndexReaderException,
     MissingCollectionFiles,
-    NoMoreData,
     ObjectNotFound,
-    SMDebugValueError,
-    StepUnavailable,
     TensorUnavailable,
 )
 from smdebug.storage import Store
+from smdebug.trials.availability import check_step_readable, has_passed_step, wait_for_steps
 from smdebug.trials.consolidated import Coverage, drop_stale, open_consolidated
 from smdebug.trials.held import HeldValues, hold
 from smdebug.trials.index_state import IndexState
+from smdebug.trials.options import check_range, collection_wait_seconds, incomplete_step_window, parse_poll_interval
 from smdebug.trials.reader import RecordReader, StepValue, ValueKey
 from smdebug.trials.records import Where
 from smdebug.trials.tensor import Tensor
@@ -42,38 +41,6 @@ from smdebug.trials.tensor import Tensor
 __all__ = ["Trial"]
 
 logger = logging.getLogger("smdebug")
-
-INCOMPLETE_STEP_WAIT_WINDOW_KEY = "SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW"
-INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT = 1000
-COLLECTION_WAIT_TIMEOUT_KEY = "SMDEBUG_COLLECTION_WAIT_TIMEOUT"
-POLL_INTERVAL_KEY = "SMDEBUG_POLL_INTERVAL"
-
-
-def _check_range(range_steps: Any) -> tuple[int | None, int | None] | None:
-    if range_steps is None:
-        return None
-    try:
-        lo, hi = range_steps
-    except (TypeError, ValueError):
-        raise SMDebugValueError(f"range_steps={range_steps!r} must be a (begin, end) pair") from None
-    for v in (lo, hi):
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise SMDebugValueError(f"range_steps={range_steps!r}: bounds must be None or non-negative ints")
-    if lo is not None and hi is not None and hi <= lo:
-        raise SMDebugValueError(f"range_steps={range_steps!r} must be (begin, end) with begin < end")
-    return (lo, hi)
-
-
-def _poll_interval(value: Any) -> float:
-    """Seconds between two looks at a live trial: ``poll_interval``, else $SMDEBUG_POLL_INTERVAL, else 1."""
-    where, value = ("poll_interval", value) if value is not None else (POLL_INTERVAL_KEY, os.getenv(POLL_INTERVAL_KEY, "1"))
-    try:
-        if float(value) > 0:
-            return float(value)
-    except (TypeError, ValueError):
-        pass
-    raise SMDebugValueError(f"{where}={value!r} must be a number of seconds > 0")
-
 
 class Trial:
     """Reads a trial folder (or S3 prefix) written by an smdebug hook or FileWriter.
@@ -100,7 +67,7 @@ class Trial:
         self.store = store
         self.path = store.url
         self.trial_dir = self.path
-        self.range_steps = _check_range(range_steps)
+        self.range_steps = check_range(range_steps)
         self.parallel = parallel
         self.check = check
         self.index_mode = index_mode
@@ -121,11 +88,9 @@ class Trial:
         if self.range_steps and self.range_steps[0]:
             first = self.range_steps[0] - 1
             self._list_after = f"{index_bucket_key(first)}{first:012d}_~"
-        self._window = int(os.getenv(INCOMPLETE_STEP_WAIT_WINDOW_KEY, INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT))
-        if collection_wait_timeout is None:
-            collection_wait_timeout = float(os.getenv(COLLECTION_WAIT_TIMEOUT_KEY, "0"))
-        self.poll_interval = _poll_interval(poll_interval)
-        self._load_collections(float(collection_wait_timeout))
+        self._window = incomplete_step_window()
+        self.poll_interval = parse_poll_interval(poll_interval)
+        self._load_collections(collection_wait_seconds(collection_wait_timeout))
         self.refresh_data()
 
     # ------------------------------------------------------------------ loading
@@ -332,14 +297,7 @@ class Trial:
 
     def has_passed_step(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> StepState:
         """AVAILABLE (complete), NOT_YET_AVAILABLE (may still come) or UNAVAILABLE (never will)."""
-        all_steps = self.steps(mode=mode, show_incomplete_steps=True)
-        i = bisect_left(all_steps, step)
-        if i < len(all_steps):
-            g = self._global_step_currently(mode, all_steps[i])
-            if all_steps[i] > step:
-                return StepState.UNAVAILABLE if self.last_complete_step >= g else StepState.NOT_YET_AVAILABLE
-            return StepState.AVAILABLE if self._is_complete(g) else StepState.NOT_YET_AVAILABLE
-        return StepState.UNAVAILABLE if self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
+        return has_passed_step(self, step, mode)
 
     def wait_for_steps(self, required_steps: Iterable[int], mode: ModeKeys = ModeKeys.GLOBAL,
                        timeout: float | None = None) -> None:
@@ -347,55 +305,13 @@ class Trial:
 
         ``timeout`` (seconds, default none) bounds the wait with a TimeoutError.
         """
-        from smdebug.core.utils import refresh
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with refresh(self):
-            for step in required_steps:
-                while True:
-                    state = self.has_passed_step(step, mode)
-                    if state == StepState.AVAILABLE:
-                        break
-                    if state == StepState.UNAVAILABLE:
-                        if not self.loaded_all_steps:
-                            raise StepUnavailable(step, mode)
-                        avail = self._all_steps(mode)
-                        last = avail[-1] if avail else -1
-                        if step < last:
-                            raise StepUnavailable(step, mode)
-                        raise NoMoreData(step, mode, last)
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
-                    time.sleep(self.poll_interval)
+        wait_for_steps(self, required_steps, mode, timeout)
 
     # ------------------------------------------------------------------ values
     def _check_step_readable(self, step: int, worker: str | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
-        """Raise the error of an unreadable index file of this step (and worker, if given). A step
-        of another mode is matched by global step when known; when not, any unreadable index
-        file of a global step the trial has not mapped may hold it, and the error says so."""
-        mode = mode or ModeKeys.GLOBAL
-        g = step if mode == ModeKeys.GLOBAL else self._global_step_currently(mode, step)
-        unknown = []
-        for key, msg in self.bad_index_files.items():
-            s, w = parse_index_key(key)  # type: ignore[misc]  # a listed index key parses
-            if worker is not None and w != worker:
-                continue
-            if s == g:
-                raise IndexReaderException(msg)
-            if g is None and s not in self._index.global_to_mode and self._may_hold(mode, step, s):
-                unknown.append(msg)
-        if unknown:
-            raise IndexReaderException(
-                f"step {step} of mode {mode.name} is in no readable index file, and {len(unknown)} index file(s) "
-                f"of this trial cannot be read (it may be in one): {unknown[0]}")
-
-    def _may_hold(self, mode: ModeKeys, mode_step: int, g: int) -> bool:
-        """Whether global step ``g`` can be ``mode_step`` of ``mode``, given the steps of that mode known
-        (mode steps grow with global steps)."""
-        m2g = self._index.mode_to_global.get(mode, {})
-        below = [gg for ms, gg in m2g.items() if ms < mode_step]
-        above = [gg for ms, gg in m2g.items() if ms > mode_step]
-        return (not below or max(below) < g) and (not above or min(above) > g)
+        """Raise the error of an unreadable index file that holds, or may hold, this step
+        (:func:`smdebug.trials.availability.check_step_readable`)."""
+        check_step_readable(self, step, worker, mode)
 
     def _stale_chunks(self, files: list[Any]) -> bool:
         """After a failed read of records of ``files``: see :func:`trials.consolidated.drop_stale`."""

@@ -5,6 +5,9 @@
 (--stall-at K --stall S: step K lasts S seconds more).
 --compile: the model is torch.compile'd. --amp: CPU autocast (bfloat16) and torch.amp.GradScaler
 (the explicit hook records the unscaled loss). Prints the last step it ran as "last step N".
+--eval-every K --eval-steps N: after every K training steps, N forward calls under model.eval() and
+torch.no_grad(), then model.train() again (the script never sets a mode); --script-mode M: the script
+sets the hook's mode to M itself (through smd.get_hook()) before its first evaluation.
 """
 
 import argparse
@@ -15,17 +18,8 @@ import time
 import torch
 import torch.nn.functional as F
 from gloo_exit import end_gloo  # beside this script
+from nets import Net  # beside this script
 from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 def main():
@@ -44,6 +38,9 @@ def main():
     p.add_argument("--amp", action="store_true", help="autocast to bfloat16 with a GradScaler")
     p.add_argument("--stall-at", type=int, default=-1, help="this step lasts --stall seconds more")
     p.add_argument("--stall", type=float, default=0.0)
+    p.add_argument("--eval-every", type=int, default=0, help="evaluate after every K training steps")
+    p.add_argument("--eval-steps", type=int, default=2, help="forward calls per evaluation")
+    p.add_argument("--script-mode", help="hook.set_mode(smd.modes.<MODE>) before the first evaluation")
     p.add_argument("--timeline", help="append 'STEP TIME' (time.time() at each step's start) to this file")
     args = p.parse_args()
     torch.manual_seed(0)
@@ -102,6 +99,8 @@ def main():
             loss.backward()
             opt.step()
         print(f"last step {step}", flush=True)
+        if args.eval_every and (step + 1) % args.eval_every == 0:
+            evaluate(net, x, args)
         if step == args.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
         rest = args.step_time - (time.monotonic() - t0) + (args.stall if step == args.stall_at else 0.0)
@@ -111,6 +110,19 @@ def main():
 
     if args.ddp:
         end_gloo()  # see gloo_exit.py
+
+
+def evaluate(net, x, args) -> None:
+    if args.script_mode:
+        import smdebug.pytorch as smd
+
+        smd.get_hook().set_mode(getattr(smd.modes, args.script_mode))
+        args.script_mode = None  # once
+    net.eval()
+    with torch.no_grad():
+        for _ in range(args.eval_steps):
+            net(x)
+    net.train()
 
 
 if __name__ == "__main__":

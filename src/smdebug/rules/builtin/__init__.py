@@ -4,7 +4,8 @@ Rules are grouped by family in a few modules and imported only when first used:
 
 - ``tensors``: VanishingGradient, ExplodingTensor, AllZero, TensorVariance, SimilarAcrossRuns
 - ``weights``: WeightUpdateRatio, UnchangedTensor, PoorWeightInitialization
-- ``training``: LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule
+- ``training``: LossNotDecreasing, Overfit, Overtraining
+- ``stalled``: StalledTrainingRule
 - ``activations``: DeadRelu, SaturatedActivation, CheckInputImages, NLPSequenceRatio
 - ``classification``: Confusion, ClassImbalance
 - ``trees``: TreeDepth, FeatureImportanceOverweight, CreateXgboostReport
