@@ -7,7 +7,10 @@ so that they are not hot in the cache only because the benchmark keeps writing t
 With --big, the step is one 16 MB tensor and its gradient instead (an embedding of 8192 x 512),
 which shows what the size of each write call costs.
 
-usage: PYTHONPATH=<tree>/src python bench/bench_writer.py [STEPS] [ROUNDS] [--profile] [--big]
+With --hook-big, the same through the PyTorch hook: an nn.Embedding(8192, 512) model saving its
+raw weights and gradients every step (33.6 MB a step); prints each thread's CPU ms/step.
+
+usage: PYTHONPATH=<tree>/src python bench/bench_writer.py [STEPS] [ROUNDS] [--profile] [--big | --hook-big]
 prints the median writer CPU ms/step of each round (time.thread_time; robust to machine load,
 except for what the kernel charges for page-cache writes under memory pressure) and, with
 --profile, cProfile's breakdown (CPU timer) of one extra round.
@@ -70,9 +73,61 @@ def one_round(steps: int, profile: cProfile.Profile | None = None) -> list[float
         shutil.rmtree(out, ignore_errors=True)
 
 
+def hook_big(steps: int) -> dict:
+    """Writer, copy and training thread CPU ms/step of the hook saving an embedding's raw weights
+    and gradients (each thread's CPU is taken when it ends: the hook's close included)."""
+    import logging
+    import threading
+
+    import torch
+    from torch import nn
+
+    import smdebug.pytorch as smd
+
+    logging.disable(logging.CRITICAL)
+    cpu: dict[str, float] = {}
+    run = threading.Thread.run
+
+    def timed_run(self):
+        try:
+            run(self)
+        finally:
+            cpu[self.name] = cpu.get(self.name, 0.0) + time.thread_time()
+
+    threading.Thread.run = timed_run
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(8192, 512), nn.Flatten(), nn.Linear(512 * 4, 10))
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randint(0, 8192, (64, 4)), torch.randint(0, 10, (64,))
+    out = tempfile.mkdtemp(prefix="smdebug-bench-writer-")
+    try:
+        hook = smd.Hook(out_dir=out, reduction_config=smd.ReductionConfig(save_raw_tensor=True),
+                        save_config=smd.SaveConfig(save_interval=1),
+                        include_collections=["weights", "gradients", "losses"])
+        hook.register_module(model)
+        hook.register_loss(loss_fn)
+        c0 = time.thread_time()
+        for _ in range(steps):
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        train = time.thread_time() - c0
+        hook.close()
+    finally:
+        threading.Thread.run = run
+        shutil.rmtree(out, ignore_errors=True)
+    return {"training": round(train / steps * 1e3, 3),
+            **{k: round(v / steps * 1e3, 3) for k, v in cpu.items() if k.startswith("smdebug")}}
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     steps = int(args[0]) if args else 200
+    if "--hook-big" in sys.argv:
+        print(json.dumps({"cpu_ms_per_step": hook_big(steps)}))
+        return
     rounds = int(args[1]) if len(args) > 1 else 3
     medians = []
     for _ in range(rounds):
