@@ -10,7 +10,8 @@ usage: python bench/hook_threads.py CONFIG STEPS ROUNDS TREE [TREE ...]
        (CONFIG: raw | reductions; TREE: a checkout whose src/ is put first on PYTHONPATH)
 prints, per tree, the median over the rounds of ms/step: training thread, each smdebug thread
 (its whole life: the warm-up steps and close included, divided by the measured steps plus the
-warm-up), the process, and the wall time of the loop; and each round's figures as JSON lines.
+warm-up; ``:user`` and ``:sys`` split it into user space and kernel, at 10 ms resolution), the
+process, and the wall time of the loop; and each round's figures as JSON lines.
 """
 
 from __future__ import annotations
@@ -29,6 +30,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+def _user_system() -> tuple[float, float]:
+    """This thread's CPU seconds in user space and in the kernel (Linux; clock ticks, 10 ms):
+    the writer's kernel time is its page-cache writes, which vary with the machine's memory."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def child(config: str, steps: int) -> None:
     """Run hook_workload.py here, recording the CPU time of every thread when it ends."""
     cpu: dict[str, float] = {}
@@ -39,9 +52,12 @@ def child(config: str, steps: int) -> None:
         try:
             run(self)
         finally:
+            user, system = _user_system()
             with lock:
                 name = self.name.rstrip("0123456789").rstrip("_-")
                 cpu[name] = cpu.get(name, 0.0) + time.thread_time()
+                cpu[name + ":user"] = cpu.get(name + ":user", 0.0) + user
+                cpu[name + ":sys"] = cpu.get(name + ":sys", 0.0) + system
 
     threading.Thread.run = timed_run
     out = tempfile.mkdtemp(prefix="smdebug-hook-threads-")
