@@ -36,10 +36,12 @@ def _arrays(rng, step):
         rng.standard_normal(3).astype(ml_dtypes.bfloat16),
         np.zeros((0, 4), dtype=np.float64),
         np.asarray(rng.standard_normal(), dtype=np.float64).reshape(()),
+        np.asfortranarray(rng.standard_normal((3, 5)).astype(np.float32)),  # small, Fortran order
+        big[:3, ::3],  # small, not contiguous
     ]
 
 
-TAGS = ["loss", "w", "w_strided", "ints", "bools", "bf16", "empty", "gradient/x_mean"]
+TAGS = ["loss", "w", "w_strided", "ints", "bools", "bf16", "empty", "gradient/x_mean", "small_f", "small_strided"]
 
 
 # steps and mode steps whose varint / decimal lengths change between calls
@@ -50,7 +52,7 @@ def test_filled_layout_equals_one_by_one_encoding(steps):
         for mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
             arrays = _arrays(rng, step)
             md = mode_metadata(mode, step * 3)
-            walls = [1000.25 + step, None, 5.5, None, None, 7.0, None, 8.0]
+            walls = [1000.25 + step, None, 5.5, None, None, 7.0, None, 8.0, None, 9.0]
             enc = encode_step_records(TAGS, arrays, step, md, walls)
             assert enc is not None
             chunks, lengths = enc
@@ -62,6 +64,21 @@ def test_filled_layout_equals_one_by_one_encoding(steps):
             want, want_lengths = _one_by_one(TAGS, arrays, step, md, ref_walls)
             assert lengths == want_lengths
             assert got == want
+
+
+def test_small_contents_keep_c_order_whatever_the_layout():
+    """Small contents are copied into the step's buffer in C order: a Fortran-order or strided
+    array is not written as its memory lies."""
+    f = np.asfortranarray(np.arange(6, dtype=np.int32).reshape(2, 3))
+    strided = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
+    views = [np.arange(4, dtype=np.float32)[j, ...] for j in range(4)]  # 0-d views of one array
+    md = mode_metadata(ModeKeys.TRAIN, 1)
+    for arrays in ([f, strided], views, [views[0], f, views[1]]):
+        tags = [f"t{i}" for i in range(len(arrays))]
+        got = _bytes(encode_step_records(tags, arrays, 1, md, [2.0] * len(arrays))[0])
+        assert got == _one_by_one(tags, arrays, 1, md, [2.0] * len(arrays))[0]
+        for a in arrays:
+            assert a.tobytes() in got
 
 
 def test_large_contents_are_not_copied():

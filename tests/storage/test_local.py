@@ -171,6 +171,32 @@ def test_write_chunks_survives_partial_writes(store, monkeypatch):
     assert store.read("events/x") == expected
 
 
+def test_write_chunks_writes_at_most_max_write_bytes_a_call(store, monkeypatch):
+    """A large chunk (a big tensor's bytes) goes to the file in calls of at most MAX_WRITE bytes
+    (larger ones cost the kernel several times the CPU: local.py), straight from its memory; runs
+    of small chunks are joined; the file holds every byte in order."""
+    import numpy as np
+
+    from smdebug.storage import local
+
+    big = np.arange(local.MAX_WRITE * 7 // 2 // 4, dtype="<f4")  # 3.5 MiB
+    chunks = [b"head", big.view(np.uint8), b"mid", b"dle", big[:100], np.float32(2.5), b"tail"]
+    expected = b"".join(bytes(memoryview(c).cast("B")) for c in chunks)
+    calls = []
+    real = os.write
+
+    def spy(fd, buf):
+        calls.append(memoryview(buf).nbytes)
+        return real(fd, buf)
+
+    monkeypatch.setattr(local.os, "write", spy)
+    store.write_chunks("events/big", iter(chunks))  # any iterable, consumed once
+    assert store.read("events/big") == expected
+    assert max(calls) == local.MAX_WRITE
+    assert calls == [4, local.MAX_WRITE, local.MAX_WRITE, local.MAX_WRITE, local.MAX_WRITE // 2,
+                     len(expected) - 4 - big.nbytes]
+
+
 def test_write_after_the_folder_was_removed(store):
     import shutil
 

@@ -10,10 +10,9 @@ __all__ = ["crc32c", "masked_crc32c", "masked_crc32c_bytes", "EVENTS_FOOTER"]
 
 _MASK_DELTA = 0xA282EAD8
 
-
-def crc32c(data, value: int = 0) -> int:
-    """CRC32C of a bytes-like object, continuing from ``value``."""
-    return _crc32c(data, value)
+# crc32c(data, value=0): the CRC32C of a bytes-like object, continuing from ``value``; the C
+# function itself (no Python call around it: the writer calls it once or more per record).
+crc32c = _crc32c
 
 
 def mask(crc: int) -> int:

@@ -271,7 +271,7 @@ class _StepLayout:
         b[self.st_idx] = np.tile(np.frombuffer(varint(int(step)), dtype=np.uint8), self.n)
         b[self.md_idx] = np.tile(np.frombuffer(metadata, dtype=np.uint8), self.n)
         if self.small_idx is not None:
-            b[self.small_idx] = np.concatenate([_content(arrays[i]) for i in self.small_arrays])
+            b[self.small_idx] = np.frombuffer(_small_contents([arrays[i] for i in self.small_arrays]), dtype=np.uint8)
         chunks, prev = [], 0
         for pos, i in self.large:
             chunks.append(b[prev:pos])
@@ -283,6 +283,15 @@ class _StepLayout:
 
 def _content(arr: np.ndarray) -> np.ndarray:
     return (arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)).reshape(-1).view(np.uint8)
+
+
+def _small_contents(arrays: list) -> bytes:
+    """The bytes of many small arrays, one after the other (C order): one join when all of them
+    are contiguous (a step's reductions: 0-d views of one host array), else array by array."""
+    try:
+        return b"".join(arrays)
+    except TypeError:  # a non-contiguous array exposes no plain buffer
+        return b"".join([a.tobytes() for a in arrays])  # tobytes: C order
 
 
 _LAYOUTS: dict = {}
@@ -297,15 +306,12 @@ def encode_step_records(tags, arrays, step: int, metadata: bytes, wall_times=Non
     the layout is worked out once and each step fills it in with a few numpy operations (this
     is the hook writer's hot path: a hundred reductions a step cost microseconds, not a
     millisecond of Python)."""
-    specs = []
-    for a in arrays:
-        dt = a.dtype
-        if dt.byteorder == ">" or dtype_code(dt) == DT.STRING:
-            return None
-        specs.append((dt, a.shape))
-    key = (tuple(tags), tuple(specs), len(metadata), len(varint(int(step))))
+    key = (tuple(tags), tuple([(a.dtype, a.shape) for a in arrays]), len(metadata), len(varint(int(step))))
     layout = _LAYOUTS.get(key)
-    if layout is None:
+    if layout is None:  # (a layout exists only for dtypes checked here: the dtypes are in the key)
+        for a in arrays:
+            if a.dtype.byteorder == ">" or dtype_code(a.dtype) == DT.STRING:
+                return None
         if len(_LAYOUTS) >= 64:
             _LAYOUTS.clear()
         layout = _LAYOUTS[key] = _StepLayout(tags, arrays, step, metadata)

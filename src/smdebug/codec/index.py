@@ -67,6 +67,16 @@ class IndexBuilder:
         self.starts.append(start)
         self.lengths.append(length)
 
+    def add_all(self, names: list[str], start: int, lengths: list[int]) -> int:
+        """Records of ``lengths`` bytes, one after the other from ``start``; the offset after them."""
+        starts = self.starts
+        for n in lengths:
+            starts.append(start)
+            start += n
+        self.tags.extend(names)
+        self.lengths.extend(lengths)
+        return start
+
     def add_shape(self, name: str, original_name: str, shape) -> None:
         self.shapes.append((name, original_name, tuple(int(d) for d in shape)))
 

@@ -13,7 +13,7 @@ FOOTER_BYTES = 4
 def payload_crcs(chunks, starts, lengths) -> list[int]:
     """The CRC32C of the payload of each record ``[start, start + length)`` of the file made of
     ``chunks`` (bytes-like pieces, concatenated). Records must be given in file order."""
-    views, offs, pos = [], [], 0
+    views, offs, ends, pos = [], [], [], 0
     for c in chunks:
         v = memoryview(c)
         if v.format != "B" or v.ndim != 1:
@@ -22,17 +22,25 @@ def payload_crcs(chunks, starts, lengths) -> list[int]:
             views.append(v)
             offs.append(pos)
             pos += v.nbytes
+            ends.append(pos)
     out = []
-    ci = 0
+    ci, last = 0, len(views)
     for s, n in zip(starts, lengths):
         a, b = s + HEADER_BYTES, s + n - FOOTER_BYTES
-        while ci < len(views) and offs[ci] + views[ci].nbytes <= a:
+        while ci < last and ends[ci] <= a:
             ci += 1
+        if b <= a:  # an empty payload
+            out.append(0)
+            continue
+        o = offs[ci]
+        if b <= ends[ci]:  # within one chunk (a step's small records)
+            out.append(crc32c(views[ci][a - o : b - o]))
+            continue
         crc, j, p = 0, ci, a
         while p < b:
-            o, v = offs[j], views[j]
-            e = min(b, o + v.nbytes)
-            crc = crc32c(v[p - o : e - o], crc)
+            o = offs[j]
+            e = min(b, ends[j])
+            crc = crc32c(views[j][p - o : e - o], crc)
             p = e
             j += 1
         out.append(crc)

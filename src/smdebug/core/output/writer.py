@@ -92,25 +92,22 @@ class FileWriter:
         or None). The same as one write_tensor per record, but far faster when the same tensors
         are saved at every step."""
         mode, mode_step = self._check(mode, mode_step)
-        records = [(name, to_numpy(arr), wt) for name, arr, wt in records]
+        names, arrays, walls = [], [], []
+        for name, arr, wt in records:
+            names.append(name)
+            arrays.append(arr if type(arr) is np.ndarray else to_numpy(arr))
+            walls.append(wt)
         enc = None
-        if records and not self.write_checksum and not self._chunks:
-            md = mode_metadata(mode, mode_step)
-            enc = encode_step_records([r[0] for r in records], [r[1] for r in records], self.step, md,
-                                      [r[2] for r in records])
+        if names and not self.write_checksum and not self._chunks:
+            enc = encode_step_records(names, arrays, self.step, mode_metadata(mode, mode_step), walls)
         if enc is None:
-            for name, arr, wt in records:
+            for name, arr, wt in zip(names, arrays, walls):
                 self.write_tensor(arr, name, mode=mode, mode_step=mode_step, timestamp=wt)
             return
         chunks, lengths = enc
-        index = self._index
-        index.records_in(self._event_key, mode, mode_step)
-        offset = self._offset
-        for (name, _arr, _wt), length in zip(records, lengths):
-            index.add(name, offset, length)
-            offset += length
+        self._index.records_in(self._event_key, mode, mode_step)
+        self._offset = self._index.add_all(names, self._offset, lengths)
         self._chunks.extend(chunks)
-        self._offset = offset
 
     def write_shape(self, name, shape, mode=ModeKeys.GLOBAL, mode_step=None, original_name=None):
         mode, mode_step = self._check(mode, mode_step)
