@@ -85,12 +85,14 @@ def median_threads(runs: list[dict]) -> dict[str, float]:
 @contextlib.contextmanager
 def maybe_profiled() -> Iterator[None]:
     """cProfile of the calling thread inside the block when SMDEBUG_BENCH_PROFILE names a file
-    (the stats are dumped there: ``python -m pstats FILE``); nothing otherwise."""
+    (the stats are dumped there: ``python -m pstats FILE``); nothing otherwise. Its clock is the
+    thread's CPU time, not wall clock: waiting (for a core, for the framework's threads) costs
+    nothing, as it costs no CPU, so the profile holds on a loaded machine."""
     path = os.environ.get("SMDEBUG_BENCH_PROFILE")
     if not path:
         yield
         return
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.thread_time)
     prof.enable()
     try:
         yield

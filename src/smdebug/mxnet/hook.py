@@ -82,6 +82,7 @@ class Hook(BaseHook):
 
     collection_defaults = MXNET_COLLECTIONS
     make_adapter = MXNetAdapter
+    adapter: MXNetAdapter
 
     def _configure(self, options: Any) -> None:
         super()._configure(options)
@@ -160,9 +161,10 @@ class Hook(BaseHook):
     def _end_of_step(self) -> None:
         """The step's gradients (what its backward computed), then its values to the host."""
         if self._recording and self.step >= 0 and self.saving_this_step():
-            for name, p in self._params().items():
-                if p.grad_req != "null" and _initialized(p):
-                    self._save_for_tensor(self.GRADIENT_PREFIX + name, _grad(p))
+            with self.adapter.synchronous():  # synced below: copied to the host at once
+                for name, p in self._params().items():
+                    if p.grad_req != "null" and _initialized(p):
+                        self._save_for_tensor(self.GRADIENT_PREFIX + name, _grad(p))
         self._recording = False
         self.adapter.sync()
 
