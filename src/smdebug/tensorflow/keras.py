@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.config.hook_options import options_signature
@@ -31,10 +32,10 @@ from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.held_step import complete_held
 from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import CHIEF_WORKER
-from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.tensorflow import capture, names, stop, tape
+from smdebug.tensorflow.adapter import KerasAdapter
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.profiling import keras_profiling_for
@@ -59,6 +60,16 @@ def _numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+def _tensor(value: Any) -> Any:
+    """A TF tensor as it is, a variable read as a tensor (no copy: see adapter.py), anything
+    else as a numpy array; the adapter copies a tensor only when its raw value is saved."""
+    if isinstance(value, tf.Tensor):
+        return value
+    if isinstance(value, (tf.Variable, keras.Variable)):
+        return tf.convert_to_tensor(value)
+    return _numpy(value)
+
+
 def _save(hook: BaseHook, name: str, coll: str | None, value: Any) -> None:
     assign(hook, name, coll)
     hook._save_for_tensor(name, value)
@@ -73,7 +84,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     """
 
     collection_defaults = TF_COLLECTIONS
-    make_adapter = NumpyAdapter
+    make_adapter = KerasAdapter
 
     if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
         def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
@@ -120,12 +131,13 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def _save(self, name: str, coll: str | None, value: Any, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
-        value = _numpy(value)
         if per_replica:
+            value = _numpy(value)
             _save(self, name, coll, value[0])
             for i, h in enumerate(self._replicas, start=1):
                 _save(h, name, coll, value[i])
         else:
+            value = _tensor(value)
             for h in (self, *self._replicas):
                 _save(h, name, coll, value)
 
@@ -359,8 +371,6 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     @guarded()
     def _tape_record(self, target: Any, sources: Any, grads: Any) -> None:
-        import tensorflow as tf
-
         if not self._due() or not hasattr(target, "numpy"):
             return
         if np.size(_numpy(target)) == 1:
