@@ -239,3 +239,25 @@ def test_a_resumed_job_continues_the_step_numbers(tmp_path):
     name = tr.tensor_names(collection="weights")[0]
     for g in range(6):  # record: the values each step's forward used, both jobs' steps kept
         np.testing.assert_array_equal(tr.tensor(name).value(g), (rec1 if g < 3 else rec2).params[g % 3][name])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"])
+def test_host_view_of_a_copy_equals_asnumpy_and_outlives_the_array(dtype):
+    """sync() reads the hook's engine copies through DLPack (no second copy); the view holds the
+    copy's memory after the NDArray is gone, and dtypes DLPack does not carry fall back to a copy."""
+    import gc
+
+    from smdebug.mxnet.adapter import host_view
+
+    src = nd.array(np.arange(24).reshape(2, 3, 4) % 7, dtype=dtype)
+    want = src.asnumpy()
+    copy = src.copy()
+    view = host_view(copy)
+    del copy
+    gc.collect()
+    src[:] = 0  # the live array changes; the copy's view does not
+    nd.waitall()
+    for _ in range(3):
+        nd.ones((256, 256)).wait_to_read()  # storage freed by MXNet would be reused here
+    assert view.dtype == want.dtype and view.shape == want.shape
+    np.testing.assert_array_equal(view, want)

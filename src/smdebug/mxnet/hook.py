@@ -161,10 +161,9 @@ class Hook(BaseHook):
     def _end_of_step(self) -> None:
         """The step's gradients (what its backward computed), then its values to the host."""
         if self._recording and self.step >= 0 and self.saving_this_step():
-            with self.adapter.synchronous():  # synced below: copied to the host at once
-                for name, p in self._params().items():
-                    if p.grad_req != "null" and _initialized(p):
-                        self._save_for_tensor(self.GRADIENT_PREFIX + name, _grad(p))
+            for name, p in self._params().items():
+                if p.grad_req != "null" and _initialized(p):
+                    self._save_for_tensor(self.GRADIENT_PREFIX + name, _grad(p))
         self._recording = False
         self.adapter.sync()
 
