@@ -78,15 +78,17 @@ def test_values_equal_keras(tmp_path, jit):
         np.testing.assert_allclose(tr.tensor("dense/outputs").value(step, mode=T), out, rtol=1e-5, atol=1e-6)
 
 
-def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path):
-    """Reductions only (no raw value saved) of the weights, read at the batch's end, and of the
-    gradients, captured in the step: numpy's of Keras' own values, to float32 rounding."""
+@pytest.mark.parametrize("raw", [False, True])
+def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path, raw):
+    """Reductions (with or without the raw value) of the weights, read at the batch's end, and of
+    the gradients, captured in the step: numpy's of Keras' own values, to float32 rounding; the
+    raw values are Keras' own."""
     model = sequential()
     colls = ["weights", "gradients"]
     ops = [("min", False), ("max", False), ("mean", False), ("std", False), ("variance", False), ("sum", False),
            ("mean", True), ("max", True), ("l1", False), ("l2", False)]
     rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std", "variance", "sum"], abs_reductions=["mean", "max"],
-                             norms=["l1", "l2"], save_raw_tensor=False)
+                             norms=["l1", "l2"], save_raw_tensor=raw)
     compile_sgd(model)
     x, y = digits()
     hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=colls,
@@ -103,8 +105,11 @@ def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path):
         for name, value, tol in (("dense/weights/dense/kernel:0", after["dense/kernel"], 1e-6),
                                  ("gradients/dense_1/kernelGrad", grad, 2e-5)):
             t = tr.tensor(name)
-            with pytest.raises(Exception):  # noqa: B017  reductions only
-                t.value(step, mode=T)
+            if raw:
+                np.testing.assert_allclose(t.value(step, mode=T), value, rtol=0, atol=tol)
+            else:
+                with pytest.raises(Exception):  # noqa: B017  reductions only
+                    t.value(step, mode=T)
             v64 = value.astype(np.float64)
             ref = {("min", False): v64.min(), ("max", False): v64.max(), ("mean", False): v64.mean(),
                    ("std", False): v64.std(), ("variance", False): v64.var(), ("sum", False): v64.sum(),
