@@ -14,6 +14,9 @@ Everything else (numbers, numpy arrays, logs) goes to
 
 from __future__ import annotations
 
+from typing import Any
+
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -21,8 +24,25 @@ from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, get_numpy_reduction
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = ["KerasAdapter", "host_view"]
+__all__ = ["KerasAdapter", "host_view", "as_tensor", "numpy_of"]
 _VALID = ALLOWED_REDUCTIONS + ALLOWED_NORMS
+
+
+def numpy_of(value: Any) -> np.ndarray:
+    """``value`` as a numpy array (``.numpy()``, a copy, for TF tensors and variables)."""
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return np.asarray(value)
+
+
+def as_tensor(value: Any) -> Any:
+    """What the hook hands the adapter: a TF tensor as it is, a variable read as a tensor (no
+    copy, see above), anything else as a numpy array."""
+    if isinstance(value, tf.Tensor):
+        return value
+    if isinstance(value, (tf.Variable, keras.Variable)):
+        return tf.convert_to_tensor(value)
+    return numpy_of(value)
 
 
 def host_view(t: tf.Tensor) -> np.ndarray:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.config.hook_options import options_signature
@@ -35,7 +34,8 @@ from smdebug.core.output.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.tensorflow import capture, names, stop, tape
-from smdebug.tensorflow.adapter import KerasAdapter
+from smdebug.tensorflow.adapter import KerasAdapter, as_tensor
+from smdebug.tensorflow.adapter import numpy_of as _numpy
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.profiling import keras_profiling_for
@@ -52,22 +52,6 @@ logger = logging.getLogger("smdebug")
 
 _K = CollectionKeys
 _CAPTURED = {_K.GRADIENTS, _K.LAYERS}
-
-
-def _numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "numpy"):
-        value = value.numpy()
-    return np.asarray(value)
-
-
-def _tensor(value: Any) -> Any:
-    """A TF tensor as it is, a variable read as a tensor (no copy: see adapter.py), anything
-    else as a numpy array; the adapter copies a tensor only when its raw value is saved."""
-    if isinstance(value, tf.Tensor):
-        return value
-    if isinstance(value, (tf.Variable, keras.Variable)):
-        return tf.convert_to_tensor(value)
-    return _numpy(value)
 
 
 def _save(hook: BaseHook, name: str, coll: str | None, value: Any) -> None:
@@ -137,7 +121,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             for i, h in enumerate(self._replicas, start=1):
                 _save(h, name, coll, value[i])
         else:
-            value = _tensor(value)
+            value = as_tensor(value)
             for h in (self, *self._replicas):
                 _save(h, name, coll, value)
 
@@ -371,6 +355,8 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     @guarded()
     def _tape_record(self, target: Any, sources: Any, grads: Any) -> None:
+        import tensorflow as tf
+
         if not self._due() or not hasattr(target, "numpy"):
             return
         if np.size(_numpy(target)) == 1:
