@@ -26,23 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchutil import machine
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-
-
-def machine() -> str:
-    model = cores = "?"
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "Model name":
-                model = value.strip()
-            elif key.strip() == "CPU(s)":
-                cores = value.strip()
-    except OSError:
-        pass
-    return f"{model}, {cores} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
 
 
 def run(python: str, config: str, out_dir: str, steps: int) -> dict:

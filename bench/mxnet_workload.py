@@ -1,17 +1,21 @@
 """One timed MXNet Gluon training run for bench_mxnet_hook.py, with whatever smdebug is importable.
 
 usage: mxnet_workload.py CONFIG OUT_DIR STEPS   (CONFIG: none | raw | reductions)
-prints the seconds per step (training loop + hook.close())."""
+prints one JSON line: wall_s, thread_cpu_s (main thread), proc_cpu_s (all threads: MXNet's
+engine, the hook's writer), threads_cpu_s (by thread) of the training loop + hook.close(), and
+steps. SMDEBUG_BENCH_PROFILE=FILE: cProfile of the timed loop dumped to FILE."""
 
 from __future__ import annotations
 
+import json
 import sys
-import time
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon, nd
 from mxnet.gluon import nn
+
+from benchutil import CpuClock, maybe_profiled
 
 
 def main(config: str, out_dir: str, steps: int) -> None:
@@ -45,17 +49,19 @@ def main(config: str, out_dir: str, steps: int) -> None:
         loss.backward()
         trainer.step(128)
     nd.waitall()
-    t0 = time.perf_counter()
-    for i in range(steps):
-        x, y = batches[i % len(batches)]
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(128)
-    if hook is not None:
-        hook.close()
-    nd.waitall()
-    print((time.perf_counter() - t0) / steps)
+    clock = CpuClock()
+    clock.start()
+    with maybe_profiled():
+        for i in range(steps):
+            x, y = batches[i % len(batches)]
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(128)
+        if hook is not None:
+            hook.close()
+        nd.waitall()
+    print(json.dumps({**clock.stop(), "steps": steps}))
 
 
 if __name__ == "__main__":

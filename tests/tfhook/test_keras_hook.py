@@ -78,6 +78,51 @@ def test_values_equal_keras(tmp_path, jit):
         np.testing.assert_allclose(tr.tensor("dense/outputs").value(step, mode=T), out, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("raw", [False, True])
+def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path, raw):
+    """Reductions (with or without the raw value) of the weights, read at the batch's end, and of
+    the gradients, captured in the step: numpy's of Keras' own values, to float32 rounding; the
+    raw values are Keras' own."""
+    model = sequential()
+    colls = ["weights", "gradients"]
+    ops = [("min", False), ("max", False), ("mean", False), ("std", False), ("variance", False), ("sum", False),
+           ("mean", True), ("max", True), ("l1", False), ("l2", False)]
+    rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std", "variance", "sum"], abs_reductions=["mean", "max"],
+                             norms=["l1", "l2"], save_raw_tensor=raw)
+    compile_sgd(model)
+    x, y = digits()
+    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=colls,
+                         reduction_config=rc)
+    rec = Recorder()
+    model.fit(x[: 5 * BS], y[: 5 * BS], batch_size=BS, epochs=1, shuffle=False, callbacks=[hook, rec], verbose=0)
+    hook.close()
+    tr = create_trial(str(tmp_path / "t"))
+    T = smd.modes.TRAIN
+    for step in range(5):
+        after = {k.split("/", 1)[1]: v for k, v in rec.after["TRAIN"][step].items()}
+        before = {k.split("/", 1)[1]: v for k, v in rec.before["TRAIN"][step].items()}
+        grad = (before["dense_1/kernel"] - after["dense_1/kernel"]) / 0.1
+        for name, value, tol in (("dense/weights/dense/kernel:0", after["dense/kernel"], 1e-6),
+                                 ("gradients/dense_1/kernelGrad", grad, 2e-5)):
+            t = tr.tensor(name)
+            if raw:
+                np.testing.assert_allclose(t.value(step, mode=T), value, rtol=0, atol=tol)
+            else:
+                with pytest.raises(Exception):  # noqa: B017  reductions only
+                    t.value(step, mode=T)
+            v64 = value.astype(np.float64)
+            ref = {("min", False): v64.min(), ("max", False): v64.max(), ("mean", False): v64.mean(),
+                   ("std", False): v64.std(), ("variance", False): v64.var(), ("sum", False): v64.sum(),
+                   ("mean", True): np.abs(v64).mean(), ("max", True): np.abs(v64).max(),
+                   ("l1", False): np.abs(v64).sum(), ("l2", False): np.sqrt((v64 * v64).sum())}
+            scale = np.abs(v64).sum()  # rounding of a float32 sum (and of the gradient estimate) is relative to it
+            for op, is_abs in ops:
+                got = float(np.asarray(t.reduction_value(step, op, abs=is_abs, mode=T)).ravel()[0])
+                atol = tol * (scale if op in ("sum", "l1") else scale / value.size if op == "mean" else 1)
+                want = ref[(op, is_abs)]
+                assert got == pytest.approx(want, rel=1e-5, abs=atol), (name, step, op, is_abs)
+
+
 @pytest.mark.parametrize("make", [functional, subclassed])
 def test_functional_and_subclassed_models(tmp_path, make):
     model = make()

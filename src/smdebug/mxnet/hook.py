@@ -82,6 +82,7 @@ class Hook(BaseHook):
 
     collection_defaults = MXNET_COLLECTIONS
     make_adapter = MXNetAdapter
+    adapter: MXNetAdapter
 
     def _configure(self, options: Any) -> None:
         super()._configure(options)

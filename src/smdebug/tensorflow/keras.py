@@ -31,10 +31,11 @@ from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.held_step import complete_held
 from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import CHIEF_WORKER
-from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
 from smdebug.tensorflow import capture, names, stop, tape
+from smdebug.tensorflow.adapter import KerasAdapter, as_tensor
+from smdebug.tensorflow.adapter import numpy_of as _numpy
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.profiling import keras_profiling_for
@@ -53,12 +54,6 @@ _K = CollectionKeys
 _CAPTURED = {_K.GRADIENTS, _K.LAYERS}
 
 
-def _numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "numpy"):
-        value = value.numpy()
-    return np.asarray(value)
-
-
 def _save(hook: BaseHook, name: str, coll: str | None, value: Any) -> None:
     assign(hook, name, coll)
     hook._save_for_tensor(name, value)
@@ -73,7 +68,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     """
 
     collection_defaults = TF_COLLECTIONS
-    make_adapter = NumpyAdapter
+    make_adapter = KerasAdapter
 
     if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
         def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
@@ -120,12 +115,13 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def _save(self, name: str, coll: str | None, value: Any, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
-        value = _numpy(value)
         if per_replica:
+            value = _numpy(value)
             _save(self, name, coll, value[0])
             for i, h in enumerate(self._replicas, start=1):
                 _save(h, name, coll, value[i])
         else:
+            value = as_tensor(value)
             for h in (self, *self._replicas):
                 _save(h, name, coll, value)
 

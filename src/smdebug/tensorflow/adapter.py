@@ -1,0 +1,124 @@
+"""TensorFlow tensors for the KerasHook: read in place, never copied on the training thread.
+
+The hook hands TF tensors over as they are (a variable read with ``tf.convert_to_tensor``: no
+copy; TF's variables are copy-on-write, so the tensor keeps the values of the step even when
+the optimizer updates the variable afterwards). A TF tensor is immutable, so it is its own
+snapshot: the writer thread's ``materialize`` reads its memory through the buffer protocol
+(``memoryview``, no copy) and encodes from there. Reductions are numpy's, as for numpy arrays,
+computed there too, from the same view (the absolute value made once for all abs reductions).
+(Before, each saved tensor was copied twice on the training thread, ``.numpy()`` and then the
+snapshot's copy, and its reductions computed there.)
+Everything else (numbers, numpy arrays, logs) goes to
+:class:`~smdebug.core.tensors.adapter.NumpyAdapter`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from smdebug.core.tensors.adapter import NumpyAdapter
+from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, get_numpy_reduction
+from smdebug.exceptions import SMDebugValueError
+
+__all__ = ["KerasAdapter", "host_view", "as_tensor", "numpy_of"]
+_VALID = ALLOWED_REDUCTIONS + ALLOWED_NORMS
+
+
+def numpy_of(value: Any) -> np.ndarray:
+    """``value`` as a numpy array (``.numpy()``, a copy, for TF tensors and variables)."""
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return np.asarray(value)
+
+
+def as_tensor(value: Any) -> Any:
+    """What the hook hands the adapter: a TF tensor as it is, a variable read as a tensor (no
+    copy, see above), anything else as a numpy array."""
+    if isinstance(value, tf.Tensor):
+        return value
+    if isinstance(value, (tf.Variable, keras.Variable)):
+        return tf.convert_to_tensor(value)
+    return numpy_of(value)
+
+
+def host_view(t: tf.Tensor) -> np.ndarray:
+    """A read-only numpy view of a host tensor's memory, or ``t.numpy()`` (a copy) where the
+    buffer protocol cannot describe its dtype (bfloat16, strings) or it is not on the host."""
+    try:
+        view = np.asarray(memoryview(t))
+    except (TypeError, ValueError, BufferError):
+        return np.asarray(t.numpy())
+    if view.dtype != t.dtype.as_numpy_dtype or view.shape != tuple(t.shape):  # strings come out as bytes
+        return np.asarray(t.numpy())
+    return view
+
+
+class _Source:
+    """A tensor as its reductions read it on the writer thread: its host view, and its absolute
+    value made once for every abs reduction."""
+
+    __slots__ = ("tensor", "_data", "_abs")
+
+    def __init__(self, tensor: tf.Tensor):
+        self.tensor = tensor
+        self._data: np.ndarray | None = None
+        self._abs: np.ndarray | None = None
+
+    def data(self, is_abs: bool) -> np.ndarray:
+        if self._data is None:
+            self._data = host_view(self.tensor)
+            self.tensor = None  # the view holds the memory
+        if not is_abs:
+            return self._data
+        if self._abs is None:
+            self._abs = np.absolute(self._data)
+        return self._abs
+
+
+class _Reduction:
+    """One reduction of a tensor, computed with numpy by ``materialize`` (writer thread)."""
+
+    __slots__ = ("source", "op", "is_abs")
+
+    def __init__(self, source: _Source, op: str, is_abs: bool):
+        self.source, self.op, self.is_abs = source, op, is_abs
+
+    def compute(self) -> np.ndarray:
+        return np.asarray(get_numpy_reduction(self.op, self.source.data(self.is_abs)))
+
+
+class KerasAdapter(NumpyAdapter):
+    """:class:`smdebug.core.tensors.adapter.TensorAdapter` for TF tensors (see the module docstring)."""
+
+    def snapshot(self, value):
+        if isinstance(value, tf.Tensor):
+            return value  # immutable: read by materialize, on the writer thread
+        return super().snapshot(value)
+
+    def reductions(self, value, snap, ops) -> list:
+        if not isinstance(value, tf.Tensor):
+            return super().reductions(value, snap, ops)
+        for op, _ in ops:  # a bad name fails here, on the training thread
+            if op not in _VALID:
+                raise SMDebugValueError(f"Invalid reduction {op!r}: expected one of {', '.join(_VALID)}")
+        source = _Source(value)
+        return [_Reduction(source, op, is_abs) for op, is_abs in ops]
+
+    def shape(self, value) -> tuple:
+        return tuple(value.shape) if isinstance(value, tf.Tensor) else super().shape(value)
+
+    def size(self, value) -> int:
+        return int(value.shape.num_elements()) if isinstance(value, tf.Tensor) else super().size(value)
+
+    def is_bool(self, value) -> bool:
+        if isinstance(value, tf.Tensor):
+            return value.dtype in (tf.bool, tf.string)
+        return super().is_bool(value)
+
+    def materialize(self, objs: list, held: list | None = None) -> list:
+        return [host_view(o) if isinstance(o, tf.Tensor) else o.compute() if isinstance(o, _Reduction)
+                else np.asarray(o) for o in objs]
