@@ -29,13 +29,15 @@ import numpy as np
 from mxnet import nd
 
 from smdebug.core.tensors.adapter import NumpyAdapter
-from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, get_numpy_reduction
-from smdebug.exceptions import SMDebugRuntimeError, SMDebugValueError
+from smdebug.core.tensors.deferred import DeferredReduction, deferred_reductions
+from smdebug.exceptions import SMDebugRuntimeError
 
-__all__ = ["MXNetAdapter", "Pending", "HostReduction", "host_view"]
+__all__ = ["MXNetAdapter", "Pending", "host_view"]
 
 
-_VALID = ALLOWED_REDUCTIONS + ALLOWED_NORMS
+def _widened(data: np.ndarray) -> np.ndarray:
+    """``data`` as MXNet's reduction ops see it: other dtypes than float32/64 widened to float32."""
+    return data if data.dtype in (np.float32, np.float64) else data.astype(np.float32)
 
 
 class Pending:
@@ -83,42 +85,6 @@ def host_view(array) -> np.ndarray:
     return array.asnumpy()
 
 
-class _HostData:
-    """A snapshot's host copy as reductions read it (widened to float32 as MXNet's reductions
-    would; its absolute value computed once for every abs reduction). Writer thread only."""
-
-    __slots__ = ("snap", "_data", "_abs")
-
-    def __init__(self, snap: Pending):
-        self.snap = snap
-        self._data: np.ndarray | None = None
-        self._abs: np.ndarray | None = None
-
-    def data(self, is_abs: bool) -> np.ndarray:
-        if self._data is None:
-            d = self.snap.resolve()
-            self._data = d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
-        if not is_abs:
-            return self._data
-        if self._abs is None:
-            self._abs = np.absolute(self._data)
-        return self._abs
-
-
-class HostReduction:
-    """A reduction of a snapshot, computed with numpy by ``materialize`` (writer thread) once
-    ``sync`` copied the snapshot to the host: an array of shape (1,), as MXNet's ops give."""
-
-    __slots__ = ("host", "op", "is_abs")
-
-    def __init__(self, host: _HostData, op: str, is_abs: bool):
-        self.host, self.op, self.is_abs = host, op, is_abs
-
-    def compute(self) -> np.ndarray:
-        data = self.host.data(self.is_abs)
-        return np.asarray(get_numpy_reduction(self.op, data), dtype=data.dtype).reshape(1)
-
-
 class MXNetAdapter(NumpyAdapter):
     """:class:`smdebug.core.tensors.adapter.TensorAdapter` for mx.nd.NDArray (numbers and numpy arrays go
     to :class:`NumpyAdapter`)."""
@@ -143,11 +109,7 @@ class MXNetAdapter(NumpyAdapter):
     def reductions(self, value, snap, ops) -> list:
         if not isinstance(value, nd.NDArray):
             return super().reductions(value, snap, ops)
-        for op, _ in ops:  # a bad name fails here, on the training thread, as the hook's other checks
-            if op not in _VALID:
-                raise SMDebugValueError(f"Invalid reduction {op!r}: expected one of {', '.join(_VALID)}")
-        host = _HostData(snap)
-        return [HostReduction(host, op, is_abs) for op, is_abs in ops]
+        return deferred_reductions(lambda: _widened(snap.resolve()), ops, shape1=True)
 
     def shape(self, value) -> tuple:
         return tuple(value.shape) if isinstance(value, nd.NDArray) else super().shape(value)
@@ -171,5 +133,5 @@ class MXNetAdapter(NumpyAdapter):
 
     # ---------------------------------------------------------------- writer thread
     def materialize(self, objs: list, held: list | None = None) -> list:
-        return [o.resolve() if isinstance(o, Pending) else o.compute() if isinstance(o, HostReduction)
+        return [o.resolve() if isinstance(o, Pending) else o.compute() if isinstance(o, DeferredReduction)
                 else np.asarray(o) for o in objs]

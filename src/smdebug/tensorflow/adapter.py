@@ -21,11 +21,9 @@ import numpy as np
 import tensorflow as tf
 
 from smdebug.core.tensors.adapter import NumpyAdapter
-from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, get_numpy_reduction
-from smdebug.exceptions import SMDebugValueError
+from smdebug.core.tensors.deferred import DeferredReduction, deferred_reductions
 
 __all__ = ["KerasAdapter", "host_view", "as_tensor", "numpy_of"]
-_VALID = ALLOWED_REDUCTIONS + ALLOWED_NORMS
 
 
 def numpy_of(value: Any) -> np.ndarray:
@@ -57,40 +55,6 @@ def host_view(t: tf.Tensor) -> np.ndarray:
     return view
 
 
-class _Source:
-    """A tensor as its reductions read it on the writer thread: its host view, and its absolute
-    value made once for every abs reduction."""
-
-    __slots__ = ("tensor", "_data", "_abs")
-
-    def __init__(self, tensor: tf.Tensor):
-        self.tensor = tensor
-        self._data: np.ndarray | None = None
-        self._abs: np.ndarray | None = None
-
-    def data(self, is_abs: bool) -> np.ndarray:
-        if self._data is None:
-            self._data = host_view(self.tensor)
-            self.tensor = None  # the view holds the memory
-        if not is_abs:
-            return self._data
-        if self._abs is None:
-            self._abs = np.absolute(self._data)
-        return self._abs
-
-
-class _Reduction:
-    """One reduction of a tensor, computed with numpy by ``materialize`` (writer thread)."""
-
-    __slots__ = ("source", "op", "is_abs")
-
-    def __init__(self, source: _Source, op: str, is_abs: bool):
-        self.source, self.op, self.is_abs = source, op, is_abs
-
-    def compute(self) -> np.ndarray:
-        return np.asarray(get_numpy_reduction(self.op, self.source.data(self.is_abs)))
-
-
 class KerasAdapter(NumpyAdapter):
     """:class:`smdebug.core.tensors.adapter.TensorAdapter` for TF tensors (see the module docstring)."""
 
@@ -102,11 +66,7 @@ class KerasAdapter(NumpyAdapter):
     def reductions(self, value, snap, ops) -> list:
         if not isinstance(value, tf.Tensor):
             return super().reductions(value, snap, ops)
-        for op, _ in ops:  # a bad name fails here, on the training thread
-            if op not in _VALID:
-                raise SMDebugValueError(f"Invalid reduction {op!r}: expected one of {', '.join(_VALID)}")
-        source = _Source(value)
-        return [_Reduction(source, op, is_abs) for op, is_abs in ops]
+        return deferred_reductions(lambda: host_view(value), ops)
 
     def shape(self, value) -> tuple:
         return tuple(value.shape) if isinstance(value, tf.Tensor) else super().shape(value)
@@ -120,5 +80,5 @@ class KerasAdapter(NumpyAdapter):
         return super().is_bool(value)
 
     def materialize(self, objs: list, held: list | None = None) -> list:
-        return [host_view(o) if isinstance(o, tf.Tensor) else o.compute() if isinstance(o, _Reduction)
+        return [host_view(o) if isinstance(o, tf.Tensor) else o.compute() if isinstance(o, DeferredReduction)
                 else np.asarray(o) for o in objs]
