@@ -76,6 +76,9 @@ def _profiled_run(tmp_path) -> Path:
         opt.zero_grad()
         loss_fn(model(xb), yb).backward()
         opt.step()
+    # 40 steps of this model can take less than one 100 ms interval: wait for two system samples so
+    # that every counter track has at least two (the sampler's own condition, not a sleep)
+    assert hook.profiling.profiler.system.wait_for_samples(2, timeout=30)
     hook.close()
     return tmp_path / "profiler"
 
