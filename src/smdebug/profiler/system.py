@@ -125,7 +125,7 @@ class SystemMetricsSampler:
         if job == "auto":
             from smdebug.profiler.job_metrics import open_job
 
-            job = open_job()
+            job = open_job(lookup_s=max(1.0, 5 * self.interval))
         self.job = job
         self.samples = 0
         self.rows_written = 0
