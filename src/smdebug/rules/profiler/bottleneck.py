@@ -106,7 +106,9 @@ class _Bottleneck(HostReading, ProfilerRule, register=False):
 class CPUBottleneck(_Bottleneck):
     """Fires when the GPU waits on the CPU: more than ``threshold`` % of the samples (snapshots of
     one node within 20 ms) have a GPU below ``gpu_threshold`` % while a core is above
-    ``cpu_threshold`` % ``CPUUtilization``, once more than ``patience`` samples were seen.
+    ``cpu_threshold`` % ``CPUUtilization``, once more than ``patience`` samples were seen. Without
+    a GPU: when the job's CPU demand (else the cores' mean use) is above ``cpu_threshold`` % of the
+    host's cores in more than ``threshold`` % of the samples.
 
     The ratio is over every sample so far (1.0.34); the rule fires in a window that adds
     bottleneck samples while the ratio is above the threshold (1.0.34 re-fired in every later
@@ -161,7 +163,8 @@ class CPUBottleneck(_Bottleneck):
 class IOBottleneck(_Bottleneck):
     """Fires when the GPU waits on I/O: as CPUBottleneck, with a core's ``I/OWaitPercentage``
     above ``io_threshold`` % instead of its CPU use (the count of such cores is reported under
-    ``"CPUs"``, as 1.0.34).
+    ``"CPUs"``, as 1.0.34). Without a GPU: when the cores' mean I/O wait is above
+    ``io_threshold`` % in more than ``threshold`` % of the samples.
 
     Without GPU metrics it judges the host: a sample waits on I/O when the mean of the cores'
     ``I/OWaitPercentage`` is above ``io_threshold`` (there is no per-job reading of I/O wait, so

@@ -166,7 +166,8 @@ class BatchSize(_GPURule):
 class GPUMemoryIncrease(HostReading, _GPURule):
     """Fires when a GPU's memory use climbs: the mean ``GPUMemoryUtilization`` of its last
     ``window`` samples exceeds the mean of the ``window`` samples before by more than
-    ``increase`` percentage points, once the GPU has more than ``patience`` samples.
+    ``increase`` percentage points, once the GPU has more than ``patience`` samples. Without a
+    GPU: the same over the job's memory on the host (else the host's), in points of its RAM.
 
     Our reading of 1.0.34's comparison, which set ``mean(v[-window:])`` against
     ``mean(v[-window-1:-2])`` (windows shifted by about one sample) and so missed a steady climb.

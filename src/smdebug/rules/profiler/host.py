@@ -21,7 +21,7 @@ host as a whole is the limit: one saturated core of 96 is not a saturated host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -100,6 +100,8 @@ class HostReading:
     host_subject: ClassVar[str] = ""
     host_check: ClassVar[str] = ""
     host_fix: ClassVar[str] = ""
+    report: dict[str, Any]  # the rule's (a ProfilerRule after this mixin)
+    gpus_seen: bool
 
     def __init__(self, *args, **kwargs):
         self.host_metrics: set = set()
@@ -116,7 +118,7 @@ class HostReading:
 
     def verdict(self) -> dict:
         v = super().verdict()  # type: ignore[misc]
-        if self.gpus_seen:  # type: ignore[attr-defined]
+        if self.gpus_seen:
             v["reading"] = "GPU"
             return v
         v["reading"] = "host"
