@@ -67,16 +67,19 @@ class Stretch:
         return self.marks[self.name][0] / 1e6
 
 
-def _stop(processes) -> list:
+def _stop(processes, mark) -> list:
+    """End the busy child processes; the stretch's mark ends then."""
     for p in processes:
         p.kill()
         p.wait()
+    if processes:
+        mark[1] = _now_us()
     return []
 
 
 def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_workers=0, item_sleep=0.0,
           step_s=0.0, same_dir=False, rotate_s=None, until_stopped_s=None, steps=115, slow_batch=None,
-          slow_batch_s=2.0, burn=None, burn_s=0.05, leak=None, leak_mb_per_s=300) -> ProfRun:
+          slow_batch_s=2.0, burn=None, burn_s=0.05, leak=None, leak_mb_per_s=300, leak_mb=600) -> ProfRun:
     """One epoch of ``steps`` steps of an MLP under the hook with the profiler on. ``init_sleep``:
     seconds between the hook's start and the first step; ``stall_step``: the step that takes
     ``stall_s`` more; ``step_s``: each step also waits that long (steps of a known length: on a busy
@@ -86,8 +89,11 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
     train epoch after epoch until a rule asks the job to stop, for at most that long;
     ``slow_batch``: the loader's items of that batch take ``slow_batch_s`` in all; ``burn``:
     ``(first, last)`` steps that busy-loop ``burn_s`` on the training thread (instead of waiting
-    ``step_s``) while a child process per core busy-loops beside them (every core); ``leak``: ``(first, last)`` steps that keep
-    ``leak_mb_per_s`` MB of memory a second in a list."""
+    ``step_s``) while a child process per core busy-loops beside them (every core; ``marks["burn"]``
+    ends when they are stopped); ``leak``: ``(first, last)`` steps that keep
+    ``leak_mb_per_s`` MB of memory a second in a list, ``leak_mb`` at most (a step that waited
+    long on a busy host catches up, so the total is capped; ``marks["kept"]``: from the first
+    step of the stretch to the last allocation)."""
     import numpy as np
     import torch
 
@@ -122,8 +128,6 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
     try:
         while True:
             for xb, yb in loader:
-                if n == slow_batch:
-                    marks["slow_batch"] = [_now_us(), None]  # the batch came (its step began before)
                 if n == stall_step:
                     time.sleep(stall_s)  # the stalled step of the scenario
                 if burning.at(n):
@@ -133,12 +137,14 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
                     while time.perf_counter() - t < burn_s:  # CPU-bound work instead of step_s
                         pass
                 else:
-                    burners = _stop(burners)
+                    burners = _stop(burners, marks.get("burn"))
                     if step_s:
                         time.sleep(step_s)  # the step's own work, as the scenario
-                if leaking.at(n):  # memory kept at leak_mb_per_s from the stretch's start
-                    due = int((time.time() - leaking.t0) * leak_mb_per_s) - len(kept)
-                    kept += [np.ones(2**20, dtype=np.uint8) for _ in range(max(0, due))]
+                if leaking.at(n):  # memory kept at leak_mb_per_s from the stretch's start, leak_mb at most
+                    due = min(leak_mb, int((time.time() - leaking.t0) * leak_mb_per_s)) - len(kept)
+                    if due > 0:
+                        kept += [np.ones(2**20, dtype=np.uint8) for _ in range(due)]
+                        marks["kept"] = [marks["leak"][0], _now_us()]
                 opt.zero_grad()
                 loss = loss_fn(model(xb), yb)
                 loss.backward()
@@ -149,6 +155,6 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
     except TrainingStopRequested:
         stopped = True
     finally:
-        _stop(burners)
+        _stop(burners, marks.get("burn"))
     hook.close()
     return ProfRun(root, out_dir, n, stopped, marks)
