@@ -61,7 +61,8 @@ def test_cpu_bottleneck_without_a_gpu_is_silent_when_other_processes_fill_the_co
     v = r.report["Verdict"]
     assert v["status"] == "no issue" and v["reading"] == "host"
     assert v["message"] == ("no GPU seen; judged the host's CPU (JobCPUDemand) instead: no issue in 2400 datapoints; "
-                            "the cores were above 90.0% in 2400 more samples, used by other processes than this job")
+                            "in 2400 of those samples the cores were above 90.0%, busy with other processes than "
+                            "this job")
 
 
 def test_cpu_bottleneck_reads_the_mean_of_the_cores_in_a_profile_without_job_rows():

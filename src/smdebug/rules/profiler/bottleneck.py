@@ -156,8 +156,8 @@ class CPUBottleneck(_Bottleneck):
         others = self.report["Details"].get("host_busy_not_job", 0)
         if not others:
             return ""
-        return (f"; the cores were above {self.cpu_threshold}% in {others} more samples, used by other processes "
-                "than this job")
+        return (f"; in {others} of those samples the cores were above {self.cpu_threshold}%, busy with other "
+                "processes than this job")
 
 
 class IOBottleneck(_Bottleneck):
