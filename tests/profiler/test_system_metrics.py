@@ -17,6 +17,10 @@ from smdtest import run_json
 
 pytest.importorskip("psutil")
 PEER_READ = Path(__file__).with_name("peer_read.py")
+# the job's own rows (profiler.job_metrics), where the kernel gives per-task run and wait times
+JOB_ROWS = {("job", "cpu", "JobCPUDemand"), ("job", "cpu", "JobCPUUtilization"),
+            ("job", "memory", "JobMemoryUsedPercent")} if os.path.exists(
+    f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat") else set()
 
 
 def _rows(root) -> list[dict]:
@@ -45,7 +49,8 @@ def test_samples_come_at_the_configured_interval_with_one_timestamp_a_sample(tmp
     assert statistics.median(gaps) == pytest.approx(0.1, abs=0.02)
     per_sample = Counter(r["Timestamp"] for r in rows)
     ncpu = os.cpu_count()
-    assert set(per_sample.values()) == {2 * ncpu + 6}  # cpu util + iowait per core, memory, 3 i/o, 2 network
+    # cpu util + iowait per core, memory, 3 i/o, 2 network, the job's rows
+    assert set(per_sample.values()) == {2 * ncpu + 6 + len(JOB_ROWS)}
 
 
 def test_rows_use_sagemakers_vocabulary_and_file_layout(tmp_path):
@@ -58,7 +63,7 @@ def test_rows_use_sagemakers_vocabulary_and_file_layout(tmp_path):
         ("memory", "MemoryUsedPercent", ""), ("i/o", "IOPS", ""),
         ("i/o", "ReadThroughputInBytesPerSecond", ""), ("i/o", "WriteThroughputInBytesPerSecond", ""),
         ("network", "ReceiveBytesPerSecond", "Algorithm"), ("network", "TransmitBytesPerSecond", "Algorithm"),
-    }
+    } | JOB_ROWS
     assert all(r["NodeId"] == "algo-1" for r in rows)
     assert all(0 <= r["Value"] <= 100 for r in rows if r["Type"] in ("cpu", "memory"))
     for f in s.files:  # <root>/system/incremental/<YYYYMMDDHH>/<minute>.algo-1.json

@@ -10,7 +10,9 @@ Rows (units as SageMaker's): ``cpu``/``cpu<i>``: ``CPUUtilization`` and ``I/OWai
 core); ``memory``/``MemoryUsedPercent`` (% of host RAM); ``i/o``/``IOPS`` (operations/s),
 ``ReadThroughputInBytesPerSecond``, ``WriteThroughputInBytesPerSecond``; ``network``/
 ``ReceiveBytesPerSecond``, ``TransmitBytesPerSecond`` (dimension ``Algorithm``); ``gpu``/``gpu<i>``:
-``GPUUtilization``, ``GPUMemoryUtilization`` (only where NVML sees a GPU, see profiler.gpu).
+``GPUUtilization``, ``GPUMemoryUtilization`` (only where NVML sees a GPU, see profiler.gpu); ``job``/
+``cpu`` ``JobCPUDemand``, ``JobCPUUtilization`` and ``job``/``memory`` ``JobMemoryUsedPercent``: the
+job's own processes (Linux, see profiler.job_metrics).
 Rates and percentages cover the time since the previous sample. The thread wakes on a fixed
 schedule (``start + k * interval``), so samples do not drift; a tick missed because the machine
 was busy is skipped, not made up.
@@ -105,10 +107,11 @@ def format_rows(rows, node_id: str, timestamp: float) -> bytes:
 
 class SystemMetricsSampler:
     """Samples every ``interval_ms`` on a daemon thread until :meth:`stop`. ``gpus``: a
-    profiler.gpu.GpuSampler, None for no GPU rows, or "auto" (NVML if it finds a GPU)."""
+    profiler.gpu.GpuSampler, None for no GPU rows, or "auto" (NVML if it finds a GPU). ``job``: a
+    profiler.job_metrics.JobSampler, None for no job rows, or "auto" (where the kernel gives them)."""
 
     def __init__(self, root: str, interval_ms: int = 500, node_id: str = "algo-1", gpus="auto",
-                 host: HostSampler | None = None, on_file=None):
+                 host: HostSampler | None = None, on_file=None, job="auto"):
         self.root = root
         self.on_file = on_file  # called with each finished minute file (the profiler uploads it)
         self.interval = interval_ms / 1000.0
@@ -119,6 +122,11 @@ class SystemMetricsSampler:
 
             gpus = open_gpus()
         self.gpus = gpus
+        if job == "auto":
+            from smdebug.profiler.job_metrics import open_job
+
+            job = open_job(lookup_s=max(1.0, 5 * self.interval))
+        self.job = job
         self.samples = 0
         self.rows_written = 0
         self.files: list[str] = []
@@ -130,7 +138,10 @@ class SystemMetricsSampler:
         self.failed: BaseException | None = None
 
     def start(self) -> SystemMetricsSampler:
-        self.host.rows(time.time())  # prime the counters: the first sample covers one interval
+        now = time.time()
+        self.host.rows(now)  # prime the counters: the first sample covers one interval
+        if self.job is not None:
+            self.job.rows(now)
         self._thread = threading.Thread(target=self._run, name="smdebug-system-metrics", daemon=True)
         self._thread.start()
         return self
@@ -189,6 +200,8 @@ class SystemMetricsSampler:
     def sample_once(self) -> None:
         now = time.time()
         rows = self.host.rows(now)
+        if self.job is not None:
+            rows += self.job.rows(now)
         if self.gpus is not None:
             rows += self.gpus.rows()
         path = system_file(self.root, now, self.node_id)

@@ -1,7 +1,8 @@
 """The GPU rules: LowGPUUtilization, BatchSize, GPUMemoryIncrease, LoadBalancing.
 
 Each reads ``GPUUtilization`` / ``GPUMemoryUtilization`` (percent, per ``gpu<i>`` of each node);
-without them it says "no GPU data" (1.0.34 passed silently). Values accumulate over the windows
+without them it says "no GPU data" (1.0.34 passed silently), except GPUMemoryIncrease, which then
+judges the job's (else the host's) memory (see rules.profiler.host). Values accumulate over the windows
 (1.0.34 reset its lists after a million datapoints; we keep what the rule reads: the last
 ``window`` values of each device, their count and maximum).
 """
@@ -13,10 +14,10 @@ import numpy as np
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_float, bounded
 from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
+from smdebug.rules.profiler.host import HostReading, mean_over_cores, memory_series
 from smdebug.rules.profiler.stats import box_stats, js_distance, moving_increase, percentile, utilization_histogram
 
 __all__ = ["LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "LoadBalancing"]
-
 
 
 class Tail:
@@ -129,7 +130,7 @@ class BatchSize(_GPURule):
         return any(len(v) > max(self.window, self.patience) for v in self.cpu.values())
 
     def judge(self, data: WindowData) -> bool:
-        for node, total in _cpu_total(data.metric("CPUUtilization", "cpu")).items():
+        for node, (_times, total) in mean_over_cores(data.metric("CPUUtilization", "cpu")).items():
             self.cpu.setdefault(node, Tail(self.window)).add(total)
         self._collect(self.gpu, data, "GPUUtilization")
         self._collect(self.mem, data, "GPUMemoryUtilization")
@@ -162,36 +163,30 @@ class BatchSize(_GPURule):
         return bool(met)
 
 
-def _cpu_total(series: list) -> dict:
-    """``{node: mean CPUUtilization over cores per sample time}`` (cores aligned by sample order
-    on their common times)."""
-    out = {}
-    by_node: dict = {}
-    for s in series:
-        by_node.setdefault(s.node_id, []).append(s)
-    for node, ss in by_node.items():
-        times = np.unique(np.concatenate([s.timestamp_us for s in ss]))
-        total = np.zeros(len(times))
-        n = np.zeros(len(times))
-        for s in ss:
-            idx = np.searchsorted(times, s.timestamp_us)
-            np.add.at(total, idx, s.value)
-            np.add.at(n, idx, 1)
-        out[node] = total / np.maximum(n, 1)
-    return out
-
-
-class GPUMemoryIncrease(_GPURule):
+class GPUMemoryIncrease(HostReading, _GPURule):
     """Fires when a GPU's memory use climbs: the mean ``GPUMemoryUtilization`` of its last
     ``window`` samples exceeds the mean of the ``window`` samples before by more than
-    ``increase`` percentage points, once the GPU has more than ``patience`` samples.
+    ``increase`` percentage points, once the GPU has more than ``patience`` samples. Without a
+    GPU: the same over the job's memory on the host (else the host's), in points of its RAM.
 
     Our reading of 1.0.34's comparison, which set ``mean(v[-window:])`` against
     ``mean(v[-window-1:-2])`` (windows shifted by about one sample) and so missed a steady climb.
-    Checked at every sample, as 1.0.34; fires in the windows holding a violation. Host RAM is not
-    looked at (OverallSystemUsage reports it).
+    Checked at every sample, as 1.0.34; fires in the windows holding a violation.
+
+    Without GPU metrics (1.0.34 passed silently) it judges host memory the same way, in points of
+    the host's RAM: the job's ``JobMemoryUsedPercent`` (its processes' resident memory) where the
+    profile has it, else ``MemoryUsedPercent`` (the host's, other processes included), per node
+    (Details[node]["job memory" | "host memory"]); the verdict's ``reading`` says ``"host"``.
     """
 
+    needs_gpu = False
+    inputs = "GPUMemoryUtilization (no GPU: JobMemoryUsedPercent or MemoryUsedPercent)"
+    host_subject = "the memory on the host"
+    host_check = ("Whether the job's memory on the host grows (no GPU seen): the mean of its last window samples "
+                  "above the mean of the window before by more than increase points of the host's RAM")
+    host_fix = ("look for what is kept from step to step (outputs or losses with their graph, growing caches, "
+                "lists of batches); call .item() or .detach() on what you keep; a DataLoader worker's copies of "
+                "Python objects grow too (keep the dataset in numpy arrays); or a host with more memory")
     params = (
         Param("increase", bounded(as_float, above=0), "5", "percentage points"),
         count_param("patience", "1000"),
@@ -207,10 +202,16 @@ class GPUMemoryIncrease(_GPURule):
         return any(len(v) > self.patience for v in self.values.values())
 
     def judge(self, data: WindowData) -> bool:
+        if self.gpus_seen:
+            labelled = [(s, s.name) for s in data.metric("GPUMemoryUtilization", "gpu")]
+        else:
+            labelled = [(s, "job memory" if s.type == "job" else "host memory") for s in memory_series(data)]
         met = []
         span = 2 * self.window - 1  # an increase at a sample reads it and the span - 1 before
-        for s in data.metric("GPUMemoryUtilization", "gpu"):
-            t = self.values.setdefault((s.node_id, s.name), Tail(span))
+        for s, label in labelled:
+            if not self.gpus_seen:
+                self.read_host(s.dimension or s.name)
+            t = self.values.setdefault((s.node_id, label), Tail(span))
             v = np.concatenate([t.values, s.value])  # v[0] is sample number t.n - len(t.values)
             first_new = max(t.n, self.patience + 1)  # samples new in this window, past patience
             t.add(s.value)
@@ -220,12 +221,16 @@ class GPUMemoryIncrease(_GPURule):
             if len(tail) and tail.max() > self.increase:
                 self.report["Violations"] += int((tail > self.increase).sum())
                 self.report["RuleTriggered"] += 1
-                self.report["Details"].setdefault(s.node_id, {})[s.name] = {
-                    "increase": float(tail.max()), "gpu_max": t.max, **box_stats(v[-self.window:])}
+                self.report["Details"].setdefault(s.node_id, {})[label] = {
+                    "increase": float(tail.max()), "gpu_max" if self.gpus_seen else "max_seen": t.max,
+                    **box_stats(v[-self.window:])}
                 self.report["Details"]["last_timestamp"] = data.start_us
-                met.append(f"{s.node_id} {s.name}: memory up {tail.max():.1f} points over {self.window} samples")
+                met.append(f"{s.node_id} {label}: memory up {tail.max():.1f} points over {self.window} samples")
         if met:
             self.reason = "; ".join(met)
+            if not self.gpus_seen:
+                self.reason = (f"no GPU seen; the memory on the host grows ({', '.join(sorted(self.host_metrics))}, "
+                               f"points of the host's RAM): {self.reason}. What to do: {self.host_fix}")
         return bool(met)
 
 
