@@ -291,7 +291,7 @@ def _args_column(ev: _Lines, t: Templates, cols: dict, fx: np.ndarray) -> ArgsCo
     file (kept only for the files that have such rows; the joined copy is dropped)."""
     kind = cols["args"]
     as_bytes = kind == _AS_BYTES
-    files = set(np.unique(fx[as_bytes]).tolist())
+    files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.datas))).tolist())  # (np.unique imports numpy.ma)
     buffers: list = [d if k in files else None for k, d in enumerate(ev.b.datas)]
     base = np.array(ev.b.offsets, dtype=np.int64)[fx]
     source = np.where(as_bytes, fx, NONE).astype(np.int32)
