@@ -104,6 +104,7 @@ ODD = {  # (events, spaced, taken by the bulk path)
     "the time base changes": ([_event(0), {"name": "process_name", "ph": "M", "pid": 0,
                                            "args": {"start_time_since_epoch_in_micros": 5}}, _event(1)], False, True),
     "events out of order": ([_event(i, ts=(7 - i) * 10) for i in range(8)], False, True),
+    "many names": ([_event(i, name=f"op/{i % 150}") for i in range(400)], False, True),
     "escaped names": ([_event(i, name='say "hi"') for i in range(3)], False, False),
     "a float time": ([_event(0), _event(1, ts=12.5)], False, False),
     "a negative duration": ([_event(0), _event(1, dur=-3)], False, False),
