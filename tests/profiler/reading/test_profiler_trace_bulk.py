@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import orjson
@@ -139,6 +140,19 @@ def test_layouts_the_bulk_path_leaves_to_the_general_reader(layout):
     if layout in ("truncated", "leading zero", "control character", "bad utf-8", "a huge time"):
         with pytest.raises(EventFileCorrupt, match=r"^f\.json: "):
             parse_trace_file(data, "f.json", "algo-1", "pythontimeline.json")
+
+
+def test_events_whose_args_differ_from_the_first_events_are_read_in_bulk_too(monkeypatch):
+    from smdebug.profiler.reading import trace_bulk
+
+    decoded = []
+    monkeypatch.setattr(trace_bulk, "orjson", SimpleNamespace(
+        loads=lambda raw: decoded.append(raw) or orjson.loads(raw), JSONDecodeError=orjson.JSONDecodeError))
+    events = [_event(0, args={"pid": 1})] + [_event(i) for i in range(1, 120)] + [_event(i, args={"x": "y"})
+                                                                                   for i in range(3)]
+    bulk, general = _both(_file(events))
+    _same(bulk, general)
+    assert len(decoded) == 3  # only the few of a third shape, one by one
 
 
 def test_a_batch_of_files_of_several_styles_reads_each_as_alone():

@@ -130,7 +130,7 @@ class FrameworkEvents:
             mask &= self.end_us >= start_us
         if end_us is not None:
             mask &= self.start_us <= end_us
-        return self.take(mask)
+        return self if bool(mask.all()) else self.take(mask)  # all of them: no copy
 
     def of_phase(self, prefix: str) -> FrameworkEvents:
         """The events whose phase (process name) starts with ``prefix``."""

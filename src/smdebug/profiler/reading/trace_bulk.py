@@ -25,7 +25,7 @@ template is decoded by orjson on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import orjson
@@ -46,6 +46,7 @@ __all__ = ["parse_trace_batch"]
 
 _NL = 10
 _NO_ARGS, _AS_BYTES, _IN_TABLE = 0, 1, 2  # how an event's args are kept
+_MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when that many events have one
 
 
 def _content_end(data: bytes) -> int:
@@ -173,6 +174,7 @@ def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: l
     if t.full is not None:
         _args_from_template(b, t, *ev.read(t.full, np.arange(len(lines))))
     ev.read(t.bare, np.flatnonzero(~ev.done))
+    _other_args_shapes(b, ev, t, file_ok)
     _args_by_orjson(b, ev, *ev.read(t.head, np.flatnonzero(~ev.done & file_ok[ev_file]), whole=False), file_ok)
     meta = Meta()  # the lines left must be metadata lines
     other = np.flatnonzero(~ev.done & file_ok[ev_file])
@@ -220,6 +222,26 @@ def _args_from_template(b: JoinedLines, t: Templates, piece: _Piece, out: dict) 
             for i in np.flatnonzero(~plain).tolist():  # " 5", "+5", "5_0"...
                 step[i] = step_of({"step_num": b.big[int(lo[i]):int(hi[i])].decode()})
         piece.step = step
+
+
+def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> None:
+    """Events whose args have another shape than the first event's (a job's first events often
+    have no step yet): when many are left, the shape of the first of them is read in bulk too
+    (its args kept as bytes), a few shapes at most."""
+    for _ in range(_MORE_SHAPES):
+        rest = np.flatnonzero(~ev.done & file_ok[ev.file])
+        ok, _ = b.match(t.head, ev.start[rest], ev.stop[rest])
+        left = rest[ok]
+        if len(left) < _MANY:
+            return
+        r = int(left[0])
+        other = templates(b.big[int(ev.start[r]):int(ev.stop[r])])
+        if other is None or other.full is None or other.bare.steps != t.bare.steps:
+            return
+        piece, out = ev.read(other.full, left)
+        if not len(piece.row):
+            return
+        _args_from_template(b, replace(other, table=None), piece, out)
 
 
 def _args_by_orjson(b: JoinedLines, ev: _Lines, piece: _Piece, out: dict, file_ok) -> None:
