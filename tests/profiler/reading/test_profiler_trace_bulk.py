@@ -205,3 +205,13 @@ def test_digits_are_read_eight_at_a_time_up_to_18():
     assert n[:9].tolist() == [1, 1, 2, 8, 9, 16, 17, 18, 1]
     value, n, ok = b.digits(pos[10:11], strict=False)  # "007" as a step_num string
     assert ok.tolist() == [True] and n.tolist() == [3] and value.tolist() == [7]
+
+
+@pytest.mark.parametrize(("name", "node"), [
+    ("1_1-algo-1_pythontimeline.json", "algo-1-1"), ("1_a-algo-b-algo-c_model_timeline.json", "algo-c-a-algo-b"),
+    ("1_4487_0000_pythontimeline.json", "4487"), ("1_-algo_x.json", "algo-"), ("1_algo-2_x.json", "algo-2"),
+    ("1_x\n-algo-1_x.json", "x\n-algo-1")])
+def test_node_ids_from_file_names_as_1034_reads_them(name, node):
+    from smdebug.profiler.reading.trace_files import node_id_from_trace_name
+
+    assert node_id_from_trace_name(name) == node  # 1.0.34: re.match(r"(.*)-(algo.*)", node)

@@ -21,7 +21,6 @@ file it does not take.
 
 from __future__ import annotations
 
-import functools
 import re
 
 import numpy as np
@@ -46,10 +45,12 @@ _ALGO_NODE = re.compile(r"(.*)-(algo.*)")
 _SUFFIXES = tuple("_" + suffix for suffix in FILE_TYPES)
 
 
-@functools.lru_cache(maxsize=1024)
 def _node_id(node: str) -> str:
-    m = _ALGO_NODE.match(node)
-    return f"{m.group(2)}-{m.group(1)}" if m else node
+    if "\n" in node:  # (what the regular expression's "." does not cross)
+        m = _ALGO_NODE.match(node)
+        return f"{m.group(2)}-{m.group(1)}" if m else node
+    i = node.rfind("-algo")  # _ALGO_NODE without it: its greedy (.*) ends at the last "-algo"
+    return f"{node[i + 1:]}-{node[:i]}" if i >= 0 else node
 
 
 def node_id_from_trace_name(basename: str) -> str:
