@@ -217,3 +217,39 @@ def test_a_copy_of_a_run_on_s3_reads_the_same(tmp_path, aws_env, bucket, boto_cl
     assert trial.system_metrics_reader.__class__ is S3SystemMetricsReader and trial.job_finished()
     assert len(trial.get_system_metrics(0, far)) == sum(len(s) for s in local.system_series())
 
+
+
+def _write_timeline_minutes(root: Path, minutes: int, t0_us: int) -> list[Path]:
+    """One timeline file a minute, 1.0.34's layout, a step every 10 s with a forward pass inside."""
+    paths = []
+    head = ('{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":' + str(t0_us) + '}},\n'
+            '{"name":"process_name","ph":"M","pid":1,"args":{"name":"Step:ModeKeys.TRAIN"}},\n'
+            '{"name":"process_name","ph":"M","pid":2,"args":{"name":"Forward"}}')
+    for m in range(minutes):
+        lines = []
+        for s in range(6):
+            ts, step = m * 60_000_000 + s * 10_000_000, m * 6 + s
+            args = f'"args":{{"pid":9,"step_num":"{step}"}}}}'
+            lines.append(f'{{"name":"Net","ph":"X","pid":2,"ts":{ts + 1000},"dur":4000000,{args}')
+            lines.append(f'{{"name":"Step:ModeKeys.TRAIN","ph":"X","pid":1,"ts":{ts},"dur":9000000,{args}')
+        end = t0_us + m * 60_000_000 + 59_000_000
+        folder = root / "framework" / "pevents" / time.strftime("%Y%m%d%H", time.gmtime(end / 1e6))
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{end}_algo-1_pythontimeline.json"
+        path.write_text("[\n" + head + ",\n" + ",\n".join(lines) + "\n]\n")
+        paths.append(path)
+    return paths
+
+
+def test_a_walk_through_windows_reads_ahead_finds_what_single_queries_find_and_fails_where_they_do(tmp_path):
+    t0 = 1_800_000_000 // 60 * 60 * 10**6
+    paths = _write_timeline_minutes(tmp_path, 40, t0)
+    paths[30].write_bytes(paths[30].read_bytes()[:-40])  # half written
+    trial = ProfilerTrial(tmp_path)
+    for k in range(12):  # two-minute windows over the first 24 minutes
+        start, end = t0 + k * 120_000_000, t0 + (k + 1) * 120_000_000 - 1
+        ours = trial.framework_events(start, end)
+        assert len(ours) > 0 and _framework_rows(ours) == _framework_rows(ProfilerTrial(tmp_path).framework_events(start, end))
+    assert trial._framework[str(paths[36].relative_to(tmp_path))].parsed is not None  # read ahead of the walk
+    with pytest.raises(EventFileCorrupt, match=paths[30].name):
+        trial.framework_events(t0 + 30 * 60_000_000, t0 + 31 * 60_000_000)

@@ -17,8 +17,11 @@ only the rows of its window.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from smdebug.profiler.reading.args_column import concat_args, take_args
 
 __all__ = ["Series", "FrameworkEvents", "StepSpans"]
 
@@ -70,7 +73,10 @@ class FrameworkEvents:
     node_id: np.ndarray  # str (object array)
     pid: np.ndarray  # int64
     tid: np.ndarray  # int64
-    args: list = field(default_factory=list)  # dict | None per row (kept for the compatibility API)
+    # dict | None per row (kept for the compatibility API): a list, or an ArgsColumn (a read-only
+    # sequence that decodes each row when asked, as the bulk reader gives); empty: no args kept.
+    # Typed Any: both are read with len(), iteration and [i] (an int or a numpy integer).
+    args: Any = field(default_factory=list)
     # where a row came from, for 1.0.34's TraceEvent (None when unknown): the pid of its phase in
     # the file (the event's "pid") and the file's suffix ("pythontimeline.json", "model_timeline.json"...)
     phase_pid: np.ndarray | None = None  # int64
@@ -103,10 +109,7 @@ class FrameworkEvents:
             if any(getattr(p, f) is not None for p in parts):
                 cols[f] = np.concatenate([np.full(len(p), fill, dtype=dtype) if getattr(p, f) is None
                                           else getattr(p, f) for p in parts])
-        args: list = []
-        for p in parts:
-            args.extend(p.args if p.args else [None] * len(p))
-        merged = cls(args=args, **cols)
+        merged = cls(args=concat_args([p.args for p in parts], [len(p) for p in parts]), **cols)
         if len(merged.start_us) > 1 and bool(np.any(merged.start_us[1:] < merged.start_us[:-1])):
             return merged.take(np.argsort(merged.start_us, kind="stable"))
         return merged
@@ -116,7 +119,7 @@ class FrameworkEvents:
         idx = np.flatnonzero(index) if index.dtype == bool else index
         return FrameworkEvents(self.phase[idx], self.name[idx], self.start_us[idx], self.end_us[idx],
                                self.step[idx], self.node_id[idx], self.pid[idx], self.tid[idx],
-                               [self.args[i] for i in idx] if self.args else [],
+                               take_args(self.args, idx),
                                None if self.phase_pid is None else self.phase_pid[idx],
                                None if self.file_suffix is None else self.file_suffix[idx])
 
@@ -127,7 +130,7 @@ class FrameworkEvents:
             mask &= self.end_us >= start_us
         if end_us is not None:
             mask &= self.start_us <= end_us
-        return self.take(mask)
+        return self if bool(mask.all()) else self.take(mask)  # all of them: no copy
 
     def of_phase(self, prefix: str) -> FrameworkEvents:
         """The events whose phase (process name) starts with ``prefix``."""

@@ -13,11 +13,14 @@ the latter: it differs in every process, so nobody can depend on it). Node ids
 
 Unlike 1.0.34, a file that is not valid JSON raises
 :class:`~smdebug.exceptions.EventFileCorrupt` naming it instead of being logged and skipped.
+
+This is the general reader: the files written by our writer and by 1.0.34's are read in bulk by
+:mod:`~smdebug.profiler.reading.trace_bulk` (the same columns, tested), which leaves here every
+file it does not take.
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -25,6 +28,7 @@ import orjson
 
 from smdebug.exceptions import EventFileCorrupt
 from smdebug.profiler.reading.frames import FrameworkEvents
+from smdebug.profiler.reading.trace_lines import int_or_minus_one, step_of
 
 __all__ = ["trace_file_info", "parse_trace_file", "node_id_from_trace_name", "FILE_TYPES"]
 
@@ -38,36 +42,35 @@ FILE_TYPES = {
 }
 
 _ALGO_NODE = re.compile(r"(.*)-(algo.*)")
+_SUFFIXES = tuple("_" + suffix for suffix in FILE_TYPES)
+
+
+def _node_id(node: str) -> str:
+    if "\n" in node:  # (what the regular expression's "." does not cross)
+        m = _ALGO_NODE.match(node)
+        return f"{m.group(2)}-{m.group(1)}" if m else node
+    i = node.rfind("-algo")  # _ALGO_NODE without it: its greedy (.*) ends at the last "-algo"
+    return f"{node[i + 1:]}-{node[:i]}" if i >= 0 else node
 
 
 def node_id_from_trace_name(basename: str) -> str:
-    node = basename.split("_")[1]
-    m = _ALGO_NODE.match(node)
-    return f"{m.group(2)}-{m.group(1)}" if m else node
+    return _node_id(basename.split("_")[1])
 
 
 def trace_file_info(key: str) -> tuple[int, str, str] | None:
     """``(last_end_us, node_id, suffix)`` of a framework file's key (1.0.34's rule: under
     ``framework/``, in a ``pevents`` folder, ending in ``.json``, ``<T>_<node>_<suffix>``), or None."""
-    if "pevents" not in key or not key.endswith(".json") or not ("/" + key).count("/framework/"):
+    if not key.endswith(_SUFFIXES) or "pevents" not in key or "/framework/" not in "/" + key:
         return None
-    base = os.path.basename(key)
-    fields = base.split("_")
-    if len(fields) < 3 or not fields[0].isdigit():
+    base = key[key.rfind("/") + 1:]
+    stamp, _, rest = base.partition("_")
+    node, _, tail = rest.partition("_")
+    if not tail or not stamp.isdigit():
         return None
     for suffix in FILE_TYPES:
         if base.endswith("_" + suffix):
-            return int(fields[0]), node_id_from_trace_name(base), suffix
-    return None
-
-
-def _step(args) -> int:
-    if not args or "step_num" not in args:
-        return -1
-    try:
-        return int(args["step_num"])
-    except (TypeError, ValueError):
-        return -1
+            return int(stamp), _node_id(node), suffix
+    return None  # not reached: the key ends with one of them
 
 
 def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None = None) -> FrameworkEvents:
@@ -121,7 +124,7 @@ def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None =
         name.append(b_name)
         start.append(ts)
         end.append(ts + dur)
-        step.append(_step(b_args))
+        step.append(step_of(b_args))
         if b_args:
             pid.append(b_args.get("pid", b_pid))
             tid.append(b_args.get("thread_id", b_tid))
@@ -133,9 +136,12 @@ def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None =
     if not start:
         return FrameworkEvents.empty()
     n = len(start)
+    try:
+        start_us, end_us = np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        raise EventFileCorrupt(f"{where}: an event's time is not a number of microseconds that fits 64 bits") from None
     ev = FrameworkEvents(
-        phase=np.array(phase, dtype=object), name=np.array(name, dtype=object),
-        start_us=np.array(start, dtype=np.int64), end_us=np.array(end, dtype=np.int64),
+        phase=np.array(phase, dtype=object), name=np.array(name, dtype=object), start_us=start_us, end_us=end_us,
         step=np.array(step, dtype=np.int64), node_id=np.full(n, node_id, dtype=object),
         pid=_ints(pid), tid=_ints(tid), args=args_out, phase_pid=_ints(phase_pid),
         file_suffix=np.full(n, suffix, dtype=object),
@@ -149,10 +155,4 @@ def _ints(values: list) -> np.ndarray:
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        out = np.zeros(len(values), dtype=np.int64)
-        for i, v in enumerate(values):
-            try:
-                out[i] = int(v)
-            except (TypeError, ValueError, OverflowError):
-                out[i] = -1
-        return out
+        return np.array([int_or_minus_one(v) for v in values], dtype=np.int64)

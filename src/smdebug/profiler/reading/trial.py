@@ -13,7 +13,10 @@ first time a query needs it and kept (a local file is parsed again when its size
 time changed; on object storage the newest system file of each node, the only one still growing,
 is read again at refresh). A window query parses only the files whose names can hold rows of the
 window: system files are named by their minute, framework files by their last event's end
-(1.0.34's layout), with 1.0.34's 3-minute margin for events logged out of order.
+(1.0.34's layout), with 1.0.34's 3-minute margin for events logged out of order. Framework files
+are parsed together, in bulk (:mod:`~smdebug.profiler.reading.trace_bulk`); when queries walk
+through the run window after window, as a rule does, the files after the window are parsed along
+(twice as many each time, up to ``AHEAD_FILES``), so that the walk costs a few large batches.
 
 Nothing here sleeps or waits: a folder without profiler data gives empty results, and
 :attr:`first_timestamp` is None until data exists. A timeline still being written
@@ -24,10 +27,14 @@ the writer rotates or closes it (every 60 s by default). Not read yet: the TF pr
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -35,6 +42,7 @@ from smdebug.exceptions import ObjectNotFound
 from smdebug.profiler.locations import END_MARKER
 from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans
 from smdebug.profiler.reading.system_files import SystemChunk, parse_system_file, system_file_info
+from smdebug.profiler.reading.trace_bulk import parse_trace_batch
 from smdebug.profiler.reading.trace_files import parse_trace_file, trace_file_info
 from smdebug.storage import is_remote, open_store
 
@@ -44,6 +52,8 @@ logger = logging.getLogger("smdebug")
 
 MINUTE_US = 60_000_000
 MARGIN_US = 3 * MINUTE_US  # 1.0.34's TIME_BUFFER_DEFAULT
+AHEAD_FILES = 64  # at most, parsed ahead of a rule walking through the run
+BATCH_BYTES = 4 << 20  # framework files read together, about (larger batches run out of the caches)
 
 
 @dataclass
@@ -77,6 +87,9 @@ class ProfilerTrial:
         self._system: dict[str, _File] = {}
         self._framework: dict[str, _File] = {}
         self._first: int | None = None
+        self._framework_by_node: dict | None = None
+        self._framework_index: dict[str, int] = {}
+        self._read_on: dict[str, tuple[int, int]] = {}  # node -> (index a sequential query reads next, files read ahead)
         self.refresh()
         if not self.has_data():
             if not is_remote(path) and not os.path.exists(path):
@@ -89,20 +102,18 @@ class ProfilerTrial:
         """List the files again: new files become visible; local files that changed since they
         were parsed (size or mtime) and, on object storage, each node's newest system file are
         parsed again when next needed."""
-        keys = [k for stream in self._streams for k in self._store.list(stream)]
-        present = set(keys)
+        listed = {stream: self._store.list(stream) for stream in self._streams}
+        present = {k for keys in listed.values() for k in keys}
         for files in (self._system, self._framework):
             for gone in [k for k in files if k not in present]:  # deleted since: forget it
                 del files[gone]
-        for key in keys:
-            info = system_file_info(key)
-            if info is not None:
-                if key not in self._system:
-                    self._system[key] = _File(key, info[0], info[1])
-                continue
-            tinfo = trace_file_info(key)
-            if tinfo is not None and key not in self._framework:
+        for key in listed.get("system", ()):
+            if key not in self._system and (info := system_file_info(key)) is not None:
+                self._system[key] = _File(key, info[0], info[1])
+        for key in listed.get("framework", ()):
+            if key not in self._framework and (tinfo := trace_file_info(key)) is not None:
                 self._framework[key] = _File(key, tinfo[0], tinfo[1], tinfo[2])
+        self._framework_by_node = None
         if self._store.remote:
             newest: dict[str, _File] = {}
             for f in self._system.values():
@@ -125,20 +136,72 @@ class ProfilerTrial:
             return None
         return (st.st_size, st.st_mtime_ns)
 
-    def _load(self, f: _File, framework: bool):
-        if f.parsed is not None:
-            return f.parsed
-        stamp = None if self._store.remote else self._stamp(f.key)
+    def _read(self, f: _File) -> bytes:
+        f.stamp = None if self._store.remote else self._stamp(f.key)
         try:
-            data = self._store.read(f.key)
+            return self._store.read(f.key)
         except ObjectNotFound:  # removed since it was listed
             logger.warning("smdebug: profiler: %s was listed but is gone", self._store.describe(f.key))
-            data = b""
-        where = self._store.describe(f.key)
-        f.parsed = parse_trace_file(data, where, f.node_id, f.suffix) if framework and data else (
-            FrameworkEvents.empty() if framework else parse_system_file(data, where))
-        f.stamp = stamp
+            return b""
+
+    def _load(self, f: _File, framework: bool):
+        if framework:
+            return self._load_framework([f])[0]
+        if f.parsed is None:
+            data = self._read(f)
+            f.parsed = parse_system_file(data, self._store.describe(f.key))
         return f.parsed
+
+    def _load_framework(self, files: list[_File], ahead: Sequence[_File] = ()) -> list[FrameworkEvents]:
+        """The events of ``files``: those not parsed yet are read together, with the ``ahead``
+        files (parsed now as they are likely wanted next: the bulk reader's cost is mostly per
+        batch), in batches of about ``BATCH_BYTES``. A file of ``ahead`` that only the general
+        reader reads is left for when it is wanted (so that its error, if any, comes then)."""
+        wanted = [f for f in files if f.parsed is None]
+        todo = iter([(f, True) for f in wanted] + [(f, False) for f in ahead if f.parsed is None])
+        while True:
+            batch: list[_File] = []
+            datas: list[bytes] = []
+            needed: list[bool] = []
+            size = 0
+            for f, need in todo:
+                data = self._read(f)
+                if not data:
+                    f.parsed = FrameworkEvents.empty()
+                    continue
+                batch.append(f)
+                datas.append(data)
+                needed.append(need)
+                size += len(data)
+                if size >= BATCH_BYTES:
+                    break
+            if not batch:
+                break
+            parsed = parse_trace_batch(datas, [f.node_id for f in batch], [f.suffix for f in batch])
+            for f, ev, data, need in zip(batch, parsed, datas, needed):
+                if ev is None and need:
+                    ev = parse_trace_file(data, self._store.describe(f.key), f.node_id, f.suffix)
+                f.parsed = ev
+        return [cast(FrameworkEvents, f.parsed) for f in files]
+
+    def _ahead(self, files: list[_File], suffixes) -> list[_File]:
+        """The files to parse along with ``files`` (those of a query): when a query reads on from
+        where the one before stopped (a rule walking through the run), the next files of the node,
+        twice as many as the time before (at most ``AHEAD_FILES``); else none."""
+        out: list[_File] = []
+        ends = None if suffixes is None else tuple(suffixes)
+        for node, (_, node_files) in (self._framework_by_node or {}).items():
+            todo = [f for f in files if f.node_id == node and f.parsed is None]
+            if not todo:
+                continue
+            first, last = self._framework_index[todo[0].key], self._framework_index[todo[-1].key]
+            expected, before = self._read_on.get(node, (-1, 0))
+            count = min(max(2 * before, len(todo)), AHEAD_FILES) if first == expected else 0
+            more = [f for f in node_files[last + 1:last + 1 + count]
+                    if f.parsed is None and (ends is None or f.key.endswith(ends))]
+            out += more
+            self._read_on[node] = (last + 1 + count, count)
+        return out
 
     # ------------------------------------------------------------------ system metrics
     def _system_files(self, start_us, end_us, node_id=None) -> list[_File]:
@@ -185,17 +248,22 @@ class ProfilerTrial:
 
     # ------------------------------------------------------------------ framework events
     def _framework_files(self, start_us, end_us, suffixes=None) -> list[_File]:
-        by_node: dict[str, list[_File]] = {}
-        for f in self._framework.values():
-            if suffixes is not None and not f.key.endswith(tuple(suffixes)):
-                continue
-            by_node.setdefault(f.node_id, []).append(f)
+        if self._framework_by_node is None:  # each node's files by time, with their times
+            by_node: dict[str, list[_File]] = {}
+            for f in self._framework.values():
+                by_node.setdefault(f.node_id, []).append(f)
+            for files in by_node.values():
+                files.sort(key=lambda f: (f.time_us, f.key))
+            self._framework_by_node = {node: ([f.time_us for f in files], files) for node, files in by_node.items()}
+            self._framework_index = {f.key: i for files in by_node.values() for i, f in enumerate(files)}
+        ends = None if suffixes is None else tuple(suffixes)
         out = []
-        for files in by_node.values():
-            files.sort(key=lambda f: (f.time_us, f.key))
-            for f in files:
-                if start_us is not None and f.time_us < start_us - MARGIN_US:
-                    continue  # all its events ended before the window
+        for times, files in self._framework_by_node.values():
+            # files that end before the window hold none of its events
+            first = 0 if start_us is None else bisect.bisect_left(times, start_us - MARGIN_US)
+            for f in itertools.islice(files, first, None):
+                if ends is not None and not f.key.endswith(ends):
+                    continue
                 out.append(f)
                 if end_us is not None and f.time_us > end_us + MARGIN_US:
                     break  # later files hold events written after this one closed
@@ -206,7 +274,8 @@ class ProfilerTrial:
         """The framework events that overlap ``[start_us, end_us]`` inclusively (1.0.34's
         semantics: ``end >= start_us and start <= end_us``), all nodes, sorted by start.
         ``suffixes`` (e.g. ``["pythontimeline.json"]``) reads only the files whose names end so."""
-        parts = [self._load(f, framework=True) for f in self._framework_files(start_us, end_us, suffixes)]
+        files = self._framework_files(start_us, end_us, suffixes)
+        parts = self._load_framework(files, self._ahead(files, suffixes))
         events = FrameworkEvents.concat(parts)
         if start_us is not None or end_us is not None:
             events = events.overlapping(start_us, end_us)

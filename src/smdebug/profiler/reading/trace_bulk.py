@@ -1,0 +1,368 @@
+"""Framework timeline files read in bulk: many files' events decoded into columns by numpy, with
+no Python object per event.
+
+The timeline files written here (:class:`~smdebug.profiler.timeline.TimelineWriter`) and by
+1.0.34 are JSON arrays with one event a line, every complete event with the same keys in the same
+order and the same separators (``{"name":"Net","ph":"X","pid":3,"ts":...}`` or 1.0.34's
+``{"name": "Net", "pid": 3, "ph": "X", "ts": ...}``). A batch of such files is joined into one
+buffer; the first complete event gives the templates (:mod:`~smdebug.profiler.reading.trace_lines`:
+keys, value kinds, separators, with and without its ``args``) that every other line must follow
+exactly, which numpy checks for all lines at once (:mod:`~smdebug.profiler.reading.byte_columns`:
+each key, separator and ``"X"`` at its place, the integers parsed eight digits at a time, the
+names grouped by their bytes and decoded once each). The ``args`` of the events that follow the
+template are kept as its columns (:class:`~smdebug.profiler.reading.args_column.ArgsTable`) when
+its values are integers, else as their bytes in the file; both give 1.0.34's dicts when asked.
+The lines that do not follow a template must be metadata lines (``"ph": "M"``, a few a file),
+decoded one by one by orjson, or events whose ``args`` have another shape, whose ``args`` orjson
+decodes.
+
+A file that does not fit (a backslash or a control character anywhere, another layout, another
+key order, a non-integer number, ``B``/``E``/``i`` events, a truncated line...) is left to the
+general reader (:func:`~smdebug.profiler.reading.trace_files.parse_trace_file`), which decodes it
+with orjson, gives the same columns and reports what is wrong. An ``args`` that does not fit its
+template is decoded by orjson on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+import orjson
+
+from smdebug.profiler.reading.args_column import NONE, ArgsColumn, ArgsTable
+from smdebug.profiler.reading.byte_columns import JoinedLines, LineTemplate, clean_text
+from smdebug.profiler.reading.frames import FrameworkEvents
+from smdebug.profiler.reading.trace_lines import (
+    Meta,
+    Templates,
+    int_or_minus_one,
+    meta_line,
+    step_of,
+    templates,
+)
+
+__all__ = ["parse_trace_batch"]
+
+_NL = 10
+_NO_ARGS, _AS_BYTES, _IN_TABLE = 0, 1, 2  # how an event's args are kept
+_MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when that many events have one
+
+
+def _content_end(data: bytes) -> int:
+    """The length of ``data`` without trailing whitespace when it is ``[\\n ... \\n]`` without a
+    backslash, else 0 (not for the bulk path)."""
+    end = len(data)
+    while end and data[end - 1] in b" \n\r\t":
+        end -= 1
+    if end < 4 or not data.startswith(b"[\n") or data[end - 2:end] != b"\n]" or b"\\" in data:
+        return 0
+    return end
+
+
+def parse_trace_batch(datas: list[bytes], node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
+    """The events of each file's bytes, or None for a file the bulk path does not read (the
+    general reader must). Files are read together, with the templates of the first complete
+    event; those that do not follow them are tried again together, with the templates of the
+    first of them."""
+    out: list[FrameworkEvents | None] = [None] * len(datas)
+    ends = [_content_end(d) for d in datas]
+    todo = [i for i, e in enumerate(ends) if e]
+    while todo:
+        got = _parse([datas[i] for i in todo], [ends[i] for i in todo], [node_ids[i] for i in todo],
+                     [suffixes[i] for i in todo])
+        failed = [i for i, ev in zip(todo, got) if ev is None]
+        for i, ev in zip(todo, got):
+            out[i] = ev
+        if len(failed) == len(todo):
+            break
+        todo = failed
+    return out
+
+
+# ---------------------------------------------------------------------- one batch
+@dataclass
+class _Piece:
+    """The events of a batch read with one template: their event-line indexes (``row``) and values."""
+
+    row: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    ev_pid: np.ndarray  # the event's "pid": its phase in the file
+    ev_tid: np.ndarray
+    name_lo: np.ndarray
+    name_hi: np.ndarray
+    step: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    args: np.ndarray  # int8: how the event's args are kept (_NO_ARGS, _AS_BYTES, _IN_TABLE)
+    args_lo: np.ndarray  # _AS_BYTES: where they are in the joined bytes
+    args_hi: np.ndarray
+    table: dict = field(default_factory=dict)  # _IN_TABLE: the args template's values by key
+
+    def select(self, idx) -> _Piece:
+        return _Piece(**{f.name: getattr(self, f.name)[idx] for f in fields(self) if f.name != "table"},
+                      table={k: v[idx] for k, v in self.table.items()})
+
+    @classmethod
+    def merge(cls, pieces: list[_Piece]) -> _Piece:
+        """One piece, in line order."""
+        if len(pieces) == 1:
+            return pieces[0]
+        keys = {k for p in pieces for k in p.table}
+        merged = cls(**{f.name: np.concatenate([getattr(p, f.name) for p in pieces])
+                        for f in fields(cls) if f.name != "table"},
+                     table={k: np.concatenate([p.table.get(k, np.zeros(len(p.row), dtype=np.int64)) for p in pieces])
+                            for k in keys})
+        return merged.select(np.argsort(merged.row, kind="stable"))
+
+
+class _Lines:
+    """The event lines of a batch; ``done``: those read as complete events, in ``pieces``."""
+
+    def __init__(self, b: JoinedLines, line, file, start, stop):
+        self.b, self.line, self.file, self.start, self.stop = b, line, file, start, stop
+        self.done = np.zeros(len(line), dtype=bool)
+        self.pieces: list[_Piece] = []
+
+    def read(self, t: LineTemplate, rows: np.ndarray, whole: bool = True) -> tuple[_Piece, dict]:
+        """Match ``rows`` against ``t`` (``whole``: the line is exactly ``t``); the rows that match
+        are done, their values a new piece. Returns it with the args' values and ``"end"``."""
+        stop = self.stop[rows]
+        ok, out = self.b.match(t, self.start[rows], stop)
+        if whole:
+            ok &= out["end"] == stop
+        hit = rows[ok]
+        self.done[hit] = True
+        n = len(hit)
+        ev_pid = out["pid"][ok]
+        ev_tid = out["tid"][ok] if "tid" in out else np.zeros(n, dtype=np.int64)
+        zeros = np.zeros(n, dtype=np.int64)
+        piece = _Piece(hit, out["ts"][ok], out["dur"][ok], ev_pid, ev_tid, out["name"][0][ok], out["name"][1][ok],
+                       np.full(n, -1, dtype=np.int64), ev_pid.copy(), ev_tid.copy(), np.full(n, _NO_ARGS, dtype=np.int8),
+                       zeros, zeros.copy())
+        self.pieces.append(piece)
+        return piece, {k: (v[0][ok], v[1][ok]) if isinstance(v, tuple) else v[ok]
+                       for k, v in out.items() if k == "end" or k.startswith("args")}
+
+
+def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
+    b = JoinedLines(datas, ends)
+    body = b.buf[:b.size]
+    file_ok = np.ones(len(datas), dtype=bool)
+    nl = np.flatnonzero(body == _NL)
+    if np.count_nonzero(body.view(np.int8) < 32) != len(nl):  # control characters or non-ASCII (< 0 as int8)
+        for k, (d, e) in enumerate(zip(datas, ends)):
+            file_ok[k] = clean_text(d[:e])
+    # lines: each file is "[", one event a line (",\n" between), "]"
+    ls = np.concatenate(([0], nl[:-1] + 1))
+    first = np.searchsorted(ls, b.offsets)
+    last = np.append(first[1:], len(ls)) - 1
+    is_event = np.ones(len(ls), dtype=bool)
+    is_event[first] = is_event[last] = False
+    lines = np.flatnonzero(is_event)
+    ev_file = np.searchsorted(first, lines, side="right") - 1
+    start, nlpos = ls[lines], nl[lines]
+    comma = b.byte(nlpos - 1) == ord(",")
+    stop = nlpos - comma  # the end of the event's JSON object
+    good = (comma != (lines == last[ev_file] - 1)) & (b.byte(start) == ord("{")) & (b.byte(stop - 1) == ord("}"))
+    file_ok[ev_file[~good]] = False
+    t = _first_templates(b, ev_file, start, stop, file_ok)
+    if t is None:
+        return [FrameworkEvents.empty() if ok and not np.any(ev_file == k) else None for k, ok in enumerate(file_ok)]
+    ev = _Lines(b, lines, ev_file, start, stop)
+    if t.full is not None:
+        _args_from_template(b, t, *ev.read(t.full, np.arange(len(lines))))
+    ev.read(t.bare, np.flatnonzero(~ev.done))
+    _other_args_shapes(b, ev, t, file_ok)
+    _args_by_orjson(b, ev, *ev.read(t.head, np.flatnonzero(~ev.done & file_ok[ev_file]), whole=False), file_ok)
+    meta = Meta()  # the lines left must be metadata lines
+    other = np.flatnonzero(~ev.done & file_ok[ev_file])
+    for li, f, lo, hi in zip(lines[other].tolist(), ev_file[other].tolist(), start[other].tolist(),
+                             stop[other].tolist()):
+        if file_ok[f] and not meta.read(b.big[lo:hi], li, f):
+            file_ok[f] = False
+    return _assemble(ev, t, meta, file_ok, node_ids, suffixes)
+
+
+def _first_templates(b: JoinedLines, ev_file, start, stop, file_ok) -> Templates | None:
+    """The templates of the first complete event of the first file that has one (files whose first
+    lines are neither metadata nor such an event are not for the bulk path)."""
+    bounds = np.searchsorted(ev_file, np.arange(len(file_ok) + 1)).tolist()
+    for f in range(len(file_ok)):
+        for r in range(bounds[f], bounds[f + 1]):
+            raw = b.big[int(start[r]):int(stop[r])]
+            t = templates(raw)
+            if t is not None:
+                return t
+            if meta_line(raw) is None:
+                file_ok[f] = False
+                break
+    return None
+
+
+def _args_from_template(b: JoinedLines, t: Templates, piece: _Piece, out: dict) -> None:
+    """Step, pid and thread id of the events read with the full template; their args are kept as
+    the template's columns when its values are all integers, else as their bytes."""
+    if t.table is not None:
+        piece.args[:] = _IN_TABLE
+        piece.table = {key: out["args." + key] for key in t.table.keys}
+    else:
+        piece.args[:], piece.args_lo, piece.args_hi = _AS_BYTES, out["args"], out["end"] - 1
+    if "args.pid" in out:
+        piece.pid = out["args.pid"]
+    if "args.thread_id" in out:
+        piece.tid = out["args.thread_id"]
+    if "args.step_num" in out:
+        step = out["args.step_num"]
+        if isinstance(step, tuple):  # a string: int() of it, in bulk when it is only digits
+            lo, hi = step
+            step, n, plain = b.digits(lo, strict=False)
+            plain &= lo + n == hi
+            for i in np.flatnonzero(~plain).tolist():  # " 5", "+5", "5_0"...
+                step[i] = step_of({"step_num": b.big[int(lo[i]):int(hi[i])].decode()})
+        piece.step = step
+
+
+def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> None:
+    """Events whose args have another shape than the first event's (a job's first events often
+    have no step yet): when many are left, the shape of the first of them is read in bulk too
+    (its args kept as bytes), a few shapes at most."""
+    for _ in range(_MORE_SHAPES):
+        rest = np.flatnonzero(~ev.done & file_ok[ev.file])
+        ok, _ = b.match(t.head, ev.start[rest], ev.stop[rest])
+        left = rest[ok]
+        if len(left) < _MANY:
+            return
+        r = int(left[0])
+        other = templates(b.big[int(ev.start[r]):int(ev.stop[r])])
+        if other is None or other.full is None or other.bare.steps != t.bare.steps:
+            return
+        piece, out = ev.read(other.full, left)
+        if not len(piece.row):
+            return
+        _args_from_template(b, replace(other, table=None), piece, out)
+
+
+def _args_by_orjson(b: JoinedLines, ev: _Lines, piece: _Piece, out: dict, file_ok) -> None:
+    """Step, pid and thread id of events whose args do not fit the template, from orjson."""
+    files = ev.file[piece.row].tolist()
+    for i, (f, lo, hi) in enumerate(zip(files, out["end"].tolist(), (ev.stop[piece.row] - 1).tolist())):
+        try:
+            args = orjson.loads(b.big[lo:hi])
+        except orjson.JSONDecodeError:
+            args = ()  # not JSON: the general reader reports it
+        if args is not None and not isinstance(args, dict):
+            file_ok[f] = False
+            continue
+        piece.args[i], piece.args_lo[i], piece.args_hi[i] = (_NO_ARGS if args is None else _AS_BYTES), lo, hi
+        piece.step[i] = step_of(args)
+        if args:
+            piece.pid[i] = int_or_minus_one(args.get("pid", int(piece.ev_pid[i])))
+            piece.tid[i] = int_or_minus_one(args.get("thread_id", int(piece.ev_tid[i])))
+
+
+def _bases(fx: np.ndarray, line: np.ndarray, nfiles: int, meta: Meta) -> np.ndarray | int:
+    """Each event's time base: the last ``start_time_since_epoch_in_micros`` before it in its file."""
+    if not meta.base_line or not len(fx):
+        return 0
+    files = np.array(meta.base_file, dtype=np.int64)
+    firsts = np.minimum(np.searchsorted(fx, files), len(fx) - 1)  # each of those files' first event
+    before = (fx[firsts] != files) | (np.array(meta.base_line) < line[firsts])  # no event, or all after it
+    if len(set(meta.base_file)) == len(files) and bool(before.all()):
+        per_file = np.zeros(nfiles, dtype=np.int64)  # one base a file, before its events: the usual
+        per_file[files] = meta.base_value
+        return per_file[fx]
+    j = np.searchsorted(np.array(meta.base_line, dtype=np.int64), line, side="right") - 1
+    jc = np.maximum(j, 0)
+    return np.where((j >= 0) & (files[jc] == fx), np.array(meta.base_value, dtype=np.int64)[jc], 0)
+
+
+def _phases(fx: np.ndarray, line: np.ndarray, ev_pid: np.ndarray, nfiles: int, meta: Meta) -> tuple[np.ndarray, list]:
+    """Each event's phase (its pid's process name announced before it in its file, else
+    "Unknown") as codes into a list of names."""
+    phases = ["Unknown"]
+    codes = np.zeros(len(line), dtype=np.int64)
+    if not meta.announced or not len(line):
+        return codes, phases
+    low, high = int(ev_pid.min()), int(ev_pid.max())
+    names: dict = {}
+    table = [(f, p, li, names.setdefault(name, len(names) + 1))
+             for (f, p), (li, name) in meta.announced.items() if low <= p <= high]
+    phases += list(names)
+    if not table:
+        return codes, phases
+    f, p, li, code = (np.array(c, dtype=np.int64) for c in zip(*table))
+    span = high - low + 1
+    if span * nfiles <= 1 << 22:  # a dense (file, pid) table: the usual few pids
+        key, table_key = fx * span + (ev_pid - low), f * span + (p - low)
+        at = np.full(span * nfiles, -1, dtype=np.int64)
+        at[table_key] = np.arange(len(table_key))
+        hit = at[key]
+    else:
+        order = np.argsort(f * (1 << 40) + (p - low))
+        table_key, key = (f * (1 << 40) + (p - low))[order], fx * (1 << 40) + (ev_pid - low)
+        pos = np.minimum(np.searchsorted(table_key, key), len(table_key) - 1)
+        hit = np.where(table_key[pos] == key, order[pos], -1)
+    hc = np.maximum(hit, 0)
+    return np.where((hit >= 0) & (li[hc] < line), code[hc], 0), phases
+
+
+def _args_column(ev: _Lines, t: Templates, cols: dict, fx: np.ndarray) -> ArgsColumn:
+    """The batch's args: the template's columns as one ArgsTable, the others as bytes of their
+    file (kept only for the files that have such rows; the joined copy is dropped)."""
+    kind = cols["args"]
+    as_bytes = kind == _AS_BYTES
+    files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.datas))).tolist())  # (np.unique imports numpy.ma)
+    buffers: list = [d if k in files else None for k, d in enumerate(ev.b.datas)]
+    base = np.array(ev.b.offsets, dtype=np.int64)[fx]
+    source = np.where(as_bytes, fx, NONE).astype(np.int32)
+    lo, hi = cols["lo"] - base, cols["hi"] - base
+    if t.table is not None and bool(np.any(kind == _IN_TABLE)):
+        in_table = kind == _IN_TABLE
+        source[in_table] = len(buffers)
+        lo[in_table] = np.arange(len(kind))[in_table]
+        buffers.append(ArgsTable(t.table.keys, t.table.text, [cols["arg:" + k] for k in t.table.keys]))
+    return ArgsColumn(buffers, source, lo, hi)
+
+
+def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes) -> list[FrameworkEvents | None]:
+    pieces = [p for p in ev.pieces if len(p.row)]
+    nfiles = len(file_ok)
+    if not pieces:
+        return [FrameworkEvents.empty() if ok else None for ok in file_ok.tolist()]
+    piece = _Piece.merge(pieces)
+    fx = ev.file[piece.row]
+    if not file_ok.all():  # files found wrong late (in their args) drop out here
+        piece = piece.select(file_ok[fx])
+        fx = ev.file[piece.row]
+    line = ev.line[piece.row]
+    ts = piece.ts + _bases(fx, line, nfiles, meta)
+    phase_code, phases = _phases(fx, line, piece.ev_pid, nfiles, meta)
+    name_code, names = ev.b.intern(piece.name_lo, piece.name_hi)
+    cols = {"start": ts, "end": ts + piece.dur, "step": piece.step, "pid": piece.pid, "tid": piece.tid,
+            "ev_pid": piece.ev_pid, "phase": phase_code, "name": name_code, "args": piece.args,
+            "lo": piece.args_lo, "hi": piece.args_hi, **{"arg:" + k: v for k, v in piece.table.items()}}
+    if len(ts) > 1 and bool(np.any((ts[1:] < ts[:-1]) & (fx[1:] == fx[:-1]))):
+        order = np.lexsort((ts, fx))  # stable: by file, then start
+        done: dict[int, np.ndarray] = {}  # an array under two names (pid and the args' pid) sorted once
+        cols = {k: done[id(v)] if id(v) in done else done.setdefault(id(v), v[order]) for k, v in cols.items()}
+        fx = fx[order]
+    node, suffix = np.array(node_ids, dtype=object)[fx], np.array(suffixes, dtype=object)[fx]
+    phase = np.array(phases, dtype=object)[cols["phase"]]
+    name = np.array(names, dtype=object)[cols["name"]]
+    args = _args_column(ev, t, cols, fx)
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(fx, minlength=nfiles)))).tolist()
+    out: list[FrameworkEvents | None] = []
+    for k, fine in enumerate(file_ok.tolist()):
+        lo, hi = bounds[k], bounds[k + 1]
+        if not fine:
+            out.append(None)
+        elif lo == hi:
+            out.append(FrameworkEvents.empty())
+        else:
+            out.append(FrameworkEvents(
+                phase=phase[lo:hi], name=name[lo:hi], start_us=cols["start"][lo:hi], end_us=cols["end"][lo:hi],
+                step=cols["step"][lo:hi], node_id=node[lo:hi], pid=cols["pid"][lo:hi], tid=cols["tid"][lo:hi],
+                args=args.rows(lo, hi), phase_pid=cols["ev_pid"][lo:hi], file_suffix=suffix[lo:hi]))
+    return out
