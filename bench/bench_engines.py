@@ -12,17 +12,25 @@ hook, the hook saving every 10th step (weights, gradients, losses / metrics).
 - ``lightning``: ``Trainer.fit`` of an MLP (4 x 512 hidden), 240 optimizer steps of batch 64.
 
 Wall-clock time and (but for Dask, whose training runs in the workers) the process's CPU time
-(all its threads: the hook's writer's too; steadier on a shared machine). Within an engine's
+(all its threads: the hook's writer's too; steadier on a shared machine); for Lightning also each
+thread's CPU (``/proc/self/task/*/schedstat``; the hook's writer has ended at ``hook.close()`` and
+shows as "(ended threads)"), and with SMDEBUG_BENCH_PROFILE=FILE a cProfile (CPU clock) of the
+main thread of the last hook run; each Lightning run's output is removed after it and os.sync()
+runs before the next (else each run writes into a page cache the runs before filled: their cost
+grew from run to run); --lightning-parts adds the configurations that take the hook's cost apart
+(PyTorch's dispatch of no-op module and gradient hooks; the hook saving nothing; saving only the
+loss). Within an engine's
 process, the configurations are interleaved (none, hook, none, hook, ...) and
 after one warm-up run of each, the medians of ``--repeat`` runs are reported, as the machine is shared. Prints a table and writes
 bench/out/engines.json.
 
-usage: python bench/bench_engines.py [--repeat 5] [--engines dask,fsdp,huggingface,lightning]
+usage: python bench/bench_engines.py [--repeat 5] [--engines dask,fsdp,huggingface,lightning] [--lightning-parts]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -33,6 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchutil import CpuClock, machine, maybe_profiled, median_threads
 
 HERE = Path(__file__).resolve().parent
 STEPS = 60
@@ -197,12 +207,37 @@ def bench_huggingface(repeat: int, tmp: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------- lightning
-def bench_lightning(repeat: int, tmp: str) -> dict:
+def _lightning_callbacks(name: str, out: str) -> list:
+    """The callbacks of configuration ``name``: ``hook`` is the benchmark's; the others take it
+    apart (--lightning-parts): ``hook-never`` saves nothing (the hook's module and gradient hooks,
+    the callback), ``hook-loss`` only the loss every 10th step."""
+    import smdebug.pytorch as smd
+    from smdebug.integrations.lightning import SMDebugCallback
+
+    if name == "hook":
+        return [SMDebugCallback(_torch_hook(out))]
+    if name in ("hook-never", "hook-loss"):
+        interval = 10**9 if name == "hook-never" else INTERVAL
+        colls = ["losses"] if name == "hook-loss" else ["weights", "gradients", "losses"]
+        return [SMDebugCallback(smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=interval),
+                                         include_collections=colls))]
+    return []
+
+
+def _noop_torch_hooks(module) -> None:
+    """What PyTorch's dispatch of the hook's module and gradient hooks costs, with hooks that do
+    nothing (--lightning-parts: ``torch-hooks``)."""
+    module.register_forward_pre_hook(lambda m, i: None)
+    for sub in module.modules():
+        sub.register_forward_hook(lambda m, i, o: None)
+    for p in module.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: None)
+
+
+def bench_lightning(repeat: int, tmp: str, parts: bool = False) -> dict:
     import lightning.pytorch as pl
     import torch
     from torch import nn
-
-    from smdebug.integrations.lightning import SMDebugCallback
 
     torch.set_num_threads(1)
 
@@ -222,23 +257,38 @@ def bench_lightning(repeat: int, tmp: str) -> dict:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(LIGHTNING_STEPS * 64, 64, generator=g)
     data = torch.utils.data.TensorDataset(x, x[:, :1])
-    times: dict = {"none": [], "hook": []}
+    names = ["none", "torch-hooks", "hook-never", "hook-loss", "hook"] if parts else ["none", "hook"]
+    times: dict = {c: [] for c in names}
     cpu: dict = {c: [] for c in times}
+    threads: dict = {c: [] for c in times}
     for r in range(-1, repeat):  # -1: a warm-up run of each configuration, not counted
         for name in times:
             torch.manual_seed(0)
-            callbacks = [SMDebugCallback(_torch_hook(f"{tmp}/pl-{r}"))] if name == "hook" else []
+            out = f"{tmp}/pl-{r}"
+            os.sync()  # the previous run's writeback does not land in this one's timing
+            callbacks = _lightning_callbacks(name, out)
             trainer = pl.Trainer(max_steps=LIGHTNING_STEPS, accelerator="cpu", devices=1, logger=False,
                                  enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                                  callbacks=callbacks)
             module = MLP()
-            t0, c0 = time.perf_counter(), time.process_time()
-            trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=64))
-            if callbacks:
-                callbacks[0].hook.close()
+            if name == "torch-hooks":
+                _noop_torch_hooks(module)
+            clock = CpuClock()
+            clock.start()
+            # SMDEBUG_BENCH_PROFILE=FILE: cProfile (CPU clock) of the main thread of the last hook run
+            with maybe_profiled() if r == repeat - 1 and name == "hook" else contextlib.nullcontext():
+                trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=64))
+                if callbacks:
+                    callbacks[0].hook.close()
+            got = clock.stop()
+            shutil.rmtree(out, ignore_errors=True)  # each run writes into a page cache as free as the last's
             if r >= 0:
-                times[name].append(time.perf_counter() - t0)
-                cpu[name].append(time.process_time() - c0)
+                times[name].append(got["wall_s"])
+                cpu[name].append(got["proc_cpu_s"])
+                threads[name].append(got["threads_cpu_s"])
+    for name, runs in threads.items():  # the writer has ended (hook.close): "(ended threads)"
+        per_step = {t: round(s / LIGHTNING_STEPS * 1e3, 3) for t, s in median_threads(runs).items()}
+        print(f"lightning    CPU ms/step by thread, {name}: {json.dumps(per_step)}", flush=True)
     return {"wall": times, "cpu": cpu}
 
 
@@ -249,23 +299,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--lightning-parts", action="store_true",
+                    help="Lightning: also no-op torch hooks, a hook that saves nothing, one that saves the loss only")
     ap.add_argument("--fsdp-rank", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.fsdp_rank:
         return _fsdp_rank(args.repeat, args.tmp)
     results = {}
+    print(f"machine: {machine()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for engine in args.engines.split(","):
-            measured = ENGINES[engine](args.repeat, tmp)
+            kw = {"parts": True} if engine == "lightning" and args.lightning_parts else {}
+            measured = ENGINES[engine](args.repeat, tmp, **kw)
             results[engine] = {}
             for clock, times in measured.items():
                 base = statistics.median(times["none"])
                 results[engine][clock] = {c: {"median_s": statistics.median(t), "runs_s": t,
                                               "ratio": statistics.median(t) / base} for c, t in times.items()}
                 for c, v in results[engine][clock].items():
-                    print(f"{engine:12s} {clock:4s} {c:8s} median {v['median_s']:.3f} s  ratio {v['ratio']:.3f}x  "
+                    print(f"{engine:12s} {clock:4s} {c:11s} median {v['median_s']:.3f} s  ratio {v['ratio']:.3f}x  "
                           f"runs {[round(x, 3) for x in v['runs_s']]}", flush=True)
+    print(f"machine at the end: {machine()}", flush=True)
     (HERE / "out").mkdir(exist_ok=True)
     (HERE / "out" / "engines.json").write_text(json.dumps({"steps": STEPS, "save_interval": INTERVAL,
                                                            "repeat": args.repeat, "results": results}, indent=1))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smdebug.codec.crc import EVENTS_FOOTER, crc32c, mask, masked_crc32c_bytes
-from smdebug.codec.tensor import DT, decode_tensor, dtype_code, encode_tensor, tensor_parts
+from smdebug.codec.tensor import DT, decode_tensor, dtype_code, encode_tensor, tensor_content, tensor_head
 from smdebug.codec.wire import I32, I64, LEN, VARINT, double, iter_fields, key, ld, varint
 from smdebug.exceptions import EventFileCorrupt
 from smdebug.modes import ModeKeys
@@ -97,7 +97,7 @@ def encode_tensor_record_chunks(
             return [frame(encode_tensor_event(tag, arr, step, metadata, wall_time), payload_crc)]
         if len(_TEMPLATES) > 50_000:
             _TEMPLATES.clear()
-        head, _content = tensor_parts(arr)
+        head = tensor_head(arr)
         tag_b = ld(1, tag.encode("utf-8"))
         md = ld(9, metadata)
         tensor_len = len(head) + arr.nbytes
@@ -105,13 +105,8 @@ def encode_tensor_record_chunks(
         value_head = key(1, LEN) + varint(value_len)
         summary_len = len(value_head) + value_len
         before = b"".join((key(5, LEN), varint(summary_len), value_head, tag_b, key(8, LEN), varint(tensor_len), head))
-        tpl = _TEMPLATES[tkey] = (before, md, dt.byteorder == ">")
-    if tpl[2]:
-        content = arr.astype(dt.newbyteorder("<")).tobytes()
-    elif arr.flags.c_contiguous:
-        content = arr.reshape(-1).view(np.uint8)
-    else:
-        content = arr.tobytes()
+        tpl = _TEMPLATES[tkey] = (before, md)
+    content = tensor_content(arr)
     wt = time.time() if wall_time is None else float(wall_time)
     head = b"".join((b"\x09", _F64.pack(wt), b"\x10", varint(int(step)), tpl[0]))
     length = _LEN.pack(len(head) + arr.nbytes + len(tpl[1]))
@@ -275,14 +270,10 @@ class _StepLayout:
         chunks, prev = [], 0
         for pos, i in self.large:
             chunks.append(b[prev:pos])
-            chunks.append(_content(arrays[i]))
+            chunks.append(tensor_content(arrays[i]))
             prev = pos
         chunks.append(b[prev:])
         return chunks
-
-
-def _content(arr: np.ndarray) -> np.ndarray:
-    return (arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)).reshape(-1).view(np.uint8)
 
 
 def _small_contents(arrays: list) -> bytes:

@@ -111,14 +111,22 @@ def _shape_proto(shape) -> bytes:
     return b"".join(ld(2, (key(1, VARINT) + varint(int(d))) if d else b"") for d in shape)
 
 
-def tensor_parts(arr: np.ndarray) -> tuple[bytes, bytes]:
-    """(TensorProto bytes before tensor_content's bytes, the content) for a numeric array."""
+def tensor_head(arr: np.ndarray) -> bytes:
+    """The TensorProto bytes of a numeric array that come before ``tensor_content``'s bytes (the
+    array's ``nbytes``, little-endian, in C order): dtype, shape, the content's key and length.
+    Nothing of the content is read or copied."""
     code = dtype_code(arr.dtype)
+    return b"".join((key(1, VARINT), varint(code), ld(2, _shape_proto(arr.shape)), key(4, LEN), varint(arr.nbytes)))
+
+
+def tensor_content(arr: np.ndarray):
+    """``tensor_content``'s bytes: C order, little-endian. A C-contiguous little-endian array's
+    own memory (a flat uint8 view, no copy); otherwise one copy, in that order."""
     if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    content = arr.tobytes()  # C order, whatever the array's layout
-    head = b"".join((key(1, VARINT), varint(code), ld(2, _shape_proto(arr.shape)), key(4, LEN), varint(len(content))))
-    return head, content
+        arr = arr.astype(arr.dtype.newbyteorder("<"), order="C")
+    elif not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return arr.reshape(-1).view(np.uint8)
 
 
 def encode_tensor(arr: np.ndarray) -> bytes:
@@ -135,8 +143,7 @@ def encode_tensor(arr: np.ndarray) -> bytes:
             b = s if isinstance(s, bytes) else str(s).encode("utf-8")
             parts.append(ld(8, b))
         return b"".join(parts)
-    head, content = tensor_parts(arr)
-    return head + content
+    return tensor_head(arr) + tensor_content(arr).tobytes()
 
 
 _VAL_FIELDS = {5: "float_val", 6: "double_val", 7: "int_val", 10: "int64_val", 11: "bool_val",

@@ -57,8 +57,10 @@ class Store(ABC):
         """Write a whole object; readers never see a partial one."""
 
     def write_chunks(self, key: str, chunks: Sequence) -> None:
-        """Write an object given as bytes-like pieces (backends may avoid joining them)."""
-        self.write(key, b"".join(bytes(c) if not isinstance(c, bytes) else c for c in chunks))
+        """Write an object given as contiguous bytes-like pieces (bytes, memoryviews, numpy
+        arrays: a tensor's own memory); backends may avoid joining them. Here they are joined
+        into one bytes object: one copy of each piece."""
+        self.write(key, b"".join(chunks))
 
     @abstractmethod
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:

@@ -347,33 +347,6 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         """
         return tape.wrap_tape(self, tape_)
 
-    @guarded()
-    def _tape_step(self) -> None:
-        if self.mode == ModeKeys.GLOBAL:
-            self.set_mode(ModeKeys.TRAIN)
-        self._begin_step()
-
-    @guarded()
-    def _tape_record(self, target: Any, sources: Any, grads: Any) -> None:
-        import tensorflow as tf
-
-        if not self._due() or not hasattr(target, "numpy"):
-            return
-        if np.size(_numpy(target)) == 1:
-            self._save("loss", _K.LOSSES, target)
-        for v, g in zip(tf.nest.flatten(sources), tf.nest.flatten(grads)):
-            if g is None or not hasattr(v, "path"):
-                continue
-            wname = names.tape_weight_name(v)
-            self._save(wname, _K.BIASES if names.is_bias(wname) else _K.WEIGHTS, v)
-            self._save(names.gradient_name(v), _K.GRADIENTS, tf.convert_to_tensor(g))
-
-    @guarded()
-    def _optimizer_applied(self, optimizer: Any) -> None:
-        if self._in_fit or not self._due():
-            return
-        self._save_watched(self._optimizer_variables(optimizer))
-
     # ---------------------------------------------------------------- user tensors
     @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name: Any, tensor_value: Any, collections_to_write: Any = CollectionKeys.DEFAULT) -> None:

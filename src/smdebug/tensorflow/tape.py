@@ -8,19 +8,61 @@
   in ``fit``). Inside ``fit`` (a traced function) the wrapper does nothing: there the callback
   reads them at the end of the batch.
 
-Both save nothing inside a ``tf.function`` (the values are symbolic), as 1.0.34.
+Both save nothing inside a ``tf.function`` (the values are symbolic), as 1.0.34. What they save
+goes through the hook's ``_save`` as in ``fit``; each step and save runs under the hook's guard.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
+import numpy as np
+
+from smdebug.core.config.collection import CollectionKeys as _K
+from smdebug.core.engine.guard import guarded
 from smdebug.exceptions import SMDebugTypeError
-from smdebug.tensorflow import stop
+from smdebug.modes import ModeKeys
+from smdebug.tensorflow import names, stop
+from smdebug.tensorflow.adapter import numpy_of
 
 __all__ = ["wrap_tape", "wrap_optimizer"]
 
 _MARK = "_smdebug_tape_wrapped"
+
+
+@guarded()
+def _tape_step(hook: Any) -> None:
+    """A ``with tape:`` block starts a step (TRAIN when the hook has no mode yet)."""
+    if hook.mode == ModeKeys.GLOBAL:
+        hook.set_mode(ModeKeys.TRAIN)
+    hook._begin_step()
+
+
+@guarded()
+def _tape_record(hook: Any, target: Any, sources: Any, grads: Any) -> None:
+    """After ``tape.gradient``: the loss (a one-element target), each weight differentiated
+    against (before the update) and its gradient, on a step that saves."""
+    import tensorflow as tf
+
+    if not hook._due() or not hasattr(target, "numpy"):
+        return
+    if np.size(numpy_of(target)) == 1:
+        hook._save("loss", _K.LOSSES, target)
+    for v, g in zip(tf.nest.flatten(sources), tf.nest.flatten(grads)):
+        if g is None or not hasattr(v, "path"):
+            continue
+        wname = names.tape_weight_name(v)
+        hook._save(wname, _K.BIASES if names.is_bias(wname) else _K.WEIGHTS, v)
+        hook._save(names.gradient_name(v), _K.GRADIENTS, tf.convert_to_tensor(g))
+
+
+@guarded()
+def _optimizer_applied(hook: Any, optimizer: Any) -> None:
+    """After an eager update outside ``fit``: the optimizer's variables, on a step that saves."""
+    if hook._in_fit or not hook._due():
+        return
+    hook._save_watched(hook._optimizer_variables(optimizer))
 
 
 def wrap_tape(hook, tape):
@@ -35,13 +77,13 @@ def wrap_tape(hook, tape):
             stop.stop_tape(hook)  # raises TrainingStopRequested before the step starts
         if not hook._tape_in_step:
             hook._tape_in_step = True
-            hook._tape_step()
+            _tape_step(hook)
         return push()
 
     def _gradient(target, sources, *args, **kwargs):
         grads = gradient(target, sources, *args, **kwargs)
         hook._tape_in_step = False
-        hook._tape_record(target, sources, grads)
+        _tape_record(hook, target, sources, grads)
         return grads
 
     tape._push_tape = _push_tape
@@ -63,7 +105,7 @@ def wrap_optimizer(hook, optimizer):
         import tensorflow as tf
 
         if tf.executing_eagerly():
-            hook._optimizer_applied(optimizer)
+            _optimizer_applied(hook, optimizer)
         return out
 
     optimizer.apply = wrapped

@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from smdebug.codec.tensor import to_numpy
-from smdebug.core.tensors.reductions import get_numpy_reduction
+from smdebug.core.tensors.reductions import numpy_reductions
 
 __all__ = ["TensorAdapter", "NumpyAdapter"]
 
@@ -100,7 +100,7 @@ class NumpyAdapter:
 
     def reductions(self, value, snap, ops) -> list:
         data = to_numpy(snap if snap is not None else value)
-        return [np.asarray(get_numpy_reduction(op, data, is_abs)) for op, is_abs in ops]
+        return numpy_reductions(data, ops)
 
     def reductions_need_snapshot(self, value) -> bool:
         return False

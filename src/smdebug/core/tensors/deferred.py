@@ -4,8 +4,9 @@ tensors reach the host there (Keras: a TF tensor read in place; MXNet: the engin
 The training thread only checks the reduction names (a bad one fails there, as the hook's other
 checks do) and makes one :class:`DeferredReduction` per reduction; ``materialize`` (writer
 thread) calls :meth:`DeferredReduction.compute`. The reductions of one tensor share one
-:class:`HostSource`, so its host data is fetched once and its absolute value made once for every
-abs reduction.
+:class:`HostSource`: the first ``compute`` fetches the host data and computes all of them at once
+(:func:`~smdebug.core.tensors.reductions.numpy_reductions`: the absolute value made once, one
+mean for mean, std and variance), then drops the data.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, get_numpy_reduction
+from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, numpy_reductions
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = ["HostSource", "DeferredReduction", "deferred_reductions"]
@@ -23,41 +24,40 @@ _VALID = ALLOWED_REDUCTIONS + ALLOWED_NORMS
 
 
 class HostSource:
-    """A tensor's host data as its reductions read it: ``fetch()`` once (then dropped, so what it
-    held is freed with the data), ``|data|`` once."""
+    """A tensor's reductions ``ops``, computed from the data ``fetch()`` gives when the first is
+    asked for; ``shape1``: each as an array of shape (1,) in the data's dtype (MXNet's reduction
+    ops give that), else numpy's 0-d result."""
 
-    __slots__ = ("_fetch", "_data", "_abs")
+    __slots__ = ("_fetch", "_ops", "_shape1", "_values")
 
-    def __init__(self, fetch: Callable[[], np.ndarray]):
+    def __init__(self, fetch: Callable[[], np.ndarray], ops: list[tuple[str, bool]], shape1: bool = False):
         self._fetch: Callable[[], np.ndarray] | None = fetch
-        self._data: np.ndarray | None = None
-        self._abs: np.ndarray | None = None
+        self._ops = ops
+        self._shape1 = shape1
+        self._values: list[np.ndarray] | None = None
 
-    def data(self, is_abs: bool) -> np.ndarray:
-        if self._data is None:
+    def value(self, i: int) -> np.ndarray:
+        """The ``i``-th reduction of ``ops``."""
+        if self._values is None:
             assert self._fetch is not None
-            self._data, self._fetch = self._fetch(), None
-        if not is_abs:
-            return self._data
-        if self._abs is None:
-            self._abs = np.absolute(self._data)
-        return self._abs
+            data, self._fetch = self._fetch(), None
+            values = numpy_reductions(data, self._ops)
+            if self._shape1:
+                values = [np.asarray(v, dtype=data.dtype).reshape(1) for v in values]
+            self._values = values
+        return self._values[i]
 
 
 class DeferredReduction:
-    """One reduction of a :class:`HostSource`; ``shape1``: as an array of shape (1,) in the
-    data's dtype (MXNet's reduction ops give that), else numpy's 0-d result."""
+    """The ``index``-th reduction of a :class:`HostSource`."""
 
-    __slots__ = ("source", "op", "is_abs", "shape1")
+    __slots__ = ("source", "index")
 
-    def __init__(self, source: HostSource, op: str, is_abs: bool, shape1: bool = False):
-        self.source, self.op, self.is_abs, self.shape1 = source, op, is_abs, shape1
+    def __init__(self, source: HostSource, index: int):
+        self.source, self.index = source, index
 
     def compute(self) -> np.ndarray:
-        data = self.source.data(self.is_abs)
-        if self.shape1:
-            return np.asarray(get_numpy_reduction(self.op, data), dtype=data.dtype).reshape(1)
-        return np.asarray(get_numpy_reduction(self.op, data))
+        return self.source.value(self.index)
 
 
 def deferred_reductions(fetch: Callable[[], np.ndarray], ops: Iterable[tuple[str, bool]],
@@ -68,5 +68,5 @@ def deferred_reductions(fetch: Callable[[], np.ndarray], ops: Iterable[tuple[str
     for op, _ in ops:
         if op not in _VALID:
             raise SMDebugValueError(f"Invalid reduction {op!r}: expected one of {', '.join(_VALID)}")
-    source = HostSource(fetch)
-    return [DeferredReduction(source, op, is_abs, shape1) for op, is_abs in ops]
+    source = HostSource(fetch, ops, shape1)
+    return [DeferredReduction(source, i) for i in range(len(ops))]

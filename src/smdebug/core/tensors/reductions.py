@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
@@ -11,6 +13,7 @@ __all__ = [
     "ALLOWED_NORMS",
     "REDUCTIONS_PREFIX",
     "get_numpy_reduction",
+    "numpy_reductions",
     "needs_abs_sum",
     "reductions_from_moments",
     "get_reduction_tensor_name",
@@ -45,6 +48,96 @@ def get_numpy_reduction(reduction_name: str, numpy_data, abs: bool = False):
         f"Invalid reduction {reduction_name!r}: expected one of "
         f"{', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}"
     )
+
+
+def numpy_reductions(numpy_data, ops) -> list:
+    """The reductions ``ops`` (``(op, abs)`` pairs) of one array as 0-d arrays, each holding the
+    value ``get_numpy_reduction(op, data, abs)`` gives, to the bit, for less work: the absolute
+    value is made once, and mean, std and variance share one sum and one mean (numpy's own steps,
+    in numpy's order: ``np.var`` computes the mean as ``np.mean`` does), the squared deviations
+    going into a buffer the thread reuses."""
+    data = np.asarray(numpy_data)
+    plain = _Moments(data)
+    absolute: _Moments | None = None
+    out = []
+    for op, is_abs in ops:
+        if is_abs and absolute is None:
+            absolute = _Moments(np.absolute(data))
+        out.append(np.asarray((absolute if is_abs else plain).reduce(op)))  # type: ignore[union-attr]
+    return out
+
+
+# numpy's floating types whose mean and variance _Moments computes as np.mean / np.var do (others,
+# complex and ml_dtypes' bfloat16 among them, are handed to np.mean / np.var / np.std)
+_SHARED_KINDS = frozenset("biu")
+_SHARED_FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
+_F8 = np.dtype("f8")
+_SCRATCH_MAX = 1 << 24  # deviations of larger arrays go to a fresh array, not the thread's buffer
+_scratch = threading.local()
+
+
+def _scratch_like(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A C-ordered array of ``arr``'s shape and ``dtype`` in this thread's reused buffer."""
+    nbytes = arr.size * dtype.itemsize
+    if nbytes > _SCRATCH_MAX:
+        return np.empty(arr.shape, dtype)
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.nbytes < nbytes:
+        buf = _scratch.buf = np.empty(max(nbytes, 1 << 16), np.uint8)
+    return buf[:nbytes].view(dtype).reshape(arr.shape)
+
+
+class _Moments:
+    """One array's reductions, the sums behind mean / variance / std computed once (see
+    :func:`numpy_reductions`)."""
+
+    __slots__ = ("data", "_sums", "_var")
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+        self._sums: dict = {}  # accumulator dtype (None: the array's own) -> sum, keepdims
+        self._var: np.ndarray | None = None
+
+    def reduce(self, op: str):
+        d = self.data
+        if op in ("mean", "std", "variance") and d.size and (d.dtype.kind in _SHARED_KINDS or d.dtype in _SHARED_FLOATS):
+            if op == "mean":
+                return self._mean()
+            var = self._variance()
+            return var if op == "variance" else var.dtype.type(np.sqrt(var))
+        return get_numpy_reduction(op, d)
+
+    def _sum(self, dtype):
+        s = self._sums.get(dtype)
+        if s is None:
+            s = self._sums[dtype] = np.add.reduce(self.data, axis=None, dtype=dtype, keepdims=True)
+        return s
+
+    def _mean(self):
+        """np.mean: the sum in float64 for integers and booleans, float32 for float16; divided by
+        the count in float64 and rounded once to the result's dtype."""
+        d = self.data
+        f16 = d.dtype == np.float16
+        s = self._sum(_F8 if d.dtype.kind in _SHARED_KINDS else np.dtype("f4") if f16 else None)
+        q = np.true_divide(s, np.intp(d.size)).reshape(())
+        return (d.dtype if f16 else s.dtype).type(q)
+
+    def _variance(self):
+        """np.var (ddof 0): the mean from the sum (float64 for integers and booleans, the array's
+        dtype otherwise), the squared deviations from it, their sum over the count."""
+        if self._var is None:
+            d = self.data
+            dtype = _F8 if d.dtype.kind in _SHARED_KINDS else None
+            n = np.intp(d.size)
+            s = self._sum(dtype)
+            mean = np.true_divide(s, n, out=np.empty_like(s), casting="unsafe")  # in float64, rounded once
+            dev_type = np.result_type(d, mean)
+            # numpy sums the deviations in the order of their memory: the same layout as numpy's own
+            dev = np.subtract(d, mean, out=_scratch_like(d, dev_type)) if d.flags.c_contiguous else np.subtract(d, mean)
+            np.square(dev, out=dev)
+            total = np.add.reduce(dev, axis=None, dtype=dtype)
+            self._var = total.dtype.type(total / n)
+        return self._var
 
 
 # the variance from sums, (sumsq - sum * mean) / (n - 1), cancels digits when the mean is large
