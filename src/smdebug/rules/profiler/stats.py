@@ -18,6 +18,8 @@ __all__ = [
     "outlier_mask",
     "loaders_per_second",
     "summary_stats",
+    "phase_mask",
+    "CountMedian",
 ]
 
 
@@ -114,7 +116,52 @@ def loaders_per_second(start_us, pid) -> dict:
     start = np.asarray(start_us, dtype=np.int64)
     if len(start) == 0:
         return {}
-    sec = start // 1_000_000
-    pairs = np.unique(np.stack([sec, np.asarray(pid, dtype=np.int64)]), axis=1)
-    secs, counts = np.unique(pairs[0], return_counts=True)
-    return {int(s): int(c) for s, c in zip(secs, counts)}
+    sec, pid = start // 1_000_000, np.asarray(pid, dtype=np.int64)
+    order = np.lexsort((pid, sec))
+    sec, pid = sec[order], pid[order]
+    first = np.ones(len(sec), dtype=bool)  # the first row of each distinct (second, pid)
+    first[1:] = (sec[1:] != sec[:-1]) | (pid[1:] != pid[:-1])
+    secs, counts = np.unique(sec[first], return_counts=True)
+    return dict(zip(secs.tolist(), counts.tolist()))
+
+
+def phase_mask(phases: np.ndarray, keep) -> np.ndarray:
+    """``keep(phase)`` of each row of ``phases`` (framework events' phase column), asked once per
+    distinct phase (a few) rather than once per event."""
+    mask = np.zeros(len(phases), dtype=bool)
+    for p in set(phases.tolist()):
+        if keep(p):
+            mask |= phases == p
+    return mask
+
+
+class CountMedian:
+    """The median of a multiset of small integers kept as ``{value: count}``, updated in place:
+    ``np.median`` of the values without sorting them all again after each change."""
+
+    def __init__(self) -> None:
+        self.counts: dict = {}
+        self.n = 0
+
+    def replace(self, old: int | None, new: int) -> None:
+        """``old`` (None: nothing) leaves the multiset, ``new`` joins it."""
+        if old is not None:
+            self.counts[old] -= 1
+            if not self.counts[old]:
+                del self.counts[old]
+            self.n -= 1
+        self.counts[new] = self.counts.get(new, 0) + 1
+        self.n += 1
+
+    def median(self) -> float:
+        """As ``np.median`` (the mean of the two middle values when their number is even); nan when empty."""
+        if not self.n:
+            return float("nan")
+        lo, hi, seen, a = (self.n - 1) // 2, self.n // 2, 0, None
+        for value in sorted(self.counts):
+            seen += self.counts[value]
+            if a is None and seen > lo:
+                a = value
+            if seen > hi:
+                return (float(a) + float(value)) / 2
+        raise AssertionError("unreachable: counts add up to n")
