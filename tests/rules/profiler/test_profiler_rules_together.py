@@ -16,7 +16,7 @@ from smdebug.profiler.reading.trial import ProfilerTrial
 from smdebug.rules import invoke_rule
 from smdebug.rules.profiler import ProfilerReport, profiler_rule_classes
 from smdebug.rules.profiler.base import WindowSource, fetch_window, judge_together
-from smdebug.rules.profiler.stats import CountMedian, loaders_per_second, phase_mask
+from smdebug.rules.profiler.stats import CountMedian, loaders_per_second, phase_mask, snapshot_ids
 
 M0 = 1_800_000_000 // 60 * 60  # a minute, in seconds
 MINUTES = 75  # past one read-ahead (an hour) of 60-second windows
@@ -183,3 +183,20 @@ def test_loaders_per_second_against_a_set_per_second():
     for s, p in zip(start.tolist(), pid.tolist()):
         want.setdefault(s // 1_000_000, set()).add(p)
     assert loaders_per_second(start, pid) == {s: len(p) for s, p in want.items()}
+
+
+def test_snapshot_ids_as_the_loop_over_every_time():
+    def one_by_one(t, gap=20_000):
+        ids, first, sid = [], None, -1
+        for x in t.tolist():
+            if first is None or x - first > gap:
+                first, sid = x, sid + 1
+            ids.append(sid)
+        return ids
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):  # clustered times (several rows of a sample), spread ones, ties at the gap
+        t = np.unique(np.cumsum(rng.choice([0, 1_000, 19_999, 20_000, 20_001, 100_000], rng.integers(0, 300))))
+        assert snapshot_ids(t).tolist() == one_by_one(t)
+    with pytest.raises(ValueError, match="sorted"):
+        snapshot_ids(np.array([5, 1]))

@@ -54,14 +54,22 @@ def snapshot_ids(timestamps_us: np.ndarray, gap_us: int = 20_000) -> np.ndarray:
     """Group sorted sample times into snapshots: a new snapshot starts at a time more than
     ``gap_us`` after the first time of the current one (1.0.34's 20 ms ``snapshot_window``: one
     sample of the system agent writes every row at nearly one time). Returns one snapshot id per
-    time (0, 1, ...). Sequential by nature; one pass in Python over the distinct times."""
+    time (0, 1, ...). A snapshot starting at time ``i`` ends before the first time past
+    ``t[i] + gap_us`` (a binary search): one step per snapshot, none when every time is more than
+    ``gap_us`` after the one before (each its own snapshot, the usual case of distinct sample times)."""
     t = np.asarray(timestamps_us, dtype=np.int64)
-    ids = np.empty(len(t), dtype=np.int64)
-    current, sid = None, -1
-    for i, x in enumerate(t):
-        if current is None or x - current > gap_us:
-            current, sid = x, sid + 1
-        ids[i] = sid
+    n = len(t)
+    if n > 1 and bool(np.any(t[1:] < t[:-1])):
+        raise ValueError("snapshot_ids: the times must be sorted")
+    if n < 2 or bool(np.all(t[1:] - t[:-1] > gap_us)):
+        return np.arange(n, dtype=np.int64)
+    end = np.searchsorted(t, t + gap_us, side="right")  # where a snapshot starting at each time ends
+    ids = np.empty(n, dtype=np.int64)
+    i, sid = 0, 0
+    while i < n:
+        j = int(end[i])
+        ids[i:j] = sid
+        i, sid = j, sid + 1
     return ids
 
 
