@@ -54,13 +54,14 @@ def child(case: str, root: str, out: str, cprofile: str | None) -> None:
     import cProfile
     import resource
 
-    w0, c0 = time.perf_counter(), time.process_time()
+    c0 = time.process_time()
+    import matplotlib.figure  # noqa: F401 - the page's charts: an import, not the work
+
     from smdebug.cli import main as cli_main
     from smdebug.profiler.reading.trial import ProfilerTrial
     from smdebug.rules import invoke_rule
     from smdebug.rules.profiler.report import ProfilerReport
 
-    import matplotlib  # noqa: F401 - an import, not the work
     w1, c1 = time.perf_counter(), time.process_time()
     prof = cProfile.Profile(time.process_time) if cprofile else None
     if prof:
@@ -114,8 +115,6 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)
         return
-    from benchutil import machine
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hours", type=float, default=24)
     ap.add_argument("--steps", type=int, default=100_000)
@@ -130,30 +129,33 @@ def main() -> None:
             ap.error(f"--cases: no case {c!r} (cases: {', '.join(CASES)})")
     if a.cprofile:
         os.makedirs(a.cprofile, exist_ok=True)
-    tmp = a.keep or tempfile.mkdtemp(prefix="bench_profiler_report_")
-    root = os.path.join(tmp, "day")
-    try:
-        make_profile(root, a.hours, a.steps)
-        print(f"machine: {machine()}; Python {sys.version.split()[0]}", flush=True)
-        print(f"profile: {a.hours:g} h, {a.steps:,} steps, at {root}", flush=True)
-        rows = []
-        for case in cases:
-            r = run(case, root, a.repeat, a.cprofile)
-            page = "" if r["page_bytes"] is None else f"  page {r['page_bytes'] / 1e6:.2f} MB"
-            print(f"{case:<7} cpu {r['cpu']:8.2f} s  wall {r['seconds']:8.2f} s  max RSS {r['max_rss_mb']:6.0f} MB"
-                  f"{page}  cpu runs {r['all_cpu']}  wall runs {r['all_seconds']}", flush=True)
-            if r["verdicts"]:
-                print("        " + ", ".join(f"{k}: {v}" for k, v in sorted(r["verdicts"].items())), flush=True)
-            rows.append((case, r))
-        print(f"machine after: {machine()}")
-        print("| case | CPU s | wall s | max RSS | page |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        for case, r in rows:
-            page = "—" if r["page_bytes"] is None else f"{r['page_bytes'] / 1e6:.2f} MB"
-            print(f"| {case} | {r['cpu']:.1f} | {r['seconds']:.1f} | {r['max_rss_mb']:.0f} MB | {page} |")
-    finally:
-        if not a.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+    folder = contextlib.nullcontext(a.keep) if a.keep else tempfile.TemporaryDirectory(prefix="bench_profiler_report_")
+    with folder as tmp:
+        report(os.path.join(tmp, "day"), a, cases)
+
+
+def report(root: str, a, cases: list) -> None:
+    """Each case over the profile at ``root`` (made first when it is not there), and the table."""
+    from benchutil import machine
+
+    make_profile(root, a.hours, a.steps)
+    print(f"machine: {machine()}; Python {sys.version.split()[0]}", flush=True)
+    print(f"profile: {a.hours:g} h, {a.steps:,} steps, at {root}", flush=True)
+    rows = []
+    for case in cases:
+        r = run(case, root, a.repeat, a.cprofile)
+        page = "" if r["page_bytes"] is None else f"  page {r['page_bytes'] / 1e6:.2f} MB"
+        print(f"{case:<7} cpu {r['cpu']:8.2f} s  wall {r['seconds']:8.2f} s  max RSS {r['max_rss_mb']:6.0f} MB"
+              f"{page}  cpu runs {r['all_cpu']}  wall runs {r['all_seconds']}", flush=True)
+        if r["verdicts"]:
+            print("        " + ", ".join(f"{k}: {v}" for k, v in sorted(r["verdicts"].items())), flush=True)
+        rows.append((case, r))
+    print(f"machine after: {machine()}")
+    print("| case | CPU s | wall s | max RSS | page |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for case, r in rows:
+        page = "—" if r["page_bytes"] is None else f"{r['page_bytes'] / 1e6:.2f} MB"
+        print(f"| {case} | {r['cpu']:.1f} | {r['seconds']:.1f} | {r['max_rss_mb']:.0f} MB | {page} |")
 
 
 if __name__ == "__main__":

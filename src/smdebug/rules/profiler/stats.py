@@ -165,11 +165,12 @@ class CountMedian:
         """As ``np.median`` (the mean of the two middle values when their number is even); nan when empty."""
         if not self.n:
             return float("nan")
-        lo, hi, seen, a = (self.n - 1) // 2, self.n // 2, 0, None
+        lo, hi, seen = (self.n - 1) // 2, self.n // 2, 0
+        low = None
         for value in sorted(self.counts):
             seen += self.counts[value]
-            if a is None and seen > lo:
-                a = value
-            if seen > hi:
-                return (float(a) + float(value)) / 2
+            if low is None and seen > lo:
+                low = float(value)
+            if low is not None and seen > hi:
+                return (low + float(value)) / 2
         raise AssertionError("unreachable: counts add up to n")

@@ -57,7 +57,7 @@ class StepOutlier(ProfilerRule):
     def judge(self, data: WindowData) -> bool:
         ev = data.events
         added = ev is not None and len(ev) > 0
-        if added:
+        if ev is not None and added:
             self._add(ev.take(phase_mask(ev.phase, lambda p: _step_phase(str(p), self.mode))))
         summarise = self.caught_up(data)  # the details of everything so far, once per look at the data
         if not added and not summarise:
