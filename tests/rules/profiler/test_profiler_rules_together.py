@@ -156,6 +156,24 @@ def test_profiler_report_and_the_cli_report_what_each_rule_reports_alone(profile
         assert _plain(cli[name]) == alone, name
 
 
+def test_a_rule_that_fires_long_before_the_end_reports_its_details_then(profile):
+    """Summaries of everything so far are brought up to date when the rule fires, not only at the
+    end of the data: an action (StopTraining) or a job's report sees them."""
+    from smdebug.exceptions import RuleEvaluationConditionMet
+
+    classes = profiler_rule_classes()
+    steps = classes["StepOutlier"](ProfilerTrial(profile), n_outliers="0")
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(steps, raise_eval_cond=True)
+    assert steps.windows_judged < MINUTES // 2  # the first stall, far from the end
+    assert steps.report["Details"]["step_details"]["algo-1-1"]["step_numbers"] == [500]
+    loader = classes["Dataloader"](ProfilerTrial(profile))
+    with pytest.raises(RuleEvaluationConditionMet):
+        invoke_rule(loader, raise_eval_cond=True)
+    assert loader.windows_judged < MINUTES // 2 and "too few" in loader.reason
+    assert set(loader.report["Details"]["dataloading_time"]) == {"p25", "p50", "p95"}
+
+
 def test_count_median_is_numpys_median_of_the_values():
     rng = np.random.default_rng(3)
     values: dict = {}

@@ -59,10 +59,10 @@ class StepOutlier(ProfilerRule):
         added = ev is not None and len(ev) > 0
         if ev is not None and added:
             self._add(ev.take(phase_mask(ev.phase, lambda p: _step_phase(str(p), self.mode))))
-        summarise = self.caught_up(data)  # the details of everything so far, once per look at the data
+        summarise = self.caught_up(data)
         if not added and not summarise:
             return False  # nothing new: no new outlier, the same counts
-        met = []
+        met, judged = [], []
         for (node, phase), st in sorted(self.steps.items()):
             if len(st["d"]) <= MIN_STEPS:
                 continue
@@ -70,9 +70,18 @@ class StepOutlier(ProfilerRule):
             if self.min_ratio:
                 out &= st["d"] >= self.min_ratio * np.median(st["d"])
             n_out = int(out.sum())
-            new = self._new_outliers((node, phase), st, out)
-            d = st["d"] / 1e6
-            if summarise:
+            judged.append((node, phase, st, out, n_out))
+            new = self._new_outliers((node, phase), st, out)  # remembered in every window
+            if n_out > self.n_outliers and new:
+                self.report["Violations"] = max(self.report["Violations"], n_out)
+                self.report["RuleTriggered"] += 1
+                d = st["d"] / 1e6
+                worst = int(np.argmax(np.where(out, st["d"], -1)))
+                met.append(f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
+                           f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s")
+        if met or summarise:  # the details of everything so far: when it fires, and once per look at the data
+            for node, phase, st, out, n_out in judged:
+                d = st["d"] / 1e6
                 self.report["Details"].setdefault("step_details", {})[node] = {
                     "step_stats": {"mean": float(d.mean()), "max": float(d.max()), "p99": percentile(d, 99),
                                    "p95": percentile(d, 95), "p50": percentile(d, 50), "min": float(d.min())},
@@ -80,12 +89,6 @@ class StepOutlier(ProfilerRule):
                     "step_numbers": [int(x) for x in st["n"][out]],
                     "step_starts_us": [int(x) for x in st["s"][out]],
                 }
-            if n_out > self.n_outliers and new:
-                self.report["Violations"] = max(self.report["Violations"], n_out)
-                self.report["RuleTriggered"] += 1
-                worst = int(np.argmax(np.where(out, st["d"], -1)))
-                met.append(f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
-                           f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s")
         if met:
             self.reason = "; ".join(met)
         return bool(met)
@@ -196,13 +199,15 @@ class Dataloader(ProfilerRule):
             word = "few" if median < lo else "many"
             self.reason = (f"too {word} data loaders: {median:g} processes loading data per second (median) for "
                            f"{self.cores} cores (wanted {lo:g} to {hi:g})")
+            self._loading_times(data, now=True)
             return True
         return False
 
-    def _loading_times(self, data: WindowData) -> None:
-        """Details.dataloading_time: the percentiles of every loading time so far, once per look at
-        the data (the last window the trial holds now), not after every window of a long profile."""
-        if (self.durations.size or self.new_durations) and self.caught_up(data):
+    def _loading_times(self, data: WindowData, now: bool = False) -> None:
+        """Details.dataloading_time: the percentiles of every loading time so far, ``now`` (the rule
+        fires) and once per look at the data (the last window the trial holds now), not after every
+        window of a long profile."""
+        if (self.durations.size or self.new_durations) and (now or self.caught_up(data)):
             self.durations = np.concatenate([self.durations, *self.new_durations])
             self.new_durations = []
             self.report["Details"]["dataloading_time"] = {
