@@ -228,10 +228,12 @@ class _AsWritten:
 
 def run_profiler_rules(trial, names: list | None = None, param_specs: list | None = None) -> dict:
     """Each profiler rule (all but ProfilerReport by default) over the profile as written now (a
-    running job is not waited for: see :class:`_AsWritten`): ``{name: its report dict}``."""
+    running job is not waited for: see :class:`_AsWritten`): ``{name: its report dict}``. The
+    rules walk the windows together, each window read once for all of them (their reports are
+    those of ``invoke_rule`` on each alone)."""
     from smdebug.exceptions import RuleConfigurationError
-    from smdebug.rules import invoke_rule
     from smdebug.rules.profiler import profiler_rule_classes
+    from smdebug.rules.profiler.base import judge_together
 
     classes = profiler_rule_classes()
     known = [n for n in classes if n != "ProfilerReport"]
@@ -244,15 +246,14 @@ def run_profiler_rules(trial, names: list | None = None, param_specs: list | Non
         say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was "
             "written so far")
         trial = _AsWritten(trial)
-    reports = {}
+    rules = {}
     for name in chosen:
         try:
-            rule = classes[name](trial, **params.get(name, {}))
+            rules[name] = classes[name](trial, **params.get(name, {}))
         except RuleConfigurationError as exc:
             raise CliError(str(exc)) from None
-        invoke_rule(rule, raise_eval_cond=False)
-        reports[name] = rule.report
-    return reports
+    judge_together(list(rules.values()))
+    return {name: rule.report for name, rule in rules.items()}
 
 
 def run_rules(args) -> int:

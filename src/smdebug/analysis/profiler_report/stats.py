@@ -77,8 +77,12 @@ def job_summary(trial, steps: dict) -> JobSummary:
                       {m: len(s) for m, s in steps.items()})
 
 
-def _phase_mask(events, names: tuple) -> np.ndarray:
-    return np.array([str(p) in names for p in events.phase], dtype=bool)
+def _phase_mask(events, names) -> np.ndarray:
+    """Whether each event's phase is one of ``names`` (one vectorised comparison a name)."""
+    mask = np.zeros(len(events), dtype=bool)
+    for name in names:
+        mask |= events.phase == name
+    return mask
 
 
 def phases_per_step(spans, events) -> dict:
@@ -115,7 +119,7 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
     if not len(spans):
         return []
     order = np.argsort(-spans.duration_us, kind="stable")[:n]
-    not_step = np.array([not str(p).startswith("Step:") for p in events.phase], dtype=bool)
+    not_step = ~_phase_mask(events, [p for p in set(events.phase.tolist()) if str(p).startswith("Step:")])
     ev_nodes = np.asarray(events.node_id).astype(str)
     med = float(np.median(spans.duration_us))
     out = []

@@ -24,8 +24,10 @@ GPU rule over a profile without GPU metrics, says so: it is never a silent "no i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import numpy as np
 
 from smdebug.exceptions import NoMoreProfilerData, RuleEvaluationConditionMet
 from smdebug.profiler.reading.frames import FrameworkEvents
@@ -34,9 +36,10 @@ from smdebug.rules.builtin.base import BuiltinRule, Param
 from smdebug.rules.params import as_float, as_int, bounded
 from smdebug.storage import open_store
 
-__all__ = ["ProfilerRule", "WindowData", "fetch_window", "scan_param", "percent_param", "count_param", "STATUSES"]
+__all__ = ["ProfilerRule", "WindowData", "WindowSource", "fetch_window", "judge_together", "scan_param", "percent_param", "count_param", "STATUSES"]
 
 STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no data")
+READ_AHEAD_US = 3_600_000_000  # what a WindowSource reads in one query: an hour of the profile
 
 
 def scan_param() -> Param:
@@ -59,24 +62,78 @@ class WindowData:
     end_us: int  # exclusive
     series: list
     events: FrameworkEvents | None = None
+    _picked: dict = field(default_factory=dict, repr=False, compare=False)  # metric()/by_type(), once each
 
     def metric(self, dimension: str, type: str | None = None) -> list:
         """The non-empty series of one dimension (and type), in (node, name) order."""
-        out = [s for s in self.series if s.dimension == dimension and (type is None or s.type == type) and len(s)]
-        return sorted(out, key=lambda s: (s.node_id, s.name))
+        key = ("metric", dimension, type)
+        if key not in self._picked:
+            out = [s for s in self.series if s.dimension == dimension and (type is None or s.type == type) and len(s)]
+            self._picked[key] = sorted(out, key=lambda s: (s.node_id, s.name))
+        return list(self._picked[key])
 
     def by_type(self, type: str) -> list:
-        return sorted((s for s in self.series if s.type == type and len(s)), key=lambda s: (s.node_id, s.name))
+        key = ("type", type)
+        if key not in self._picked:
+            self._picked[key] = sorted((s for s in self.series if s.type == type and len(s)),
+                                       key=lambda s: (s.node_id, s.name))
+        return list(self._picked[key])
+
+    def part(self, start_us: int, end_us: int) -> WindowData:
+        """The window ``[start_us, end_us)`` inside this one (views of its arrays, no copy)."""
+        series = [p for s in self.series if len(p := s.window(start_us, end_us - 1))]
+        events = None
+        if self.events is not None:
+            lo, hi = np.searchsorted(self.events.start_us, [start_us, end_us], side="left")
+            events = self.events.take(np.arange(lo, hi))
+        return WindowData(start_us, end_us, series, events)
 
 
 def fetch_window(trial, start_us: int, end_us: int, *, framework: bool) -> WindowData:
-    """The window ``[start_us, end_us)`` of the trial, fetched once (ProfilerReport shares it)."""
+    """The window ``[start_us, end_us)`` of the trial: one query of its files."""
     series = [s.window(start_us, end_us - 1) for s in trial.system_series(start_us, end_us - 1)]
     events = None
     if framework:
         ev = trial.framework_events(start_us, end_us - 1)
         events = ev.take((ev.start_us >= start_us) & (ev.start_us < end_us))
     return WindowData(start_us, end_us, series, events)
+
+
+class WindowSource:
+    """Where a rule's windows come from: one per rule, or one shared by rules judged together
+    (ProfilerReport's sub-rules, :func:`judge_together`).
+
+    Between two refreshes of the trial its answers do not change (its file list, and each file
+    once parsed, are fixed until then), so the source reads ``READ_AHEAD_US`` of data in one query
+    and cuts the following windows out of it, and keeps the trial's latest timestamp, until it
+    refreshes the trial (the rule waits for data, or the job ended): a long profile read offline
+    costs one query an hour instead of one a window (each lists the files, concatenates and sorts).
+    """
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._ahead: WindowData | None = None
+        self._latest: tuple | None = None  # (the trial's latest timestamp,) until the next refresh
+
+    def refresh(self) -> None:
+        """Refresh the trial; what was read ahead is dropped."""
+        self.trial.refresh()
+        self._ahead = None
+        self._latest = None
+
+    def latest(self) -> int | None:
+        """The trial's ``get_latest_timestamp()``, asked once between two refreshes."""
+        if self._latest is None:
+            self._latest = (self.trial.get_latest_timestamp(),)
+        return self._latest[0]
+
+    def window(self, start_us: int, end_us: int, *, framework: bool) -> WindowData:
+        """The window ``[start_us, end_us)``, what :func:`fetch_window` gives."""
+        a = self._ahead
+        if a is None or start_us < a.start_us or end_us > a.end_us or (framework and a.events is None):
+            a = self._ahead = fetch_window(self.trial, start_us, max(end_us, start_us + READ_AHEAD_US),
+                                           framework=framework)
+        return a.part(start_us, end_us)
 
 
 class ProfilerRule(BuiltinRule, register=False):
@@ -108,6 +165,7 @@ class ProfilerRule(BuiltinRule, register=False):
         self.stop_out_dir = stop_out_dir
         self.report["RuleParameters"] = "\n".join(f"{p.name}:{getattr(self, p.name)}" for p in self.params)
         self.sleep = sleep or time.sleep
+        self.source = WindowSource(base_trial)  # ProfilerReport and judge_together share theirs
         self.last_timestamp: int | None = None
         self.windows_judged = 0
         self.fired_windows: list = []
@@ -135,7 +193,7 @@ class ProfilerRule(BuiltinRule, register=False):
         """Judge the next window (waiting for it while the job runs); raise
         RuleEvaluationConditionMet(rule, step) when met there, NoMoreProfilerData after the end."""
         start, end = self.next_window()
-        data = fetch_window(self.base_trial, start, end, framework=self.reads_framework)
+        data = self.source.window(start, end, framework=self.reads_framework)
         self.run_window(data)
         if self.report["Verdict"]["fired_windows"] and self.report["Verdict"]["fired_windows"][-1] == [start, end]:
             self.fire(step)
@@ -183,21 +241,21 @@ class ProfilerRule(BuiltinRule, register=False):
             first = trial.first_timestamp
             while first is None:
                 if trial.job_finished():
-                    trial.refresh()
+                    self.source.refresh()
                     if trial.first_timestamp is None:
                         raise NoMoreProfilerData(0)
                 self.sleep(self.poll_s)
-                trial.refresh()
+                self.source.refresh()
                 first = trial.first_timestamp
             self.last_timestamp = int(first)
         start = self.last_timestamp
         end = start + self.scan_interval_us
         while True:
-            latest = trial.get_latest_timestamp()
+            latest = self.source.latest()
             if latest is not None and latest >= end:
                 return self._first_start(start), end
             if trial.job_finished():
-                trial.refresh()  # what was written before the end marker
+                self.source.refresh()  # what was written before the end marker
                 # all of it: the streams end at different times (system samples every interval_ms
                 # may stop before the last framework events), and no stream grows any more
                 end_of = getattr(trial, "get_end_timestamp", trial.get_latest_timestamp)
@@ -206,7 +264,7 @@ class ProfilerRule(BuiltinRule, register=False):
                     raise NoMoreProfilerData(start)
                 return self._first_start(start), min(end, int(latest) + 1)
             self.sleep(self.poll_s)
-            trial.refresh()
+            self.source.refresh()
 
     # -- the verdict -------------------------------------------------------------------------------
     def verdict(self) -> dict:
@@ -227,19 +285,54 @@ class ProfilerRule(BuiltinRule, register=False):
         else:
             status, msg = "no issue", f"no issue in {r['Datapoints']} datapoints"
         return {"status": status, "message": msg, "windows_judged": self.windows_judged,
-                "fired_windows": [list(w) for w in self.fired_windows]}
+                "fired_windows": list(self.fired_windows)}  # [start, end] lists, never changed once added
 
     def caught_up(self, data: WindowData) -> bool:
         """Whether ``data`` is the last window the trial holds now (the next one is not complete):
         rules whose report summarises everything so far refresh it then, not after every window
         of a long profile read offline."""
-        latest = self.base_trial.get_latest_timestamp()
+        latest = self.source.latest()
         return latest is None or latest < data.end_us + (data.end_us - data.start_us)
 
     def count(self, n: int) -> None:
         """Count ``n`` datapoints judged (1.0.34's Datapoints; and "looked at nothing" when 0)."""
         self.report["Datapoints"] += int(n)
         self.evaluated(int(n))
+
+
+def judge_together(rules: list) -> None:
+    """Run profiler rules of one trial over its windows, each window fetched once for all of
+    them (what ProfilerReport does for its sub-rules): each rule's report is the one
+    ``invoke_rule(rule)`` leaves (tested), for one walk over the profile instead of one per rule.
+    Rules with the same ``scan_interval_us`` share a walk. A rule that fires in a window runs its
+    actions there, as under ``invoke_rule``; an error in a rule propagates, as there too."""
+    from smdebug.rules.rule_invoker import nothing_evaluated_message
+
+    groups: dict = {}
+    for rule in rules:
+        groups.setdefault(rule.scan_interval_us, []).append(rule)
+    for group in groups.values():
+        lead = group[0]
+        for rule in group[1:]:
+            rule.source = lead.source
+        framework = any(r.reads_framework for r in group)
+        window = 0
+        while True:
+            try:
+                start, end = lead.next_window()
+            except NoMoreProfilerData:
+                break
+            data = lead.source.window(start, end, framework=framework)
+            for rule in group:
+                if rule.run_window(data):
+                    try:
+                        rule.fire(window)
+                    except RuleEvaluationConditionMet as exc:
+                        rule.logger.info("%s", exc)
+            window += 1
+        for rule in group:
+            if rule.tensors_evaluated == 0:
+                rule.logger.warning("%s", nothing_evaluated_message(rule, rule.windows_judged))
 
 
 @dataclass

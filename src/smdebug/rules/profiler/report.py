@@ -9,7 +9,7 @@ import os
 from smdebug.exceptions import NoMoreProfilerData, RuleConfigurationError
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_str, optional
-from smdebug.rules.profiler.base import ProfilerRule, fetch_window, scan_param
+from smdebug.rules.profiler.base import ProfilerRule, scan_param
 
 __all__ = ["ProfilerReport", "SUB_RULES", "HTML_RENDERER"]
 
@@ -82,6 +82,7 @@ class ProfilerReport(ProfilerRule):
         for name, cls in _sub_rule_classes().items():
             try:
                 self.rules[name] = cls(base_trial, sleep=sleep, **overrides.get(name, {}))
+                self.rules[name].source = self.source  # each window read once for all of them
             except RuleConfigurationError as exc:
                 key = f"{name}_{exc.parameter}" if exc.parameter else name
                 raise RuleConfigurationError("ProfilerReport", key, exc.message) from None
@@ -116,7 +117,7 @@ class ProfilerReport(ProfilerRule):
                 self.reason = f"rules that fired: {', '.join(fired)}"
                 self.fire(step, end_of_rule=True)
             raise
-        data = fetch_window(self.base_trial, start, end, framework=True)
+        data = self.source.window(start, end, framework=True)
         self.run_window(data)
         if self.caught_up(data):  # live: after every window; a long profile read offline: at the end
             self.write_reports()
@@ -152,8 +153,9 @@ class ProfilerReport(ProfilerRule):
         for name, rep in self.sub_reports().items():
             path = os.path.join(self.reports_dir, f"{name}.json")
             tmp = path + ".tmp"
+            text = json.dumps(rep, default=_plain)  # in one go: json.dump encodes in Python, piece by piece
             with open(tmp, "w") as f:
-                json.dump(rep, f, default=_plain)
+                f.write(text)
             os.replace(tmp, path)
 
     def finish(self) -> None:

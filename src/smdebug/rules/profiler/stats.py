@@ -18,6 +18,8 @@ __all__ = [
     "outlier_mask",
     "loaders_per_second",
     "summary_stats",
+    "phase_mask",
+    "CountMedian",
 ]
 
 
@@ -52,14 +54,22 @@ def snapshot_ids(timestamps_us: np.ndarray, gap_us: int = 20_000) -> np.ndarray:
     """Group sorted sample times into snapshots: a new snapshot starts at a time more than
     ``gap_us`` after the first time of the current one (1.0.34's 20 ms ``snapshot_window``: one
     sample of the system agent writes every row at nearly one time). Returns one snapshot id per
-    time (0, 1, ...). Sequential by nature; one pass in Python over the distinct times."""
+    time (0, 1, ...). A snapshot starting at time ``i`` ends before the first time past
+    ``t[i] + gap_us`` (a binary search): one step per snapshot, none when every time is more than
+    ``gap_us`` after the one before (each its own snapshot, the usual case of distinct sample times)."""
     t = np.asarray(timestamps_us, dtype=np.int64)
-    ids = np.empty(len(t), dtype=np.int64)
-    current, sid = None, -1
-    for i, x in enumerate(t):
-        if current is None or x - current > gap_us:
-            current, sid = x, sid + 1
-        ids[i] = sid
+    n = len(t)
+    if n > 1 and bool(np.any(t[1:] < t[:-1])):
+        raise ValueError("snapshot_ids: the times must be sorted")
+    if n < 2 or bool(np.all(t[1:] - t[:-1] > gap_us)):
+        return np.arange(n, dtype=np.int64)
+    end = np.searchsorted(t, t + gap_us, side="right")  # where a snapshot starting at each time ends
+    ids = np.empty(n, dtype=np.int64)
+    i, sid = 0, 0
+    while i < n:
+        j = int(end[i])
+        ids[i:j] = sid
+        i, sid = j, sid + 1
     return ids
 
 
@@ -114,7 +124,53 @@ def loaders_per_second(start_us, pid) -> dict:
     start = np.asarray(start_us, dtype=np.int64)
     if len(start) == 0:
         return {}
-    sec = start // 1_000_000
-    pairs = np.unique(np.stack([sec, np.asarray(pid, dtype=np.int64)]), axis=1)
-    secs, counts = np.unique(pairs[0], return_counts=True)
-    return {int(s): int(c) for s, c in zip(secs, counts)}
+    sec, pid = start // 1_000_000, np.asarray(pid, dtype=np.int64)
+    order = np.lexsort((pid, sec))
+    sec, pid = sec[order], pid[order]
+    first = np.ones(len(sec), dtype=bool)  # the first row of each distinct (second, pid)
+    first[1:] = (sec[1:] != sec[:-1]) | (pid[1:] != pid[:-1])
+    secs, counts = np.unique(sec[first], return_counts=True)
+    return dict(zip(secs.tolist(), counts.tolist()))
+
+
+def phase_mask(phases: np.ndarray, keep) -> np.ndarray:
+    """``keep(phase)`` of each row of ``phases`` (framework events' phase column), asked once per
+    distinct phase (a few) rather than once per event."""
+    mask = np.zeros(len(phases), dtype=bool)
+    for p in set(phases.tolist()):
+        if keep(p):
+            mask |= phases == p
+    return mask
+
+
+class CountMedian:
+    """The median of a multiset of small integers kept as ``{value: count}``, updated in place:
+    ``np.median`` of the values without sorting them all again after each change."""
+
+    def __init__(self) -> None:
+        self.counts: dict = {}
+        self.n = 0
+
+    def replace(self, old: int | None, new: int) -> None:
+        """``old`` (None: nothing) leaves the multiset, ``new`` joins it."""
+        if old is not None:
+            self.counts[old] -= 1
+            if not self.counts[old]:
+                del self.counts[old]
+            self.n -= 1
+        self.counts[new] = self.counts.get(new, 0) + 1
+        self.n += 1
+
+    def median(self) -> float:
+        """As ``np.median`` (the mean of the two middle values when their number is even); nan when empty."""
+        if not self.n:
+            return float("nan")
+        lo, hi, seen = (self.n - 1) // 2, self.n // 2, 0
+        low = None
+        for value in sorted(self.counts):
+            seen += self.counts[value]
+            if low is None and seen > lo:
+                low = float(value)
+            if low is not None and seen > hi:
+                return (low + float(value)) / 2
+        raise AssertionError("unreachable: counts add up to n")

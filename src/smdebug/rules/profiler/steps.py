@@ -7,7 +7,7 @@ import numpy as np
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_float, as_str, bounded, optional
 from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
-from smdebug.rules.profiler.stats import loaders_per_second, outlier_mask, percentile
+from smdebug.rules.profiler.stats import CountMedian, loaders_per_second, outlier_mask, percentile, phase_mask
 
 __all__ = ["StepOutlier", "Dataloader", "MIN_STEPS"]
 
@@ -49,24 +49,20 @@ class StepOutlier(ProfilerRule):
         super().__init__(*args, **kwargs)
         self.steps: dict = {}  # (node, phase) -> {"d": durations us, "n": step numbers, "s": starts}
         self.known_outliers: set = set()
+        self.known: dict = {}  # (node, phase) -> bool per step: an outlier in some window so far
 
     def enough_data(self) -> bool:
         return any(len(v["d"]) > MIN_STEPS for v in self.steps.values())
 
     def judge(self, data: WindowData) -> bool:
         ev = data.events
-        if ev is None or not len(ev):
-            return False
-        sel = np.array([_step_phase(str(p), self.mode) for p in ev.phase], dtype=bool)
-        ev = ev.take(sel)
-        self.count(len(ev))
-        for key in sorted({(str(n), str(p)) for n, p in zip(ev.node_id, ev.phase)}):
-            m = (ev.node_id == key[0]) & (ev.phase == key[1])
-            st = self.steps.setdefault(key, {"d": np.zeros(0), "n": np.zeros(0, np.int64), "s": np.zeros(0, np.int64)})
-            st["d"] = np.concatenate([st["d"], ev.duration_us[m].astype(float)])
-            st["n"] = np.concatenate([st["n"], ev.step[m]])
-            st["s"] = np.concatenate([st["s"], ev.start_us[m]])
-        met = []
+        added = ev is not None and len(ev) > 0
+        if ev is not None and added:
+            self._add(ev.take(phase_mask(ev.phase, lambda p: _step_phase(str(p), self.mode))))
+        summarise = self.caught_up(data)
+        if not added and not summarise:
+            return False  # nothing new: no new outlier, the same counts
+        met, judged = [], []
         for (node, phase), st in sorted(self.steps.items()):
             if len(st["d"]) <= MIN_STEPS:
                 continue
@@ -74,25 +70,49 @@ class StepOutlier(ProfilerRule):
             if self.min_ratio:
                 out &= st["d"] >= self.min_ratio * np.median(st["d"])
             n_out = int(out.sum())
-            new = {(node, phase, int(s)) for s in st["s"][out]} - self.known_outliers
-            self.known_outliers |= new
-            d = st["d"] / 1e6
-            self.report["Details"].setdefault("step_details", {})[node] = {
-                "step_stats": {"mean": float(d.mean()), "max": float(d.max()), "p99": percentile(d, 99),
-                               "p95": percentile(d, 95), "p50": percentile(d, 50), "min": float(d.min())},
-                "number_of_outliers": n_out, "phase": phase, "stddev": float(d.std()),
-                "step_numbers": [int(x) for x in st["n"][out]],
-                "step_starts_us": [int(x) for x in st["s"][out]],
-            }
+            judged.append((node, phase, st, out, n_out))
+            new = self._new_outliers((node, phase), st, out)  # remembered in every window
             if n_out > self.n_outliers and new:
                 self.report["Violations"] = max(self.report["Violations"], n_out)
                 self.report["RuleTriggered"] += 1
+                d = st["d"] / 1e6
                 worst = int(np.argmax(np.where(out, st["d"], -1)))
                 met.append(f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
                            f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s")
+        if met or summarise:  # the details of everything so far: when it fires, and once per look at the data
+            for node, phase, st, out, n_out in judged:
+                d = st["d"] / 1e6
+                self.report["Details"].setdefault("step_details", {})[node] = {
+                    "step_stats": {"mean": float(d.mean()), "max": float(d.max()), "p99": percentile(d, 99),
+                                   "p95": percentile(d, 95), "p50": percentile(d, 50), "min": float(d.min())},
+                    "number_of_outliers": n_out, "phase": phase, "stddev": float(d.std()),
+                    "step_numbers": [int(x) for x in st["n"][out]],
+                    "step_starts_us": [int(x) for x in st["s"][out]],
+                }
         if met:
             self.reason = "; ".join(met)
         return bool(met)
+
+    def _add(self, ev) -> None:
+        self.count(len(ev))
+        for key in sorted({(str(n), str(p)) for n, p in zip(ev.node_id, ev.phase)}):
+            m = (ev.node_id == key[0]) & (ev.phase == key[1])
+            st = self.steps.setdefault(key, {"d": np.zeros(0), "n": np.zeros(0, np.int64), "s": np.zeros(0, np.int64)})
+            st["d"] = np.concatenate([st["d"], ev.duration_us[m].astype(float)])
+            st["n"] = np.concatenate([st["n"], ev.step[m]])
+            st["s"] = np.concatenate([st["s"], ev.start_us[m]])
+
+    def _new_outliers(self, key: tuple, st: dict, out: np.ndarray) -> set:
+        """The outliers ``(node, phase, start_us)`` never seen as outliers in an earlier window;
+        remembered from now on. Only steps not yet flagged are looked up (by start, as before)."""
+        flagged = self.known.get(key, np.zeros(0, dtype=bool))
+        flagged = np.concatenate([flagged, np.zeros(len(out) - len(flagged), dtype=bool)])
+        fresh = out & ~flagged
+        flagged |= out
+        self.known[key] = flagged
+        new = {(key[0], key[1], int(s)) for s in st["s"][fresh]} - self.known_outliers
+        self.known_outliers |= new
+        return new
 
 
 class Dataloader(ProfilerRule):
@@ -120,7 +140,9 @@ class Dataloader(ProfilerRule):
         super().__init__(*args, **kwargs)
         self.cores: int | None = None
         self.per_second: dict = {}
+        self.loaders = CountMedian()  # of per_second's values
         self.durations = np.zeros(0)
+        self.new_durations: list = []  # arrays of the windows since durations was last brought up to date
         self.fired = False
 
     def enough_data(self) -> bool:
@@ -143,25 +165,29 @@ class Dataloader(ProfilerRule):
                 d["cores"] = self.cores
         ev = data.events
         if ev is None or not len(ev):
+            self._loading_times(data)
             return False
         for i in np.flatnonzero(ev.phase == "DataLoaderIterInitialize"):
             args = ev.args[i] if ev.args else None
             if isinstance(args, dict):
                 d["pin_memory"] = args.get("pin_memory", d.get("pin_memory"))
                 d["num_workers"] = args.get("num_workers", d.get("num_workers"))
-        if np.any(np.array(["Prefetch" in str(n) for n in ev.name], dtype=bool)):
+        if any("Prefetch" in str(n) for n in set(ev.name.tolist())):
             d["prefetch"] = True
         m = (ev.phase == "DataLoaderWorker") | (ev.phase == "DataLoaderIter")
         loading = ev.take(m)
         self.count(len(loading))
         for sec, n in loaders_per_second(loading.start_us, loading.pid).items():
-            self.per_second[sec] = max(self.per_second.get(sec, 0), n)
-        self.durations = np.concatenate([self.durations, loading.duration_us / 1e6])
-        if len(self.durations):
-            d["dataloading_time"] = {f"p{q}": percentile(self.durations, q) for q in (25, 50, 95)}
+            old = self.per_second.get(sec)
+            if old is None or n > old:
+                self.per_second[sec] = n
+                self.loaders.replace(old, n)
+        if len(loading):
+            self.new_durations.append(loading.duration_us / 1e6)
+        self._loading_times(data)
         if not self.per_second:
             return False
-        median = float(np.median(list(self.per_second.values())))
+        median = self.loaders.median()
         d["dataloaders"] = median
         if self.fired or self.cores is None or len(self.per_second) <= self.patience:
             return False
@@ -173,5 +199,16 @@ class Dataloader(ProfilerRule):
             word = "few" if median < lo else "many"
             self.reason = (f"too {word} data loaders: {median:g} processes loading data per second (median) for "
                            f"{self.cores} cores (wanted {lo:g} to {hi:g})")
+            self._loading_times(data, now=True)
             return True
         return False
+
+    def _loading_times(self, data: WindowData, now: bool = False) -> None:
+        """Details.dataloading_time: the percentiles of every loading time so far, ``now`` (the rule
+        fires) and once per look at the data (the last window the trial holds now), not after every
+        window of a long profile."""
+        if (self.durations.size or self.new_durations) and (now or self.caught_up(data)):
+            self.durations = np.concatenate([self.durations, *self.new_durations])
+            self.new_durations = []
+            self.report["Details"]["dataloading_time"] = {
+                f"p{q}": percentile(self.durations, q) for q in (25, 50, 95)}

@@ -7,7 +7,7 @@ import numpy as np
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_float, bounded
 from smdebug.rules.profiler.base import ProfilerRule, WindowData, scan_param
-from smdebug.rules.profiler.stats import summary_stats
+from smdebug.rules.profiler.stats import phase_mask, summary_stats
 
 __all__ = ["OverallSystemUsage", "MaxInitializationTime", "usage_category"]
 
@@ -60,10 +60,7 @@ class OverallSystemUsage(ProfilerRule):
             if cat is not None and len(s):
                 groups.setdefault((cat, s.node_id), []).append(s)
         for (cat, node), ss in groups.items():
-            times = np.unique(np.concatenate([s.timestamp_us for s in ss]))
-            total = np.zeros(len(times))
-            for s in ss:
-                np.add.at(total, np.searchsorted(times, s.timestamp_us), s.value)
+            total = _sum_per_time(ss)
             per = total if cat == "Network" else total / len(ss)
             self.values.setdefault((cat, node), []).append(per)
             self.count(sum(len(s) for s in ss))
@@ -78,6 +75,23 @@ class OverallSystemUsage(ProfilerRule):
             self.values[(cat, node)] = [v]
             details.setdefault(cat, {})[node] = summary_stats(v)
         self.report["Details"] = details
+
+
+def _sum_per_time(series: list) -> np.ndarray:
+    """The sum of the series' values at each of their distinct sample times (in time order), the
+    series added one after the other. Devices sampled together (the usual case: every core at
+    each sample time) are added as whole arrays, without matching their times."""
+    t = series[0].timestamp_us
+    if all(np.array_equal(s.timestamp_us, t) for s in series[1:]) and bool(np.all(t[1:] > t[:-1])):
+        total = np.zeros(len(t))
+        for s in series:
+            total += s.value
+        return total
+    times = np.unique(np.concatenate([s.timestamp_us for s in series]))
+    total = np.zeros(len(times))
+    for s in series:
+        np.add.at(total, np.searchsorted(times, s.timestamp_us), s.value)
+    return total
 
 
 class MaxInitializationTime(ProfilerRule):
@@ -121,7 +135,7 @@ class MaxInitializationTime(ProfilerRule):
             d["job_end"] = max(d.get("job_end", hi), hi)
         steps = 0
         if ev is not None and len(ev):
-            is_step = np.array([str(p).startswith("Step:ModeKeys") for p in ev.phase], dtype=bool)
+            is_step = phase_mask(ev.phase, lambda p: str(p).startswith("Step:ModeKeys"))
             steps = int(is_step.sum())
             if steps:
                 starts = ev.start_us[is_step]
