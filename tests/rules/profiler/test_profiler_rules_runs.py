@@ -77,11 +77,12 @@ def test_dataloader_fires_without_workers_and_not_with_them(runs):
     params = {"min_threshold": str(150 / cores), "max_threshold": str(1000 / cores), "patience": "1",
               "scan_interval_us": ONE_S}
     r = _rule(runs["slow"], "Dataloader", **params)
-    assert invoke_rule(r).fired and "too few" in r.reason
-    assert r.report["Details"]["dataloaders"] == 1 and r.report["Details"]["num_workers"] == 0
+    assert invoke_rule(r).fired and "too few" in r.reason, r.report
+    assert r.report["Details"]["dataloaders"] == 1 and r.report["Details"]["num_workers"] == 0, r.report
     ok = _rule(runs["workers"], "Dataloader", **params)
-    assert invoke_rule(ok).fired == [] and ok.report["Details"]["dataloaders"] >= 2
-    assert ok.report["Details"]["num_workers"] == 2 and ok.report["Verdict"]["status"] == "no issue"
+    # (the report in the messages: this failed once under -n 2 on a loaded machine, not reproduced since)
+    assert invoke_rule(ok).fired == [] and ok.report["Details"]["dataloaders"] >= 2, ok.report
+    assert ok.report["Details"]["num_workers"] == 2 and ok.report["Verdict"]["status"] == "no issue", ok.report
 
 
 @pytest.mark.parametrize("name", ["LowGPUUtilization", "BatchSize", "LoadBalancing"])
