@@ -20,7 +20,8 @@ One step, as :class:`~smdebug.core.engine.hook.BaseHook` drives it:
    step, at the end of backward, when the next step starts, at close. After ``sync`` returns
    every deferred copy is complete.
 3. W: ``materialize(objs, held)`` once per saved step, with every object ``snapshot`` and
-   ``reductions`` returned for that step, in order; it returns one numpy array per object
+   ``reductions`` returned for that step, in order (the items of a list ``reductions``
+   returned, each on its own); it returns one numpy array per object
    (device-to-host copies can be batched here). Buffers the adapter may reuse go into
    ``held``; once the step is written, W calls ``release(held)``.
 4. T: ``shutdown()`` at close, after ``sync()``: stop any thread the adapter started.
@@ -66,9 +67,12 @@ class TensorAdapter(Protocol):
         """T: whether ``reductions`` are computed later from a snapshot (the hook then takes one
         even when the raw value is not saved) rather than right away."""
 
-    def reductions(self, value: Any, snap: Any, ops: Sequence[tuple[str, bool]]) -> list:
-        """T: one object per ``(op, abs)`` of ``ops`` ('mean', 'l2', ...; see core.tensors.reductions),
-        computed now or scheduled; ``snap`` is the value's snapshot or None."""
+    def reductions(self, value: Any, snap: Any, ops: Sequence[tuple[str, bool]]) -> Any:
+        """T: the reductions ``ops`` (``(op, abs)`` pairs: 'mean', 'l2', ...; see
+        core.tensors.reductions) of ``value``, computed now or scheduled; ``snap`` is the value's
+        snapshot or None. Either a list of one object per pair, or one object (not a list) that
+        ``materialize`` turns into a 1-d array of all of them, in the order of ``ops`` (a row: one
+        object to hand over per tensor rather than one per reduction)."""
 
     def begin_deferred(self) -> None:
         """T: snapshots from now on may be copied later, on a background thread."""
