@@ -72,7 +72,9 @@ class StepBuffer:
         self._counts.clear()
 
     def take(self, step: int, mode: ModeKeys, mode_step: int) -> StepRecords:
-        """Everything held (tensors, then scalars), as the records of one step; the buffer is empty after."""
+        """Everything held (tensors, then scalars), as the records of one step; the buffer is empty
+        after. The adapter's deferred work is started (complete) first: the writer waits for it."""
+        self.adapter.sync()
         records, self.records = self.records, []
         scalars, self.scalars = self.scalars, []
         return StepRecords(step, mode, mode_step, records=records + scalars)

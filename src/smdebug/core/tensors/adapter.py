@@ -15,7 +15,8 @@ One step, as :class:`~smdebug.core.engine.hook.BaseHook` drives it:
    TensorBoard scalar is saved, or when ``reductions_need_snapshot``; ``reductions``.
    Between ``begin_deferred()`` and ``end_deferred()`` (the hook's ``_save_deferred``)
    snapshots may be taken later, on a background thread, while the framework runs forward and
-   backward (parameters at the start of a step). ``end_deferred`` starts that copy.
+   backward (parameters at the start of a step). ``end_deferred`` starts that copy (or keeps a
+   small batch for the next ``end_deferred`` or ``sync``).
 2. T: ``sync()`` whenever a value whose copy was deferred may change: before an optimizer
    step, at the end of backward, when the next step starts, at close. After ``sync`` returns
    every deferred copy is complete.
@@ -78,7 +79,8 @@ class TensorAdapter(Protocol):
         """T: snapshots from now on may be copied later, on a background thread."""
 
     def end_deferred(self) -> None:
-        """T: no more deferred snapshots; start copying those taken since ``begin_deferred``."""
+        """T: no more deferred snapshots; start copying those taken since ``begin_deferred`` (an
+        adapter may wait for more: ``sync`` starts and completes everything deferred)."""
 
     def sync(self) -> None:
         """T: return once every deferred copy is complete (values may change after this)."""
