@@ -25,7 +25,7 @@ from smdebug.core.engine import active_hook
 from smdebug.core.engine.arguments import check_mode, check_save_tensor, scalar_value
 from smdebug.core.engine.end_of_job import close_hook, end_training_run, write_held
 from smdebug.core.engine.guard import guarded, propagate_default
-from smdebug.core.engine.module_tensors import ModuleTensors, flatten
+from smdebug.core.engine.module_tensors import ModuleTensors, tensors_in
 from smdebug.core.engine.resume import resume_numbering
 from smdebug.core.engine.save_plan import Planner, included_collections
 from smdebug.core.engine.step_buffer import StepBuffer
@@ -317,7 +317,7 @@ class BaseHook:
 
     def _write_indexed(self, module_name: str, value: Any, suffix: str) -> None:
         """Save module inputs/outputs as <module><suffix><i>, numbering every tensor of the step."""
-        values = [value] if self._is_tensor(value) else list(flatten(value, self._is_tensor))
+        values = tensors_in(value, self._is_tensor)
         if values:
             base = module_name + suffix
             self.module_tensors.save(base, values, self.buffer.number(base, len(values)), self.planner.epoch,

@@ -14,7 +14,7 @@ from typing import Any
 
 from smdebug.exceptions import SMDebugTypeError
 
-__all__ = ["ModuleTensors", "flatten"]
+__all__ = ["ModuleTensors", "tensors_in"]
 
 
 class ModuleTensors:
@@ -52,10 +52,19 @@ class ModuleTensors:
             silent[base] = first + len(values)
 
 
-def flatten(value: Any, is_tensor: Callable[[Any], bool]) -> Any:
-    """The tensors in a (nested) tuple / list of a module's inputs or outputs, as ``is_tensor`` tells them."""
+def tensors_in(value: Any, is_tensor: Callable[[Any], bool]) -> list:
+    """The tensors in a module's inputs or outputs: a tensor, or a (nested) tuple / list of them
+    and other values, as ``is_tensor`` tells them."""
+    if is_tensor(value):
+        return [value]
+    if type(value) is tuple and len(value) == 1 and is_tensor(value[0]):  # a layer's inputs, mostly
+        return [value[0]]
+    return list(_flatten(value, is_tensor))
+
+
+def _flatten(value: Any, is_tensor: Callable[[Any], bool]) -> Any:
     if isinstance(value, (tuple, list)):
         for v in value:
-            yield from flatten(v, is_tensor)
+            yield from _flatten(v, is_tensor)
     elif is_tensor(value):
         yield value
