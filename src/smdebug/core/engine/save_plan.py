@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from smdebug.core.config.collection import (
     NON_HISTOGRAM_COLLECTIONS,
@@ -165,7 +166,7 @@ class Planner:
     # ---------------------------------------------------------------- plans
     UNKNOWN = _NO_PLAN  # what known_plan returns for a plan not worked out yet
 
-    def known_plan(self, name: str) -> SavePlan | None | object:
+    def known_plan(self, name: str) -> Any:  # SavePlan | None | UNKNOWN
         """The plan of a tensor at this step if it was worked out already, else UNKNOWN (then
         ``plan_at_step`` works it out): the hook's hot path, a dict lookup."""
         return self._step_plans.get(name, _NO_PLAN) if self.due_now is not None else _NO_PLAN

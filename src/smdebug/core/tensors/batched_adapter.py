@@ -155,10 +155,10 @@ class BatchedAdapter(NumpyAdapter):
                     pool.give_back(abs_x)
             vals, unknown = reduce_moments(stats, [fw.numel(x) for x in gx], ops)
             if unknown is not None:
-                for r in np.flatnonzero(unknown.any(axis=1)):
-                    cache = ReductionCache(gx[r], fw, pool)
-                    for j in np.flatnonzero(unknown[r]):
-                        vals[r, j] = fw.to_numpy(cache.get(*ops[j]))
+                for row in np.flatnonzero(unknown.any(axis=1)):
+                    cache = ReductionCache(gx[row], fw, pool)
+                    for col in np.flatnonzero(unknown[row]):
+                        vals[row, col] = fw.to_numpy(cache.get(*ops[col]))
                     if cache.abs_values is not None:
                         pool.give_back([cache.abs_values.t])
             for r, i in enumerate(idx):

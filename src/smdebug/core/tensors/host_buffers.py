@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from smdebug.core.tensors.tensor_ops import TensorOps
 
@@ -192,7 +193,7 @@ class DeferredCopier:
         self._copy_all = copy_all
         self._batch: list = []
         self._future = None
-        self._pool = None  # the copy thread (a _CopyThread), started with the first batch
+        self._pool: Any = None  # the copy thread (a _CopyThread), started with the first batch
 
     def defer(self, live, fn: Callable | None = None) -> Deferred:
         """A copy of ``live`` (or ``fn``'s result for it) to take on the copy thread with the next batch."""
