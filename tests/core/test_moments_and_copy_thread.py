@@ -105,8 +105,10 @@ def test_copy_thread_runs_batches_in_order_and_joins_what_waits():
     assert [d.result() for d in (first, *later)] == [2, 4, 6] and plain.result() == 104
     # the batches handed over while the thread was busy ran as one call
     assert runs[0] == [1] and runs[1:] == [[2, 3]]
+    thread = copier._pool._thread
+    assert thread.name == DeferredCopier.THREAD_NAME and thread.daemon
     copier.shutdown()
-    assert not any(t.name == DeferredCopier.THREAD_NAME for t in threading.enumerate())
+    assert not thread.is_alive()
 
 
 def test_a_failed_batch_is_raised_where_its_values_are_needed():

@@ -75,7 +75,8 @@ def reduce_moments(stats: np.ndarray, n, ops) -> tuple[np.ndarray, np.ndarray | 
                 if bad is None:
                     bad = np.zeros(out.shape, dtype=bool)
                 bad[:, j] = unknown
-    return out.astype(stats.dtype, copy=False), bad
+        vals = out.astype(stats.dtype, copy=False)  # (what is not told may not fit: no warning)
+    return vals, bad
 
 
 def reductions_from_moments(stats: np.ndarray, n: int, ops) -> list:
