@@ -82,6 +82,7 @@ class _Ordered:
 def _lazy_hook(path, model, loss_fn, **kwargs):
     hook = make_hook(path, model, loss_fn, save_config=EVERY, **kwargs)
     hook.adapter.copier._pool = LazyPool()
+    hook.adapter.START_AT = 0  # every deferred batch goes to the pool (these models are small)
     return hook
 
 
