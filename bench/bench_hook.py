@@ -11,7 +11,13 @@ which hold on a machine loaded by other work where wall-clock ratios do not, and
 (lscpu model, cores, load average). Prints a table and writes bench/out/hook.json.
 
 usage: python bench/bench_hook.py [--steps 300] [--repeat 5] [--warmup-rounds 1]
-environment: SMDEBUG_PEER_PYTHON = python of the 1.0.34 virtualenv with torch (make bench sets it up)
+environment: SMDEBUG_PEER_PYTHON = python of the 1.0.34 virtualenv with torch (default
+.venv-peer/bin/python; ``make .venv-peer/.torch`` installs torch there). Without a download, a
+wrapper gives 1.0.34's virtualenv this repository's torch: a folder of symlinks to the main
+virtualenv's torch, torchgen and torch's pure-Python dependencies (typing_extensions, sympy,
+networkx, jinja2, fsspec, filelock, mpmath, markupsafe; not numpy: 1.0.34 keeps its own), put
+first on PYTHONPATH by a script, e.g. ``PYTHONPATH=/tmp/peer-torch exec .venv-peer/bin/python "$@"``,
+and SMDEBUG_PEER_PYTHON set to that script. The benchmark checks first that it imports torch.
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ def main() -> None:
                          "memory the host has not backed yet: a first raw run measured 2x a later one)")
     args = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
+    check = subprocess.run([peer, "-c", "import torch, smdebug.pytorch"], capture_output=True, text=True, check=False)
+    if check.returncode != 0:
+        raise SystemExit(f"SMDEBUG_PEER_PYTHON={peer} cannot import torch and smdebug 1.0.34's smdebug.pytorch "
+                         f"(see this script's docstring for a wrapper):\n{check.stderr[-1500:]}")
     base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))
     impls = {"ours": sys.executable, "1.0.34": peer}
     res: dict = {}

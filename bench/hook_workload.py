@@ -20,8 +20,9 @@ from torch import nn  # noqa: E402
 WARMUP = 20
 
 
-def main():
-    config, out_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def build(config, out_dir):
+    """The model, its loss and optimizer, and the hook of CONFIG: ``(step, hook)``, ``step()`` one
+    training step, ``hook`` None for "none" (bench/hook_ab.py and hook_callgrind.py use this too)."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
@@ -44,12 +45,22 @@ def main():
                         include_collections=["weights", "biases", "gradients", "losses"])
         hook.register_module(model)
         hook.register_loss(loss_fn)
-    for i in range(WARMUP + steps):
-        if i == WARMUP:
-            t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+
+    def step():
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
+
+    return step, hook
+
+
+def main():
+    config, out_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    step, hook = build(config, out_dir)
+    for i in range(WARMUP + steps):
+        if i == WARMUP:
+            t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+        step()
     loop, train_cpu = time.perf_counter() - t0, time.thread_time() - c0
     t1 = time.perf_counter()
     if hook is not None:

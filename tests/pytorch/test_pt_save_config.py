@@ -255,6 +255,27 @@ def test_module_called_twice_gives_indexed_outputs_and_accumulated_gradient(tmp_
     assert trial.tensor("gradient/Twice_fc.weight").steps() == [0, 1]
 
 
+def test_a_module_whose_first_call_saves_nothing_still_saves_its_second(tmp_path):
+    """A layer's tensors that no collection saves are remembered as such (module_tensors), by
+    number: the second call of a module, whose output a regex does save, is saved at every step,
+    also after a step whose schedule saves nothing (the plans change, and back)."""
+    torch.manual_seed(3)
+    model, loss_fn = Twice(), nn.CrossEntropyLoss()
+    hook = make_hook(tmp_path / "t", model, loss_fn, save_config=smd.SaveConfig(save_steps=[0, 1, 3, 4]),
+                     include_regex=[r"^fc_output_1$"])
+    outs = []
+    model.fc.register_forward_hook(lambda m, i, o: outs.append(snap(o)))
+    x = torch.randn(4, 8)
+    for _ in range(5):
+        model(x)
+    hook.close()
+    trial = create_trial(str(tmp_path / "t"))
+    assert trial.tensor_names(regex="^fc_") == ["fc_output_1"]
+    assert trial.tensor("fc_output_1").steps() == [0, 1, 3, 4]
+    for s in (0, 1, 3, 4):
+        np.testing.assert_array_equal(trial.tensor("fc_output_1").value(s), outs[2 * s + 1])
+
+
 def test_modes_missing_from_the_hooks_save_config_use_the_default_schedule(tmp_path):
     """SaveConfig(mode_save_configs=...) leaves other modes unset: they get SaveConfigMode()'s
     defaults (save_interval 500), as for a collection's save_config, instead of failing."""

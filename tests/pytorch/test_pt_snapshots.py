@@ -82,6 +82,7 @@ class _Ordered:
 def _lazy_hook(path, model, loss_fn, **kwargs):
     hook = make_hook(path, model, loss_fn, save_config=EVERY, **kwargs)
     hook.adapter.copier._pool = LazyPool()
+    hook.adapter.START_AT = 0  # every deferred batch goes to the pool (these models are small)
     return hook
 
 
@@ -166,3 +167,27 @@ def test_weights_are_saved_before_the_optimizer_step(tmp_path):
     for s in range(2):
         np.testing.assert_array_equal(w.value(s), expected[s])
     assert not np.array_equal(expected[0], expected[1])
+
+
+def test_a_step_handed_over_without_a_sync_has_its_deferred_copies_taken_first(tmp_path):
+    """Small deferred batches wait for the next hand-over to the copy thread (BatchedAdapter.START_AT);
+    a step that ends by set_mode, with no optimizer step or backward in between, still hands the
+    writer complete copies: taken before set_mode returns, so a change right after it is not saved."""
+    model, loss_fn = mlp(), nn.CrossEntropyLoss()
+    rc = smd.ReductionConfig(reductions=["max"], save_raw_tensor=True)
+    hook = _lazy_hook(tmp_path / "t", model, loss_fn, include_collections=["weights"], reduction_config=rc)
+    x, _ = data()
+    expected = []
+    for _ in range(2):
+        expected.append(snap(model[0].weight))
+        with torch.no_grad():
+            model(x)
+        hook.set_mode(smd.modes.EVAL if hook.mode != smd.modes.EVAL else smd.modes.TRAIN)
+        with torch.no_grad():
+            model[0].weight.add_(1.0)
+    hook.close()
+    w = create_trial(str(tmp_path / "t")).tensor("Sequential_0.weight")
+    assert w.steps() == [0, 1]
+    for s in range(2):
+        np.testing.assert_array_equal(w.value(s), expected[s])
+        assert float(w.reduction_value(s, "max")) == float(expected[s].max())

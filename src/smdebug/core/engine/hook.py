@@ -23,8 +23,9 @@ from smdebug.core.config.reduction_config import ReductionConfig
 from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.engine import active_hook
 from smdebug.core.engine.arguments import check_mode, check_save_tensor, scalar_value
-from smdebug.core.engine.end_of_job import mark_end_of_training
+from smdebug.core.engine.end_of_job import close_hook, end_training_run, write_held
 from smdebug.core.engine.guard import guarded, propagate_default
+from smdebug.core.engine.module_tensors import ModuleTensors, tensors_in
 from smdebug.core.engine.resume import resume_numbering
 from smdebug.core.engine.save_plan import Planner, included_collections
 from smdebug.core.engine.step_buffer import StepBuffer
@@ -109,7 +110,8 @@ class BaseHook:
         self._handed_step: int | None = None  # the last global step handed to the writer
         self._step_saves = False
         self._custom: dict = {}  # save_tensor before the first step
-        self._module_names: dict = {}  # framework module -> its name in tensor names
+        self.module_tensors = ModuleTensors()
+        self._module_names = self.module_tensors.names  # framework module -> its name in tensor names
         self.exported_collections = False
         self.disabled = False
         self.propagate_errors = propagate_default()
@@ -177,16 +179,11 @@ class BaseHook:
         self.collection_manager.add(collection)
 
     def _name_modules(self, top: str, model: Any, named_modules: Any) -> None:
-        """Name a registered model ``top`` and each of its ``(name, module)`` descendants by its
-        path in it (the first name wins for a module reached twice)."""
-        if model in self._module_names:
-            raise SMDebugTypeError(f"module {top} is registered twice")
-        for name, sub in named_modules:
-            self._module_names.setdefault(sub, name)
-        self._module_names[model] = top
+        """Name a registered model ``top`` and its ``(name, module)`` descendants (ModuleTensors)."""
+        self.module_tensors.add_model(top, model, named_modules)
 
     def _module_name(self, module: Any) -> str:
-        return self._module_names.get(module) or type(module).__name__
+        return self.module_tensors.name_of(module)
 
     def _collections_for_step(self) -> set:
         if not self.planner.prepared:
@@ -194,7 +191,8 @@ class BaseHook:
         return self.planner.due(self.mode, self.mode_steps[self.mode])
 
     def saving_this_step(self) -> bool:
-        return bool(self._collections_for_step())
+        due = self.planner.due_now  # worked out once a step (a callback of every layer asks)
+        return bool(due if due is not None else self._collections_for_step())
 
     def should_save_tensor_or_collection(self, tensor_name: str, collection_name: str) -> bool:
         if not self.planner.prepared:
@@ -285,21 +283,26 @@ class BaseHook:
         return True
 
     # ---------------------------------------------------------------- saving
-    def _save_for_tensor(self, tensor_name: str, value: Any, check_before_write: Any = True) -> None:
+    def _save_for_tensor(self, tensor_name: str, value: Any, check_before_write: Any = True) -> bool:
+        """Save a tensor as its plan at this step says; whether it has one (is saved at this step)."""
         self._check_open(tensor_name)
+        planner = self.planner
         if check_before_write:
-            if not self.planner.prepared:
-                self.planner.prepare(self._module_name, strict=self.propagate_errors)
-            plan = self.planner.plan_at_step(tensor_name, self.mode, self.mode_steps[self.mode])
+            plan = planner.known_plan(tensor_name)
+            if plan is planner.UNKNOWN:
+                if not planner.prepared:
+                    planner.prepare(self._module_name, strict=self.propagate_errors)
+                plan = planner.plan_at_step(tensor_name, self.mode, self.mode_steps[self.mode])
         else:
-            colls = self.planner.collections_with(tensor_name)
-            plan = self.planner.plan(tensor_name, colls) if colls else None
+            colls = planner.collections_with(tensor_name)
+            plan = planner.plan(tensor_name, colls) if colls else None
         if plan is None:
-            return
+            return False
         if self.dry_run:
             logger.debug("smdebug dry run: would save %s at step %s", tensor_name, self.step)
         elif self.writes:  # a worker that does not write (include_workers="one") copies nothing
             self.buffer.add(tensor_name, value, plan)
+        return True
 
     def _save_deferred(self, named_values: Any) -> None:
         """Save ``(name, value)`` pairs whose values change only after the step's forward and
@@ -314,19 +317,11 @@ class BaseHook:
 
     def _write_indexed(self, module_name: str, value: Any, suffix: str) -> None:
         """Save module inputs/outputs as <module><suffix><i>, numbering every tensor of the step."""
-        base = module_name + suffix
-        values = list(self._flatten(value))
-        first = self.buffer.number(base, len(values))
-        for i, v in enumerate(values):
-            self._save_for_tensor(f"{base}{first + i}", v)
-
-    def _flatten(self, value: Any) -> Any:
-        """The tensors in a (nested) tuple / list, as ``_is_tensor`` tells them."""
-        if isinstance(value, (tuple, list)):
-            for v in value:
-                yield from self._flatten(v)
-        elif self._is_tensor(value):
-            yield value
+        values = tensors_in(value, self._is_tensor)
+        if values:
+            base = module_name + suffix
+            self.module_tensors.save(base, values, self.buffer.number(base, len(values)), self.planner.epoch,
+                                     self._save_for_tensor)
 
     def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
         """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
@@ -371,30 +366,12 @@ class BaseHook:
         return req
 
     @guarded()
-    def _end_training_run(self) -> None:
-        """The framework's training ended; the hook stays open until ``close()`` (or exit). What
-        is saved from now on (save_scalar, save_tensor: a final accuracy, a test metric) goes to
-        the step after the last one, whatever the schedule, written at close."""
-        if self._training_ended:
-            return
-        self._write_held()
-        self._begin_step()
-        self._training_ended = True
+    def _end_training_run(self) -> None:  # core.engine.end_of_job.end_training_run
+        end_training_run(self)
 
     def _write_held(self) -> None:
         """End the current step and wait until the writer has written everything handed over."""
-        try:
-            self.adapter.sync()
-            if not self.disabled:
-                self._end_step()
-            if self._writer is not None:
-                self._writer.flush()
-                self._writer_failed(self._writer)
-        except Exception:
-            if self.propagate_errors:
-                raise
-            self.disabled = True
-            logger.exception("smdebug: could not write the steps held before stopping")
+        write_held(self)
 
     # ---------------------------------------------------------------- output files
     def export_collections(self) -> None:
@@ -408,39 +385,9 @@ class BaseHook:
     def close(self) -> None:
         """End the last step, write everything, the collections file and the end-of-training
         marker. Runs also after an error disabled the hook: what was saved before is kept."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.adapter.sync()
-            if not self.disabled:
-                self._end_step()
-                if self.buffer.scalars:
-                    self._flush_records()
-        except Exception:
-            if self.propagate_errors:
-                raise
-            logger.exception("smdebug: could not save the last step")
-        self.buffer.drop()
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.flush()
-            writer.close()
-            self._writer_failed(writer)
-            if writer.failed_steps:
-                logger.error("smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
-                             len(writer.failed_steps), self.worker, self.out_dir, writer.failed_steps[0])
-        try:
-            if self.writes:
-                self.export_collections()
-                mark_end_of_training(self.store, self.worker, self._get_num_workers() if self.save_all_workers else 1)
-        except Exception:
-            if self.propagate_errors:
-                raise
-            self.disabled = True
-            logger.exception("smdebug: could not finish writing %s", self.out_dir)
-        finally:
-            self.adapter.shutdown()
+        if not self._closed:
+            self._closed = True
+            close_hook(self)
 
     def _cleanup(self) -> None:  # 1.0.34's name for close(), which its own code calls
         self.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from smdebug.core.config.collection import (
     NON_HISTOGRAM_COLLECTIONS,
@@ -60,11 +61,12 @@ class Planner:
         self.tensorboard = tensorboard
         self.prepared = False
         self.to_save: set = set()  # the collections this hook saves
-        self._due: set | None = None  # those the current step saves
+        self.due_now: set | None = None  # those the current step saves (None: not worked out yet)
         self._tensor_colls: dict[str, frozenset] = {}
         self._plans: dict = {}  # (name, collections) -> SavePlan
         self._step_plans: dict = {}  # name -> SavePlan or None, for the collections of this step
         self._step_plans_for: frozenset | None = None  # ... which are these
+        self.epoch = 0  # counts the times the step plans were dropped: a plan seen in an epoch holds in it
 
     def forget(self, tensor_name: str | None = None) -> None:
         """Collections changed (or, given ``tensor_name``, the collections of that tensor):
@@ -75,11 +77,12 @@ class Planner:
             self._tensor_colls.pop(tensor_name, None)
         self._plans.clear()
         self._step_plans.clear()
-        self._due = None
+        self.epoch += 1
+        self.due_now = None
 
     def new_step(self) -> None:
         """The step or the mode changed: which collections are due is worked out again."""
-        self._due = None
+        self.due_now = None
 
     # ---------------------------------------------------------------- collections
     def prepare(self, module_name: Callable[[object], str], strict: bool = True) -> None:
@@ -139,14 +142,15 @@ class Planner:
 
     def due(self, mode: ModeKeys, mode_step: int) -> set:
         """The collections saved at this step (``new_step`` says when the step changes)."""
-        if self._due is None:
+        if self.due_now is None:
             skip = self.defaults.mode_skips.get(mode, ())
             out = {c for c in self.to_save if c.name not in skip and c.save_config.should_save_step(mode, mode_step)}
-            self._due = out
+            self.due_now = out
             if out != self._step_plans_for:
                 self._step_plans.clear()
+                self.epoch += 1
                 self._step_plans_for = frozenset(out)
-        return self._due
+        return self.due_now
 
     def collections_with(self, name: str) -> frozenset:
         colls = self._tensor_colls.get(name)
@@ -160,6 +164,13 @@ class Planner:
         return colls
 
     # ---------------------------------------------------------------- plans
+    UNKNOWN = _NO_PLAN  # what known_plan returns for a plan not worked out yet
+
+    def known_plan(self, name: str) -> Any:  # SavePlan | None | UNKNOWN
+        """The plan of a tensor at this step if it was worked out already, else UNKNOWN (then
+        ``plan_at_step`` works it out): the hook's hot path, a dict lookup."""
+        return self._step_plans.get(name, _NO_PLAN) if self.due_now is not None else _NO_PLAN
+
     def plan_at_step(self, name: str, mode: ModeKeys, mode_step: int) -> SavePlan | None:
         """The plan of a tensor at this step; None when no collection due now holds it."""
         due = self.due(mode, mode_step)  # (re)sets the step plans when the due collections change

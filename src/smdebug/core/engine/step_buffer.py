@@ -14,8 +14,9 @@ from smdebug.core.tensors.adapter import TensorAdapter
 
 __all__ = ["StepBuffer"]
 
-_SHAPE, _TENSOR, _HIST, _TB_SCALAR, _SCALAR = (
-    RecordKind.SHAPE, RecordKind.TENSOR, RecordKind.HISTOGRAM, RecordKind.TB_SCALAR, RecordKind.SCALAR,
+_SHAPE, _TENSOR, _REDUCTIONS, _HIST, _TB_SCALAR, _SCALAR = (
+    RecordKind.SHAPE, RecordKind.TENSOR, RecordKind.REDUCTIONS, RecordKind.HISTOGRAM, RecordKind.TB_SCALAR,
+    RecordKind.SCALAR,
 )
 
 
@@ -43,9 +44,9 @@ class StepBuffer:
         snap = None
         if raw or hist or tb_scalar or (reds and ad.reductions_need_snapshot(value)):
             snap = ad.snapshot(value)
-        if reds:
-            objs = ad.reductions(value, snap, plan.reduction_ops)
-            records.extend([PendingRecord(_TENSOR, r.tag, obj) for r, obj in zip(reds, objs)])
+        if reds:  # one record for all of the tensor's reductions
+            records.append(PendingRecord(_REDUCTIONS, name, ad.reductions(value, snap, plan.reduction_ops),
+                                         tags=plan.reduction_tags))
         if raw:
             records.append(PendingRecord(_TENSOR, name, snap))
         if hist:
@@ -71,7 +72,9 @@ class StepBuffer:
         self._counts.clear()
 
     def take(self, step: int, mode: ModeKeys, mode_step: int) -> StepRecords:
-        """Everything held (tensors, then scalars), as the records of one step; the buffer is empty after."""
+        """Everything held (tensors, then scalars), as the records of one step; the buffer is empty
+        after. The adapter's deferred work is started (complete) first: the writer waits for it."""
+        self.adapter.sync()
         records, self.records = self.records, []
         scalars, self.scalars = self.scalars, []
         return StepRecords(step, mode, mode_step, records=records + scalars)

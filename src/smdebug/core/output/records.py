@@ -8,7 +8,7 @@ values into numpy arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = ["RecordKind", "PendingRecord", "ReductionTarget", "SavePlan"]
 class RecordKind(Enum):
     SHAPE = "shape"  # the tensor's shape (``shape`` set, no value)
     TENSOR = "tensor"  # a raw value or a reduction, written to the event file
+    REDUCTIONS = "reductions"  # a tensor's reductions, one event each: ``tags`` names them
     HISTOGRAM = "histogram"  # a TensorBoard histogram of the value
     TB_SCALAR = "tb_scalar"  # a TensorBoard scalar of a one-element value
     SCALAR = "scalar"  # save_scalar: a numpy array already, written as a tensor and to TensorBoard
@@ -28,14 +29,17 @@ LAZY_KINDS = frozenset({RecordKind.TENSOR, RecordKind.HISTOGRAM, RecordKind.TB_S
 
 @dataclass(frozen=True, slots=True)
 class PendingRecord:
-    """One thing to write for a step. ``value`` is what the adapter's ``snapshot`` or
-    ``reductions`` returned (a numpy array for SCALAR); ``wall_time`` None means "now"."""
+    """One thing to write for a step. ``value`` is what the adapter's ``snapshot`` returned (a
+    numpy array for SCALAR), or for REDUCTIONS what its ``reductions`` returned: a list of one
+    object per tag, or one object that ``materialize`` turns into a 1-d array of all of them;
+    ``wall_time`` None means "now"."""
 
     kind: RecordKind
     name: str
     value: Any = None
     shape: tuple | None = None
     wall_time: float | None = None
+    tags: tuple[str, ...] = ()  # REDUCTIONS: the reductions' tensor names, in the order of the values
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +60,10 @@ class SavePlan:
     save_raw: bool
     histogram_tag: str | None  # "<collection>/<name>" when a histogram goes to TensorBoard
     tensorboard_scalar: bool  # a one-element value of a scalar collection goes to TensorBoard
+    # the (op, abs) pairs, as the adapter's ``reductions`` takes them, and their tensor names
+    reduction_ops: tuple[tuple[str, bool], ...] = field(init=False)
+    reduction_tags: tuple[str, ...] = field(init=False)
 
-    @property
-    def reduction_ops(self) -> list[tuple[str, bool]]:
-        """The (op, abs) pairs, as the adapter's ``reductions`` takes them."""
-        return [(r.op, r.abs) for r in self.reductions]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reduction_ops", tuple((r.op, r.abs) for r in self.reductions))
+        object.__setattr__(self, "reduction_tags", tuple(r.tag for r in self.reductions))

@@ -27,6 +27,8 @@ from smdebug.exceptions import StorageError
 
 __all__ = ["StepRecords", "StepWriter", "SWITCH_INTERVAL_ENV"]
 
+_REDUCTIONS = RecordKind.REDUCTIONS
+
 logger = logging.getLogger("smdebug")
 SWITCH_INTERVAL_ENV = "SMDEBUG_GIL_SWITCH_INTERVAL"
 _DEFAULT_SWITCH_INTERVAL = 0.001
@@ -100,12 +102,27 @@ class StepRecords:
         records, self.records = self.records, []
         if not records:
             return
-        lazy = [r.value for r in records if r.kind in LAZY_KINDS]
+        lazy: list = []
+        for r in records:
+            kind = r.kind
+            if kind is _REDUCTIONS:
+                if type(r.value) is list:  # one object per reduction
+                    lazy.extend(r.value)
+                else:  # one object for all: a row
+                    lazy.append(r.value)
+            elif kind in LAZY_KINDS:
+                lazy.append(r.value)
         values = iter(adapter.materialize(lazy, self.held) if lazy else [])
         tensors, scalars, tb_scalars = [], [], []
         for r in records:
             kind = r.kind
-            if kind is RecordKind.SHAPE:
+            if kind is _REDUCTIONS:
+                if type(r.value) is list:
+                    tensors.extend([(tag, next(values), None) for tag in r.tags])
+                else:
+                    row = next(values)
+                    tensors.extend([(tag, row[j, ...], None) for j, tag in enumerate(r.tags)])
+            elif kind is RecordKind.SHAPE:
                 self.shapes.append((r.name, r.shape))
             elif kind is RecordKind.SCALAR:
                 scalars.append((r.name, r.value, r.wall_time))

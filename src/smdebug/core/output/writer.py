@@ -92,11 +92,10 @@ class FileWriter:
         or None). The same as one write_tensor per record, but far faster when the same tensors
         are saved at every step."""
         mode, mode_step = self._check(mode, mode_step)
-        names, arrays, walls = [], [], []
-        for name, arr, wt in records:
-            names.append(name)
-            arrays.append(arr if type(arr) is np.ndarray else to_numpy(arr))
-            walls.append(wt)
+        if not records:
+            return
+        names, arrays, walls = (list(c) for c in zip(*records))
+        arrays = [a if type(a) is np.ndarray else to_numpy(a) for a in arrays]
         enc = None
         if names and not self.write_checksum and not self._chunks:
             enc = encode_step_records(names, arrays, self.step, mode_metadata(mode, mode_step), walls)

@@ -15,12 +15,14 @@ One step, as :class:`~smdebug.core.engine.hook.BaseHook` drives it:
    TensorBoard scalar is saved, or when ``reductions_need_snapshot``; ``reductions``.
    Between ``begin_deferred()`` and ``end_deferred()`` (the hook's ``_save_deferred``)
    snapshots may be taken later, on a background thread, while the framework runs forward and
-   backward (parameters at the start of a step). ``end_deferred`` starts that copy.
+   backward (parameters at the start of a step). ``end_deferred`` starts that copy (or keeps a
+   small batch for the next ``end_deferred`` or ``sync``).
 2. T: ``sync()`` whenever a value whose copy was deferred may change: before an optimizer
    step, at the end of backward, when the next step starts, at close. After ``sync`` returns
    every deferred copy is complete.
 3. W: ``materialize(objs, held)`` once per saved step, with every object ``snapshot`` and
-   ``reductions`` returned for that step, in order; it returns one numpy array per object
+   ``reductions`` returned for that step, in order (the items of a list ``reductions``
+   returned, each on its own); it returns one numpy array per object
    (device-to-host copies can be batched here). Buffers the adapter may reuse go into
    ``held``; once the step is written, W calls ``release(held)``.
 4. T: ``shutdown()`` at close, after ``sync()``: stop any thread the adapter started.
@@ -66,15 +68,19 @@ class TensorAdapter(Protocol):
         """T: whether ``reductions`` are computed later from a snapshot (the hook then takes one
         even when the raw value is not saved) rather than right away."""
 
-    def reductions(self, value: Any, snap: Any, ops: Sequence[tuple[str, bool]]) -> list:
-        """T: one object per ``(op, abs)`` of ``ops`` ('mean', 'l2', ...; see core.tensors.reductions),
-        computed now or scheduled; ``snap`` is the value's snapshot or None."""
+    def reductions(self, value: Any, snap: Any, ops: Sequence[tuple[str, bool]]) -> Any:
+        """T: the reductions ``ops`` (``(op, abs)`` pairs: 'mean', 'l2', ...; see
+        core.tensors.reductions) of ``value``, computed now or scheduled; ``snap`` is the value's
+        snapshot or None. Either a list of one object per pair, or one object (not a list) that
+        ``materialize`` turns into a 1-d array of all of them, in the order of ``ops`` (a row: one
+        object to hand over per tensor rather than one per reduction)."""
 
     def begin_deferred(self) -> None:
         """T: snapshots from now on may be copied later, on a background thread."""
 
     def end_deferred(self) -> None:
-        """T: no more deferred snapshots; start copying those taken since ``begin_deferred``."""
+        """T: no more deferred snapshots; start copying those taken since ``begin_deferred`` (an
+        adapter may wait for more: ``sync`` starts and completes everything deferred)."""
 
     def sync(self) -> None:
         """T: return once every deferred copy is complete (values may change after this)."""

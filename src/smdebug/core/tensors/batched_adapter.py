@@ -3,10 +3,12 @@ tensors on devices, written once over the framework's :class:`~smdebug.core.tens
 
 - snapshots are copies on the tensor's own device (large host tensors into reused buffers);
   between ``begin_deferred`` and ``end_deferred`` they are taken on a background thread;
-- reductions of real host tensors come from the live tensor, with no copy, from one stack of
-  moments (min, max, sum, l2, sum of |t|: ``TensorOps.moments``), on the copy thread between
-  ``begin_deferred`` and ``end_deferred`` (right away otherwise); on an accelerator they run
-  right away, one framework op each, on the device;
+- reductions of real host tensors come from the live tensor, with no copy, from its moments
+  (min, max, sum, l2, sum of |t|: ``TensorOps.moments``, a few framework ops for many tensors),
+  on the copy thread between ``begin_deferred`` and ``end_deferred`` (right away otherwise), the
+  tensors the copy thread finds waiting in one batch; a tensor's reductions are one object, a
+  row of values (core.tensors.moments); on an accelerator they run right away, one framework op
+  each, on the device;
 - ``materialize`` copies a step's 0-d results in one stack + transfer per device and dtype,
   and its accelerator tensors in one concatenation + transfer per device and dtype.
 Values other than the framework's tensors (numbers, numpy arrays) go to :class:`NumpyAdapter`.
@@ -15,24 +17,16 @@ Values other than the framework's tensors (numbers, numpy arrays) go to :class:`
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 
 import numpy as np
 
 from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.core.tensors.host_buffers import BufferPool, Deferred, DeferredCopier
-from smdebug.core.tensors.reductions import needs_abs_sum, reductions_from_moments
+from smdebug.core.tensors.moments import needs_abs_sum, reduce_moments
 from smdebug.core.tensors.tensor_ops import TensorOps
 
-__all__ = ["BatchedAdapter", "DeferredItem", "LazyReduction", "ReductionCache"]
-
-
-class DeferredItem:
-    """Item ``index`` of the list a :class:`Deferred` computes (reductions on the copy thread)."""
-
-    __slots__ = ("deferred", "index")
-
-    def __init__(self, deferred: Deferred, index: int):
-        self.deferred, self.index = deferred, index
+__all__ = ["BatchedAdapter", "LazyReduction", "ReductionCache"]
 
 
 class LazyReduction:
@@ -77,6 +71,13 @@ class BatchedAdapter(NumpyAdapter):
         self.copier = DeferredCopier(self.pool.copy_all)
         self._deferring = False
         self._defer_copies = True
+        self._reducers: dict = {}  # (op, abs) pairs -> the copy thread's function for them
+        self._held = 0  # elements deferred and not handed to the copy thread yet
+
+    # elements deferred before end_deferred hands them to the copy thread: a smaller batch waits
+    # for the next (the bias before its weight, a small layer's gradients) or for sync; each
+    # hand-over wakes the copy thread, which costs the training thread about 10 us (measured)
+    START_AT = 1 << 16
 
     # ---------------------------------------------------------------- training thread
     def begin_deferred(self, copies: bool = True) -> None:
@@ -86,10 +87,13 @@ class BatchedAdapter(NumpyAdapter):
 
     def end_deferred(self) -> None:
         self._deferring = False
-        self.copier.start()
+        if self._held >= self.START_AT:
+            self._held = 0
+            self.copier.start()
 
     def sync(self) -> None:
-        self.copier.sync()
+        self._held = 0
+        self.copier.sync()  # (starts what is deferred and not started yet)
 
     def shutdown(self) -> None:
         self.copier.shutdown()
@@ -100,6 +104,7 @@ class BatchedAdapter(NumpyAdapter):
             return super().snapshot(value)
         t = ops.detach(value)
         if self._deferring and self._defer_copies:
+            self._held += ops.numel(t)
             return self.copier.defer(t)
         # a copy: the optimizer may change the tensor before the step ends
         return self.pool.copy(t)
@@ -107,41 +112,57 @@ class BatchedAdapter(NumpyAdapter):
     def reductions_need_snapshot(self, value) -> bool:
         # real host tensors: reduced from moments of the live tensor, which costs less than a copy
         # and the six reductions of it on the writer thread (BENCHMARKS.md, issue 22)
-        return self.ops.is_tensor(value) and self.ops.is_host(value) and self.ops.is_complex(value)
-
-    def reductions(self, value, snap, ops) -> list:
         fw = self.ops
+        return not fw.is_host_real(value) and fw.is_tensor(value) and fw.is_host(value)
+
+    def reductions(self, value, snap, ops):
+        fw = self.ops
+        if fw.is_host_real(value):  # one object, materialized as the row of the tensor's reductions
+            if self._deferring:  # parameters, gradients: on the copy thread, while the model runs
+                key = ops if type(ops) is tuple else tuple(ops)
+                fn = self._reducers.get(key)
+                if fn is None:
+                    fn = self._reducers[key] = partial(self._host_rows, ops=key)
+                self._held += fw.numel(value)
+                return self.copier.defer(value, fn)  # detached there
+            return self._host_rows([value], ops)[0]
         if not fw.is_tensor(value):
             return super().reductions(value, snap, ops)
-        if fw.is_host(value) and not fw.is_complex(value):
-            if self._deferring:  # parameters: on the copy thread, while forward and backward run
-                d = self.copier.defer(fw.detach(value), lambda t, ops=list(ops): self._host_reductions(t, ops))
-                return [DeferredItem(d, i) for i in range(len(ops))]
-            return self._host_reductions(fw.detach(value), ops)
         if fw.is_host(value) or isinstance(snap, Deferred):
             src = snap if snap is not None else self.pool.copy(fw.detach(value))
             return [LazyReduction(src, op, is_abs) for op, is_abs in ops]
         cache = ReductionCache(fw.detach(value), fw, self.pool)
         return [cache.get(op, is_abs) for op, is_abs in ops]
 
-    def _host_reductions(self, t, ops) -> list:
-        """0-d numpy arrays, from the moments of the live tensor; the few that the moments
-        cannot tell exactly enough by the framework's own op (computed now, from the live tensor)."""
+    def _host_rows(self, ts: list, ops) -> list:
+        """Each live host tensor's reductions ``ops`` as a 1-d numpy array (a row of one 2-d array
+        per dtype), from the tensors' moments; the few values the moments cannot tell exactly
+        enough by the framework's own op, computed now from the live tensor. The tensors are
+        detached here, on the copy thread, rather than on the training thread."""
         fw, pool = self.ops, self.pool
-        x = fw.reduction_input(t)
-        abs_x = pool.abs(x) if needs_abs_sum(ops) else None
-        try:
-            out = reductions_from_moments(fw.moments(x, abs_x), fw.numel(x), ops)
-            if any(v is None for v in out):
-                cache = ReductionCache(x, fw, pool)
-                for i, (op, is_abs) in enumerate(ops):
-                    if out[i] is None:
-                        out[i] = np.array(fw.to_numpy(cache.get(op, is_abs)))
-                if cache.abs_values is not None:
-                    pool.give_back([cache.abs_values.t])
-        finally:
-            if abs_x is not None:
-                pool.give_back([abs_x])
+        xs = [fw.reduction_input(fw.detach(t)) for t in ts]
+        groups: dict = {}
+        for i, x in enumerate(xs):
+            groups.setdefault(fw.dtype(x), []).append(i)
+        out: list = [None] * len(xs)
+        for idx in groups.values():
+            gx = [xs[i] for i in idx]
+            abs_x = [pool.abs(x) for x in gx] if needs_abs_sum(ops) else None
+            try:
+                stats = fw.moments(gx, abs_x)
+            finally:
+                if abs_x is not None:
+                    pool.give_back(abs_x)
+            vals, unknown = reduce_moments(stats, [fw.numel(x) for x in gx], ops)
+            if unknown is not None:
+                for row in np.flatnonzero(unknown.any(axis=1)):
+                    cache = ReductionCache(gx[row], fw, pool)
+                    for col in np.flatnonzero(unknown[row]):
+                        vals[row, col] = fw.to_numpy(cache.get(*ops[col]))
+                    if cache.abs_values is not None:
+                        pool.give_back([cache.abs_values.t])
+            for r, i in enumerate(idx):
+                out[i] = vals[r]
         return out
 
     def shape(self, value) -> tuple:
@@ -167,8 +188,6 @@ class BatchedAdapter(NumpyAdapter):
         for i, o in enumerate(objs):  # wait for each deferred copy it needs
             if isinstance(o, Deferred):
                 o = objs[i] = o.result()
-            elif isinstance(o, DeferredItem):
-                o = objs[i] = o.deferred.result()[o.index]
             elif isinstance(o, LazyReduction) and isinstance(o.src, Deferred):
                 o.src = o.src.result()
             if isinstance(o, LazyReduction):

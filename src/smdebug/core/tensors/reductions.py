@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 
+from smdebug.core.tensors.moments import needs_abs_sum, reductions_from_moments
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = [
@@ -138,56 +139,6 @@ class _Moments:
             total = np.add.reduce(dev, axis=None, dtype=dtype)
             self._var = total.dtype.type(total / n)
         return self._var
-
-
-# the variance from sums, (sumsq - sum * mean) / (n - 1), cancels digits when the mean is large
-# against the spread: below this share of sumsq, the framework's own variance is computed instead
-_MIN_SPREAD = 0.1
-_FROM_MOMENTS_ABS = frozenset({"mean", "std", "variance", "sum", "l1"})  # need sum(|t|)
-
-
-def needs_abs_sum(ops) -> bool:
-    """Whether :func:`reductions_from_moments` needs sum(|t|) for these (op, abs) pairs."""
-    return any(op == "l1" or (is_abs and op in _FROM_MOMENTS_ABS) for op, is_abs in ops)
-
-
-def reductions_from_moments(stats: np.ndarray, n: int, ops) -> list:
-    """The reductions ``ops`` ((op, abs) pairs) of a real tensor of ``n`` elements from its
-    ``stats`` = [min, max, sum, l2 norm, sum of |t|] (see TensorOps.moments): 0-d arrays of the
-    dtype of ``stats``; None where they cannot be told from the moments exactly enough (prod,
-    the minimum of |t| across zero, a variance whose digits would cancel, one element): the
-    caller computes those with the framework's op."""
-    mn, mx, s, l2, a1 = (float(v) for v in stats)
-    sumsq = l2 * l2
-    out = []
-    for op, is_abs in ops:
-        total = a1 if is_abs else s
-        if op == "min":
-            v = mn if not is_abs else (mn if mn >= 0 else -mx if mx <= 0 else None)
-        elif op == "max":
-            v = mx if not is_abs else max(abs(mn), abs(mx))
-        elif op == "sum":
-            v = total
-        elif op == "mean":
-            v = total / n
-        elif op == "l1":
-            v = a1
-        elif op == "l2":
-            v = l2
-        elif op in ("std", "variance"):
-            spread = sumsq - total * (total / n)
-            if n > 1 and np.isfinite(spread) and spread >= _MIN_SPREAD * sumsq:
-                var = spread / (n - 1)
-                v = var if op == "variance" else np.sqrt(var)
-            else:
-                v = None
-        elif op == "prod":
-            v = None
-        else:
-            raise SMDebugValueError(f"Invalid reduction {op!r}: expected one of "
-                                    f"{', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}")
-        out.append(None if v is None else np.asarray(v, dtype=stats.dtype))
-    return out
 
 
 def get_reduction_tensor_name(tensorname: str, reduction_name: str, abs: bool) -> str:

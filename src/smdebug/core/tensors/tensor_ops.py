@@ -29,6 +29,10 @@ class TensorOps(Protocol):
     def is_host(self, t: Any) -> bool:
         """Whether the tensor lives in main memory."""
 
+    def is_host_real(self, value: Any) -> bool:
+        """Whether ``value`` is one of the framework's tensors, in main memory and not complex (its
+        reductions come from ``moments`` of the live tensor): one call on the hot path."""
+
     def numel(self, t: Any) -> int: ...
 
     def ndim(self, t: Any) -> int: ...
@@ -79,7 +83,8 @@ class TensorOps(Protocol):
     def min_max(self, t: Any) -> tuple[Any, Any]:
         """Both extremes of ``reduction_input(t)`` in one pass where the framework can."""
 
-    def moments(self, t: Any, abs_t: Any = None) -> np.ndarray:
-        """For a real host tensor ``t`` (a ``reduction_input``): ``[min, max, sum, l2 norm,
-        sum of abs_t]`` as one numpy array of t's dtype (the last is nan when ``abs_t`` is None),
-        each by the framework's own op, in as few passes as it can and with no copy of ``t``."""
+    def moments(self, ts: Sequence, abs_ts: Sequence | None = None) -> np.ndarray:
+        """For real host tensors ``ts`` of one dtype (``reduction_input``s): an N x 5 numpy array
+        of that dtype, a row per tensor: ``[min, max, sum, l2 norm, sum of abs_ts[i]]`` (the last
+        nan when ``abs_ts`` is None), each by the framework's own op, in as few calls as it can
+        and with no copy of the tensors."""
