@@ -17,6 +17,7 @@ Values other than the framework's tensors (numbers, numpy arrays) go to :class:`
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -73,6 +74,12 @@ class BatchedAdapter(NumpyAdapter):
         self._defer_copies = True
         self._reducers: dict = {}  # (op, abs) pairs -> the copy thread's function for them
         self._held = 0  # elements deferred and not handed to the copy thread yet
+        # set by the glue (pytorch: the tensor's in-place version counter): each deferred capture
+        # is listed in ``captures`` as (Deferred, live tensor, its version when deferred), so that
+        # the glue can tell a capture the training thread may have changed before it was complete
+        self.capture_version: Callable | None = None
+        self.captures: list = []
+        self.on_sync: Callable[[], None] | None = None  # called after each sync (the glue's check)
 
     # elements deferred before end_deferred hands them to the copy thread: a smaller batch waits
     # for the next (the bias before its weight, a small layer's gradients) or for sync; each
@@ -92,8 +99,22 @@ class BatchedAdapter(NumpyAdapter):
             self.copier.start()
 
     def sync(self) -> None:
+        self.wait()
+        if self.on_sync is not None:
+            self.on_sync()
+
+    def wait(self) -> None:
+        """Wait until every deferred capture is complete (``sync`` without ``on_sync``)."""
         self._held = 0
         self.copier.sync()  # (starts what is deferred and not started yet)
+
+    def fence(self):
+        """Hand what is deferred to the copy thread now; what :meth:`wait_fence` needs to wait
+        for everything deferred so far, and no more."""
+        if self._held:
+            self._held = 0
+            self.copier.start()
+        return self.copier.last()
 
     def shutdown(self) -> None:
         self.copier.shutdown()
@@ -105,7 +126,10 @@ class BatchedAdapter(NumpyAdapter):
         t = ops.detach(value)
         if self._deferring and self._defer_copies:
             self._held += ops.numel(t)
-            return self.copier.defer(t)
+            d = self.copier.defer(t)
+            if self.capture_version is not None:
+                self.captures.append((d, t, self.capture_version(t)))
+            return d
         # a copy: the optimizer may change the tensor before the step ends
         return self.pool.copy(t)
 
@@ -124,7 +148,10 @@ class BatchedAdapter(NumpyAdapter):
                 if fn is None:
                     fn = self._reducers[key] = partial(self._host_rows, ops=key)
                 self._held += fw.numel(value)
-                return self.copier.defer(value, fn)  # detached there
+                d = self.copier.defer(value, fn)  # detached there
+                if self.capture_version is not None:
+                    self.captures.append((d, value, self.capture_version(value)))
+                return d
             return self._host_rows([value], ops)[0]
         if not fw.is_tensor(value):
             return super().reductions(value, snap, ops)
