@@ -27,7 +27,17 @@ from smdebug.core.tensors.host_buffers import BufferPool, Deferred, DeferredCopi
 from smdebug.core.tensors.moments import needs_abs_sum, reduce_moments
 from smdebug.core.tensors.tensor_ops import TensorOps
 
-__all__ = ["BatchedAdapter", "LazyReduction", "ReductionCache"]
+__all__ = ["BatchedAdapter", "Capture", "LazyReduction", "ReductionCache"]
+
+
+class Capture:
+    """A deferred capture (copy or reductions) of a live tensor, with the tensor's version (the
+    glue's ``capture_version``) when it was handed over."""
+
+    __slots__ = ("deferred", "tensor", "version")
+
+    def __init__(self, deferred: Deferred, tensor, version):
+        self.deferred, self.tensor, self.version = deferred, tensor, version
 
 
 class LazyReduction:
@@ -75,10 +85,9 @@ class BatchedAdapter(NumpyAdapter):
         self._reducers: dict = {}  # (op, abs) pairs -> the copy thread's function for them
         self._held = 0  # elements deferred and not handed to the copy thread yet
         # set by the glue (pytorch: the tensor's in-place version counter): each deferred capture
-        # is listed in ``captures`` as (Deferred, live tensor, its version when deferred), so that
-        # the glue can tell a capture the training thread may have changed before it was complete
+        # is listed in ``captures``, so that the glue can tell one of a tensor changed meanwhile
         self.capture_version: Callable | None = None
-        self.captures: list = []
+        self.captures: list[Capture] = []
         self.on_sync: Callable[[], None] | None = None  # called after each sync (the glue's check)
 
     # elements deferred before end_deferred hands them to the copy thread: a smaller batch waits
@@ -99,22 +108,10 @@ class BatchedAdapter(NumpyAdapter):
             self.copier.start()
 
     def sync(self) -> None:
-        self.wait()
-        if self.on_sync is not None:
-            self.on_sync()
-
-    def wait(self) -> None:
-        """Wait until every deferred capture is complete (``sync`` without ``on_sync``)."""
         self._held = 0
         self.copier.sync()  # (starts what is deferred and not started yet)
-
-    def fence(self):
-        """Hand what is deferred to the copy thread now; what :meth:`wait_fence` needs to wait
-        for everything deferred so far, and no more."""
-        if self._held:
-            self._held = 0
-            self.copier.start()
-        return self.copier.last()
+        if self.on_sync is not None:
+            self.on_sync()
 
     def shutdown(self) -> None:
         self.copier.shutdown()
@@ -128,7 +125,7 @@ class BatchedAdapter(NumpyAdapter):
             self._held += ops.numel(t)
             d = self.copier.defer(t)
             if self.capture_version is not None:
-                self.captures.append((d, t, self.capture_version(t)))
+                self.captures.append(Capture(d, t, self.capture_version(t)))
             return d
         # a copy: the optimizer may change the tensor before the step ends
         return self.pool.copy(t)
@@ -150,7 +147,7 @@ class BatchedAdapter(NumpyAdapter):
                 self._held += fw.numel(value)
                 d = self.copier.defer(value, fn)  # detached there
                 if self.capture_version is not None:
-                    self.captures.append((d, value, self.capture_version(value)))
+                    self.captures.append(Capture(d, value, self.capture_version(value)))
                 return d
             return self._host_rows([value], ops)[0]
         if not fw.is_tensor(value):

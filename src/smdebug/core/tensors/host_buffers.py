@@ -226,10 +226,6 @@ class DeferredCopier:
         for d in batch:
             d.future = future
 
-    def last(self) -> _Batch | None:
-        """The batch started last (waiting for it waits for every batch started before), or None."""
-        return self._future
-
     def sync(self) -> None:
         """Wait until every started copy is taken. A failed copy is raised on the writer thread,
         which needs it; here it only must not be waited for twice. Tensors deferred but not yet
