@@ -10,8 +10,8 @@ each wait the hook compares each capture's tensor's version counter (``tensor._v
 every in-place op torch counts) with the one it had when it was handed over: a capture of a tensor
 changed meanwhile may mix values from before and after the change, and is not saved (its
 records are dropped and the log names the step and the tensors). Writes that torch does not count
-(``GradScaler.unscale_``'s kernel, writes through ``.data``) are not seen; none of them runs before
-the end of backward in torch's own code.
+(``GradScaler.unscale_``'s kernel, writes through ``.data``) are not seen; as far as we found, torch's
+own code runs none of them during backward.
 
 Not waiting at the end of backward (checking the gradients' version counters at the next step's
 start instead) was built and measured: no faster on a 2-core VM (BENCHMARKS.md, "Async gradient
