@@ -18,6 +18,7 @@ from smdebug.core.output.locations import CHIEF_WORKER, worker_name
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
+from smdebug.pytorch.grad_capture import CaptureCheck
 from smdebug.pytorch.profiling import profiling_for
 from smdebug.pytorch.sharded import ShardedTensors, is_dtensor, is_fsdp_module, plain_class_name
 
@@ -39,14 +40,14 @@ def _sync_ref(ref: Any) -> None:
     """Before any optimizer step: the parameter copies of the current step must be complete."""
     hook = ref()
     if hook is not None:
-        hook.adapter.sync()
+        hook._sync_captures()
 
 
 def _end_of_backward(ref: Any) -> None:
     hook = ref()
     if hook is not None:
         hook._backward_callback = False
-        hook.adapter.sync()
+        hook._sync_captures()
 
 
 def _queue_end_of_backward(ref: Any) -> None:
@@ -109,6 +110,7 @@ class Hook(BaseHook):
         # optimizer step under gradient accumulation) and gradients are saved before the optimizer step
         self._steps_by_trainer: frozenset = frozenset()
         self._grads_by_trainer = False
+        self._capture = CaptureCheck(self)  # a capture of a tensor changed meanwhile is dropped (grad_capture.py)
 
     # ---------------------------------------------------------------- distributed
     def _get_worker_name(self) -> str:
@@ -247,6 +249,10 @@ class Hook(BaseHook):
         return self.planner.plan_at_step(name, self.mode, self.mode_steps[self.mode]) is not None
 
     @guarded()
+    def _sync_captures(self) -> None:
+        self.adapter.sync()  # and grad_capture.CaptureCheck's check
+
+    @guarded()
     def _forward_hook(self, module: Any, inputs: Any, outputs: Any) -> Any:
         if self.step < 0 or not self.saving_this_step():
             return
@@ -272,7 +278,7 @@ class Hook(BaseHook):
             grad = param.grad
             if grad is not None and hook.step >= 0 and not hook._grads_by_trainer and hook.saving_this_step():
                 # copies and reductions on the copy thread, while backward goes on; complete when
-                # backward ends (_end_of_backward), before anything can change the gradient
+                # backward ends (_end_of_backward), before anything after it can change the gradient
                 adapter = hook.adapter
                 if type(grad) is torch.Tensor:
                     adapter.begin_deferred()

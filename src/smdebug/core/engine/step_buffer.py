@@ -79,5 +79,16 @@ class StepBuffer:
         scalars, self.scalars = self.scalars, []
         return StepRecords(step, mode, mode_step, records=records + scalars)
 
+    def drop_captures(self, ids: set) -> list[str]:
+        """Drop the records of every tensor one of whose captures (the adapter's deferred
+        objects, by ``id()``) is in ``ids``, all of that tensor's records; the names dropped."""
+        def hit(v) -> bool:
+            return id(v) in ids or (type(v) is list and any(id(getattr(x, "src", None)) in ids for x in v))
+
+        names = {r.name for r in self.records if hit(r.value)}
+        if names:
+            self.records = [r for r in self.records if r.name not in names]
+        return sorted(names)
+
     def drop(self) -> None:
         self.records, self.scalars = [], []

@@ -17,6 +17,7 @@ Values other than the framework's tensors (numbers, numpy arrays) go to :class:`
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -26,7 +27,17 @@ from smdebug.core.tensors.host_buffers import BufferPool, Deferred, DeferredCopi
 from smdebug.core.tensors.moments import needs_abs_sum, reduce_moments
 from smdebug.core.tensors.tensor_ops import TensorOps
 
-__all__ = ["BatchedAdapter", "LazyReduction", "ReductionCache"]
+__all__ = ["BatchedAdapter", "Capture", "LazyReduction", "ReductionCache"]
+
+
+class Capture:
+    """A deferred capture (copy or reductions) of a live tensor, with the tensor's version (the
+    glue's ``capture_version``) when it was handed over."""
+
+    __slots__ = ("deferred", "tensor", "version")
+
+    def __init__(self, deferred: Deferred, tensor, version):
+        self.deferred, self.tensor, self.version = deferred, tensor, version
 
 
 class LazyReduction:
@@ -73,6 +84,11 @@ class BatchedAdapter(NumpyAdapter):
         self._defer_copies = True
         self._reducers: dict = {}  # (op, abs) pairs -> the copy thread's function for them
         self._held = 0  # elements deferred and not handed to the copy thread yet
+        # set by the glue (pytorch: the tensor's in-place version counter): each deferred capture
+        # is listed in ``captures``, so that the glue can tell one of a tensor changed meanwhile
+        self.capture_version: Callable | None = None
+        self.captures: list[Capture] = []
+        self.on_sync: Callable[[], None] | None = None  # called after each sync (the glue's check)
 
     # elements deferred before end_deferred hands them to the copy thread: a smaller batch waits
     # for the next (the bias before its weight, a small layer's gradients) or for sync; each
@@ -94,6 +110,8 @@ class BatchedAdapter(NumpyAdapter):
     def sync(self) -> None:
         self._held = 0
         self.copier.sync()  # (starts what is deferred and not started yet)
+        if self.on_sync is not None:
+            self.on_sync()
 
     def shutdown(self) -> None:
         self.copier.shutdown()
@@ -105,7 +123,10 @@ class BatchedAdapter(NumpyAdapter):
         t = ops.detach(value)
         if self._deferring and self._defer_copies:
             self._held += ops.numel(t)
-            return self.copier.defer(t)
+            d = self.copier.defer(t)
+            if self.capture_version is not None:
+                self.captures.append(Capture(d, t, self.capture_version(t)))
+            return d
         # a copy: the optimizer may change the tensor before the step ends
         return self.pool.copy(t)
 
@@ -124,7 +145,10 @@ class BatchedAdapter(NumpyAdapter):
                 if fn is None:
                     fn = self._reducers[key] = partial(self._host_rows, ops=key)
                 self._held += fw.numel(value)
-                return self.copier.defer(value, fn)  # detached there
+                d = self.copier.defer(value, fn)  # detached there
+                if self.capture_version is not None:
+                    self.captures.append(Capture(d, value, self.capture_version(value)))
+                return d
             return self._host_rows([value], ops)[0]
         if not fw.is_tensor(value):
             return super().reductions(value, snap, ops)
