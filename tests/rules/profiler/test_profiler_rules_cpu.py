@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -87,17 +88,25 @@ def test_gpu_memory_increase_fires_while_the_job_keeps_memory(runs):
 
 
 def test_step_outlier_fires_in_the_window_where_a_loader_worker_slept(runs):
+    """The stalled step is an outlier and fires in its window. Any other window that fires must
+    hold a step that really is one (at least 15 median steps long): on CI a second step of more
+    than 1.2 s, with no cause in the run, once made the rule fire twice, rightly."""
     run = runs["troubled"]
     r = _rule(run, "StepOutlier", n_outliers="0", min_ratio="15")
-    assert len(invoke_rule(r).fired) == 1, r.report
+    fired = invoke_rule(r).fired
     (details,) = r.report["Details"]["step_details"].values()
-    assert details["step_numbers"] == [SLOW_BATCH]
+    assert SLOW_BATCH in details["step_numbers"], r.report
     trial = ProfilerTrial(str(run.root))
     steps = trial.steps("TRAIN")
     stalled = steps.step == SLOW_BATCH
     step_start, step_end = int(steps.start_us[stalled][0]), int(steps.end_us[stalled][0])
-    (a, b), = r.report["Verdict"]["fired_windows"]
-    assert a <= step_start < b
+    windows = r.report["Verdict"]["fired_windows"]
+    assert len(windows) == len(fired) >= 1
+    assert [w for w in windows if w[0] <= step_start < w[1]], (windows, step_start)
+    durations = steps.end_us - steps.start_us
+    long_starts = steps.start_us[durations >= 15 * np.median(durations)]
+    for a, b in windows:
+        assert ((a <= long_starts) & (long_starts < b)).any(), ((a, b), long_starts, r.report)
     # the worker's batch that took the 4 s is what the step waited for
     ev = trial.framework_events()
     slow = ev.take((ev.phase == "DataLoaderWorker") & (ev.duration_us > 3 * SECOND))

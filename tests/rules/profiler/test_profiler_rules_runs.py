@@ -27,12 +27,14 @@ ONE_S = str(SECOND)
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """'slow': 2 s before the first step, step 105 stalls 4 s, no loader workers; 'steady': the
-    same without the stalls; 'workers': two loader workers whose items sleep. Steps last 30 ms."""
+    same without the stalls; 'workers': two loader workers whose items sleep. Steps last 30 ms, so
+    each run loads data over several seconds (Dataloader judges after ``patience`` seconds; the
+    workers' run without ``step_s`` was over within one second on a fast host)."""
     base = tmp_path_factory.mktemp("prof_runs")
     return {
         "slow": train(base / "slow", init_sleep=2.0, stall_step=STALL_STEP, stall_s=4.0, step_s=STEP_S),
         "steady": train(base / "steady", step_s=STEP_S),
-        "workers": train(base / "workers", item_sleep=0.0005, num_workers=2),
+        "workers": train(base / "workers", item_sleep=0.0005, num_workers=2, step_s=STEP_S),
     }
 
 
@@ -80,7 +82,6 @@ def test_dataloader_fires_without_workers_and_not_with_them(runs):
     assert invoke_rule(r).fired and "too few" in r.reason, r.report
     assert r.report["Details"]["dataloaders"] == 1 and r.report["Details"]["num_workers"] == 0, r.report
     ok = _rule(runs["workers"], "Dataloader", **params)
-    # (the report in the messages: this failed once under -n 2 on a loaded machine, not reproduced since)
     assert invoke_rule(ok).fired == [] and ok.report["Details"]["dataloaders"] >= 2, ok.report
     assert ok.report["Details"]["num_workers"] == 2 and ok.report["Verdict"]["status"] == "no issue", ok.report
 
