@@ -132,6 +132,13 @@ class FrameworkEvents:
             mask &= self.start_us <= end_us
         return self if bool(mask.all()) else self.take(mask)  # all of them: no copy
 
+    def last_end_of_phase(self, prefix: str) -> int | None:
+        """The latest end of the events whose phase starts with ``prefix`` (None: no such event)."""
+        keep = [p for p in set(self.phase.tolist()) if str(p).startswith(prefix)]
+        if not keep:
+            return None
+        return int(self.end_us[np.isin(self.phase, keep)].max())
+
     def of_phase(self, prefix: str) -> FrameworkEvents:
         """The events whose phase (process name) starts with ``prefix``."""
         return self.take(np.array([str(p).startswith(prefix) for p in self.phase], dtype=bool))

@@ -52,6 +52,7 @@ logger = logging.getLogger("smdebug")
 
 MINUTE_US = 60_000_000
 MARGIN_US = 3 * MINUTE_US  # 1.0.34's TIME_BUFFER_DEFAULT
+STEP_LOOKBACK_FILES = 4  # a node's newest framework files searched for its newest step event
 AHEAD_FILES = 64  # at most, parsed ahead of a rule walking through the run
 BATCH_BYTES = 4 << 20  # framework files read together, about (larger batches run out of the caches)
 
@@ -329,6 +330,24 @@ class ProfilerTrial:
         for f in self._framework.values():
             newest[f.node_id] = max(newest.get(f.node_id, 0), f.time_us)
         return min(newest.values()) if newest else None
+
+    def get_complete_timestamp(self) -> int | None:
+        """The time (µs) before which every event that started is in the listed files, as far as
+        the files tell: :meth:`get_latest_timestamp`, but no later than the end of a node's newest
+        step event when its newest framework files hold steps. An event is written when it ends,
+        so a stalled step comes after the events inside it, and maybe in a later file: a live rule
+        that judged a window by the files' names alone would miss the stall."""
+        latest = self.get_latest_timestamp()
+        by_node: dict[str, list] = {}
+        for f in self._framework.values():
+            by_node.setdefault(f.node_id, []).append(f)
+        for files in by_node.values():
+            for f in sorted(files, key=lambda f: f.time_us, reverse=True)[:STEP_LOOKBACK_FILES]:
+                end = self._load(f, framework=True).last_end_of_phase("Step:")
+                if end is not None:
+                    latest = end if latest is None else min(latest, end)
+                    break
+        return latest
 
     def get_latest_timestamp(self) -> int | None:
         """The time (µs) up to which every node's streams have data: the smallest over nodes and

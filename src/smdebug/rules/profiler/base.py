@@ -5,12 +5,14 @@ actions and :func:`~smdebug.rules.invoke_rule`) whose "step" is a window counter
 invocation ``k`` judges the ``k``-th window of ``scan_interval_us`` microseconds from the trial's
 first timestamp. A window is half-open, ``[start_us, end_us)``, so a sample on a boundary is
 judged once (1.0.34's windows were inclusive at both ends). While the job runs, a window is judged
-once the trial holds data past its end; when the job has ended, the last partial window is judged
+once the trial holds data past its end (and, where a node's framework events hold steps, a step
+that ends past it: an event is written when it ends, so a stalled step comes after the events
+inside it: ``get_complete_timestamp``); when the job has ended, the last partial window is judged
 and the next invocation raises :class:`~smdebug.exceptions.NoMoreProfilerData`, which ends
 ``invoke_rule`` normally.
 
 The trial is anything with the profiler trial's methods: ``first_timestamp`` (µs, None before any
-data), ``get_latest_timestamp()``, ``job_finished()``, ``refresh()``, ``system_series(start_us,
+data), ``get_latest_timestamp()`` (and ``get_complete_timestamp()`` where it has one), ``job_finished()``, ``refresh()``, ``system_series(start_us,
 end_us)`` -> list of :class:`~smdebug.profiler.reading.frames.Series` and
 ``framework_events(start_us, end_us)`` -> :class:`~smdebug.profiler.reading.frames.FrameworkEvents`.
 
@@ -122,9 +124,11 @@ class WindowSource:
         self._latest = None
 
     def latest(self) -> int | None:
-        """The trial's ``get_latest_timestamp()``, asked once between two refreshes."""
+        """The trial's ``get_complete_timestamp()`` (else ``get_latest_timestamp()``), asked once
+        between two refreshes: a window is judged once every event starting in it can be there."""
         if self._latest is None:
-            self._latest = (self.trial.get_latest_timestamp(),)
+            fn = getattr(self.trial, "get_complete_timestamp", None) or self.trial.get_latest_timestamp
+            self._latest = (fn(),)
         return self._latest[0]
 
     def window(self, start_us: int, end_us: int, *, framework: bool) -> WindowData:
