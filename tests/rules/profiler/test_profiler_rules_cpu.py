@@ -6,7 +6,7 @@ windows of its stretch; a healthy run makes no rule fire.
 The runs share this host with other busy processes: the job's own rows (JobCPUDemand,
 JobMemoryUsedPercent) are what makes "healthy" mean the same here as on a dedicated host; the
 margins (a CPU-bound stretch demands every core and more; 300 MB/s kept, 600 MB in all, against
-an increase of 100 MB a second; a 4 s stall against 15 median steps) are wide for that reason: at
+an increase of 100 MB a second; a 4 s stall against 25 median steps) are wide for that reason: at
 load average 9.5 the median step took 100-108 ms, the stalled one 1.7-1.8 s when it was 2 s, the
 longest other 767 ms."""
 
@@ -89,10 +89,11 @@ def test_gpu_memory_increase_fires_while_the_job_keeps_memory(runs):
 
 def test_step_outlier_fires_in_the_window_where_a_loader_worker_slept(runs):
     """The stalled step is an outlier and fires in its window. Any other window that fires must
-    hold a step that really is one (at least 15 median steps long): on CI a second step of more
-    than 1.2 s, with no cause in the run, once made the rule fire twice, rightly."""
+    hold a step that really is one (at least 25 median steps long): on CI a second step of more
+    than 1.2 s (against 15 median steps then), with no cause in the run but the host's load, once
+    made the rule fire twice, rightly."""
     run = runs["troubled"]
-    r = _rule(run, "StepOutlier", n_outliers="0", min_ratio="15")
+    r = _rule(run, "StepOutlier", n_outliers="0", min_ratio="25")
     fired = invoke_rule(r).fired
     (details,) = r.report["Details"]["step_details"].values()
     assert SLOW_BATCH in details["step_numbers"], r.report
@@ -104,7 +105,7 @@ def test_step_outlier_fires_in_the_window_where_a_loader_worker_slept(runs):
     assert len(windows) == len(fired) >= 1
     assert [w for w in windows if w[0] <= step_start < w[1]], (windows, step_start)
     durations = steps.end_us - steps.start_us
-    long_starts = steps.start_us[durations >= 15 * np.median(durations)]
+    long_starts = steps.start_us[durations >= 25 * np.median(durations)]
     for a, b in windows:
         assert ((a <= long_starts) & (long_starts < b)).any(), ((a, b), long_starts, r.report)
     # the worker's batch that took the 4 s is what the step waited for
@@ -115,7 +116,7 @@ def test_step_outlier_fires_in_the_window_where_a_loader_worker_slept(runs):
 
 # what the rules need to judge a run of a few seconds (SageMaker's patience is 1000 samples)
 SHORT = {"CPUBottleneck_patience": "10", "IOBottleneck_patience": "10", "GPUMemoryIncrease_patience": "10",
-         "GPUMemoryIncrease_increase": INCREASE, "StepOutlier_n_outliers": "0", "StepOutlier_min_ratio": "15",
+         "GPUMemoryIncrease_increase": INCREASE, "StepOutlier_n_outliers": "0", "StepOutlier_min_ratio": "25",
          "Dataloader_patience": "1", "Dataloader_min_threshold": str(150 / os.cpu_count()),
          "Dataloader_max_threshold": str(1000 / os.cpu_count()), "MaxInitializationTime_threshold": "0.05"}
 

@@ -25,7 +25,7 @@ def test_step_outlier_stops_the_job_it_follows(tmp_path):
     out_dir = tmp_path / "run"
     out_dir.mkdir()
     trial = ProfilerTrial(str(out_dir))  # the job has not started: the rule waits for its data
-    rule = get_rule_class("StepOutlier")(trial, n_outliers="0", min_ratio="10", scan_interval_us="1000000",
+    rule = get_rule_class("StepOutlier")(trial, n_outliers="0", min_ratio="30", scan_interval_us="1000000",
                                          action_str='{"name": "StopTraining"}', stop_out_dir=str(out_dir))
     rule.poll_s = 0.2
     done = {}
