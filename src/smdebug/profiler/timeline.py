@@ -190,6 +190,7 @@ class TimelineWriter:
 
     def _raise(self) -> None:
         err, self._error = self._error, None
+        assert err is not None  # (called only when the writer's thread left one)
         self._thread = None
         self.background = False  # from now on inline (the profiler's policy decides what follows)
         raise err
