@@ -3,15 +3,15 @@
 The training thread hands over one :class:`StepRecords` per saved step (the values its adapter
 snapshotted or reduced); a single background thread turns them into numpy arrays with the same
 adapter, encodes them and writes the event file, the index and the TensorBoard files. The
-queue is bounded, so a slow disk slows training down instead of filling memory, and nothing
-handed over is dropped.
+hand-off is bounded, so a slow disk slows training down instead of filling memory, and nothing
+handed over is dropped. The training thread's side of it (core.output.handoff) survives a
+KeyboardInterrupt landing in it: the hook still closes at exit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import queue
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +20,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.core.output.consolidate import BucketConsolidator
+from smdebug.core.output.handoff import STOP, BoundedHandoff, Gate
 from smdebug.core.output.records import LAZY_KINDS, PendingRecord, RecordKind
 from smdebug.core.output.writer import FileWriter
 from smdebug.core.tensors.adapter import NumpyAdapter, TensorAdapter
@@ -158,11 +159,11 @@ class StepWriter:
         self.tb_store = open_store(tensorboard_dir) if tensorboard_dir else None
         self.errors: list[BaseException] = []  # failures that disable the hook
         self.failed_steps: list[int] = []  # steps the store could not take (storage errors)
-        self._queue: queue.Queue | None = None
+        self._queue: BoundedHandoff | None = None
         self._thread: threading.Thread | None = None
-        self.gate: threading.Event | None = None  # see open_gate
+        self.gate: Gate | None = None  # see open_gate
         if background:
-            self._queue = queue.Queue(maxsize=max_pending)
+            self._queue = BoundedHandoff(max_pending)
             self._thread = threading.Thread(target=self._run, name="smdebug-writer", daemon=True)
             self._thread.start()
             switch_interval.acquire()
@@ -176,7 +177,7 @@ class StepWriter:
         GATE_TIMEOUT, and not at all when more steps are queued), so that the writer's Python does
         not run while the model's Python-heavy forward pass does."""
         if self.gate is None:
-            self.gate = threading.Event()
+            self.gate = Gate()
         self.gate.set()
 
     def submit(self, rec: StepRecords) -> None:
@@ -187,21 +188,26 @@ class StepWriter:
         else:
             if self.gate is not None:
                 self.gate.clear()
-            self._queue.put(rec)
+            if not self._queue.put(rec, self._alive):  # the writer thread is gone: written here
+                self._write(rec)
+
+    def _alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
         q = self._queue
+        assert q is not None
         while True:
             rec = q.get()
+            if rec is STOP:
+                return
             try:
-                if rec is None:
-                    return
                 gate = self.gate
                 if gate is not None and q.empty():
                     gate.wait(self.GATE_TIMEOUT)
                 self._write(rec)
             finally:
-                q.task_done()
+                q.done()
 
     def _write(self, rec: StepRecords) -> None:
         try:
@@ -241,14 +247,15 @@ class StepWriter:
         if self._queue is not None:
             if self.gate is not None:
                 self.gate.set()
-            self._queue.join()
+            self._queue.wait_until_done(self._alive)
 
     def close(self) -> None:
         if self.gate is not None:
             self.gate.set()
-        if self._queue is not None and self._thread is not None and self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
+        thread = self._thread
+        if self._queue is not None and thread is not None and thread.is_alive():
+            self._queue.stop()
+            thread.join()
         self.consolidator.close()
         if self._queue is not None and self._thread is not None:
             switch_interval.release()
