@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 import weakref
@@ -112,10 +113,15 @@ class TimelineWriter:
         self.background = background
         self._pid = os.getpid()  # the process whose thread writes (a forked child writes inline)
         self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
+        # tokens that wake the writer's thread: put by the training thread in one C call (an
+        # Event's set could be cut by a KeyboardInterrupt with its lock held: core.output.handoff)
+        self._wake: queue.SimpleQueue = queue.SimpleQueue()
         self._closing = False
         self._error: BaseException | None = None  # raised by the writer's thread, raised again here
         _live.add(self)
+        if background:  # started here, not at the first event: Thread.start is not safe to interrupt
+            self._thread = threading.Thread(target=self._run, name="smdebug-timeline", daemon=True)
+            self._thread.start()
 
     # ------------------------------------------------------------------ public
     def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:
@@ -150,7 +156,7 @@ class TimelineWriter:
         self._closing = True
         thread, self._thread = self._thread, None
         if thread is not None:
-            self._wake.set()
+            self._wake.put(True)
             thread.join()
         if self._error is not None:
             self._raise()
@@ -163,19 +169,21 @@ class TimelineWriter:
     # ------------------------------------------------------------------ the writer's thread
     def _due(self) -> None:
         """Events are due to be written: by the writer's thread, else now."""
-        if not self.background or self._closing or self._pid != os.getpid():
+        if not self.background or self._closing or self._pid != os.getpid() or self._thread is None:
             self.flush()
             return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="smdebug-timeline", daemon=True)
-            self._thread.start()
         self._flushed_at = self.clock()  # (asked once, not at every event until the thread has run)
-        self._wake.set()
+        self._wake.put(True)
 
     def _run(self) -> None:
+        wake = self._wake
         while not self._closing:
-            self._wake.wait(self.flush_interval_s)
-            self._wake.clear()
+            try:
+                wake.get(timeout=self.flush_interval_s)
+                while True:
+                    wake.get_nowait()
+            except queue.Empty:
+                pass
             if self._closing:
                 return
             try:
