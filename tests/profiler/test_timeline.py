@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,27 @@ def test_events_are_written_in_batches_and_at_the_flush_interval(tmp_path):
     assert w.events_written == 6 and tmp.read_bytes().count(b'"ph":"X"') == 6
     w.close()
     assert len(read_events(tmp_path)) == 6
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_writes_nothing_twice_and_leaves_the_file_to_its_parent(tmp_path):
+    w = TimelineWriter(str(tmp_path), "7-h", batch=10_000)
+    t0 = now_us()
+    _write_steps(w, 3, t0)  # queued, not written: the fork writes them first
+    pid = os.fork()
+    if pid == 0:  # the child (a DataLoader worker, a user's subprocess): its atexit closing the writer
+        code = 3
+        try:
+            w.close()
+            code = 0 if not w.files else 4
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    w.complete("Forward", "Net", t0 + 5000, t0 + 5500, {"pid": 1, "step_num": "5"})
+    w.close()
+    assert len(w.files) == 1
+    assert sorted(int(e["args"]["step_num"]) for e in read_events(tmp_path)) == [0, 0, 1, 1, 2, 2, 5]  # each once
 
 
 def test_open_failures_mark_the_writer_unhealthy_and_count_what_is_dropped(tmp_path, caplog):

@@ -117,7 +117,7 @@ class Profiler:
         if config.framework_metrics and not config.disabled:
             self.timeline = TimelineWriter(self.root, self.node_id, config.rotate_max_file_size,
                                            config.rotate_close_interval_s, config.file_open_fail_threshold,
-                                           on_file=self.file_done, background=True)
+                                           on_file=self.file_done)
         self.python = None
         if config.python is not None and not config.disabled:
             from smdebug.profiler.python_profiler import PythonProfiling

@@ -18,22 +18,12 @@ is rotated (larger than ``max_bytes`` or open longer than ``close_interval_s``) 
 ``last_end_us`` is the largest event end in the file. Unlike 1.0.34, a name already taken is never
 overwritten (the time is moved on by a microsecond) and no event is dropped at rotation. ``on_file``
 is told each finished file (the profiler uploads it when its root is remote).
-
-With ``background=True`` (the profiler's writer) the training thread only queues events: a thread
-of the writer encodes and writes them every ``flush_interval_s`` or ``batch`` events, so a write
-that the operating system holds up (a disk behind on its dirty pages) never stalls a step; it also
-rotates a file left idle past ``close_interval_s``. An error there is raised by the next call of
-the training thread (``complete``, ``flush``, ``close``), where the profiler's error policy applies.
-Before a fork, queued events are written and the writer's lock is held across the fork, so that a
-child (a DataLoader worker) inherits no half-written buffer and no lock held by a thread it lacks;
-a child writes on its own thread of control, inline.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import queue
 import threading
 import time
 import weakref
@@ -49,30 +39,18 @@ logger = logging.getLogger("smdebug")
 _live: weakref.WeakSet = weakref.WeakSet()
 
 
-_forking: list = []  # the writers whose lock the forking thread holds
-
-
 def _flush_before_fork() -> None:
     """A forked child (a DataLoader worker) inherits the open files: nothing may be left in their
-    buffers, or the child could write it a second time. Each writer's lock is held until the fork
-    is over (its thread may not write meanwhile)."""
+    buffers, or the child could write it a second time."""
     for w in list(_live):
-        w._lock.acquire()
-        _forking.append(w)
         try:
-            w._write_pending()
+            w.flush()
         except Exception:  # noqa: BLE001 - never stop a fork
             logger.debug("smdebug: profiler: flush before fork failed", exc_info=True)
 
 
-def _release_after_fork() -> None:
-    while _forking:
-        _forking.pop()._lock.release()
-
-
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_flush_before_fork, after_in_parent=_release_after_fork,
-                        after_in_child=_release_after_fork)
+    os.register_at_fork(before=_flush_before_fork)
 
 
 def now_us() -> int:
@@ -83,7 +61,7 @@ class TimelineWriter:
     def __init__(self, root: str, node_id: str, max_bytes: int = 10 * 1024 * 1024,
                  close_interval_s: float = 60.0, open_fail_threshold: int = 50,
                  suffix: str = TIMELINE_SUFFIX, flush_interval_s: float = 1.0, batch: int = 512,
-                 clock=time.monotonic, on_file=None, background: bool = False):
+                 clock=time.monotonic, on_file=None):
         self.root = root
         self.on_file = on_file  # called with each finished file's path (the profiler uploads it)
         self.node_id = node_id
@@ -110,18 +88,8 @@ class TimelineWriter:
         self.dropped = 0
         self.events_written = 0
         self.files: list[str] = []  # final paths, in order
-        self.background = background
-        self._pid = os.getpid()  # the process whose thread writes (a forked child writes inline)
-        self._thread: threading.Thread | None = None
-        # tokens that wake the writer's thread: put by the training thread in one C call (an
-        # Event's set could be cut by a KeyboardInterrupt with its lock held: core.output.handoff)
-        self._wake: queue.SimpleQueue = queue.SimpleQueue()
-        self._closing = False
-        self._error: BaseException | None = None  # raised by the writer's thread, raised again here
+        self._pid = os.getpid()  # the process that finishes the files
         _live.add(self)
-        if background:  # started here, not at the first event: Thread.start is not safe to interrupt
-            self._thread = threading.Thread(target=self._run, name="smdebug-timeline", daemon=True)
-            self._thread.start()
 
     # ------------------------------------------------------------------ public
     def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:
@@ -129,88 +97,34 @@ class TimelineWriter:
 
         The training thread only queues the event; events are encoded and written in batches
         (every ``batch`` events, every ``flush_interval_s`` and at close)."""
-        if self._error is not None:
-            self._raise()
         self._pending.append((phase, name, start_us, end_us, args))
         if len(self._pending) >= self.batch or self.clock() - self._flushed_at > self.flush_interval_s:
-            self._due()
+            self.flush()
 
     def instant(self, phase: str, name: str, ts_us: int, args: dict | None = None) -> None:
         """A point event (``ph: "i"``, thread scope)."""
-        if self._error is not None:
-            self._raise()
         self._pending.append((phase, name, ts_us, None, args))
         if len(self._pending) >= self.batch:
-            self._due()
+            self.flush()
 
     def flush(self) -> None:
-        """Write the queued events and hand them to the operating system (now, on this thread)."""
-        if self._error is not None:
-            self._raise()
+        """Write the queued events and hand them to the operating system."""
         with self._lock:
-            self._write_pending()
+            self._drain()
+            if self._f is not None:
+                self._f.flush()
+            self._flushed_at = self.clock()
 
     def close(self) -> None:
         if self._pid != os.getpid():
             return  # a forked child (its atexit): the file is its parent's to finish
-        self._closing = True
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._wake.put(True)
-            thread.join()
-        if self._error is not None:
-            self._raise()
         with self._lock:
             self._drain()
             self._finish()
         if self.dropped:
             logger.error("smdebug: profiler: %d framework events could not be written to %s", self.dropped, self.root)
 
-    # ------------------------------------------------------------------ the writer's thread
-    def _due(self) -> None:
-        """Events are due to be written: by the writer's thread, else now."""
-        if not self.background or self._closing or self._pid != os.getpid() or self._thread is None:
-            self.flush()
-            return
-        self._flushed_at = self.clock()  # (asked once, not at every event until the thread has run)
-        self._wake.put(True)
-
-    def _run(self) -> None:
-        wake = self._wake
-        while not self._closing:
-            try:
-                wake.get(timeout=self.flush_interval_s)
-                while True:
-                    wake.get_nowait()
-            except queue.Empty:
-                pass
-            if self._closing:
-                return
-            try:
-                with self._lock:
-                    if self._pending:
-                        self._write_pending()
-                    elif self._f is not None and self.clock() - self._opened_at > self.close_interval_s:
-                        self._finish()  # idle past its age: readers see its events now
-            except BaseException as exc:  # noqa: BLE001 - handed to the training thread
-                self._error = exc
-                return
-
-    def _raise(self) -> None:
-        err, self._error = self._error, None
-        assert err is not None  # (called only when the writer's thread left one)
-        self._thread = None
-        self.background = False  # from now on inline (the profiler's policy decides what follows)
-        raise err
-
     # ------------------------------------------------------------------ file handling
-    def _write_pending(self) -> None:
-        """(the lock held) Write the queued events and hand them to the operating system."""
-        self._drain()
-        if self._f is not None:
-            self._f.flush()
-        self._flushed_at = self.clock()
-
     def _drain(self) -> None:
         pending = self._pending
         now = self.clock()
