@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smdebug.profiler.reading.frames import phase_mask
+
 __all__ = ["PHASES", "MODES", "JobSummary", "job_summary", "all_steps", "phases_per_step", "slowest_steps",
            "system_stats", "metric_of", "heat_map", "dataloader_stats", "STAT_UNITS"]
 
@@ -78,11 +80,9 @@ def job_summary(trial, steps: dict) -> JobSummary:
 
 
 def _phase_mask(events, names) -> np.ndarray:
-    """Whether each event's phase is one of ``names`` (one vectorised comparison a name)."""
-    mask = np.zeros(len(events), dtype=bool)
-    for name in names:
-        mask |= events.phase == name
-    return mask
+    """Whether each event's phase is one of ``names``."""
+    names = frozenset(names)
+    return phase_mask(events.phase, names.__contains__)
 
 
 def phases_per_step(spans, events) -> dict:
@@ -119,7 +119,7 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
     if not len(spans):
         return []
     order = np.argsort(-spans.duration_us, kind="stable")[:n]
-    not_step = ~_phase_mask(events, [p for p in set(events.phase.tolist()) if str(p).startswith("Step:")])
+    not_step = ~phase_mask(events.phase, lambda p: str(p).startswith("Step:"))
     ev_nodes = np.asarray(events.node_id).astype(str)
     med = float(np.median(spans.duration_us))
     out = []

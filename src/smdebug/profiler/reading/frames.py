@@ -23,7 +23,17 @@ import numpy as np
 
 from smdebug.profiler.reading.args_column import concat_args, take_args
 
-__all__ = ["Series", "FrameworkEvents", "StepSpans"]
+__all__ = ["Series", "FrameworkEvents", "StepSpans", "phase_mask"]
+
+
+def phase_mask(phases: np.ndarray, keep) -> np.ndarray:
+    """``keep(phase)`` of each row of ``phases`` (framework events' phase column), asked once per
+    distinct phase (a few) rather than once per event."""
+    mask = np.zeros(len(phases), dtype=bool)
+    for p in set(phases.tolist()):
+        if keep(p):
+            mask |= phases == p
+    return mask
 
 
 def _window(times: np.ndarray, start_us: int | None, end_us: int | None) -> slice:
@@ -132,16 +142,17 @@ class FrameworkEvents:
             mask &= self.start_us <= end_us
         return self if bool(mask.all()) else self.take(mask)  # all of them: no copy
 
+    def _prefix_mask(self, prefix: str) -> np.ndarray:
+        return phase_mask(self.phase, lambda p: str(p).startswith(prefix))
+
     def last_end_of_phase(self, prefix: str) -> int | None:
         """The latest end of the events whose phase starts with ``prefix`` (None: no such event)."""
-        keep = [p for p in set(self.phase.tolist()) if str(p).startswith(prefix)]
-        if not keep:
-            return None
-        return int(self.end_us[np.isin(self.phase, keep)].max())
+        mask = self._prefix_mask(prefix)
+        return int(self.end_us[mask].max()) if mask.any() else None
 
     def of_phase(self, prefix: str) -> FrameworkEvents:
         """The events whose phase (process name) starts with ``prefix``."""
-        return self.take(np.array([str(p).startswith(prefix) for p in self.phase], dtype=bool))
+        return self.take(self._prefix_mask(prefix))
 
 
 @dataclass(frozen=True)

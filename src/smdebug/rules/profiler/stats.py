@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from smdebug.profiler.reading.frames import phase_mask  # (re-exported: the rules' import)
+
 __all__ = [
     "box_stats",
     "snapshot_ids",
@@ -131,16 +133,6 @@ def loaders_per_second(start_us, pid) -> dict:
     first[1:] = (sec[1:] != sec[:-1]) | (pid[1:] != pid[:-1])
     secs, counts = np.unique(sec[first], return_counts=True)
     return dict(zip(secs.tolist(), counts.tolist()))
-
-
-def phase_mask(phases: np.ndarray, keep) -> np.ndarray:
-    """``keep(phase)`` of each row of ``phases`` (framework events' phase column), asked once per
-    distinct phase (a few) rather than once per event."""
-    mask = np.zeros(len(phases), dtype=bool)
-    for p in set(phases.tolist()):
-        if keep(p):
-            mask |= phases == p
-    return mask
 
 
 class CountMedian:
