@@ -34,6 +34,9 @@ def build(config, out_dir):
     hook = None
     if config != "none":
         import smdebug.pytorch as smd
+        from hook_ablate import apply
+
+        apply()  # $SMDEBUG_BENCH_ABLATE: parts of the hook switched off (bench/hook_ablate.py)
 
         shutil.rmtree(out_dir, ignore_errors=True)
         if config == "raw":
