@@ -4,7 +4,9 @@ Keras MLP 256-512-512-512-10, batch 128, CPU, TensorFlow on one thread, SGD. Con
 (a) weights, biases, gradients, losses raw, every step; (b) the same as reductions only (min, max,
 mean, std, abs mean, l2), every step; (c) as (a) but every 100th step. Each run is a fresh
 process: a fresh model and hook, one untimed warm-up fit (tracing), then a timed fit of STEPS
-batches plus hook.close() (which waits for the writer). Runs are interleaved (--warmup-rounds
+batches plus hook.close() (which waits for the writer); the wall time leaves out what fit does
+after its last batch (tf.data's iterator teardown, which can wait 1.2 s for tf.data's
+autotuning thread, with or without the hook: printed separately). Runs are interleaved (--warmup-rounds
 untimed rounds of every configuration first), and the median of --rounds is reported per step:
 wall clock, CPU time of the main thread (where Keras runs the callbacks), of the whole process
 (all threads: TensorFlow's and the hook's writer) and of each thread, with the ratios to the
@@ -26,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from benchutil import CpuClock, machine, maybe_profiled, median_threads
@@ -67,15 +70,27 @@ def workload(config: str, out_dir: str, steps: int) -> dict:
             kw["reduction_config"] = smd.ReductionConfig(reductions=["min", "max", "mean", "std"],
                                                          abs_reductions=["mean"], norms=["l2"])
         hook = smd.KerasHook(out_dir, **kw)
+    last_end: list[float] = []
+
+    class LastBatch(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            last_end[:] = [time.perf_counter()]
+
     cbs = [hook] if hook is not None else []
     model.fit(x[: 128 * 5], y[: 128 * 5], batch_size=128, epochs=1, callbacks=cbs, verbose=0)  # tracing
     clock = CpuClock()
     clock.start()
     with maybe_profiled():
-        model.fit(x, y, batch_size=128, epochs=1, callbacks=cbs, verbose=0, shuffle=False)
+        model.fit(x, y, batch_size=128, epochs=1, callbacks=[*cbs, LastBatch()], verbose=0, shuffle=False)
+        fit_end = time.perf_counter()
         if hook is not None:
             hook.close()
     r = clock.stop()
+    # fit's return destroys its tf.data iterator, which waits for tf.data's autotuning thread to
+    # wake: 1.2 s in some runs, with or without the hook (about 1 run in 6 without it, 280 steps),
+    # once per fit call. It is left out of the wall time (the CPU clocks do not see it: a wait).
+    r["teardown_s"] = fit_end - last_end[0]
+    r["wall_s"] -= r["teardown_s"]
     r["steps"] = steps
     r["versions"] = f"TF {tf.__version__} / Keras {keras.__version__}"
     return r
@@ -102,6 +117,9 @@ def report(res: dict, steps: int) -> dict:
         print(f"{label:<30}{m['wall_s'] * 1e3:9.2f}{m['wall_s'] / b['wall_s']:6.2f}x"
               f"{m['thread_cpu_s'] * 1e3:10.2f}{m['thread_cpu_s'] / b['thread_cpu_s']:6.2f}x"
               f"{m['proc_cpu_s'] * 1e3:10.2f}{m['proc_cpu_s'] / b['proc_cpu_s']:6.2f}x")
+    print("\nfit after its last batch (tf.data's teardown, left out of the wall times above), s: "
+          + ", ".join(f"{c} {statistics.median(r.get('teardown_s', 0.0) for r in v):.3f} "
+                      f"(max {max(r.get('teardown_s', 0.0) for r in v):.3f})" for c, v in res.items()))
     print("\nCPU ms per step by thread (median):")
     threads = {c: median_threads([r["threads_cpu_s"] for r in v]) for c, v in res.items()}
     for c, label in CONFIGS.items():
