@@ -7,7 +7,8 @@ view of it. A :class:`LineTemplate` describes a JSON object written on one line 
 many lines at once, that each is exactly that object, and reads its values: the literal bytes are
 compared eight at a time, a string runs to the next quote (found eight bytes at a time: the batch
 holds no backslash, so a string holds no quote), an integer is a run of digits parsed eight at a
-time (SWAR in ``uint64``). ``intern`` groups strings by a hash of their bytes (checked byte for
+time (SWAR in ``uint64``); :meth:`JoinedLines.number` reads decimal numbers without exponent
+exactly (the system-metrics bulk reader's values and times). ``intern`` groups strings by a hash of their bytes (checked byte for
 byte) and decodes each distinct one once.
 """
 
@@ -34,6 +35,12 @@ _QUOTES = _U(0x2222222222222222)
 _BYTE_INDEX = _U(0x0001020304050607)  # (2**(8k) * this) >> 56 == k
 _LOW = np.array([(1 << (8 * v)) - 1 for v in range(9)], dtype=np.uint64)  # the first v bytes
 _POW10 = np.array([10 ** k for k in range(19)], dtype=np.uint64)
+_POW10_I = _POW10.astype(np.int64)
+_POW10_F = np.array([10.0 ** k for k in range(19)])  # exact: every power of ten up to 1e22 is a double
+_EXACT = 1 << 53  # integers below this are doubles exactly
+# x86's 80-bit long double holds every integer below 2**64 and powers of ten up to 1e27 exactly
+_LONG = np.finfo(np.longdouble).nmant >= 63
+_POW10_L = np.array([10 ** k for k in range(19)], dtype=np.longdouble) if _LONG else None
 
 
 @dataclass
@@ -161,6 +168,51 @@ class JoinedLines:
             more = np.zeros(len(pos), dtype=bool)
             more[rows[more_here]] = True
         return value.astype(np.int64), n, ok
+
+    def number(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The JSON number without exponent at each ``pos`` (``-12``, ``0.5``, ``1790020800.0123``):
+        its float64 value, its length and whether it is one that is read here. With ``m`` its
+        digits as an integer and ``f`` the number of them after the point, the value is the
+        correctly rounded ``m / 10**f``, the value a correct parser (orjson, pyarrow) gives: when
+        ``m < 2**53``, the double division (both exact, IEEE division rounds correctly); above,
+        the division in x86's long double (both exact, 64-bit quotient) rounded to a double, which
+        is right unless the quotient is exactly halfway between two doubles (about one value in
+        2,048): those few are parsed by Python's ``float``. Not read here (``ok`` False):
+        exponents, more than 18 digits, ``m >= 2**53`` where long double is not wider than double."""
+        neg = self.byte(pos) == 45  # "-"
+        p = pos + neg
+        ival, ilen, ok = self.digits(p)
+        p = p + ilen
+        dot = self.byte(p) == 46  # "."
+        fval, flen, fok = self.digits(p + 1, strict=False)
+        ok &= ~dot | fok  # a point is followed by digits
+        flen = np.where(dot, flen, 0)
+        ok &= ilen + flen <= 18
+        flen = np.where(ok, flen, 0)
+        mant = np.where(ok, ival, 0) * _POW10_I[flen] + np.where(dot & ok, fval, 0)
+        value = mant.astype(np.float64) / _POW10_F[flen]
+        length = neg + ilen + np.where(dot, 1 + flen, 0)
+        wide = np.flatnonzero(ok & (mant >= _EXACT))
+        if len(wide):
+            if _LONG:
+                value[wide] = self._wide(mant[wide], flen[wide], pos[wide], length[wide], neg[wide])
+            else:
+                ok[wide] = False
+        value = np.where(neg, -value, value)
+        return value, length, ok
+
+    def _wide(self, mant: np.ndarray, flen: np.ndarray, pos: np.ndarray, length: np.ndarray,
+              neg: np.ndarray) -> np.ndarray:
+        """``mant / 10**flen`` rounded to doubles for mantissas of 2**53 and more (see number)."""
+        quotient = mant.astype(np.longdouble) / _POW10_L[flen]
+        value = quotient.astype(np.float64)
+        below, above = np.nextafter(value, -np.inf), np.nextafter(value, np.inf)
+        two = np.longdouble(2)
+        halfway = (quotient == (value.astype(np.longdouble) + below) / two) | (
+            quotient == (value.astype(np.longdouble) + above) / two)
+        for i in np.flatnonzero(halfway).tolist():  # the text itself, sign left out (value is |x|)
+            value[i] = float(self.big[pos[i] + neg[i]:pos[i] + length[i]])
+        return value
 
     def match(self, t: LineTemplate, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, dict]:
         """Whether each line ``[start, stop)`` begins with ``t``, and the values: ``{key: int64

@@ -1,8 +1,9 @@
 """One system-metrics file (JSON Lines, 1.0.34's / SageMaker's agent's format) into columns.
 
 A line is ``{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":4.76,
-"NodeId":"algo-1","Timestamp":1591160699.457}``. The file is decoded by pyarrow's JSON reader in
-one call (no Python object per row) and split into one column pair per
+"NodeId":"algo-1","Timestamp":1591160699.457}``. A file whose lines are all written that way is
+read in bulk with numpy (:mod:`~smdebug.profiler.reading.system_bulk`); others are decoded by
+pyarrow in one call (no Python object per row). The rows are split into one column pair per
 ``(NodeId, Type, Name, Dimension)``. As 1.0.34: a corrupt **last** line (a file still being
 written) is skipped; a corrupt line elsewhere raises :class:`~smdebug.exceptions.EventFileCorrupt`
 naming the file and the line. ``Name`` may be absent (kept as ``""``); the other keys are required.
@@ -19,6 +20,7 @@ import numpy as np
 import orjson
 
 from smdebug.exceptions import EventFileCorrupt, MissingDependency
+from smdebug.profiler.reading.system_bulk import bulk_system_columns
 
 __all__ = ["SystemChunk", "parse_system_file", "system_file_info", "SYSTEM_FILE_RE"]
 
@@ -107,7 +109,9 @@ def parse_system_file(data: bytes, where: str) -> SystemChunk:
         end -= 1
     if not end:
         return _EMPTY
-    cols = _fast_columns(data, end)
+    cols = bulk_system_columns(data, end)
+    if cols is None:
+        cols = _fast_columns(data, end)
     if cols is not None:
         return _group(cols)
     body = data[:end]

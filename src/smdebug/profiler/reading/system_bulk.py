@@ -1,0 +1,124 @@
+"""System-metrics files read in bulk with numpy, for files written as a sampler writes them: one
+line per metric, a sample's metrics always in the same order, so that the lines repeat with a
+period P (one sample):
+
+    {"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":4.76,"NodeId":"algo-1","Timestamp":1591160699.457}
+
+The first P lines (decoded by orjson) are the templates. Line ``i`` must then be template
+``i % P`` byte for byte except its two numbers: its text up to the value of ``"Value"``, and
+between the two numbers, equals the template's, checked eight bytes at a time for all lines at
+once (:class:`~smdebug.profiler.reading.byte_columns.JoinedLines`); so its strings are the
+template's. Value and Timestamp are decimal numbers without exponent, read exactly
+(:meth:`~smdebug.profiler.reading.byte_columns.JoinedLines.number`: at most 15-16 significant
+digits; our sampler writes microseconds, SageMaker's agent milliseconds). A file with any other
+line (another key order, a missing ``Name``, a metric out of turn, an escape, an exponent, a
+control character, 17 digits) gives None: :func:`~smdebug.profiler.reading.system_files.parse_system_file`
+then reads it with pyarrow, with the same columns and the same errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+
+from smdebug.profiler.reading.byte_columns import _LOW, JoinedLines
+
+__all__ = ["bulk_system_columns"]
+
+_KEYS = ["Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"]  # in the order written
+_STRINGS = ("NodeId", "Type", "Name", "Dimension")
+_VALUE, _NODE, _TS = b',"Value":', b',"NodeId":"', b',"Timestamp":'
+_MAX_PERIOD = 4096  # lines of one sample, at most
+_NL = np.uint8(10)
+
+
+def _templates(data: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[list, list] | None:
+    """The first period's lines: ``(rows, cuts)``, each row the line's decoded object and each cut
+    ``(end of the text before Value's number, start of the text after it, end of that text)``;
+    the period ends at the first line whose texts are line 0's (the same metric again)."""
+    rows: list = []
+    cuts: list = []
+    first = None
+    for a, b in zip(starts[:_MAX_PERIOD + 1].tolist(), stops[:_MAX_PERIOD + 1].tolist()):
+        raw = data[a:b]
+        # no string holds '"' (the file holds no backslash): these are the separators
+        v, n, t = raw.find(_VALUE), raw.find(_NODE), raw.find(_TS)
+        if min(v, n, t) < 0:
+            return None
+        texts = (raw[:v + len(_VALUE)], raw[n:t + len(_TS)])
+        if first is None:
+            first = texts
+        elif texts == first:
+            return rows, cuts
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(row, dict) or list(row) != _KEYS or not all(type(row[k]) is str for k in _STRINGS) \
+                or type(row["Value"]) not in (int, float) or type(row["Timestamp"]) not in (int, float):
+            return None
+        rows.append(row)
+        cuts.append((v + len(_VALUE), n, t + len(_TS)))
+    return (rows, cuts) if len(rows) == len(starts) else None
+
+
+def _same(lines: JoinedLines, a: np.ndarray, b: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Whether the ``length`` bytes at each ``a`` equal those at each ``b``."""
+    ok = np.ones(len(a), dtype=bool)
+    words = lines.words
+    whole = int(length.min(initial=0)) // 8 * 8  # every line has these bytes: no mask
+    for j in range(0, whole, 8):
+        ok &= words[a + j] == words[b + j]
+    for j in range(whole, int(length.max(initial=0)), 8):
+        ok &= ((words[a + j] ^ words[b + j]) & _LOW[np.clip(length - j, 0, 8)]) == 0
+    return ok
+
+
+def bulk_system_columns(data: bytes, end: int) -> dict | None:
+    """The columns of the lines in ``data[:end]`` (``{"NodeId": (codes, names), "Type": ...,
+    "Timestamp": float64, "Value": float64}``, as system_files' readers give them), or None when
+    the file is not written as this module reads. A last line that is not JSON (a file still
+    being written) is left out, as the other readers do."""
+    nl = data.rfind(b"\n", 0, end)
+    try:
+        orjson.loads(data[nl + 1:end])
+    except orjson.JSONDecodeError:
+        end = max(nl, 0)
+    if end == 0 or data.find(b"\\", 0, end) >= 0:
+        return None
+    lines = JoinedLines([data], [end])
+    body = lines.buf[:lines.size]  # the lines, each followed by a newline
+    stops = np.flatnonzero(body == _NL)
+    if np.count_nonzero(body < 32) != len(stops):  # a control character other than the newlines
+        return None
+    if body.max(initial=0) >= 128:
+        try:
+            data[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    starts = np.concatenate(([0], stops[:-1] + 1))
+    found = _templates(data, starts, stops)
+    if found is None:
+        return None
+    rows, cuts = found
+    period = len(rows)
+    kind = np.arange(len(starts)) % period
+    home = starts[kind]  # each line's template line
+    head, mid_at, mid_end = (np.array(c, dtype=np.int64)[kind] for c in zip(*cuts))
+    ok = _same(lines, starts, home, head)
+    value, vlen, good = lines.number(starts + head)
+    ok &= good
+    mid = starts + head + vlen
+    ok &= _same(lines, mid, home + mid_at, mid_end - mid_at)
+    ts_at = mid + (mid_end - mid_at)
+    ts, tlen, good = lines.number(ts_at)
+    ok &= good & (lines.byte(ts_at + tlen) == 125) & (ts_at + tlen + 1 == stops)  # "}" ends the line
+    if not ok.all():
+        return None
+    cols: dict = {}
+    for key in _STRINGS:
+        names: dict = {}
+        codes = np.array([names.setdefault(r[key], len(names)) for r in rows], dtype=np.int64)
+        cols[key] = (codes[kind], list(names))
+    cols["Value"], cols["Timestamp"] = value, ts
+    return cols
