@@ -57,7 +57,8 @@ def write_system(root: str, hours: float, interval_ms: int = 100) -> int:
         folder = os.path.join(root, "system", "incremental", _hour(minute))
         os.makedirs(folder, exist_ok=True)
         values = rng.uniform(0, 100, size=(per_minute, len(rows))).round(2).tolist()
-        stamps = (minute + np.arange(per_minute) * (interval_ms / 1000) + 0.0123).tolist()
+        # 7 decimals, as SageMaker's agent wrote them (1591748169.2323716: 17 digits)
+        stamps = (minute + np.arange(per_minute) * (interval_ms / 1000) + 0.0123456).round(7).tolist()
         lines = [f"{h}{v}{tail}{ts}}}\n" for ts, vals in zip(stamps, values) for h, v in zip(heads, vals)]
         with open(os.path.join(folder, f"{minute}.algo-1.json"), "w") as f:
             f.writelines(lines)
