@@ -29,6 +29,7 @@ _KEYS = ["Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"]  # in the 
 _STRINGS = ("NodeId", "Type", "Name", "Dimension")
 _VALUE, _NODE, _TS = b',"Value":', b',"NodeId":"', b',"Timestamp":'
 _MAX_PERIOD = 4096  # lines of one sample, at most
+_MAX_NUMBER = 24  # characters of a number read here, at most (a sign, 18 digits, a point)
 _NL = np.uint8(10)
 
 
@@ -62,14 +63,27 @@ def _templates(data: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[list
     return (rows, cuts) if len(rows) == len(starts) else None
 
 
-def _same(lines: JoinedLines, a: np.ndarray, b: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Whether the ``length`` bytes at each ``a`` equal those at each ``b``."""
+def _same(lines: JoinedLines, at: np.ndarray, kind: np.ndarray, home: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Whether the ``length[kind]`` bytes at each ``at`` equal those of template ``kind`` at
+    ``home[kind]`` (``home`` and ``length``: one entry per template). The templates' words are
+    taken once; each line's are compared with them eight bytes at a time."""
+    ok = np.ones(len(at), dtype=bool)
+    words = lines.words
+    for j in range(0, int(length.max(initial=0)), 8):
+        mask = _LOW[np.clip(length - j, 0, 8)]  # per template
+        expected = words[home + j] & mask
+        if (mask == _LOW[8]).all():  # every template has these eight bytes
+            ok &= words[at + j] == expected[kind]
+        else:
+            ok &= (words[at + j] & mask[kind]) == expected[kind]
+    return ok
+
+
+def _equal(lines: JoinedLines, a: np.ndarray, b: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Whether the ``length`` bytes at each ``a`` equal those at each ``b`` (lengths up to 24)."""
     ok = np.ones(len(a), dtype=bool)
     words = lines.words
-    whole = int(length.min(initial=0)) // 8 * 8  # every line has these bytes: no mask
-    for j in range(0, whole, 8):
-        ok &= words[a + j] == words[b + j]
-    for j in range(whole, int(length.max(initial=0)), 8):
+    for j in range(0, int(length.max(initial=0)), 8):
         ok &= ((words[a + j] ^ words[b + j]) & _LOW[np.clip(length - j, 0, 8)]) == 0
     return ok
 
@@ -102,19 +116,28 @@ def bulk_system_columns(data: bytes, end: int) -> dict | None:
         return None
     rows, cuts = found
     period = len(rows)
-    kind = np.arange(len(starts)) % period
-    home = starts[kind]  # each line's template line
-    head, mid_at, mid_end = (np.array(c, dtype=np.int64)[kind] for c in zip(*cuts))
-    ok = _same(lines, starts, home, head)
-    value, vlen, good = lines.number(starts + head)
+    kind = np.arange(len(starts)) % period  # each line's template
+    home = starts[:period]
+    head, mid_at, mid_end = (np.array(c, dtype=np.int64) for c in zip(*cuts))
+    ok = _same(lines, starts, kind, home, head)
+    value, vlen, good = lines.number(starts + head[kind])
     ok &= good
-    mid = starts + head + vlen
-    ok &= _same(lines, mid, home + mid_at, mid_end - mid_at)
-    ts_at = mid + (mid_end - mid_at)
-    ts, tlen, good = lines.number(ts_at)
-    ok &= good & (lines.byte(ts_at + tlen) == 125) & (ts_at + tlen + 1 == stops)  # "}" ends the line
+    mid = starts + head[kind] + vlen
+    ok &= _same(lines, mid, kind, home + mid_at, mid_end - mid_at)
+    ts_at = mid + (mid_end - mid_at)[kind]
+    tlen = stops - 1 - ts_at  # the time's text, when "}" ends the line
+    ok &= (lines.byte(stops - 1) == 125) & (tlen > 0) & (tlen <= _MAX_NUMBER)
     if not ok.all():
         return None
+    # a sample's lines share its time: the text of a line's time is parsed when it is not the
+    # text of the line before's (byte for byte), else that line's value is taken
+    new = np.ones(len(ts_at), dtype=bool)
+    new[1:] = (tlen[1:] != tlen[:-1]) | ~_equal(lines, ts_at[1:], ts_at[:-1], tlen[1:])
+    parsed = np.flatnonzero(new)
+    times, n, good = lines.number(ts_at[parsed])
+    if not (good & (n == tlen[parsed])).all():
+        return None
+    ts = times[np.cumsum(new) - 1]
     cols: dict = {}
     for key in _STRINGS:
         names: dict = {}
