@@ -72,7 +72,10 @@ def _same(lines: JoinedLines, at: np.ndarray, kind: np.ndarray, home: np.ndarray
     for j in range(0, int(length.max(initial=0)), 8):
         mask = _LOW[np.clip(length - j, 0, 8)]  # per template
         expected = words[home + j] & mask
-        if (mask == _LOW[8]).all():  # every template has these eight bytes
+        whole = bool((mask == _LOW[8]).all())  # every template has these eight bytes
+        if whole and (expected == expected[0]).all():  # and they are the same in all (the keys)
+            ok &= words[at + j] == expected[0]
+        elif whole:
             ok &= words[at + j] == expected[kind]
         else:
             ok &= (words[at + j] & mask[kind]) == expected[kind]
@@ -102,8 +105,8 @@ def bulk_system_columns(data: bytes, end: int) -> dict | None:
         return None
     lines = JoinedLines([data], [end])
     body = lines.buf[:lines.size]  # the lines, each followed by a newline
-    stops = np.flatnonzero(body == _NL)
-    if np.count_nonzero(body < 32) != len(stops):  # a control character other than the newlines
+    stops = np.flatnonzero(body < 32)
+    if not (body[stops] == _NL).all():  # a control character other than the newlines
         return None
     if body.max(initial=0) >= 128:
         try:
@@ -120,9 +123,10 @@ def bulk_system_columns(data: bytes, end: int) -> dict | None:
     home = starts[:period]
     head, mid_at, mid_end = (np.array(c, dtype=np.int64) for c in zip(*cuts))
     ok = _same(lines, starts, kind, home, head)
-    value, vlen, good = lines.number(starts + head[kind])
+    value_at = starts + head[kind]
+    value, vlen, good = lines.number(value_at)
     ok &= good
-    mid = starts + head[kind] + vlen
+    mid = value_at + vlen
     ok &= _same(lines, mid, kind, home + mid_at, mid_end - mid_at)
     ts_at = mid + (mid_end - mid_at)[kind]
     tlen = stops - 1 - ts_at  # the time's text, when "}" ends the line
