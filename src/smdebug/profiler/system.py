@@ -98,7 +98,8 @@ class HostSampler:
 
 def format_rows(rows, node_id: str, timestamp: float) -> bytes:
     """JSON lines of one sample (values with 2 decimals, as SageMaker's agent wrote them; the time
-    to the microsecond: at most 16 digits, which the bulk reader reads exactly, system_bulk.py)."""
+    to the microsecond: 16 digits, which the bulk reader reads in doubles on any platform,
+    profiler/reading/system_bulk.py)."""
     timestamp = round(timestamp, 6)
     return b"".join(
         orjson.dumps({"Type": t, "Name": n, "Dimension": d, "Value": round(v, 2), "NodeId": node_id,

@@ -7,9 +7,9 @@ view of it. A :class:`LineTemplate` describes a JSON object written on one line 
 many lines at once, that each is exactly that object, and reads its values: the literal bytes are
 compared eight at a time, a string runs to the next quote (found eight bytes at a time: the batch
 holds no backslash, so a string holds no quote), an integer is a run of digits parsed eight at a
-time (SWAR in ``uint64``); :meth:`JoinedLines.number` reads decimal numbers without exponent
-exactly (the system-metrics bulk reader's values and times). ``intern`` groups strings by a hash of their bytes (checked byte for
-byte) and decodes each distinct one once.
+time (SWAR in ``uint64``). :meth:`JoinedLines.number` reads decimal numbers without exponent
+exactly (the system-metrics bulk reader's values and times). ``intern`` groups strings by a hash
+of their bytes (checked byte for byte) and decodes each distinct one once.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ The first P lines (decoded by orjson) are the templates. Line ``i`` must then be
 between the two numbers, equals the template's, checked eight bytes at a time for all lines at
 once (:class:`~smdebug.profiler.reading.byte_columns.JoinedLines`); so its strings are the
 template's. Value and Timestamp are decimal numbers without exponent, read exactly
-(:meth:`~smdebug.profiler.reading.byte_columns.JoinedLines.number`: at most 15-16 significant
-digits; our sampler writes microseconds, SageMaker's agent milliseconds). A file with any other
-line (another key order, a missing ``Name``, a metric out of turn, an escape, an exponent, a
-control character, 17 digits) gives None: :func:`~smdebug.profiler.reading.system_files.parse_system_file`
-then reads it with pyarrow, with the same columns and the same errors.
+(:meth:`~smdebug.profiler.reading.byte_columns.JoinedLines.number`: up to 18 digits; SageMaker's
+agent writes times of 17, our sampler of 16). A file with any other line (another key order, a
+missing ``Name``, a metric out of turn, an escape, an exponent, a control character, more than 18
+digits) gives None: :func:`~smdebug.profiler.reading.system_files.parse_system_file` then reads it
+with pyarrow, with the same columns and the same errors.
 """
 
 from __future__ import annotations
