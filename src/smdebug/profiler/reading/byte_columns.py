@@ -40,7 +40,7 @@ _POW10_F = np.array([10.0 ** k for k in range(19)])  # exact: every power of ten
 _EXACT = 1 << 53  # integers below this are doubles exactly
 # x86's 80-bit long double holds every integer below 2**64 and powers of ten up to 1e27 exactly
 _LONG = np.finfo(np.longdouble).nmant >= 63
-_POW10_L = np.array([10 ** k for k in range(19)], dtype=np.longdouble) if _LONG else None
+_POW10_L = np.array([10 ** k for k in range(19)], dtype=np.longdouble)  # used only when _LONG
 
 
 @dataclass
