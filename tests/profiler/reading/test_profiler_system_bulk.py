@@ -10,6 +10,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from system_chunks import assert_same_chunks, json_path
 
 from smdebug.profiler.reading import system_files as sf
 from smdebug.profiler.reading.byte_columns import JoinedLines
@@ -33,21 +34,9 @@ def _file(samples=20, values=None, stamps=None, metrics=METRICS, node="algo-1") 
     return b"\n".join(out) + b"\n"
 
 
-def _json_path(data: bytes):
-    return sf._group(sf._json_columns(sf._read_table(data.rstrip(), "x")))
-
-
 def _bulk(data: bytes):
     cols = bulk_system_columns(data, len(data.rstrip()))
     return None if cols is None else sf._group(cols)
-
-
-def _same(a, b):
-    assert a.keys == b.keys and a.rows == b.rows
-    for x, y in zip(a.timestamp_s, b.timestamp_s):
-        assert np.array_equal(x, y)
-    for x, y in zip(a.value, b.value):
-        assert np.array_equal(x, y)
 
 
 @pytest.mark.parametrize("case", ["agent: 17-digit times", "sampler", "integers and negatives", "one sample",
@@ -64,8 +53,8 @@ def test_sampler_files_are_read_in_bulk_as_the_json_reader_reads_them(case):
     }[case]()
     bulk = _bulk(data)
     assert bulk is not None
-    _same(bulk, _json_path(data))
-    _same(sf.parse_system_file(data, "x"), _json_path(data))
+    assert_same_chunks(bulk, json_path(data))
+    assert_same_chunks(sf.parse_system_file(data, "x"), json_path(data))
 
 
 @pytest.mark.parametrize("case", ["exponent", "metric out of turn", "another key order", "missing Name", "escape",
@@ -100,7 +89,7 @@ def test_other_files_are_left_to_the_other_readers_with_the_same_result(case):
         with pytest.raises(Exception, match="x"):
             sf.parse_system_file(data, "x")
         return
-    _same(sf.parse_system_file(data, "x"), _json_path(data))
+    assert_same_chunks(sf.parse_system_file(data, "x"), json_path(data))
 
 
 def test_a_half_written_last_line_is_left_out_in_bulk_too():
@@ -109,7 +98,7 @@ def test_a_half_written_last_line_is_left_out_in_bulk_too():
     full = _bulk(data)
     part = _bulk(cut)
     assert part is not None and part.rows == full.rows - 1
-    _same(part, sf.parse_system_file(cut, "x"))
+    assert_same_chunks(part, sf.parse_system_file(cut, "x"))
 
 
 def test_numbers_halfway_between_two_doubles_are_read_to_the_bit():
@@ -142,5 +131,5 @@ def test_bulk_reads_what_the_json_reader_reads(metrics, samples, data):
     text = b"\n".join(rows) + b"\n"
     bulk = _bulk(text)
     if bulk is not None:  # None: an exponent or 17+ digits orjson wrote; read by the other paths
-        _same(bulk, _json_path(text))
-    _same(sf.parse_system_file(text, "x"), _json_path(text))
+        assert_same_chunks(bulk, json_path(text))
+    assert_same_chunks(sf.parse_system_file(text, "x"), json_path(text))

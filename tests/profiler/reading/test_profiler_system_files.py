@@ -4,9 +4,9 @@ reader, which reports what is wrong."""
 
 from __future__ import annotations
 
-import numpy as np
 import orjson
 import pytest
+from system_chunks import assert_same_chunks, json_path
 
 from smdebug.exceptions import EventFileCorrupt
 from smdebug.profiler.reading import system_files as sf
@@ -21,19 +21,6 @@ def _lines(n=40, order=("Type", "Name", "Dimension", "Value", "NodeId", "Timesta
         parts = [orjson.dumps(k) + colon + orjson.dumps(row[k]) for k in order if k in row]
         out.append(b"{" + sep.join(parts) + b"}")
     return out
-
-
-def _json_path(data: bytes):
-    table = sf._read_table(data.rstrip(), "x")
-    return sf._group(sf._json_columns(table))
-
-
-def _same(a, b):
-    assert a.keys == b.keys and a.rows == b.rows
-    for x, y in zip(a.timestamp_s, b.timestamp_s):
-        assert np.array_equal(x, y)
-    for x, y in zip(a.value, b.value):
-        assert np.array_equal(x, y)
 
 
 VARIANTS = {
@@ -51,8 +38,8 @@ def test_the_bulk_path_reads_as_the_json_path(variant):
     data = b"\n".join(VARIANTS[variant]) + b"\n"
     fast = sf._fast_columns(data, len(data.rstrip()))
     assert fast is not None  # these all fit the bulk path
-    _same(sf._group(fast), _json_path(data))
-    _same(sf.parse_system_file(data, "x"), _json_path(data))
+    assert_same_chunks(sf._group(fast), json_path(data))
+    assert_same_chunks(sf.parse_system_file(data, "x"), json_path(data))
 
 
 @pytest.mark.parametrize("variant", ["a name with a colon", "a missing Name", "a comma in a name", "mixed key orders"])
@@ -67,7 +54,7 @@ def test_lines_that_do_not_fit_the_bulk_path_are_read_by_the_json_path(variant):
     assert sf._fast_columns(data, len(data.rstrip())) is None
     chunk = sf.parse_system_file(data, "x")
     assert chunk.rows == len(lines)
-    _same(chunk, _json_path(data))
+    assert_same_chunks(chunk, json_path(data))
 
 
 def test_a_half_written_last_line_is_skipped_on_both_paths_and_a_bad_middle_line_is_named():
