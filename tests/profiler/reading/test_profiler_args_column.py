@@ -56,3 +56,56 @@ def test_frames_mix_lists_and_columns():
                                                       key=lambda t: t[0])]
     assert list(merged.take(merged.step == 1).args) == [EXPECTED[1], None, None]
     assert list(FrameworkEvents.concat([listed, without]).args) == [{"l": 1}, None, None, None, None]
+
+
+def _table(n: int) -> FrameworkEvents:
+    i64 = np.arange(n, dtype=np.int64)
+    obj = np.array([f"n{i % 3}" for i in range(n)], dtype=object)
+    return FrameworkEvents(obj, obj[::-1].copy(), (i64 * 7) % 50, (i64 * 7) % 50 + 3, i64, obj.copy(), i64 + 1,
+                           i64 + 2, ArgsColumn.from_list([{"i": i} for i in range(n)]), i64 + 3, obj.copy())
+
+
+def _columns(ev: FrameworkEvents) -> dict:
+    return {f: getattr(ev, f).tolist() for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid",
+                                                 "phase_pid", "file_suffix")} | {"args": list(ev.args)}
+
+
+def _copy(ev: FrameworkEvents) -> FrameworkEvents:
+    """The same rows, not a range of a table."""
+    return ev.take(np.arange(len(ev)))
+
+
+@pytest.mark.parametrize("cuts", [[0, 4, 9, 12, 20], [0, 20], [3, 7, 7, 15], [0, 5, 10]])
+def test_ranges_of_a_table_concat_as_their_rows(cuts):
+    """Adjacent row ranges of one table are taken back as one range; the rows are those of a
+    plain concatenation of copies, sorted by start the same way, with or without other parts."""
+    table, other = _table(20), _table(6)
+    parts = [table.rows(a, b) for a, b in zip(cuts, cuts[1:])]
+    assert all(len(p) == b - a for p, a, b in zip(parts, cuts, cuts[1:]))
+    for mixed in (parts, parts[:1] + [other] + parts[1:], [other] + parts):
+        assert _columns(FrameworkEvents.concat(mixed)) == _columns(FrameworkEvents.concat([_copy(p) for p in mixed]))
+
+
+def test_a_range_of_a_range_is_a_range_of_the_table():
+    table = _table(20)
+    inner = table.rows(5, 15).rows(2, 6)
+    assert inner.start_us.tolist() == table.start_us[7:11].tolist() and list(inner.args) == list(table.args)[7:11]
+    assert inner.__dict__["_rows_of"][1:] == (7, 11) and inner.__dict__["_rows_of"][0] is table
+    assert len(table.rows(18, 40)) == 2 and len(table.rows(-3, 20)) == 3 and len(table.rows(9, 4)) == 0
+    parts = [table.rows(0, 5), table.rows(5, 15).rows(0, 4), table.rows(9, 20)]  # all the table, in three
+    joined = FrameworkEvents.concat(parts)
+    assert _columns(joined) == _columns(FrameworkEvents.concat([_copy(p) for p in parts]))
+    assert joined.start_us.tolist() == sorted(table.start_us.tolist())
+
+
+def test_a_copy_or_replacement_of_a_range_is_not_taken_as_the_range():
+    """``replace`` (new columns) and ``take`` make parts that are not ranges of the table: concat
+    reads their own rows."""
+    import dataclasses
+
+    table = _table(10)
+    shifted = dataclasses.replace(table.rows(5, 10), start_us=table.start_us[5:10] + 1000)
+    merged = FrameworkEvents.concat([table.rows(0, 5), shifted])
+    assert "_rows_of" not in shifted.__dict__
+    assert sorted(merged.start_us.tolist()) == sorted(table.start_us[:5].tolist() + (table.start_us[5:] + 1000).tolist())
+    assert "_rows_of" not in table.rows(0, 5).take(np.arange(3)).__dict__

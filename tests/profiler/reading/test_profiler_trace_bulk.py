@@ -115,6 +115,12 @@ ODD = {  # (events, spaced, taken by the bulk path)
     "an instant event": ([_event(0), {"name": "i", "ph": "i", "pid": 1, "ts": 5, "s": "t"}], False, False),
     "mixed key orders": ([_event(0), {"ph": "X", "name": "a", "pid": 1, "ts": 1, "dur": 2}], False, False),
     "a pid named by a string": ([_event(0, pid="main")], False, False),
+    # read from both ends, the name of this line would hold '","cat":"x': its quotes reject it
+    "a key between the name and the others": ([_event(0), {"name": "n", "cat": "x", **_event(1, name=None)}],
+                                              False, False),
+    "long and short names and numbers": ([_event(i, name="x" * (i * 7 % 45), ts=10 ** (i % 18), dur=i * 99991 % 10 ** 9,
+                                                 args={"pid": 10 ** (i % 17), "step_num": str(10 ** (i % 18))})
+                                          for i in range(40)], True, True),
 }
 
 
@@ -188,6 +194,25 @@ def test_any_file_of_complete_events_reads_the_same(rows, spaced):
         assert bulk is not None
     if bulk is not None:
         _same(bulk, general)
+
+
+def test_a_short_odd_line_first_in_a_batch_stays_in_the_buffer():
+    """Lines are read back from their end: an odd line at the very start of the joined bytes
+    does not read outside them, and its file goes to the general reader."""
+    good = _file([_event(i) for i in range(5)])
+    got = parse_trace_batch([b"[\n{}\n]", b"[\n1\n]", good], ["algo-1"] * 3, ["pythontimeline.json"] * 3)
+    assert got[0] is None and got[1] is None
+    _same(got[2], parse_trace_file(good, "f.json", "algo-1", "pythontimeline.json"))
+
+
+@pytest.mark.parametrize("span", [10, 2 ** 61])
+def test_events_are_sorted_by_file_then_start_as_by_lexsort(span):
+    from smdebug.profiler.reading.trace_bulk import _by_file_then_start
+
+    rng = np.random.default_rng(5)
+    fx = np.sort(rng.integers(0, 7, 500))
+    ts = rng.integers(-span, span, 500)
+    assert _by_file_then_start(fx, ts).tolist() == np.lexsort((ts, fx)).tolist()
 
 
 def test_digits_are_read_eight_at_a_time_up_to_18():

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from smdebug.profiler.reading.args_column import concat_args, take_args
+from smdebug.profiler.reading.args_column import ArgsColumn, concat_args, take_args
 
 __all__ = ["Series", "FrameworkEvents", "StepSpans", "phase_mask"]
 
@@ -107,22 +107,55 @@ class FrameworkEvents:
 
     @classmethod
     def concat(cls, parts: list[FrameworkEvents]) -> FrameworkEvents:
-        """The rows of all ``parts``, sorted by ``start_us`` (stable: equal starts keep their order)."""
+        """The rows of all ``parts``, sorted by ``start_us`` (stable: equal starts keep their order).
+        Consecutive parts that are adjacent :meth:`rows` of one table (the files of a batch of the
+        bulk reader) are taken as one slice of it, not copied part by part."""
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
         if len(parts) == 1:
             return parts[0]
+        runs: list[list] = []  # [table, start, stop] of adjacent row ranges, or [part, None, None]
+        for p in parts:
+            span = p.__dict__.get("_rows_of")
+            if span is not None and runs and runs[-1][0] is span[0] and runs[-1][2] == span[1]:
+                runs[-1][2] = span[2]
+            else:
+                runs.append(list(span) if span is not None else [p, None, None])
+        joined = [p if lo is None else p.rows(lo, hi) for p, lo, hi in runs]
+        merged = joined[0] if len(joined) == 1 else cls._join(joined)
+        if len(merged.start_us) > 1 and bool(np.any(merged.start_us[1:] < merged.start_us[:-1])):
+            return merged.take(np.argsort(merged.start_us, kind="stable"))
+        return merged
+
+    @classmethod
+    def _join(cls, parts: list[FrameworkEvents]) -> FrameworkEvents:
         cols = {f: np.concatenate([getattr(p, f) for p in parts])
                 for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid")}
         for f, fill, dtype in (("phase_pid", -1, np.int64), ("file_suffix", None, object)):
             if any(getattr(p, f) is not None for p in parts):
                 cols[f] = np.concatenate([np.full(len(p), fill, dtype=dtype) if getattr(p, f) is None
                                           else getattr(p, f) for p in parts])
-        merged = cls(args=concat_args([p.args for p in parts], [len(p) for p in parts]), **cols)
-        if len(merged.start_us) > 1 and bool(np.any(merged.start_us[1:] < merged.start_us[:-1])):
-            return merged.take(np.argsort(merged.start_us, kind="stable"))
-        return merged
+        return cls(args=concat_args([p.args for p in parts], [len(p) for p in parts]), **cols)
+
+    def rows(self, start: int, stop: int) -> FrameworkEvents:
+        """Rows ``start`` to ``stop`` (views, no copy), in their order; :meth:`concat` takes
+        adjacent ranges of one table back as one range."""
+        start, stop, _ = slice(start, stop).indices(len(self))
+        stop = max(start, stop)
+        table, at = self.__dict__.get("_rows_of", (self, 0, 0))[:2]
+        if table is not self:  # a range of a range: a range of the table itself
+            return table.rows(start + at, stop + at)
+        cut = slice(start, stop)
+        out = object.__new__(FrameworkEvents)  # the fields set at once (a frozen __init__ sets them one by one)
+        args, phase_pid, suffix = self.args, self.phase_pid, self.file_suffix
+        out.__dict__.update(
+            phase=self.phase[cut], name=self.name[cut], start_us=self.start_us[cut], end_us=self.end_us[cut],
+            step=self.step[cut], node_id=self.node_id[cut], pid=self.pid[cut], tid=self.tid[cut],
+            args=args.rows(start, stop) if isinstance(args, ArgsColumn) else args[cut],
+            phase_pid=None if phase_pid is None else phase_pid[cut], file_suffix=None if suffix is None else suffix[cut],
+            _rows_of=(self, start, stop))  # not a field: replace() and take() drop it
+        return out
 
     def take(self, index: np.ndarray) -> FrameworkEvents:
         """The rows at ``index`` (an int array or a boolean mask), order kept."""

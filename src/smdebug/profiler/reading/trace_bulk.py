@@ -14,7 +14,9 @@ template are kept as its columns (:class:`~smdebug.profiler.reading.args_column.
 its values are integers, else as their bytes in the file; both give 1.0.34's dicts when asked.
 The lines that do not follow a template must be metadata lines (``"ph": "M"``, a few a file),
 decoded one by one by orjson, or events whose ``args`` have another shape, whose ``args`` orjson
-decodes.
+decodes. The batch's events make one table, sorted by file then start; each file's events are a
+range of its rows (:meth:`~smdebug.profiler.reading.frames.FrameworkEvents.rows`, views), which
+:meth:`~smdebug.profiler.reading.frames.FrameworkEvents.concat` takes back as one range.
 
 A file that does not fit (a backslash or a control character anywhere, another layout, another
 key order, a non-integer number, ``B``/``E``/``i`` events, a truncated line...) is left to the
@@ -31,9 +33,10 @@ import numpy as np
 import orjson
 
 from smdebug.profiler.reading.args_column import NONE, ArgsColumn, ArgsTable
-from smdebug.profiler.reading.byte_columns import JoinedLines, LineTemplate, clean_text
+from smdebug.profiler.reading.byte_columns import JoinedLines, clean_text
 from smdebug.profiler.reading.frames import FrameworkEvents
 from smdebug.profiler.reading.trace_lines import (
+    LineTemplate,
     Meta,
     Templates,
     int_or_minus_one,
@@ -46,6 +49,7 @@ __all__ = ["parse_trace_batch"]
 
 _NL = 10
 _NO_ARGS, _AS_BYTES, _IN_TABLE = 0, 1, 2  # how an event's args are kept
+_SHARED = ("table", "names")  # _Piece's fields that are not a column
 _MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when that many events have one
 
 
@@ -90,8 +94,7 @@ class _Piece:
     dur: np.ndarray
     ev_pid: np.ndarray  # the event's "pid": its phase in the file
     ev_tid: np.ndarray
-    name_lo: np.ndarray
-    name_hi: np.ndarray
+    name: np.ndarray  # codes into ``names``
     step: np.ndarray
     pid: np.ndarray
     tid: np.ndarray
@@ -99,10 +102,11 @@ class _Piece:
     args_lo: np.ndarray  # _AS_BYTES: where they are in the joined bytes
     args_hi: np.ndarray
     table: dict = field(default_factory=dict)  # _IN_TABLE: the args template's values by key
+    names: list = field(default_factory=list)
 
     def select(self, idx) -> _Piece:
-        return _Piece(**{f.name: getattr(self, f.name)[idx] for f in fields(self) if f.name != "table"},
-                      table={k: v[idx] for k, v in self.table.items()})
+        return _Piece(**{f.name: getattr(self, f.name)[idx] for f in fields(self) if f.name not in _SHARED},
+                      table={k: v[idx] for k, v in self.table.items()}, names=self.names)
 
     @classmethod
     def merge(cls, pieces: list[_Piece]) -> _Piece:
@@ -110,10 +114,12 @@ class _Piece:
         if len(pieces) == 1:
             return pieces[0]
         keys = {k for p in pieces for k in p.table}
+        at = np.cumsum([0] + [len(p.names) for p in pieces[:-1]]).tolist()  # each piece's names, one list
         merged = cls(**{f.name: np.concatenate([getattr(p, f.name) for p in pieces])
-                        for f in fields(cls) if f.name != "table"},
+                        for f in fields(cls) if f.name not in _SHARED},
                      table={k: np.concatenate([p.table.get(k, np.zeros(len(p.row), dtype=np.int64)) for p in pieces])
-                            for k in keys})
+                            for k in keys}, names=[text for p in pieces for text in p.names])
+        merged.name = np.concatenate([p.name + a for p, a in zip(pieces, at)])
         return merged.select(np.argsort(merged.row, kind="stable"))
 
 
@@ -128,19 +134,16 @@ class _Lines:
     def read(self, t: LineTemplate, rows: np.ndarray, whole: bool = True) -> tuple[_Piece, dict]:
         """Match ``rows`` against ``t`` (``whole``: the line is exactly ``t``); the rows that match
         are done, their values a new piece. Returns it with the args' values and ``"end"``."""
-        stop = self.stop[rows]
-        ok, out = self.b.match(t, self.start[rows], stop)
-        if whole:
-            ok &= out["end"] == stop
+        ok, out = self.b.match(t, self.start[rows], self.stop[rows], whole, interned=("name",))
         hit = rows[ok]
         self.done[hit] = True
         n = len(hit)
         ev_pid = out["pid"][ok]
         ev_tid = out["tid"][ok] if "tid" in out else np.zeros(n, dtype=np.int64)
         zeros = np.zeros(n, dtype=np.int64)
-        piece = _Piece(hit, out["ts"][ok], out["dur"][ok], ev_pid, ev_tid, out["name"][0][ok], out["name"][1][ok],
+        piece = _Piece(hit, out["ts"][ok], out["dur"][ok], ev_pid, ev_tid, out["name"][0][ok],
                        np.full(n, -1, dtype=np.int64), ev_pid.copy(), ev_tid.copy(), np.full(n, _NO_ARGS, dtype=np.int8),
-                       zeros, zeros.copy())
+                       zeros, zeros.copy(), names=out["name"][1])
         self.pieces.append(piece)
         return piece, {k: (v[0][ok], v[1][ok]) if isinstance(v, tuple) else v[ok]
                        for k, v in out.items() if k == "end" or k.startswith("args")}
@@ -150,10 +153,11 @@ def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: l
     b = JoinedLines(datas, ends)
     body = b.buf[:b.size]
     file_ok = np.ones(len(datas), dtype=bool)
-    nl = np.flatnonzero(body == _NL)
-    if np.count_nonzero(body.view(np.int8) < 32) != len(nl):  # control characters or non-ASCII (< 0 as int8)
+    nl = np.flatnonzero(body.view(np.int8) < 32)  # newlines, control characters, non-ASCII (< 0 as int8)
+    if not (body[nl] == _NL).all():
         for k, (d, e) in enumerate(zip(datas, ends)):
             file_ok[k] = clean_text(d[:e])
+        nl = nl[body[nl] == _NL]
     # lines: each file is "[", one event a line (",\n" between), "]"
     ls = np.concatenate(([0], nl[:-1] + 1))
     first = np.searchsorted(ls, b.offsets)
@@ -161,7 +165,7 @@ def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: l
     is_event = np.ones(len(ls), dtype=bool)
     is_event[first] = is_event[last] = False
     lines = np.flatnonzero(is_event)
-    ev_file = np.searchsorted(first, lines, side="right") - 1
+    ev_file = np.repeat(np.arange(len(first)), last - first - 1)  # each file's lines between its first and last
     start, nlpos = ls[lines], nl[lines]
     comma = b.byte(nlpos - 1) == ord(",")
     stop = nlpos - comma  # the end of the event's JSON object
@@ -174,8 +178,9 @@ def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: l
     if t.full is not None:
         _args_from_template(b, t, *ev.read(t.full, np.arange(len(lines))))
     ev.read(t.bare, np.flatnonzero(~ev.done))
-    _other_args_shapes(b, ev, t, file_ok)
-    _args_by_orjson(b, ev, *ev.read(t.head, np.flatnonzero(~ev.done & file_ok[ev_file]), whole=False), file_ok)
+    left = _other_args_shapes(b, ev, t, file_ok)
+    if len(left):
+        _args_by_orjson(b, ev, *ev.read(t.head, left, whole=False), file_ok)
     meta = Meta()  # the lines left must be metadata lines
     other = np.flatnonzero(~ev.done & file_ok[ev_file])
     for li, f, lo, hi in zip(lines[other].tolist(), ev_file[other].tolist(), start[other].tolist(),
@@ -224,24 +229,26 @@ def _args_from_template(b: JoinedLines, t: Templates, piece: _Piece, out: dict) 
         piece.step = step
 
 
-def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> None:
+def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> np.ndarray:
     """Events whose args have another shape than the first event's (a job's first events often
     have no step yet): when many are left, the shape of the first of them is read in bulk too
-    (its args kept as bytes), a few shapes at most."""
-    for _ in range(_MORE_SHAPES):
+    (its args kept as bytes), a few shapes at most. Returns the lines left that begin as events
+    (``t.head``), for orjson."""
+    for shape in range(_MORE_SHAPES + 1):
         rest = np.flatnonzero(~ev.done & file_ok[ev.file])
         ok, _ = b.match(t.head, ev.start[rest], ev.stop[rest])
         left = rest[ok]
         if len(left) < _MANY:
-            return
+            break
         r = int(left[0])
         other = templates(b.big[int(ev.start[r]):int(ev.stop[r])])
-        if other is None or other.full is None or other.bare.steps != t.bare.steps:
-            return
+        if other is None or other.full is None or other.bare.steps != t.bare.steps or shape == _MORE_SHAPES:
+            break
         piece, out = ev.read(other.full, left)
         if not len(piece.row):
-            return
+            break
         _args_from_template(b, replace(other, table=None), piece, out)
+    return left[~ev.done[left]]
 
 
 def _args_by_orjson(b: JoinedLines, ev: _Lines, piece: _Piece, out: dict, file_ok) -> None:
@@ -312,6 +319,10 @@ def _args_column(ev: _Lines, t: Templates, cols: dict, fx: np.ndarray) -> ArgsCo
     """The batch's args: the template's columns as one ArgsTable, the others as bytes of their
     file (kept only for the files that have such rows; the joined copy is dropped)."""
     kind = cols["args"]
+    if t.table is not None and bool((kind == _IN_TABLE).all()):  # the usual: all in the table
+        table = ArgsTable(t.table.keys, t.table.text, [cols["arg:" + k] for k in t.table.keys])
+        n = len(kind)
+        return ArgsColumn([table], np.zeros(n, dtype=np.int32), np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     as_bytes = kind == _AS_BYTES
     files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.datas))).tolist())  # (np.unique imports numpy.ma)
     buffers: list = [d if k in files else None for k, d in enumerate(ev.b.datas)]
@@ -324,6 +335,16 @@ def _args_column(ev: _Lines, t: Templates, cols: dict, fx: np.ndarray) -> ArgsCo
         lo[in_table] = np.arange(len(kind))[in_table]
         buffers.append(ArgsTable(t.table.keys, t.table.text, [cols["arg:" + k] for k in t.table.keys]))
     return ArgsColumn(buffers, source, lo, hi)
+
+
+def _by_file_then_start(fx: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The stable order by file, then start, of rows whose files ``fx`` are sorted (events are
+    written child before parent): one stable argsort of ``file * span + start`` when that fits in
+    int64 (timsort: fast on the sorted runs), else a lexsort."""
+    low, span = int(ts.min()), int(ts.max()) - int(ts.min()) + 1
+    if int(fx[-1]) * span + span < 1 << 62:
+        return np.argsort(fx * span + (ts - low), kind="stable")
+    return np.lexsort((ts, fx))
 
 
 def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes) -> list[FrameworkEvents | None]:
@@ -339,30 +360,22 @@ def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes)
     line = ev.line[piece.row]
     ts = piece.ts + _bases(fx, line, nfiles, meta)
     phase_code, phases = _phases(fx, line, piece.ev_pid, nfiles, meta)
-    name_code, names = ev.b.intern(piece.name_lo, piece.name_hi)
+    name_code, names = piece.name, piece.names
     cols = {"start": ts, "end": ts + piece.dur, "step": piece.step, "pid": piece.pid, "tid": piece.tid,
             "ev_pid": piece.ev_pid, "phase": phase_code, "name": name_code, "args": piece.args,
             "lo": piece.args_lo, "hi": piece.args_hi, **{"arg:" + k: v for k, v in piece.table.items()}}
     if len(ts) > 1 and bool(np.any((ts[1:] < ts[:-1]) & (fx[1:] == fx[:-1]))):
-        order = np.lexsort((ts, fx))  # stable: by file, then start
+        order = _by_file_then_start(fx, ts)
         done: dict[int, np.ndarray] = {}  # an array under two names (pid and the args' pid) sorted once
         cols = {k: done[id(v)] if id(v) in done else done.setdefault(id(v), v[order]) for k, v in cols.items()}
-        fx = fx[order]
-    node, suffix = np.array(node_ids, dtype=object)[fx], np.array(suffixes, dtype=object)[fx]
+    counts = np.bincount(fx, minlength=nfiles)  # fx is sorted: each file's rows are together
+    node, suffix = np.repeat(np.array(node_ids, dtype=object), counts), np.repeat(np.array(suffixes, dtype=object), counts)
     phase = np.array(phases, dtype=object)[cols["phase"]]
     name = np.array(names, dtype=object)[cols["name"]]
     args = _args_column(ev, t, cols, fx)
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(fx, minlength=nfiles)))).tolist()
-    out: list[FrameworkEvents | None] = []
-    for k, fine in enumerate(file_ok.tolist()):
-        lo, hi = bounds[k], bounds[k + 1]
-        if not fine:
-            out.append(None)
-        elif lo == hi:
-            out.append(FrameworkEvents.empty())
-        else:
-            out.append(FrameworkEvents(
-                phase=phase[lo:hi], name=name[lo:hi], start_us=cols["start"][lo:hi], end_us=cols["end"][lo:hi],
-                step=cols["step"][lo:hi], node_id=node[lo:hi], pid=cols["pid"][lo:hi], tid=cols["tid"][lo:hi],
-                args=args.rows(lo, hi), phase_pid=cols["ev_pid"][lo:hi], file_suffix=suffix[lo:hi]))
-    return out
+    table = FrameworkEvents(phase=phase, name=name, start_us=cols["start"], end_us=cols["end"], step=cols["step"],
+                            node_id=node, pid=cols["pid"], tid=cols["tid"], args=args, phase_pid=cols["ev_pid"],
+                            file_suffix=suffix)
+    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    return [None if not fine else FrameworkEvents.empty() if bounds[k] == bounds[k + 1] else
+            table.rows(bounds[k], bounds[k + 1]) for k, fine in enumerate(file_ok.tolist())]
