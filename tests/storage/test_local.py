@@ -325,6 +325,26 @@ def test_list_sorted_when_names_sort_before_slash(store):
     assert store.list("") == sorted(keys)
 
 
+def test_list_folders_holding_files_and_folders(store):
+    """A folder's files and folders come in key order ('x-y/' < 'x.y' < 'x/' < 'x0'), at every level,
+    and so do the keys after start_after."""
+    keys = ["m/x-y/1", "m/x.y", "m/x/2", "m/x/2.b/c", "m/x0", "m/y", "m/z/3", "n", "n0/4", "n-/5"]
+    for k in keys:
+        store.write(k, b"")
+    assert store.list("") == sorted(keys)
+    assert store.list("m") == sorted(k for k in keys if k.startswith("m/"))
+    for k in sorted(keys) + ["m/x", "m/x/", "m/x.", "m/", "a", "z"]:
+        assert store.list("", start_after=k) == [x for x in sorted(keys) if x > k], k
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_list_follows_links_to_folders(store):
+    store.write("a/real/x", b"")
+    store.write("a/z", b"")
+    os.symlink(Path(store.root, "a", "real"), Path(store.root, "a", "link"))
+    assert store.list("a") == ["a/link/x", "a/real/x", "a/z"]
+
+
 @pytest.mark.parametrize(
     "start_after",
     [

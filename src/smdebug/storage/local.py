@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins  # the class's method `list` hides the type in its body
 import contextlib
 import itertools
 import os
@@ -139,33 +140,45 @@ class LocalStore(Store):
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:
         base = prefix.rstrip("/")
         top = self._path(base) if base else self.root
-        out: list[str] = []
+        out: builtins.list[str] = []
         if os.path.isdir(top):
             self._walk(top, base, start_after, out)
         elif os.path.isfile(top) and (start_after is None or base > start_after):
             out.append(base)
         return out
 
-    def _walk(self, folder: str, key: str, start_after: str | None, out: list[str]) -> None:
+    def _walk(self, folder: str, key: str, start_after: str | None, out: builtins.list[str]) -> None:
         try:
-            # sorted as keys sort: a folder's name is followed by '/', which sorts after '-' and '.'
-            entries = sorted(os.scandir(folder), key=lambda e: e.name + "/" if e.is_dir() else e.name)
+            with os.scandir(folder) as it:
+                entries = list(it)
+            names = [e.name for e in entries if not e.is_dir()]
+            folders = [e.name + "/" for e in entries if e.is_dir()] if len(names) < len(entries) else []
         except FileNotFoundError:
             return
         except OSError as exc:
             raise StorageError(f"cannot list {folder}: {exc}") from exc
-        for e in entries:
-            child = f"{key}/{e.name}" if key else e.name
-            if e.is_dir():
+        prefix = f"{key}/" if key else ""
+        if not folders:  # files only (the common leaf folder): no Python statement per name
+            names.sort()
+            out.extend([prefix + n for n in names] if start_after is None else [
+                c for n in names if (c := prefix + n) > start_after])
+            return
+        # sorted as keys sort: a folder's name is followed by '/', which sorts after '-' and '.'
+        # (a file's name holds no '/': a name that ends with one is a folder's)
+        names.extend(folders)
+        names.sort()
+        for name in names:
+            child = prefix + name.rstrip("/")
+            if name[-1] == "/":
                 # every key below `child` starts with `child/`: skip the folder when all of
                 # them sort at or before start_after
                 if start_after is not None and child + "/" < start_after and not start_after.startswith(child + "/"):
                     continue
-                self._walk(e.path, child, start_after, out)
+                self._walk(os.path.join(folder, name[:-1]), child, start_after, out)
             elif start_after is None or child > start_after:
                 out.append(child)
 
-    def list_folders(self, prefix: str) -> list[str]:
+    def list_folders(self, prefix: str) -> builtins.list[str]:
         try:
             return sorted(e.name for e in os.scandir(self._path(prefix.rstrip("/"))) if e.is_dir())
         except (FileNotFoundError, NotADirectoryError):

@@ -114,7 +114,7 @@ def test_windows_are_inclusive_and_touch_only_the_files_they_need(tmp_path):
     (cpu0, cpu1) = trial.system_series(start, end)
     assert (cpu0.name, cpu1.name) == ("cpu0", "cpu1")
     assert cpu0.timestamp_us[0] == start and cpu0.timestamp_us[-1] == end and len(cpu0) == 61
-    parsed = [f for f in trial._system.values() if f.parsed is not None]
+    parsed = [f for f in trial._system.opened.values() if f.parsed is not None]
     assert 0 < len(parsed) < 10  # the window's minutes and the 3-minute margin, not the whole run
     assert [s.name for s in trial.system_series(node_id="algo-2")] == []
     assert len(trial.system_series(type="gpu")) == 0
@@ -250,6 +250,18 @@ def test_a_walk_through_windows_reads_ahead_finds_what_single_queries_find_and_f
         start, end = t0 + k * 120_000_000, t0 + (k + 1) * 120_000_000 - 1
         ours = trial.framework_events(start, end)
         assert len(ours) > 0 and _framework_rows(ours) == _framework_rows(ProfilerTrial(tmp_path).framework_events(start, end))
-    assert trial._framework[str(paths[36].relative_to(tmp_path))].parsed is not None  # read ahead of the walk
+    assert trial._framework.opened[str(paths[36].relative_to(tmp_path))].parsed is not None  # read ahead of the walk
     with pytest.raises(EventFileCorrupt, match=paths[30].name):
         trial.framework_events(t0 + 30 * 60_000_000, t0 + 31 * 60_000_000)
+
+
+def test_a_series_read_from_one_file_has_contiguous_arrays(tmp_path):
+    path = tmp_path / "system" / "incremental" / "2026092114" / "1800000000.algo-1.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(b'{"Type":"cpu","Name":"cpu%d","Dimension":"U","Value":%d,"NodeId":"algo-1","Timestamp":%d.5}\n'
+                              % (c, 10 * s + c, 1_800_000_000 + s) for s in range(5) for c in range(3)))
+    series = ProfilerTrial(tmp_path).system_series()
+    assert [s.name for s in series] == ["cpu0", "cpu1", "cpu2"]
+    assert series[1].value.tolist() == [1, 11, 21, 31, 41]
+    assert series[1].timestamp_s.tolist() == [1_800_000_000.5 + s for s in range(5)]
+    assert all(s.value.flags.c_contiguous and s.timestamp_s.flags.c_contiguous for s in series)

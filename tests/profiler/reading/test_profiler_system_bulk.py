@@ -133,3 +133,60 @@ def test_bulk_reads_what_the_json_reader_reads(metrics, samples, data):
     if bulk is not None:  # None: an exponent or 17+ digits orjson wrote; read by the other paths
         assert_same_chunks(bulk, json_path(text))
     assert_same_chunks(sf.parse_system_file(text, "x"), json_path(text))
+
+
+@pytest.mark.parametrize("case", ["two nodes in a file", "a name longer than a row", "a metric twice in a sample",
+                                  "a sample cut short", "one line", "a sample of 100 metrics",
+                                  "one sample of 100 metrics", "different time lengths"])
+def test_layouts_the_bulk_reader_reads_in_other_ways_give_the_json_readers_columns(case):
+    data = {
+        # the texts between the numbers differ in length: compared apart from the times
+        "two nodes in a file": lambda: b"".join(
+            a + b for a, b in zip(_file().splitlines(True), _file(node="algo-10").splitlines(True))),
+        # a template wider than the 128 bytes read from a line at a time
+        "a name longer than a row": lambda: _file(metrics=[("cpu", "c" * 150, "d"), ("gpu", "g", "")]),
+        # two templates with one key: grouped by sorting, not by slicing
+        "a metric twice in a sample": lambda: _file(metrics=METRICS[:3] + METRICS[1:2]),
+        "a sample cut short": lambda: _file().rsplit(b"\n", 4)[0] + b"\n",
+        "one line": lambda: _file(samples=1, metrics=METRICS[:1]),
+        "a sample of 100 metrics": lambda: _file(samples=3, metrics=[("cpu", f"cpu{i}", "d") for i in range(100)]),
+        "one sample of 100 metrics": lambda: _file(samples=1, metrics=[("cpu", f"cpu{i}", "d") for i in range(100)]),
+        "different time lengths": lambda: _file(stamps=lambda s: [1591748169.5, 1591748169.25, 1591748170, 15][s % 4]),
+    }[case]()
+    bulk = _bulk(data)
+    assert bulk is not None
+    assert_same_chunks(bulk, json_path(data))
+
+
+def test_a_nodes_next_files_reuse_its_layout_and_are_still_checked_line_by_line(monkeypatch):
+    from smdebug.profiler.reading import system_bulk as sb
+
+    monkeypatch.setattr(sb, "_LAYOUTS", {})
+    first, second = _file(), _file(values=lambda s, j: s * 100 + j)
+    assert_same_chunks(_bulk(first), json_path(first))
+    layout = next(iter(sb._LAYOUTS.values()))
+    assert_same_chunks(_bulk(second), json_path(second))
+    assert list(sb._LAYOUTS.values()) == [layout]  # the same templates: one layout
+    # the first sample of a file whose templates were seen is checked as the others are
+    lines = second.split(b"\n")
+    lines[2] = lines[2].replace(b'"Value":', b'"Value":true,"x":')
+    assert _bulk(b"\n".join(lines)) is None
+    # a file whose first sample does not decode as a layout leaves no layout behind
+    monkeypatch.setattr(sb, "_LAYOUTS", {})
+    bad = first.replace(b'"Value":', b'"Value":"1",', 1)
+    assert _bulk(bad) is None and sb._LAYOUTS == {}
+    assert _bulk(first) is not None and len(sb._LAYOUTS) == 1
+
+
+def test_the_rows_near_the_end_of_a_file_are_read_from_a_padded_copy():
+    from smdebug.profiler.reading import system_bulk as sb
+
+    data = b"0123456789" * 30 + b"tail"
+    text = sb._Text(data, len(data) - 2)
+    at = np.array([0, 250, 290, 296, len(data) - 2])
+    rows = text.rows(at, 24)
+    for a, row in zip(at.tolist(), rows):  # up to the end of the lines, a newline, then zeros
+        expected = (data[:len(data) - 2] + b"\n" + bytes(64))[a:a + 24]
+        assert row.tobytes() == expected
+    short = sb._Text(b'{"a":1}', 7)  # shorter than a row
+    assert short.rows(np.array([0, 3]), 16).tobytes() == b'{"a":1}\n' + bytes(8) + b'":1}\n' + bytes(11)

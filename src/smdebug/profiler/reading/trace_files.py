@@ -42,7 +42,6 @@ FILE_TYPES = {
 }
 
 _ALGO_NODE = re.compile(r"(.*)-(algo.*)")
-_SUFFIXES = tuple("_" + suffix for suffix in FILE_TYPES)
 
 
 def _node_id(node: str) -> str:
@@ -60,17 +59,33 @@ def node_id_from_trace_name(basename: str) -> str:
 def trace_file_info(key: str) -> tuple[int, str, str] | None:
     """``(last_end_us, node_id, suffix)`` of a framework file's key (1.0.34's rule: under
     ``framework/``, in a ``pevents`` folder, ending in ``.json``, ``<T>_<node>_<suffix>``), or None."""
-    if not key.endswith(_SUFFIXES) or "pevents" not in key or "/framework/" not in "/" + key:
-        return None
     base = key[key.rfind("/") + 1:]
     stamp, _, rest = base.partition("_")
+    found = _BY_REST.get(rest, _UNSEEN)
+    if found is _UNSEEN:  # the part after the time repeats for every file of a node
+        if len(_BY_REST) >= 4096:
+            _BY_REST.clear()
+        found = _BY_REST[rest] = _rest_info(rest)
+    if found is None or not stamp.isdigit() or "pevents" not in key or not (
+            key.startswith("framework/") or "/framework/" in key):
+        return None
+    return int(stamp), found[0], found[1]
+
+
+_UNSEEN = object()
+_BY_REST: dict = {}  # the part of a name after "<T>_" -> (node_id, suffix) or None
+
+
+def _rest_info(rest: str) -> tuple[str, str] | None:
+    """``(node_id, suffix)`` of a name ``<T>_<rest>`` whose ``<T>`` is digits, or None. The name
+    ends with ``_<suffix>`` exactly when ``_<rest>`` does: no suffix holds a digit."""
     node, _, tail = rest.partition("_")
-    if not tail or not stamp.isdigit():
+    if not tail:
         return None
     for suffix in FILE_TYPES:
-        if base.endswith("_" + suffix):
-            return int(stamp), _node_id(node), suffix
-    return None  # not reached: the key ends with one of them
+        if ("_" + rest).endswith("_" + suffix):
+            return _node_id(node), suffix
+    return None
 
 
 def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None = None) -> FrameworkEvents:

@@ -28,23 +28,29 @@ the writer rotates or closes it (every 60 s by default). Not read yet: the TF pr
 from __future__ import annotations
 
 import bisect
-import itertools
+import functools
 import logging
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 
 from smdebug.exceptions import ObjectNotFound
 from smdebug.profiler.locations import END_MARKER
+from smdebug.profiler.reading.file_list import File as _File
+from smdebug.profiler.reading.file_list import FileList
 from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans
 from smdebug.profiler.reading.system_files import SystemChunk, parse_system_file, system_file_info
 from smdebug.profiler.reading.trace_bulk import parse_trace_batch
 from smdebug.profiler.reading.trace_files import parse_trace_file, trace_file_info
 from smdebug.storage import is_remote, open_store
+from smdebug.storage.local import LocalStore  # noqa: F401  (see below)
+
+# LocalStore is imported with this module, not at the first ProfilerTrial (open_store imports it
+# lazily, for the other users of smdebug.storage): a local folder is what a trial reads most,
+# and the store module needs nothing that is not loaded already (os and the storage base).
 
 __all__ = ["ProfilerTrial", "MARGIN_US", "MINUTE_US"]
 
@@ -57,16 +63,7 @@ AHEAD_FILES = 64  # at most, parsed ahead of a rule walking through the run
 BATCH_BYTES = 4 << 20  # framework files read together, about (larger batches run out of the caches)
 
 
-@dataclass
-class _File:
-    key: str
-    time_us: int  # system: the minute of the file name; framework: the last event end of the name
-    node_id: str
-    suffix: str = ""  # framework files: "pythontimeline.json", "model_timeline.json"...
-    stamp: tuple | None = None  # (size, mtime_ns) of a local file when it was parsed
-    parsed: object = None  # SystemChunk | FrameworkEvents once parsed
-
-
+@functools.lru_cache(maxsize=4096)  # the same names in every query
 def _natural(text: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
@@ -85,11 +82,9 @@ class ProfilerTrial:
         self.output_dir = output_dir
         self._store = open_store(path)
         self._streams = tuple(streams)
-        self._system: dict[str, _File] = {}
-        self._framework: dict[str, _File] = {}
+        self._system = FileList(system_file_info)
+        self._framework = FileList(trace_file_info)
         self._first: int | None = None
-        self._framework_by_node: dict | None = None
-        self._framework_index: dict[str, int] = {}
         self._read_on: dict[str, tuple[int, int]] = {}  # node -> (index a sequential query reads next, files read ahead)
         self.refresh()
         if not self.has_data():
@@ -104,27 +99,16 @@ class ProfilerTrial:
         were parsed (size or mtime) and, on object storage, each node's newest system file are
         parsed again when next needed."""
         listed = {stream: self._store.list(stream) for stream in self._streams}
-        present = {k for keys in listed.values() for k in keys}
-        for files in (self._system, self._framework):
-            for gone in [k for k in files if k not in present]:  # deleted since: forget it
-                del files[gone]
-        for key in listed.get("system", ()):
-            if key not in self._system and (info := system_file_info(key)) is not None:
-                self._system[key] = _File(key, info[0], info[1])
-        for key in listed.get("framework", ()):
-            if key not in self._framework and (tinfo := trace_file_info(key)) is not None:
-                self._framework[key] = _File(key, tinfo[0], tinfo[1], tinfo[2])
-        self._framework_by_node = None
+        present = {k for keys in listed.values() for k in keys} if len(self._system) or len(self._framework) else None
+        self._system.update(listed.get("system", ()), present)
+        self._framework.update(listed.get("framework", ()), present)
         if self._store.remote:
-            newest: dict[str, _File] = {}
-            for f in self._system.values():
-                if f.node_id not in newest or f.time_us > newest[f.node_id].time_us:
-                    newest[f.node_id] = f
-            for f in newest.values():
-                f.parsed = None
+            for key in self._system.first_per_node(newest=True):
+                if key in self._system.opened:
+                    self._system.opened[key].parsed = None
         else:
             for files in (self._system, self._framework):
-                for f in list(files.values()):
+                for f in files.opened.values():
                     if f.parsed is not None and self._stamp(f.key) != f.stamp:
                         f.parsed = None
                         f.stamp = None
@@ -191,14 +175,15 @@ class ProfilerTrial:
         twice as many as the time before (at most ``AHEAD_FILES``); else none."""
         out: list[_File] = []
         ends = None if suffixes is None else tuple(suffixes)
-        for node, (_, node_files) in (self._framework_by_node or {}).items():
+        listing = self._framework
+        for node, (_, node_keys) in listing.by_node().items():
             todo = [f for f in files if f.node_id == node and f.parsed is None]
             if not todo:
                 continue
-            first, last = self._framework_index[todo[0].key], self._framework_index[todo[-1].key]
+            first, last = listing.position(todo[0].key), listing.position(todo[-1].key)
             expected, before = self._read_on.get(node, (-1, 0))
             count = min(max(2 * before, len(todo)), AHEAD_FILES) if first == expected else 0
-            more = [f for f in node_files[last + 1:last + 1 + count]
+            more = [f for f in listing.files(node_keys[last + 1:last + 1 + count])
                     if f.parsed is None and (ends is None or f.key.endswith(ends))]
             out += more
             self._read_on[node] = (last + 1 + count, count)
@@ -206,17 +191,17 @@ class ProfilerTrial:
 
     # ------------------------------------------------------------------ system metrics
     def _system_files(self, start_us, end_us, node_id=None) -> list[_File]:
-        out = []
-        for f in self._system.values():
-            if node_id is not None and f.node_id != node_id:
-                continue
-            if end_us is not None and f.time_us - MARGIN_US > end_us:
-                continue
-            if start_us is not None and f.time_us + MINUTE_US + MARGIN_US < start_us:
-                continue
-            out.append(f)
-        out.sort(key=lambda f: (f.time_us, f.key))
-        return out
+        """The files of ``node_id`` (None: all) whose minute is within ``MARGIN_US`` of the window,
+        or the minute before it (the file of that minute holds the minute's samples), by (minute, key)."""
+        out: list[str] = []
+        for node, (times, keys) in self._system.by_node().items():
+            if node_id is None or node == node_id:
+                lo = 0 if start_us is None else bisect.bisect_left(times, start_us - MINUTE_US - MARGIN_US)
+                hi = len(times) if end_us is None else bisect.bisect_right(times, end_us + MARGIN_US)
+                out += keys[lo:hi]
+        time = self._system.time
+        out.sort(key=lambda k: (time[k], k))
+        return self._system.files(out)
 
     def system_series(self, start_us: int | None = None, end_us: int | None = None, *, type: str | None = None,
                       dimension: str | None = None, node_id: str | None = None) -> list[Series]:
@@ -224,18 +209,21 @@ class ProfilerTrial:
         :class:`Series` per ``(node_id, type, name, dimension)``, optionally only of one ``type``
         (``"cpu"``, ``"gpu"``...), ``dimension`` or ``node_id``; sorted by node, type, name
         (``cpu2`` before ``cpu10``) and dimension. Series with no sample in the window are left out."""
-        pieces: dict[tuple, list] = {}
+        pieces: dict[tuple, list] = {}  # key -> the times and values of its pieces, one after the other
         for f in self._system_files(start_us, end_us, node_id):
             chunk: SystemChunk = self._load(f, framework=False)
             for key, ts, val in zip(chunk.keys, chunk.timestamp_s, chunk.value):
                 if (node_id is not None and key[0] != node_id) or (type is not None and key[1] != type) or (
                         dimension is not None and key[3] != dimension):
                     continue
-                pieces.setdefault(key, []).append((ts, val))
+                parts = pieces.setdefault(key, [])
+                parts.append(ts)
+                parts.append(val)
         out = []
         for key, parts in pieces.items():
-            ts = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
-            val = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+            # (a file's pieces may be strided views: a series' arrays are contiguous, as before)
+            ts = np.concatenate(parts[0::2]) if len(parts) > 2 else np.ascontiguousarray(parts[0])
+            val = np.concatenate(parts[1::2]) if len(parts) > 2 else np.ascontiguousarray(parts[1])
             if len(ts) > 1 and bool(np.any(ts[1:] < ts[:-1])):
                 order = np.argsort(ts, kind="stable")
                 ts, val = ts[order], val[order]
@@ -249,26 +237,18 @@ class ProfilerTrial:
 
     # ------------------------------------------------------------------ framework events
     def _framework_files(self, start_us, end_us, suffixes=None) -> list[_File]:
-        if self._framework_by_node is None:  # each node's files by time, with their times
-            by_node: dict[str, list[_File]] = {}
-            for f in self._framework.values():
-                by_node.setdefault(f.node_id, []).append(f)
-            for files in by_node.values():
-                files.sort(key=lambda f: (f.time_us, f.key))
-            self._framework_by_node = {node: ([f.time_us for f in files], files) for node, files in by_node.items()}
-            self._framework_index = {f.key: i for files in by_node.values() for i, f in enumerate(files)}
         ends = None if suffixes is None else tuple(suffixes)
         out = []
-        for times, files in self._framework_by_node.values():
+        for times, keys in self._framework.by_node().values():
             # files that end before the window hold none of its events
             first = 0 if start_us is None else bisect.bisect_left(times, start_us - MARGIN_US)
-            for f in itertools.islice(files, first, None):
-                if ends is not None and not f.key.endswith(ends):
+            for i in range(first, len(keys)):
+                if ends is not None and not keys[i].endswith(ends):
                     continue
-                out.append(f)
-                if end_us is not None and f.time_us > end_us + MARGIN_US:
+                out.append(keys[i])
+                if end_us is not None and times[i] > end_us + MARGIN_US:
                     break  # later files hold events written after this one closed
-        return out
+        return self._framework.files(out)
 
     def framework_events(self, start_us: int | None = None, end_us: int | None = None, *,
                          suffixes=None) -> FrameworkEvents:
@@ -295,19 +275,11 @@ class ProfilerTrial:
         waited for system files forever when there were none)."""
         if self._first is None:
             candidates = []
-            by_node: dict[str, _File] = {}
-            for f in self._system.values():
-                if f.node_id not in by_node or f.time_us < by_node[f.node_id].time_us:
-                    by_node[f.node_id] = f
-            for f in by_node.values():
+            for f in self._system.files(self._system.first_per_node()):
                 chunk = self._load(f, framework=False)
                 if chunk.first_s is not None:
                     candidates.append(int(chunk.first_s * 1e6))
-            first_fw: dict[str, _File] = {}
-            for f in self._framework.values():
-                if f.node_id not in first_fw or f.time_us < first_fw[f.node_id].time_us:
-                    first_fw[f.node_id] = f
-            for f in first_fw.values():
+            for f in self._framework.files(self._framework.first_per_node()):
                 ev = self._load(f, framework=True)
                 if len(ev):
                     candidates.append(int(ev.start_us[0]))
@@ -315,20 +287,17 @@ class ProfilerTrial:
         return self._first
 
     def _latest_system_us(self) -> int | None:
-        newest: dict[str, _File] = {}
-        for f in self._system.values():
-            if f.node_id not in newest or f.time_us > newest[f.node_id].time_us:
-                newest[f.node_id] = f
         lasts = []
-        for f in newest.values():
+        for f in self._system.files(self._system.first_per_node(newest=True)):
             chunk = self._load(f, framework=False)
             lasts.append(int(chunk.last_s * 1e6) if chunk.last_s is not None else f.time_us)
         return min(lasts) if lasts else None
 
     def _latest_framework_us(self) -> int | None:
         newest: dict[str, int] = {}
-        for f in self._framework.values():
-            newest[f.node_id] = max(newest.get(f.node_id, 0), f.time_us)
+        time = self._framework.time
+        for key, node in self._framework.node.items():
+            newest[node] = max(newest.get(node, 0), time[key])
         return min(newest.values()) if newest else None
 
     def get_complete_timestamp(self) -> int | None:
@@ -339,10 +308,11 @@ class ProfilerTrial:
         that judged a window by the files' names alone would miss the stall."""
         latest = self.get_latest_timestamp()
         by_node: dict[str, list] = {}
-        for f in self._framework.values():
-            by_node.setdefault(f.node_id, []).append(f)
-        for files in by_node.values():
-            for f in sorted(files, key=lambda f: f.time_us, reverse=True)[:STEP_LOOKBACK_FILES]:
+        for key, node in self._framework.node.items():
+            by_node.setdefault(node, []).append(key)
+        time = self._framework.time
+        for keys in by_node.values():
+            for f in self._framework.files(sorted(keys, key=time.__getitem__, reverse=True)[:STEP_LOOKBACK_FILES]):
                 end = self._load(f, framework=True).last_end_of_phase("Step:")
                 if end is not None:
                     latest = end if latest is None else min(latest, end)
@@ -361,12 +331,9 @@ class ProfilerTrial:
         """The time (µs) of the newest data of any node and stream (the largest, where
         :meth:`get_latest_timestamp` gives the smallest): once the job has finished, everything up to
         it is there. None without data."""
-        newest: dict[str, _File] = {}
-        for f in self._system.values():
-            if f.node_id not in newest or f.time_us > newest[f.node_id].time_us:
-                newest[f.node_id] = f
-        ends = [int(c.last_s * 1e6) for f in newest.values() if (c := self._load(f, framework=False)).last_s is not None]
-        ends += [f.time_us for f in self._framework.values()]
+        newest = self._system.files(self._system.first_per_node(newest=True))
+        ends = [int(c.last_s * 1e6) for f in newest if (c := self._load(f, framework=False)).last_s is not None]
+        ends += self._framework.time.values()
         return max(ends) if ends else None
 
     def job_finished(self) -> bool:
@@ -377,10 +344,10 @@ class ProfilerTrial:
         """The times (µs) in the names of the listed files of ``stream`` ("system": each file's
         minute; "framework": each file's last event end), sorted."""
         files = {"system": self._system, "framework": self._framework}[stream]
-        return sorted(f.time_us for f in files.values())
+        return sorted(files.time.values())
 
     def has_data(self) -> bool:
-        return bool(self._system or self._framework)
+        return bool(len(self._system) or len(self._framework))
 
     def __repr__(self) -> str:
         return (f"<ProfilerTrial {self.name!r} at {self.path}: {len(self._system)} system files, "
