@@ -422,3 +422,15 @@ def test_exists_and_delete(store):
         store.read("a/b.json")
     store.delete("a/b.json")  # deleting a missing key is not an error
     assert store.list("a") == []
+
+
+def test_read_stamped_gives_the_bytes_and_the_stamp_from_before_the_read(store, tmp_path):
+    store.write("a/b.json", b"x" * 100)
+    data, stamp = store.read_stamped("a/b.json")
+    st = os.stat(store.describe("a/b.json"))
+    assert data == b"x" * 100 and stamp == (100, st.st_mtime_ns)
+    store.write("a/b.json", b"y" * 150)  # another file now: another stamp
+    data, later = store.read_stamped("a/b.json")
+    assert data == b"y" * 150 and later[0] == 150 and later != stamp
+    with pytest.raises(ObjectNotFound):
+        store.read_stamped("a/missing.json")

@@ -74,15 +74,21 @@ class LocalStore(Store):
         return self._path(key)
 
     def read(self, key: str) -> bytes:
+        return self.read_stamped(key)[0]
+
+    def read_stamped(self, key: str) -> tuple[bytes, tuple[int, int]]:
+        """The file's bytes and its ``(st_size, st_mtime_ns)`` from before they were read (a
+        file that changes later has another stamp: readers that cache what they parsed compare
+        stamps to know when to read it again)."""
         path = self._path(key)
         try:
             fd = os.open(path, os.O_RDONLY)
             try:
-                size = os.fstat(fd).st_size
-                chunks = [os.read(fd, max(size, 1))]
+                st = os.fstat(fd)
+                chunks = [os.read(fd, max(st.st_size, 1))]
                 while chunks[-1]:  # the file may have grown since fstat
                     chunks.append(os.read(fd, 1 << 20))
-                return b"".join(chunks) if len(chunks) > 2 else chunks[0]
+                return (b"".join(chunks) if len(chunks) > 2 else chunks[0]), (st.st_size, st.st_mtime_ns)
             finally:
                 os.close(fd)
         except FileNotFoundError:

@@ -46,7 +46,7 @@ from smdebug.profiler.reading.system_files import SystemChunk, parse_system_file
 from smdebug.profiler.reading.trace_bulk import parse_trace_batch
 from smdebug.profiler.reading.trace_files import parse_trace_file, trace_file_info
 from smdebug.storage import is_remote, open_store
-from smdebug.storage.local import LocalStore  # noqa: F401  (see below)
+from smdebug.storage.local import LocalStore  # (see below)
 
 # LocalStore is imported with this module, not at the first ProfilerTrial (open_store imports it
 # lazily, for the other users of smdebug.storage): a local folder is what a trial reads most,
@@ -122,10 +122,14 @@ class ProfilerTrial:
         return (st.st_size, st.st_mtime_ns)
 
     def _read(self, f: _File) -> bytes:
-        f.stamp = None if self._store.remote else self._stamp(f.key)
         try:
+            if isinstance(self._store, LocalStore):  # the stamp from the open file (no second path lookup)
+                data, f.stamp = self._store.read_stamped(f.key)
+                return data
+            f.stamp = None if self._store.remote else self._stamp(f.key)
             return self._store.read(f.key)
         except ObjectNotFound:  # removed since it was listed
+            f.stamp = None
             logger.warning("smdebug: profiler: %s was listed but is gone", self._store.describe(f.key))
             return b""
 
