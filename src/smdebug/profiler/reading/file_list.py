@@ -35,6 +35,7 @@ class FileList:
         self._info = info  # key -> (time_us, node_id[, suffix]), or None for a key that is not a file of the stream
         self.time: dict[str, int] = {}
         self.node: dict[str, str] = {}
+        self.suffix: dict[str, str] = {}  # a framework file's suffix (the third item of its info)
         self.opened: dict[str, File] = {}  # the File of each key a query asked for
         self._by_node: dict[str, tuple[list[int], list[str]]] | None = None
 
@@ -47,19 +48,21 @@ class FileList:
         if present is not None:
             for gone in [k for k in self.time if k not in present]:  # deleted since: forget it
                 del self.time[gone], self.node[gone]
+                self.suffix.pop(gone, None)
                 self.opened.pop(gone, None)
-        time, node, info = self.time, self.node, self._info
+        time, node, suffix, info = self.time, self.node, self.suffix, self._info
         for key in keys:
             if key not in time and (found := info(key)) is not None:
                 time[key] = found[0]
                 node[key] = found[1]
+                if len(found) > 2:
+                    suffix[key] = found[2]  # (a str, not a tuple: nothing for the garbage collector)
         self._by_node = None
 
     def file(self, key: str) -> File:
         f = self.opened.get(key)
         if f is None:
-            # (the name parsed again: its suffix is wanted for the files read only)
-            f = self.opened[key] = File(key, *(self._info(key) or (self.time[key], self.node[key])))
+            f = self.opened[key] = File(key, self.time[key], self.node[key], self.suffix.get(key, ""))
         return f
 
     def files(self, keys: Iterable[str]) -> list[File]:

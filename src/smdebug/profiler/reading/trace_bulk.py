@@ -183,10 +183,7 @@ def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: l
         _args_by_orjson(b, ev, *ev.read(t.head, left, whole=False), file_ok)
     meta = Meta()  # the lines left must be metadata lines
     other = np.flatnonzero(~ev.done & file_ok[ev_file])
-    for li, f, lo, hi in zip(lines[other].tolist(), ev_file[other].tolist(), start[other].tolist(),
-                             stop[other].tolist()):
-        if file_ok[f] and not meta.read(b.big[lo:hi], li, f):
-            file_ok[f] = False
+    meta.read_lines(b, lines[other], ev_file[other], start[other], stop[other], file_ok)
     return _assemble(ev, t, meta, file_ok, node_ids, suffixes)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import numpy as np
 import orjson
 
 from smdebug.profiler.reading.byte_columns import INT, LIT, MARK, QINT, STR
@@ -180,17 +181,28 @@ class Meta:
     base_line: list = field(default_factory=list)
     base_value: list = field(default_factory=list)
     base_file: list = field(default_factory=list)
-    _cache: dict = field(default_factory=dict)
 
-    def read(self, raw: bytes, line: int, file: int) -> bool:
-        """Take in one line; False when it is not a metadata line the bulk path reads."""
-        got = self._cache[raw] if raw in self._cache else self._cache.setdefault(raw, meta_line(raw))
-        if got is None:
-            return False
-        if got[0] is not None and (file, got[0][0]) not in self.announced:
-            self.announced[(file, got[0][0])] = (line, got[0][1])
-        if got[1] is not None:
-            self.base_line.append(line)
-            self.base_value.append(got[1])
-            self.base_file.append(file)
-        return True
+    def read_lines(self, b, line: np.ndarray, file: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   file_ok: np.ndarray) -> None:
+        """Take in the lines ``b.big[lo:hi]`` (line numbers ``line``, in order, of files ``file``):
+        each distinct line is decoded once (the files of a batch repeat their metadata lines). A
+        file with a line that is not a metadata line the bulk path reads is not ok (``file_ok``)
+        and what its lines say is left out."""
+        if not len(line):
+            return
+        codes, texts = b.intern(lo, hi)
+        got = [meta_line(text) for text in texts]
+        bad = np.array([g is None for g in got], dtype=bool)
+        if bad.any():
+            file_ok[file[bad[codes]]] = False
+        keep = file_ok[file]
+        says = np.array([g is not None and g[0] is not None for g in got], dtype=bool)[codes] & keep
+        for li, f, code in zip(line[says].tolist(), file[says].tolist(), codes[says].tolist()):
+            pid, name = got[code][0]
+            if (f, pid) not in self.announced:
+                self.announced[(f, pid)] = (li, name)
+        sets = np.array([g is not None and g[1] is not None for g in got], dtype=bool)[codes] & keep
+        if sets.any():
+            self.base_line += line[sets].tolist()
+            self.base_value += [got[c][1] for c in codes[sets].tolist()]
+            self.base_file += file[sets].tolist()
