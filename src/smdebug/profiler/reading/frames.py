@@ -144,8 +144,8 @@ class FrameworkEvents:
                              for p in parts]
         n = sum(len(p) for p in parts)
         cols: dict = {}
-        for names, dtype in ((_INT_COLUMNS + ("phase_pid",), np.int64), (_OBJECT_COLUMNS + ("file_suffix",), object)):
-            names = tuple(f for f in names if f in pieces)
+        for wanted, dtype in ((_INT_COLUMNS + ("phase_pid",), np.int64), (_OBJECT_COLUMNS + ("file_suffix",), object)):
+            names = [f for f in wanted if f in pieces]
             if all(a.dtype == dtype for f in names for a in pieces[f]):
                 block = np.empty((len(names), n), dtype=dtype)
                 for row, f in zip(block, names):
