@@ -109,3 +109,27 @@ def test_a_copy_or_replacement_of_a_range_is_not_taken_as_the_range():
     assert "_rows_of" not in shifted.__dict__
     assert sorted(merged.start_us.tolist()) == sorted(table.start_us[:5].tolist() + (table.start_us[5:] + 1000).tolist())
     assert "_rows_of" not in table.rows(0, 5).take(np.arange(3)).__dict__
+
+
+def test_joined_columns_are_the_parts_rows_whatever_their_integer_types():
+    """concat writes the int64 columns into one block and the str columns into another; parts
+    with columns of another integer type (int32 from other code) are joined column by column,
+    with numpy's promotion; either way each column holds the parts' rows, independent of each other."""
+    import dataclasses
+
+    a, b = _table(7), _table(5)
+    narrow = dataclasses.replace(b, pid=b.pid.astype(np.int32), phase_pid=None, file_suffix=None)
+    for parts in ([a, b], [a, narrow]):
+        merged = FrameworkEvents.concat(parts)
+        expected = FrameworkEvents.concat([_copy(p) for p in parts])
+        order = np.argsort(np.concatenate([p.start_us for p in parts]), kind="stable")
+        assert merged.pid.tolist() == np.concatenate([p.pid.astype(np.int64) for p in parts])[order].tolist()
+        assert merged.phase_pid.tolist() == np.concatenate(
+            [p.phase_pid if p.phase_pid is not None else np.full(len(p), -1) for p in parts])[order].tolist()
+        assert merged.file_suffix.tolist() == np.concatenate(
+            [p.file_suffix if p.file_suffix is not None else np.full(len(p), None, dtype=object) for p in parts]
+        )[order].tolist()
+        assert merged.name.tolist() == expected.name.tolist() and merged.step.tolist() == expected.step.tolist()
+    unsorted = FrameworkEvents._join([a, b])  # (before sorting: the block rows themselves)
+    unsorted.start_us[0] = -1
+    assert unsorted.end_us[0] == a.end_us[0] and a.start_us[0] != -1  # one column, not its neighbours or a part
