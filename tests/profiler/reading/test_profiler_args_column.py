@@ -133,3 +133,21 @@ def test_joined_columns_are_the_parts_rows_whatever_their_integer_types():
     unsorted = FrameworkEvents._join([a, b])  # (before sorting: the block rows themselves)
     unsorted.start_us[0] = -1
     assert unsorted.end_us[0] == a.end_us[0] and a.start_us[0] != -1  # one column, not its neighbours or a part
+
+
+def test_a_range_slices_its_columns_when_first_read():
+    """A range made by rows() holds only where it is until a column is read; then it has all of
+    them, as views of its table, and behaves as any FrameworkEvents (len, replace, pickle)."""
+    import dataclasses
+    import pickle
+
+    table = _table(12)
+    part = table.rows(3, 8)
+    assert set(part.__dict__) == {"_rows_of"} and len(part) == 5
+    assert part.start_us.tolist() == table.start_us[3:8].tolist() and np.shares_memory(part.step, table.step)
+    assert _columns(part) == _columns(_copy(part)) == _columns(table.rows(3, 8))
+    lazy = table.rows(0, 4)
+    assert _columns(pickle.loads(pickle.dumps(lazy))) == _columns(_copy(lazy))
+    assert dataclasses.replace(table.rows(0, 4), name=table.name[:4]).phase.tolist() == table.phase[:4].tolist()
+    with pytest.raises(AttributeError):
+        table.rows(0, 4).no_such_column  # noqa: B018

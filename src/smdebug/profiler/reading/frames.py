@@ -16,6 +16,7 @@ only the rows of its window.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,7 +97,8 @@ class FrameworkEvents:
     file_suffix: np.ndarray | None = None  # str (object array)
 
     def __len__(self) -> int:
-        return len(self.start_us)
+        span = self.__dict__.get("_rows_of")
+        return len(self.start_us) if span is None else span[2] - span[1]
 
     @property
     def duration_us(self) -> np.ndarray:
@@ -162,16 +164,26 @@ class FrameworkEvents:
         table, at = self.__dict__.get("_rows_of", (self, 0, 0))[:2]
         if table is not self:  # a range of a range: a range of the table itself
             return table.rows(start + at, stop + at)
-        cut = slice(start, stop)
-        out = object.__new__(FrameworkEvents)  # the fields set at once (a frozen __init__ sets them one by one)
-        args, phase_pid, suffix = self.args, self.phase_pid, self.file_suffix
-        out.__dict__.update(
-            phase=self.phase[cut], name=self.name[cut], start_us=self.start_us[cut], end_us=self.end_us[cut],
-            step=self.step[cut], node_id=self.node_id[cut], pid=self.pid[cut], tid=self.tid[cut],
-            args=args.rows(start, stop) if isinstance(args, ArgsColumn) else args[cut],
-            phase_pid=None if phase_pid is None else phase_pid[cut], file_suffix=None if suffix is None else suffix[cut],
-            _rows_of=(self, start, stop))  # not a field: replace() and take() drop it
+        out = object.__new__(FrameworkEvents)  # its columns sliced when first read (__getattr__)
+        out.__dict__["_rows_of"] = (self, start, stop)  # not a field: replace() and take() drop it
         return out
+
+    def __getattr__(self, name: str):
+        """The columns of a range made by :meth:`rows`, sliced from its table when one is first
+        read (a batch of the bulk reader makes a range per file, and a query over many files
+        reads none of them: :meth:`concat` joins the ranges first)."""
+        span = self.__dict__.get("_rows_of")
+        if span is None or name not in _FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        table, start, stop = span
+        cut = slice(start, stop)
+        args, phase_pid, suffix = table.args, table.phase_pid, table.file_suffix
+        self.__dict__.update(
+            phase=table.phase[cut], name=table.name[cut], start_us=table.start_us[cut], end_us=table.end_us[cut],
+            step=table.step[cut], node_id=table.node_id[cut], pid=table.pid[cut], tid=table.tid[cut],
+            args=args.rows(start, stop) if isinstance(args, ArgsColumn) else args[cut],
+            phase_pid=None if phase_pid is None else phase_pid[cut], file_suffix=None if suffix is None else suffix[cut])
+        return self.__dict__[name]
 
     def take(self, index: np.ndarray) -> FrameworkEvents:
         """The rows at ``index`` (an int array or a boolean mask), order kept."""
@@ -202,6 +214,9 @@ class FrameworkEvents:
     def of_phase(self, prefix: str) -> FrameworkEvents:
         """The events whose phase (process name) starts with ``prefix``."""
         return self.take(self._prefix_mask(prefix))
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(FrameworkEvents))
 
 
 @dataclass(frozen=True)
