@@ -43,7 +43,9 @@ CONFIGS = {
 }
 
 
-def workload(config: str, out_dir: str, steps: int) -> dict:
+def keras_model(steps: int) -> tuple:
+    """The benchmark's compiled model and ``steps`` batches of data: ``(model, x, y)`` (TF on one
+    thread; bench/keras_parts.py uses it too)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import keras
     import numpy as np
@@ -59,6 +61,14 @@ def workload(config: str, out_dir: str, steps: int) -> dict:
                               keras.layers.Dense(512, activation="relu"), keras.layers.Dense(512, activation="relu"),
                               keras.layers.Dense(10)])
     model.compile(keras.optimizers.SGD(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model, x, y
+
+
+def workload(config: str, out_dir: str, steps: int) -> dict:
+    import keras
+    import tensorflow as tf
+
+    model, x, y = keras_model(steps)
     hook = None
     if config != "none":
         import smdebug.tensorflow as smd

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import cProfile
+import json
 import os
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -99,3 +101,18 @@ def maybe_profiled() -> Iterator[None]:
     finally:
         prof.disable()
         prof.dump_stats(path)
+
+
+def alternate(child: str, args: list[str], configs: tuple[str, str], rounds: int, env: dict) -> dict[str, list]:
+    """``python -c child CONFIG *args`` for each of two configurations, ``rounds`` times each in
+    fresh processes, the one that goes first alternating; each run's last line of output read as
+    JSON. A run that fails stops the benchmark with its error."""
+    runs: dict[str, list] = {c: [] for c in configs}
+    for r in range(rounds):
+        for cfg in (configs if r % 2 == 0 else configs[::-1]):
+            p = subprocess.run([sys.executable, "-c", child, cfg, *args], env=env, capture_output=True, text=True,
+                               check=False)
+            if p.returncode:
+                raise SystemExit(f"{cfg} failed:\n{p.stderr[-2000:]}")
+            runs[cfg].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return runs

@@ -14,10 +14,10 @@ usage: PYTHONPATH=src python bench/hook_parts.py CONFIG [STEPS] [ROUNDS]   CONFI
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
+
+from benchutil import alternate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = r'''
@@ -69,15 +69,7 @@ def main() -> None:
     config = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    runs: dict[str, list] = {"none": [], config: []}
-    for r in range(rounds):
-        for cfg in (("none", config) if r % 2 == 0 else (config, "none")):
-            env = dict(os.environ, OMP_NUM_THREADS="1")
-            p = subprocess.run([sys.executable, "-c", CHILD, cfg, str(steps), HERE], env=env, capture_output=True,
-                               text=True, check=False)
-            if p.returncode:
-                raise SystemExit(f"{cfg} failed:\n{p.stderr[-2000:]}")
-            runs[cfg].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    runs = alternate(CHILD, [str(steps), HERE], ("none", config), rounds, dict(os.environ, OMP_NUM_THREADS="1"))
     base_cpu = min(r["step"][0] for r in runs["none"])
     base_wall = min(r["step"][1] for r in runs["none"])
     hooked = runs[config]

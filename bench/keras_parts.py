@@ -14,27 +14,17 @@ usage: python bench/keras_parts.py CONFIG [STEPS] [ROUNDS]   CONFIG: raw | reduc
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = r'''
-import json, os, sys, time
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-import keras, numpy as np, tensorflow as tf
-config, steps, out_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.threading.set_intra_op_parallelism_threads(1)
-rng = np.random.default_rng(0)
-x = rng.standard_normal((128 * steps, 256)).astype("float32")
-y = rng.integers(0, 10, 128 * steps)
-keras.utils.set_random_seed(0)
-model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
-                          keras.layers.Dense(512, activation="relu"), keras.layers.Dense(512, activation="relu"),
-                          keras.layers.Dense(10)])
-model.compile(keras.optimizers.SGD(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+import json, os, shutil, sys, tempfile, time
+sys.path.insert(0, sys.argv[3])
+from bench_keras import keras_model
+config, steps = sys.argv[1], int(sys.argv[2])
+out_dir = tempfile.mkdtemp(prefix="smdebug-keras-parts-")
+model, x, y = keras_model(steps)
 tt, pc = time.thread_time_ns, time.perf_counter_ns
 acc = {}
 
@@ -77,30 +67,19 @@ out = {"fit (main thread)": [(tt() - c0) / steps / 1e3, (pc() - w0) / steps / 1e
 out.update({k: [c / steps / 1e3, w / steps / 1e3, n / steps] for k, (c, w, n) in acc.items()})
 if cbs:
     hook.close()
+shutil.rmtree(out_dir, ignore_errors=True)
 print(json.dumps(out))
 '''
 
 
 def main() -> None:
-    import shutil
-    import tempfile
-
-    from benchutil import machine
+    from benchutil import alternate, machine
 
     config = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    runs: dict[str, list] = {"none": [], config: []}
-    for r in range(rounds):
-        for cfg in (("none", config) if r % 2 == 0 else (config, "none")):
-            out_dir = tempfile.mkdtemp(prefix="smdebug-keras-parts-")
-            env = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3")
-            p = subprocess.run([sys.executable, "-c", CHILD, cfg, str(steps), out_dir], env=env, capture_output=True,
-                               text=True, check=False)
-            shutil.rmtree(out_dir, ignore_errors=True)
-            if p.returncode:
-                raise SystemExit(f"{cfg} failed:\n{p.stderr[-2000:]}")
-            runs[cfg].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    runs = alternate(CHILD, [str(steps), HERE], ("none", config), rounds,
+                     dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3"))
     print(f"{config}: {steps} steps x {rounds} rounds, minimum over rounds, us per step; {machine()}")
     print(f"{'':<32}{'CPU':>9}{'wall':>9}{'calls':>7}")
     for cfg in ("none", config):
