@@ -26,20 +26,10 @@ logging.disable(logging.CRITICAL)
 sys.path.insert(0, sys.argv[3])
 from hook_workload import build
 config, steps = sys.argv[1], int(sys.argv[2])
+from benchutil import EntryTimes
 tt, pc = time.thread_time_ns, time.perf_counter_ns
-acc = {}
-
-def timed(label, fn):
-    def wrapper(*a, **k):
-        c0, w0 = tt(), pc()
-        try:
-            return fn(*a, **k)
-        finally:
-            c = acc.setdefault(label, [0, 0, 0])
-            c[0] += tt() - c0
-            c[1] += pc() - w0
-            c[2] += 1
-    return wrapper
+times = EntryTimes()
+timed = times.timed
 
 if config != "none":
     import smdebug.pytorch.hook as ph
@@ -53,12 +43,12 @@ if config != "none":
 step, hook = build(config, tempfile.mkdtemp(prefix="smdebug-parts-"))
 for _ in range(50):
     step()
-acc.clear()
+times.acc.clear()
 c0, w0 = tt(), pc()
 for _ in range(steps):
     step()
 out = {"step": [(tt() - c0) / steps / 1e3, (pc() - w0) / steps / 1e3]}
-out.update({k: [c / steps / 1e3, w / steps / 1e3, n / steps] for k, (c, w, n) in acc.items()})
+out.update(times.per_step(steps))
 if hook is not None:
     hook.close()
 print(json.dumps(out))

@@ -25,20 +25,10 @@ from bench_keras import keras_model
 config, steps = sys.argv[1], int(sys.argv[2])
 out_dir = tempfile.mkdtemp(prefix="smdebug-keras-parts-")
 model, x, y = keras_model(steps)
+from benchutil import EntryTimes
 tt, pc = time.thread_time_ns, time.perf_counter_ns
-acc = {}
-
-def timed(label, fn):
-    def wrapper(*a, **k):
-        c0, w0 = tt(), pc()
-        try:
-            return fn(*a, **k)
-        finally:
-            c = acc.setdefault(label, [0, 0, 0])
-            c[0] += tt() - c0
-            c[1] += pc() - w0
-            c[2] += 1
-    return wrapper
+times = EntryTimes()
+timed = times.timed
 
 cbs = []
 if config != "none":
@@ -60,11 +50,11 @@ if getattr(fn, "_smdebug", False):
     fn.receive = timed("receive (gradients)", fn.receive)
 else:
     model.train_function = timed("compiled step, plain", fn)
-acc.clear()
+times.acc.clear()
 c0, w0 = tt(), pc()
 model.fit(x, y, batch_size=128, epochs=1, callbacks=cbs, verbose=0, shuffle=False)
 out = {"fit (main thread)": [(tt() - c0) / steps / 1e3, (pc() - w0) / steps / 1e3]}
-out.update({k: [c / steps / 1e3, w / steps / 1e3, n / steps] for k, (c, w, n) in acc.items()})
+out.update(times.per_step(steps))
 if cbs:
     hook.close()
 shutil.rmtree(out_dir, ignore_errors=True)
