@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-from smdebug.profiler.reading.byte_columns import INT, LIT, MARK, QINT, STR
+from smdebug.profiler.reading.byte_columns import INT, LIT, MARK, QINT, STR, JoinedLines
 
 __all__ = ["LineTemplate", "Templates", "TableShape", "Meta", "templates", "meta_line", "step_of", "int_or_minus_one"]
 
@@ -182,7 +182,7 @@ class Meta:
     base_value: list = field(default_factory=list)
     base_file: list = field(default_factory=list)
 
-    def read_lines(self, b, line: np.ndarray, file: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    def read_lines(self, b: JoinedLines, line: np.ndarray, file: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                    file_ok: np.ndarray) -> None:
         """Take in the lines ``b.big[lo:hi]`` (line numbers ``line``, in order, of files ``file``):
         each distinct line is decoded once (the files of a batch repeat their metadata lines). A

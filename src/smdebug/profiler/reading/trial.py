@@ -298,11 +298,8 @@ class ProfilerTrial:
         return min(lasts) if lasts else None
 
     def _latest_framework_us(self) -> int | None:
-        newest: dict[str, int] = {}
-        time = self._framework.time
-        for key, node in self._framework.node.items():
-            newest[node] = max(newest.get(node, 0), time[key])
-        return min(newest.values()) if newest else None
+        newest = [self._framework.time[k] for k in self._framework.first_per_node(newest=True)]
+        return min(newest) if newest else None
 
     def get_complete_timestamp(self) -> int | None:
         """The time (µs) before which every event that started is in the listed files, as far as
@@ -311,12 +308,8 @@ class ProfilerTrial:
         so a stalled step comes after the events inside it, and maybe in a later file: a live rule
         that judged a window by the files' names alone would miss the stall."""
         latest = self.get_latest_timestamp()
-        by_node: dict[str, list] = {}
-        for key, node in self._framework.node.items():
-            by_node.setdefault(node, []).append(key)
-        time = self._framework.time
-        for keys in by_node.values():
-            for f in self._framework.files(sorted(keys, key=time.__getitem__, reverse=True)[:STEP_LOOKBACK_FILES]):
+        for _, keys in self._framework.by_node().values():  # each node's newest files, newest first
+            for f in self._framework.files(keys[::-1][:STEP_LOOKBACK_FILES]):
                 end = self._load(f, framework=True).last_end_of_phase("Step:")
                 if end is not None:
                     latest = end if latest is None else min(latest, end)
