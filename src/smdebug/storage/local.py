@@ -6,7 +6,7 @@ import builtins  # the class's method `list` hides the type in its body
 import contextlib
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from smdebug.exceptions import ObjectNotFound, StorageError
 from smdebug.storage.base import Store
@@ -89,6 +89,36 @@ class LocalStore(Store):
                 while chunks[-1]:  # the file may have grown since fstat
                     chunks.append(os.read(fd, 1 << 20))
                 return (b"".join(chunks) if len(chunks) > 2 else chunks[0]), (st.st_size, st.st_mtime_ns)
+            finally:
+                os.close(fd)
+        except FileNotFoundError:
+            raise ObjectNotFound(f"{path} does not exist") from None
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+
+    def read_into(self, key: str, reserve: Callable[[int], memoryview]) -> tuple[int, tuple[int, int]]:
+        """The file's bytes read straight into memory of the caller's, with no copy of them:
+        ``reserve(n)`` gives a writable view of ``n`` bytes (called again, with a larger ``n``,
+        after the file grew while it was read; the caller's memory must then be free to move).
+        Returns their length and the file's ``(st_size, st_mtime_ns)`` from before they were
+        read, as :meth:`read_stamped`."""
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                st = os.fstat(fd)
+                view = reserve(st.st_size + 1)  # one byte more than fstat said: a file that grew says so
+                n = os.readv(fd, [view])
+                if n == len(view):  # it grew: the rest, then all of it again into a larger view
+                    chunks = [view.tobytes()]
+                    view.release()
+                    while chunks[-1]:
+                        chunks.append(os.read(fd, 1 << 20))
+                    data = b"".join(chunks)
+                    n = len(data)
+                    with reserve(n) as view:
+                        view[:] = data
+                return n, (st.st_size, st.st_mtime_ns)
             finally:
                 os.close(fd)
         except FileNotFoundError:

@@ -14,6 +14,7 @@ from system_chunks import assert_same_chunks, json_path
 
 from smdebug.profiler.reading import system_files as sf
 from smdebug.profiler.reading.byte_columns import JoinedLines
+from smdebug.profiler.reading.decimal_numbers import numbers
 from smdebug.profiler.reading.system_bulk import bulk_system_columns
 from smdebug.profiler.system import format_rows
 
@@ -108,7 +109,7 @@ def test_numbers_halfway_between_two_doubles_are_read_to_the_bit():
     texts += [f"{1591748169 + k * 0.0000001:.7f}".encode() for k in range(3000)]
     lines = JoinedLines([b"\n".join(texts)], [len(b"\n".join(texts))])
     starts = np.array([0] + [i + 1 for i, c in enumerate(lines.big[:lines.size]) if c == 10][:-1], dtype=np.int64)
-    value, length, ok = lines.number(starts)
+    value, length, ok = numbers(lines, starts)
     assert ok.all()
     assert [v for v in value.tolist()] == [float(t) for t in texts]
     assert (length == [len(t) for t in texts]).all()

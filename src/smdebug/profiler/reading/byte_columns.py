@@ -11,14 +11,14 @@ whole template is read from both ends: up to its last string from the start, the
 from its end (each integer is the run of digits that ends where the text after it begins), so
 that string needs no search for its closing quote; strings read from the start run to the next
 quote (found eight bytes at a time: the batch holds no backslash, so a string holds no quote).
-:meth:`JoinedLines.number` reads decimal numbers without exponent exactly (the system-metrics
-bulk reader's values and times). ``intern`` groups strings by a hash of their length and first
+``intern`` groups strings by a hash of their length and first
 and last eight bytes (checked byte for byte, the middle of longer ones too) and decodes each
 distinct one once; a string read between the two ends is checked for quotes there.
 """
 
 from __future__ import annotations
 
+import mmap
 import re
 from typing import TYPE_CHECKING
 
@@ -44,12 +44,6 @@ _SEVENS = _U(0x7676767676767676)
 _QUOTES = _U(0x2222222222222222)
 _LOW = np.array([(1 << (8 * v)) - 1 for v in range(9)], dtype=np.uint64)  # the first v bytes
 _POW10 = np.array([10 ** k for k in range(19)], dtype=np.uint64)
-_POW10_I = _POW10.astype(np.int64)
-_POW10_F = np.array([10.0 ** k for k in range(19)])  # exact: every power of ten up to 1e22 is a double
-_EXACT = 1 << 53  # integers below this are doubles exactly
-# x86's 80-bit long double holds every integer below 2**64 and powers of ten up to 1e27 exactly
-_LONG = np.finfo(np.longdouble).nmant >= 63
-_POW10_L = np.array([10 ** k for k in range(19)], dtype=np.longdouble)  # used only when _LONG
 
 
 def _run(flags: np.ndarray) -> np.ndarray:
@@ -120,13 +114,25 @@ class JoinedLines:
 
     def __init__(self, datas: list[bytes], ends: list[int]):
         """``datas[k][:ends[k]]`` joined, each followed by a newline."""
-        self.datas = datas
-        self.offsets = np.cumsum([0] + [e + 1 for e in ends[:-1]]).tolist()  # where each file starts in big
-        self.big = b"\n".join([*(memoryview(d)[:e] for d, e in zip(datas, ends)), PAD])
-        self.size = len(self.big) - len(PAD)
-        self.buf = np.frombuffer(self.big, dtype=np.uint8)
+        big = b"\n".join([*(memoryview(d)[:e] for d, e in zip(datas, ends)), PAD])
+        self._view(big, np.cumsum([0] + [e + 1 for e in ends[:-1]]).tolist(), ends, len(big) - len(PAD))
+
+    @classmethod
+    def of_buffer(cls, big: mmap.mmap | bytearray, offsets: list[int], ends: list[int], size: int) -> JoinedLines:
+        """Files already joined in ``big`` (no copy): file ``k`` is ``big[offsets[k]:offsets[k] +
+        ends[k]]``, followed by a newline; ``size`` bytes, then ``len(PAD)`` zero bytes."""
+        lines = cls.__new__(cls)
+        lines._view(big, offsets, ends, size)
+        return lines
+
+    def _view(self, big, offsets: list[int], ends: list[int], size: int) -> None:
+        self.big, self.offsets, self.ends, self.size = big, offsets, ends, size  # offsets: each file's start
+        self.buf = np.frombuffer(big, dtype=np.uint8, count=size + len(PAD))
         # the eight bytes from each position as one little-endian integer (unaligned reads)
-        self.words = np.ndarray((len(self.big) - 7,), dtype="<u8", buffer=self.big, strides=(1,))
+        self.words = np.ndarray((size + len(PAD) - 7,), dtype="<u8", buffer=big, strides=(1,))
+
+    def file_bytes(self, k: int) -> bytes:
+        return bytes(self.big[self.offsets[k]:self.offsets[k] + self.ends[k]])
 
     def byte(self, pos) -> np.ndarray:
         return self.buf.take(pos, mode="clip")
@@ -227,51 +233,6 @@ class JoinedLines:
                 more[rows[k == 8]] = True
         ok = ((lead != 0) | (n == 1)) & (n <= 18)  # n = 0: lead is 0; 16 digits and up to 2 more
         return value.view(np.int64), n.astype(np.int64), ok
-
-    def number(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The JSON number without exponent at each ``pos`` (``-12``, ``0.5``, ``1790020800.0123``):
-        its float64 value, its length and whether it is one that is read here. With ``m`` its
-        digits as an integer and ``f`` the number of them after the point, the value is the
-        correctly rounded ``m / 10**f``, the value a correct parser (orjson, pyarrow) gives: when
-        ``m < 2**53``, the double division (both exact, IEEE division rounds correctly); above,
-        the division in x86's long double (both exact, 64-bit quotient) rounded to a double, which
-        is right unless the quotient is exactly halfway between two doubles (about one value in
-        2,048): those few are parsed by Python's ``float``. Not read here (``ok`` False):
-        exponents, more than 18 digits, ``m >= 2**53`` where long double is not wider than double."""
-        neg = self.byte(pos) == 45  # "-"
-        p = pos + neg
-        ival, ilen, ok = self.digits(p)
-        p = p + ilen
-        dot = self.byte(p) == 46  # "."
-        fval, flen, fok = self.digits(p + 1, strict=False)
-        ok &= ~dot | fok  # a point is followed by digits
-        flen = np.where(dot, flen, 0)
-        ok &= ilen + flen <= 18
-        flen = np.where(ok, flen, 0)
-        mant = np.where(ok, ival, 0) * _POW10_I[flen] + np.where(dot & ok, fval, 0)
-        value = mant.astype(np.float64) / _POW10_F[flen]
-        length = neg + ilen + np.where(dot, 1 + flen, 0)
-        wide = np.flatnonzero(ok & (mant >= _EXACT))
-        if len(wide):
-            if _LONG:
-                value[wide] = self._wide(mant[wide], flen[wide], pos[wide], length[wide], neg[wide])
-            else:
-                ok[wide] = False
-        value = np.where(neg, -value, value)
-        return value, length, ok
-
-    def _wide(self, mant: np.ndarray, flen: np.ndarray, pos: np.ndarray, length: np.ndarray,
-              neg: np.ndarray) -> np.ndarray:
-        """``mant / 10**flen`` rounded to doubles for mantissas of 2**53 and more (see number)."""
-        quotient = mant.astype(np.longdouble) / _POW10_L[flen]
-        value = quotient.astype(np.float64)
-        below, above = np.nextafter(value, -np.inf), np.nextafter(value, np.inf)
-        two = np.longdouble(2)
-        halfway = (quotient == (value.astype(np.longdouble) + below) / two) | (
-            quotient == (value.astype(np.longdouble) + above) / two)
-        for i in np.flatnonzero(halfway).tolist():  # the text itself, sign left out (value is |x|)
-            value[i] = float(self.big[pos[i] + neg[i]:pos[i] + length[i]])
-        return value
 
     def match(self, t: LineTemplate, start: np.ndarray, stop: np.ndarray, whole: bool = False,
               interned: tuple = ()) -> tuple[np.ndarray, dict]:

@@ -9,7 +9,7 @@ which a sampler writes alike). Line ``i`` must then be template ``i % P`` byte f
 two numbers: its text up to the value of ``"Value"``, and between the two numbers, equals the
 template's, compared eight bytes at a time for all the lines of the file at once; so its strings
 are the template's. Value and Timestamp are decimal numbers without exponent, read exactly
-(:meth:`~smdebug.profiler.reading.byte_columns.JoinedLines.number`: up to 18 digits; SageMaker's
+(:func:`~smdebug.profiler.reading.decimal_numbers.numbers`: up to 18 digits; SageMaker's
 agent writes times of 17, our sampler of 16). Every byte of every line is checked so. The file's
 bytes are not copied: the bytes from each line's positions are (rows of a fixed width; a number's
 are read from its row). A file with any other line (another key order, a missing ``Name``, a
@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 
 from smdebug.profiler.reading.byte_columns import JoinedLines
+from smdebug.profiler.reading.decimal_numbers import numbers
 
 __all__ = ["bulk_system_columns"]
 
@@ -203,11 +204,11 @@ def _differs_at(text: _Text, at: np.ndarray, texts: tuple[np.ndarray, np.ndarray
 
 
 def _numbers(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:meth:`JoinedLines.number` of the text at the start of each row of ``slots`` (the
+    """:func:`~smdebug.profiler.reading.decimal_numbers.numbers` of the text at the start of each row of ``slots`` (the
     ``_MAX_NUMBER`` bytes from a number's start: a number read here ends before them, and
     what is read depends on its bytes and the one after it only)."""
     lines = JoinedLines([slots.tobytes()], [slots.size])
-    return lines.number(np.arange(0, slots.size, _MAX_NUMBER, dtype=np.int64))
+    return numbers(lines, np.arange(0, slots.size, _MAX_NUMBER, dtype=np.int64))
 
 
 def _tail_texts(text: _Text, mid: np.ndarray, ts_at: np.ndarray, layout: _Layout) -> np.ndarray | None:

@@ -34,6 +34,7 @@ import orjson
 
 from smdebug.profiler.reading.args_column import NONE, ArgsColumn, ArgsTable
 from smdebug.profiler.reading.byte_columns import JoinedLines, clean_text
+from smdebug.profiler.reading.file_batch import FileBatch
 from smdebug.profiler.reading.frames import FrameworkEvents
 from smdebug.profiler.reading.trace_lines import (
     LineTemplate,
@@ -53,34 +54,25 @@ _SHARED = ("table", "names")  # _Piece's fields that are not a column
 _MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when that many events have one
 
 
-def _content_end(data: bytes) -> int:
-    """The length of ``data`` without trailing whitespace when it is ``[\\n ... \\n]`` without a
-    backslash, else 0 (not for the bulk path)."""
-    end = len(data)
-    while end and data[end - 1] in b" \n\r\t":
-        end -= 1
-    if end < 4 or not data.startswith(b"[\n") or data[end - 2:end] != b"\n]" or b"\\" in data:
-        return 0
-    return end
-
-
-def parse_trace_batch(datas: list[bytes], node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
-    """The events of each file's bytes, or None for a file the bulk path does not read (the
-    general reader must). Files are read together, with the templates of the first complete
-    event; those that do not follow them are tried again together, with the templates of the
-    first of them."""
-    out: list[FrameworkEvents | None] = [None] * len(datas)
-    ends = [_content_end(d) for d in datas]
-    todo = [i for i, e in enumerate(ends) if e]
+def parse_trace_batch(files: FileBatch | list[bytes], node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
+    """The events of each file of the batch (or of each file's bytes), or None for a file the bulk
+    path does not read (the general reader must). Files are read together, with the templates of
+    the first complete event; those that do not follow them are tried again together (joined
+    anew), with the templates of the first of them."""
+    batch = files if isinstance(files, FileBatch) else FileBatch.of(files)
+    batch.finish()
+    out: list[FrameworkEvents | None] = [None] * len(batch)
+    todo = [k for k, e in enumerate(batch.ends) if e]
+    b = JoinedLines.of_buffer(batch.buf, [batch.offsets[k] for k in todo], [batch.ends[k] for k in todo], batch.size)
     while todo:
-        got = _parse([datas[i] for i in todo], [ends[i] for i in todo], [node_ids[i] for i in todo],
-                     [suffixes[i] for i in todo])
+        got = _parse(b, [node_ids[i] for i in todo], [suffixes[i] for i in todo])
         failed = [i for i, ev in zip(todo, got) if ev is None]
         for i, ev in zip(todo, got):
             out[i] = ev
         if len(failed) == len(todo):
             break
         todo = failed
+        b = JoinedLines([batch.data(i) for i in todo], [batch.ends[i] for i in todo])
     return out
 
 
@@ -149,14 +141,13 @@ class _Lines:
                        for k, v in out.items() if k == "end" or k.startswith("args")}
 
 
-def _parse(datas: list[bytes], ends: list[int], node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
-    b = JoinedLines(datas, ends)
+def _parse(b: JoinedLines, node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
     body = b.buf[:b.size]
-    file_ok = np.ones(len(datas), dtype=bool)
+    file_ok = np.ones(len(b.offsets), dtype=bool)
     nl = np.flatnonzero(body.view(np.int8) < 32)  # newlines, control characters, non-ASCII (< 0 as int8)
     if not (body[nl] == _NL).all():
-        for k, (d, e) in enumerate(zip(datas, ends)):
-            file_ok[k] = clean_text(d[:e])
+        for k in range(len(file_ok)):
+            file_ok[k] = clean_text(b.file_bytes(k))
         nl = nl[body[nl] == _NL]
     # lines: each file is "[", one event a line (",\n" between), "]"
     ls = np.concatenate(([0], nl[:-1] + 1))
@@ -193,7 +184,7 @@ def _first_templates(b: JoinedLines, ev_file, start, stop, file_ok) -> Templates
     bounds = np.searchsorted(ev_file, np.arange(len(file_ok) + 1)).tolist()
     for f in range(len(file_ok)):
         for r in range(bounds[f], bounds[f + 1]):
-            raw = b.big[int(start[r]):int(stop[r])]
+            raw = bytes(b.big[int(start[r]):int(stop[r])])
             t = templates(raw)
             if t is not None:
                 return t
@@ -238,7 +229,7 @@ def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> np.
         if len(left) < _MANY:
             break
         r = int(left[0])
-        other = templates(b.big[int(ev.start[r]):int(ev.stop[r])])
+        other = templates(bytes(b.big[int(ev.start[r]):int(ev.stop[r])]))
         if other is None or other.full is None or other.bare.steps != t.bare.steps or shape == _MORE_SHAPES:
             break
         piece, out = ev.read(other.full, left)
@@ -321,8 +312,8 @@ def _args_column(ev: _Lines, t: Templates, cols: dict, fx: np.ndarray) -> ArgsCo
         n = len(kind)
         return ArgsColumn([table], np.zeros(n, dtype=np.int32), np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     as_bytes = kind == _AS_BYTES
-    files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.datas))).tolist())  # (np.unique imports numpy.ma)
-    buffers: list = [d if k in files else None for k, d in enumerate(ev.b.datas)]
+    files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.offsets))).tolist())  # (np.unique imports numpy.ma)
+    buffers: list = [ev.b.file_bytes(k) if k in files else None for k in range(len(ev.b.offsets))]
     base = np.array(ev.b.offsets, dtype=np.int64)[fx]
     source = np.where(as_bytes, fx, NONE).astype(np.int32)
     lo, hi = cols["lo"] - base, cols["hi"] - base

@@ -39,6 +39,7 @@ import numpy as np
 
 from smdebug.exceptions import ObjectNotFound
 from smdebug.profiler.locations import END_MARKER
+from smdebug.profiler.reading.file_batch import FileBatch
 from smdebug.profiler.reading.file_list import File as _File
 from smdebug.profiler.reading.file_list import FileList
 from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans
@@ -86,6 +87,7 @@ class ProfilerTrial:
         self._framework = FileList(trace_file_info)
         self._first: int | None = None
         self._read_on: dict[str, tuple[int, int]] = {}  # node -> (index a sequential query reads next, files read ahead)
+        self._batch = FileBatch()  # framework files are read into its buffer, reused from batch to batch
         self.refresh()
         if not self.has_data():
             if not is_remote(path) and not os.path.exists(path):
@@ -133,6 +135,19 @@ class ProfilerTrial:
             logger.warning("smdebug: profiler: %s was listed but is gone", self._store.describe(f.key))
             return b""
 
+    def _read_into(self, f: _File, reserve) -> int:
+        """:meth:`_read` into the memory ``reserve(n)`` gives (a local file with no copy): the length."""
+        if isinstance(self._store, LocalStore):
+            try:
+                n, f.stamp = self._store.read_into(f.key, reserve)
+                return n
+            except ObjectNotFound:
+                pass  # (_read says so)
+        data = self._read(f)
+        with reserve(len(data)) as view:
+            view[:] = data
+        return len(data)
+
     def _load(self, f: _File, framework: bool):
         if framework:
             return self._load_framework([f])[0]
@@ -148,28 +163,25 @@ class ProfilerTrial:
         reader reads is left for when it is wanted (so that its error, if any, comes then)."""
         wanted = [f for f in files if f.parsed is None]
         todo = iter([(f, True) for f in wanted] + [(f, False) for f in ahead if f.parsed is None])
+        batch = self._batch
         while True:
-            batch: list[_File] = []
-            datas: list[bytes] = []
+            batch.clear()
+            opened: list[_File] = []
             needed: list[bool] = []
-            size = 0
             for f, need in todo:
-                data = self._read(f)
-                if not data:
+                if not batch.add(functools.partial(self._read_into, f)):  # empty: not added
                     f.parsed = FrameworkEvents.empty()
                     continue
-                batch.append(f)
-                datas.append(data)
+                opened.append(f)
                 needed.append(need)
-                size += len(data)
-                if size >= BATCH_BYTES:
+                if batch.read >= BATCH_BYTES:
                     break
-            if not batch:
+            if not opened:
                 break
-            parsed = parse_trace_batch(datas, [f.node_id for f in batch], [f.suffix for f in batch])
-            for f, ev, data, need in zip(batch, parsed, datas, needed):
+            parsed = parse_trace_batch(batch, [f.node_id for f in opened], [f.suffix for f in opened])
+            for k, (f, ev, need) in enumerate(zip(opened, parsed, needed)):
                 if ev is None and need:
-                    ev = parse_trace_file(data, self._store.describe(f.key), f.node_id, f.suffix)
+                    ev = parse_trace_file(batch.data(k), self._store.describe(f.key), f.node_id, f.suffix)
                 f.parsed = ev
         return [cast(FrameworkEvents, f.parsed) for f in files]
 
