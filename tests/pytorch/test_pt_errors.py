@@ -126,7 +126,9 @@ def test_a_failing_reduction_disables_the_hook_and_training_goes_on(tmp_path, ca
 
 def _break_mean(monkeypatch):
     """Make the torch 'mean' reduction fail where it runs (CPU tensors: the moments it comes from,
-    on the copy thread; the writer thread, which waits for them, sees the error)."""
+    by the numba kernel or torch's ops, on the copy thread; the writer thread, which waits for
+    them, sees the error)."""
+    from smdebug.core.tensors import moments_kernel
     from smdebug.pytorch import adapter
 
     def bad_mean(*_):
@@ -134,6 +136,7 @@ def _break_mean(monkeypatch):
 
     monkeypatch.setitem(adapter._OPS, "mean", bad_mean)
     monkeypatch.setattr(adapter.TorchOps, "moments", staticmethod(bad_mean))
+    monkeypatch.setattr(moments_kernel, "kernel", lambda: bad_mean)
 
 
 def test_a_reduction_failing_on_the_writer_thread_disables_the_hook(tmp_path, caplog, monkeypatch):

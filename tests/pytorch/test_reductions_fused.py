@@ -1,9 +1,11 @@
 """Reductions of host tensors come from one stack of moments (min, max, sum, l2, sum of |t|),
 computed from the live tensor with no copy: they equal torch's own reductions within float32
-rounding, and the cases the moments cannot tell exactly enough use torch's own op."""
+rounding, and the cases the moments cannot tell exactly enough use torch's own op. Each test runs
+with the moments by the numba kernel (where numba is installed) and by torch's ops."""
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import pytest
@@ -12,11 +14,24 @@ from ptutil import mlp
 
 import smdebug.pytorch as smd
 from smdebug.core.reductions import reductions_from_moments
+from smdebug.core.tensors import moments_kernel
 from smdebug.pytorch.adapter import TorchAdapter, TorchOps
 from smdebug.trials import create_trial
 
 OPS = ["min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2"]
 ALL_OPS = [(op, ab) for op in OPS for ab in (False, True)]
+
+
+@pytest.fixture(autouse=True, params=["numba kernel", "torch ops"])
+def moments_by(request, monkeypatch):
+    if request.param == "numba kernel":
+        pytest.importorskip("numba")
+        if os.environ.get(moments_kernel.ENV) == "0":
+            pytest.skip(f"{moments_kernel.ENV}=0")
+        assert moments_kernel.wait(120) is not None
+    else:
+        monkeypatch.setattr(moments_kernel, "kernel", lambda: None)
+    return request.param
 
 
 def _torch(t: torch.Tensor, op: str, ab: bool) -> float:

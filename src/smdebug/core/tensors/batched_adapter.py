@@ -4,7 +4,9 @@ tensors on devices, written once over the framework's :class:`~smdebug.core.tens
 - snapshots are copies on the tensor's own device (large host tensors into reused buffers);
   between ``begin_deferred`` and ``end_deferred`` they are taken on a background thread;
 - reductions of real host tensors come from the live tensor, with no copy, from its moments
-  (min, max, sum, l2, sum of |t|: ``TensorOps.moments``, a few framework ops for many tensors),
+  (min, max, sum, l2, sum of |t|: one pass over each contiguous float tensor by the numba kernel
+  where numba is installed, core.tensors.moments_kernel; else ``TensorOps.moments``, a few
+  framework ops for many tensors),
   on the copy thread between ``begin_deferred`` and ``end_deferred`` (right away otherwise), the
   tensors the copy thread finds waiting in one batch; a tensor's reductions are one object, a
   row of values (core.tensors.moments); on an accelerator they run right away, one framework op
@@ -22,6 +24,7 @@ from functools import partial
 
 import numpy as np
 
+from smdebug.core.tensors import moments_kernel
 from smdebug.core.tensors.adapter import NumpyAdapter
 from smdebug.core.tensors.host_buffers import BufferPool, Deferred, DeferredCopier
 from smdebug.core.tensors.moments import needs_abs_sum, reduce_moments
@@ -169,14 +172,10 @@ class BatchedAdapter(NumpyAdapter):
         for i, x in enumerate(xs):
             groups.setdefault(fw.dtype(x), []).append(i)
         out: list = [None] * len(xs)
+        with_abs = needs_abs_sum(ops)
         for idx in groups.values():
             gx = [xs[i] for i in idx]
-            abs_x = [pool.abs(x) for x in gx] if needs_abs_sum(ops) else None
-            try:
-                stats = fw.moments(gx, abs_x)
-            finally:
-                if abs_x is not None:
-                    pool.give_back(abs_x)
+            stats = self._moments(gx, with_abs)
             vals, unknown = reduce_moments(stats, [fw.numel(x) for x in gx], ops)
             if unknown is not None:
                 for row in np.flatnonzero(unknown.any(axis=1)):
@@ -188,6 +187,32 @@ class BatchedAdapter(NumpyAdapter):
             for r, i in enumerate(idx):
                 out[i] = vals[r]
         return out
+
+    def _moments(self, xs: list, with_abs: bool) -> np.ndarray:
+        """The moments of host tensors of one dtype (``TensorOps.moments``'s array): by the
+        one-pass kernel where it is ready and takes the tensor, else by the framework's ops."""
+        k = moments_kernel.kernel()
+        done = None
+        if k is not None:
+            try:  # (a view torch will not give, a tensor with its negative bit set: the framework's ops)
+                views = [self.ops.to_numpy(x) for x in xs]
+            except (RuntimeError, TypeError, ValueError):
+                views = []
+            done = moments_kernel.host_moments(views, with_abs, k)
+        if done is None:
+            return self._framework_moments(xs, with_abs)
+        stats, rest = done
+        if rest:
+            stats[rest] = self._framework_moments([xs[i] for i in rest], with_abs)
+        return stats
+
+    def _framework_moments(self, xs: list, with_abs: bool) -> np.ndarray:
+        abs_x = [self.pool.abs(x) for x in xs] if with_abs else None
+        try:
+            return self.ops.moments(xs, abs_x)
+        finally:
+            if abs_x is not None:
+                self.pool.give_back(abs_x)
 
     def shape(self, value) -> tuple:
         return tuple(self.ops.shape(value)) if self.ops.is_tensor(value) else super().shape(value)
