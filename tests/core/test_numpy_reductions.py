@@ -1,7 +1,8 @@
 """numpy_reductions: the reductions of one array, sharing one mean between mean, std and variance
 and one absolute value between the abs reductions, give exactly (to the bit, dtype included)
-what numpy's own functions give, one reduction at a time; the deferred reductions of the Keras and
-MXNet adapters fetch the data once and compute from it."""
+what numpy's own functions give, one reduction at a time. (The deferred reductions of the Keras
+and MXNet adapters, which take moments from the numba kernel where it is ready:
+test_host_reductions.py.)"""
 
 from __future__ import annotations
 
@@ -102,22 +103,3 @@ def test_an_unknown_reduction_is_refused():
         numpy_reductions(np.ones(3), [("median", False)])
     with pytest.raises(SMDebugValueError, match="median"):
         deferred_reductions(lambda: np.ones(3), [("mean", False), ("median", False)])
-
-
-@pytest.mark.parametrize("shape1", [False, True])
-def test_deferred_reductions_fetch_once_and_equal_numpys(shape1):
-    a = np.random.default_rng(5).standard_normal((64, 33)).astype(np.float32)
-    fetched = []
-
-    def fetch():
-        fetched.append(1)
-        return a
-
-    ops = [("min", False), ("mean", False), ("std", False), ("mean", True), ("l2", False), ("max", True)]
-    deferred = deferred_reductions(fetch, ops, shape1=shape1)
-    assert not fetched  # nothing is computed on the training thread
-    got = [d.compute() for d in deferred]
-    assert len(fetched) == 1
-    for (op, is_abs), g in zip(ops, got):
-        want = np.asarray(get_numpy_reduction(op, a, is_abs))
-        _assert_same(g, want.reshape(1) if shape1 else want, f"{op} abs={is_abs}")

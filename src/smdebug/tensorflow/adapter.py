@@ -4,8 +4,10 @@ The hook hands TF tensors over as they are (a variable read with ``tf.convert_to
 copy; TF's variables are copy-on-write, so the tensor keeps the values of the step even when
 the optimizer updates the variable afterwards). A TF tensor is immutable, so it is its own
 snapshot: the writer thread's ``materialize`` reads its memory through the buffer protocol
-(``memoryview``, no copy) and encodes from there. Reductions are numpy's, as for numpy arrays,
-computed there too, from the same view (the absolute value made once for all abs reductions).
+(``memoryview``, no copy) and encodes from there. Reductions are computed there too, from the
+same read-only view: from its moments in one pass by the numba kernel where it is ready (numpy's
+values within float rounding), else, and for what the moments cannot tell, numpy's own
+(core.tensors.reductions.host_reductions).
 (Before, each saved tensor was copied twice on the training thread, ``.numpy()`` and then the
 snapshot's copy, and its reductions computed there.)
 Everything else (numbers, numpy arrays, logs) goes to
@@ -21,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from smdebug.core.tensors.adapter import NumpyAdapter
-from smdebug.core.tensors.deferred import DeferredReduction, deferred_reductions
+from smdebug.core.tensors.deferred import DeferredReduction, compute_together, deferred_reductions
 
 __all__ = ["KerasAdapter", "host_view", "as_tensor", "numpy_of", "read_variable"]
 
@@ -96,5 +98,6 @@ class KerasAdapter(NumpyAdapter):
         return super().is_bool(value)
 
     def materialize(self, objs: list, held: list | None = None) -> list:
+        compute_together(objs)  # the step's reductions: one reduce_moments per dtype
         return [host_view(o) if isinstance(o, tf.Tensor) else o.compute() if isinstance(o, DeferredReduction)
                 else np.asarray(o) for o in objs]

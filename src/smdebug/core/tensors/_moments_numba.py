@@ -2,7 +2,8 @@
 from numba's cache); only :mod:`smdebug.core.tensors.moments_kernel` imports this module, on a
 background thread.
 
-The kernel, ``moments(a, with_abs)`` of a 1-d C-contiguous float32 or float64 array of at least one element:
+The kernel, ``moments(a, with_abs)`` of a 1-d C-contiguous, aligned float32 or float64 array of at least one
+element, writable or read-only (a read-only numpy view of a TF tensor's memory, for one):
 ``(min, max, sum, sum of squares, sum of |a|)`` as float64 (the last 0.0 unless ``with_abs``), in
 one loop that vectorises. min and max are LLVM's ``minimum`` / ``maximum``, which propagate nan as
 torch's ``amin`` / ``amax`` do (and vectorise as reductions without fast-math's no-nans, which
@@ -25,9 +26,11 @@ BLOCK = 1024
 # Not nnan / ninf: with nan or inf in the array the sums come out nan or inf, which the caller
 # looks for (moments_kernel.py)
 _FLAGS = {"reassoc", "contract", "nsz"}
+# writable and read-only arrays (numba types them apart; the machine code is the same: as fast)
 _SIGNATURES = [
-    "UniTuple(float64, 5)(float32[::1], boolean)",
-    "UniTuple(float64, 5)(float64[::1], boolean)",
+    types.UniTuple(types.float64, 5)(types.Array(dtype, 1, "C", readonly=readonly), types.boolean)
+    for readonly in (False, True)
+    for dtype in (types.float32, types.float64)
 ]
 
 
@@ -55,7 +58,7 @@ _maximum = _llvm_binary("llvm.maximum")
 
 
 def compile(cache: bool = True):  # noqa: A001 - what it does
-    """The kernel, compiled for float32 and float64 arrays. With ``cache``, numba keeps the
+    """The kernel, compiled for float32 and float64 arrays, writable and read-only. With ``cache``, numba keeps the
     machine code beside this file or, where that is read-only, in the user's cache folder
     (``$NUMBA_CACHE_DIR``, else ``~/.cache/numba``); a RuntimeError where neither is writable."""
     return njit(_SIGNATURES, nogil=True, cache=cache, fastmath=_FLAGS)(_moments)

@@ -5,8 +5,11 @@ The training thread only checks the reduction names (a bad one fails there, as t
 checks do) and makes one :class:`DeferredReduction` per reduction; ``materialize`` (writer
 thread) calls :meth:`DeferredReduction.compute`. The reductions of one tensor share one
 :class:`HostSource`: the first ``compute`` fetches the host data and computes all of them at once
-(:func:`~smdebug.core.tensors.reductions.numpy_reductions`: the absolute value made once, one
-mean for mean, std and variance), then drops the data.
+(:func:`~smdebug.core.tensors.reductions.host_reductions`: from the array's moments in one pass
+by the numba kernel where it is ready, numpy's within float rounding; else, and for what the
+moments cannot tell, :func:`~smdebug.core.tensors.reductions.numpy_reductions`, numpy's to the
+bit: the absolute value made once, one mean for mean, std and variance), then drops the data;
+:func:`compute_together` computes a step's sources at once.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, numpy_reductions
+from smdebug.core.tensors.reductions import ALLOWED_NORMS, ALLOWED_REDUCTIONS, host_reductions, host_reductions_many
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = ["HostSource", "DeferredReduction", "deferred_reductions"]
+__all__ = ["HostSource", "DeferredReduction", "compute_together", "deferred_reductions"]
 
 _VALID = ALLOWED_REDUCTIONS + ALLOWED_NORMS
 
@@ -39,13 +42,36 @@ class HostSource:
     def value(self, i: int) -> np.ndarray:
         """The ``i``-th reduction of ``ops``."""
         if self._values is None:
-            assert self._fetch is not None
-            data, self._fetch = self._fetch(), None
-            values = numpy_reductions(data, self._ops)
-            if self._shape1:
-                values = [np.asarray(v, dtype=data.dtype).reshape(1) for v in values]
-            self._values = values
-        return self._values[i]
+            data = self._take()
+            self._keep(data, host_reductions(data, self._ops))
+        return self._values[i]  # type: ignore[index]
+
+    def _take(self) -> np.ndarray:
+        assert self._fetch is not None
+        data, self._fetch = self._fetch(), None
+        return data
+
+    def _keep(self, data: np.ndarray, values: list) -> None:
+        if self._shape1:
+            values = [np.asarray(v, dtype=data.dtype).reshape(1) for v in values]
+        self._values = values
+
+
+def compute_together(objs: Iterable) -> None:
+    """Computes the reductions of every :class:`HostSource` behind the :class:`DeferredReduction`
+    among ``objs`` not computed yet, those with the same ops together
+    (:func:`~smdebug.core.tensors.reductions.host_reductions_many`): a step's tensors cost one
+    ``reduce_moments`` per dtype rather than one each. (A ``materialize`` calls it first; each
+    ``compute`` then only looks its value up.)"""
+    groups: dict = {}  # ops -> {id: source}
+    for o in objs:
+        if isinstance(o, DeferredReduction) and o.source._values is None:
+            groups.setdefault(tuple(o.source._ops), {})[id(o.source)] = o.source
+    for ops, sources in groups.items():
+        todo = list(sources.values())
+        data = [s._take() for s in todo]
+        for s, d, values in zip(todo, data, host_reductions_many(data, list(ops))):
+            s._keep(d, values)
 
 
 class DeferredReduction:

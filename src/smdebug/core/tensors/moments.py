@@ -29,12 +29,13 @@ def needs_abs_sum(ops) -> bool:
     return any(op == "l1" or (is_abs and op in _FROM_MOMENTS_ABS) for op, is_abs in ops)
 
 
-def reduce_moments(stats: np.ndarray, n, ops) -> tuple[np.ndarray, np.ndarray | None]:
+def reduce_moments(stats: np.ndarray, n, ops, ddof: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
     """The reductions ``ops`` ((op, abs) pairs) of N real tensors from their moments ``stats``
     (an N x 5 array, columns as :data:`MOMENTS`) and element counts ``n``: an N x len(ops) array
     of the dtype of ``stats``, and a boolean array of the same shape marking the values the
     moments cannot tell (None when there is none): the caller computes those with the
-    framework's op. Arithmetic in float64, as the scalar formulas it replaces."""
+    framework's op. Variance and std divide by ``n - ddof``: 1 as torch's, 0 as numpy's
+    ``np.var``. Arithmetic in float64, as the scalar formulas it replaces."""
     st = np.asarray(stats, dtype=np.float64)
     mn, mx, s, l2, a1 = st[:, 0], st[:, 1], st[:, 2], st[:, 3], st[:, 4]
     count = np.asarray(n, dtype=np.float64)
@@ -64,7 +65,7 @@ def reduce_moments(stats: np.ndarray, n, ops) -> tuple[np.ndarray, np.ndarray | 
             elif op in ("std", "variance"):
                 spread = sumsq - total * (total / count)
                 known = (count > 1) & np.isfinite(spread) & (spread >= _MIN_SPREAD * sumsq)
-                var = spread / (count - 1)
+                var = spread / (count - ddof)
                 out[:, j] = var if op == "variance" else np.sqrt(var)
                 unknown = ~known
             elif op == "prod":

@@ -8,9 +8,12 @@ float64 host tensor: about 45 us for 512x512 float32 with sum(|t|), against 180 
 ops, on the Xeon VM of BENCHMARKS.md (bench/bench_moments_kernel.py), where the copy thread's
 memory passes slowed the training thread on the other core.
 
+The same kernel gives the moments behind the reductions computed with numpy on the writer thread
+(Keras, MXNet: :func:`smdebug.core.tensors.reductions.host_reductions`), from read-only views too.
+
 numba is optional (the ``fast`` extra). The kernel is compiled (or loaded from numba's cache) on a
-background thread at first use; until it is ready, and without numba, the framework's ops are
-used; the log says once at INFO which it is. ``SMDEBUG_MOMENTS_KERNEL=0`` leaves the kernel out.
+background thread at first use; until it is ready, and without numba, the framework's ops (or
+numpy's functions) are used; the log says once at INFO which it is. ``SMDEBUG_MOMENTS_KERNEL=0`` leaves the kernel out.
 numba older than 0.62 (LLVM < 20) is not used: LLVM 15 aborts the process on the kernel's
 ``llvm.minimum``.
 """
@@ -31,7 +34,7 @@ ENV = "SMDEBUG_MOMENTS_KERNEL"
 _MIN_LLVM = (20,)
 # the dtypes the kernel takes, and the largest finite value of each
 _LIMITS: dict[np.dtype, float] = {np.dtype(t): float(np.finfo(t).max) for t in (np.float32, np.float64)}
-_FALLBACK = "reductions of host tensors are computed with the framework's ops"
+_FALLBACK = "reductions of host tensors are computed with the framework's ops (numpy's for Keras and MXNet)"
 
 logger = logging.getLogger("smdebug")
 
@@ -103,8 +106,9 @@ def host_moments(arrays: Sequence[np.ndarray], with_abs: bool, k: Callable) -> t
     """The moments of numpy arrays of one dtype by the kernel ``k``: an N x 5 array of that
     dtype (columns as :data:`smdebug.core.tensors.moments.MOMENTS`, the last nan unless
     ``with_abs``) and the rows the kernel did not tell (left nan), which the caller computes
-    with the framework's ops: arrays not contiguous, empty or read-only, and those with nan or
-    inf in them (or a sum beyond the dtype), whose moments are then exactly the framework's.
+    with the framework's ops: arrays not contiguous, not aligned or empty, and those with nan
+    or inf in them (or a sum beyond the dtype), whose moments are then exactly the framework's.
+    Read-only arrays (numpy views of a framework's immutable tensors) are taken.
     None for a dtype other than float32 and float64. (Per row in Python: numpy's calls on a
     few rows cost more than the kernel on a small tensor.)"""
     limit = _LIMITS.get(arrays[0].dtype) if arrays else None
@@ -114,7 +118,7 @@ def host_moments(arrays: Sequence[np.ndarray], with_abs: bool, k: Callable) -> t
     stats = np.empty((len(arrays), 5), dtype=dtype)
     rest = []
     for i, a in enumerate(arrays):
-        if a.dtype == dtype and a.size and a.flags.c_contiguous and a.flags.writeable:
+        if a.dtype == dtype and a.size and a.flags.c_contiguous and a.flags.aligned:
             mn, mx, s, ss, sa = k(a.reshape(-1), with_abs)
             l2 = math.sqrt(ss) if ss <= limit * limit else math.inf  # (nan: false)
             # nan or inf in the array makes s or l2 nan or inf; then the framework's op says what

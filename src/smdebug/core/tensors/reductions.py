@@ -1,4 +1,5 @@
-"""Reduction names, reduction tensor tags, and reductions computed with numpy."""
+"""Reduction names, reduction tensor tags, and reductions computed with numpy (or, on the writer
+thread, from moments by the numba kernel where it is ready: :func:`host_reductions`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import threading
 
 import numpy as np
 
-from smdebug.core.tensors.moments import needs_abs_sum, reductions_from_moments
+from smdebug.core.tensors import moments_kernel
+from smdebug.core.tensors.moments import needs_abs_sum, reduce_moments, reductions_from_moments
 from smdebug.exceptions import SMDebugValueError
 
 __all__ = [
@@ -14,6 +16,8 @@ __all__ = [
     "ALLOWED_NORMS",
     "REDUCTIONS_PREFIX",
     "get_numpy_reduction",
+    "host_reductions",
+    "host_reductions_many",
     "numpy_reductions",
     "needs_abs_sum",
     "reductions_from_moments",
@@ -56,7 +60,8 @@ def numpy_reductions(numpy_data, ops) -> list:
     value ``get_numpy_reduction(op, data, abs)`` gives, to the bit, for less work: the absolute
     value is made once, and mean, std and variance share one sum and one mean (numpy's own steps,
     in numpy's order: ``np.var`` computes the mean as ``np.mean`` does), the squared deviations
-    going into a buffer the thread reuses."""
+    going into a buffer the thread reuses. (:func:`host_reductions`, the writer thread's, gives
+    these bits only for the values it does not take from the moments kernel.)"""
     data = np.asarray(numpy_data)
     plain = _Moments(data)
     absolute: _Moments | None = None
@@ -66,6 +71,55 @@ def numpy_reductions(numpy_data, ops) -> list:
             absolute = _Moments(np.absolute(data))
         out.append(np.asarray((absolute if is_abs else plain).reduce(op)))  # type: ignore[union-attr]
     return out
+
+
+_KERNEL_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+def host_reductions(numpy_data, ops) -> list:
+    """:func:`numpy_reductions` for the writer thread (core.tensors.deferred: Keras, MXNet), the
+    same dtypes and shapes, with less work where the numba moments kernel is ready
+    (core.tensors.moments_kernel; it is never waited for): the moments of a C-contiguous float32
+    or float64 array of more than one element in one pass, and from them (core.tensors.moments,
+    numpy's ddof 0) min, max, mean, sum, l1, l2, abs max, std and variance unless their digits
+    would cancel, abs min where the array keeps one sign. Those equal numpy's within float
+    rounding, not to the bit: ``|got - numpy| <= 1e-5 * |numpy| + 1e-6 * max|t|`` (for sum:
+    ``1e-6 * sum|t|``; tests/core/test_host_reductions.py), or nearer the exact value than
+    numpy's where numpy's own float32 rounding is larger (l2 of 1M float32 elements of mean
+    1e4: numpy's float32 dot is 1.6e-5 off, the kernel's 1e-9). The rest (prod, what the
+    moments cannot tell, arrays with nan or inf or of other dtypes, everything while the kernel
+    is not ready or without numba) is :func:`numpy_reductions`', to the bit."""
+    return host_reductions_many([numpy_data], ops)[0]
+
+
+def host_reductions_many(arrays, ops) -> list[list]:
+    """:func:`host_reductions` of each of ``arrays``, the same ``ops`` for all: one
+    ``reduce_moments`` per dtype (numpy's calls cost more than the kernel on a small array)."""
+    arrays = [np.asarray(a) for a in arrays]
+    out: list = [None] * len(arrays)
+    groups: dict = {}  # dtype -> indices of the arrays the kernel may take
+    for i, a in enumerate(arrays):
+        if a.dtype in _KERNEL_DTYPES and a.size > 1 and a.flags.c_contiguous:
+            groups.setdefault(a.dtype, []).append(i)
+    k = moments_kernel.kernel() if groups else None
+    for idx in groups.values():
+        if k is None:
+            break
+        done = moments_kernel.host_moments([arrays[i] for i in idx], needs_abs_sum(ops), k)
+        assert done is not None  # (a dtype it takes)
+        stats, rest = done
+        vals, unknown = reduce_moments(stats, [arrays[i].size for i in idx], ops, ddof=0)
+        skip = set(rest)  # nan, inf, a sum beyond the dtype, not aligned: numpy's, below
+        for r, i in enumerate(idx):
+            if r in skip:
+                continue
+            row = [np.asarray(v) for v in vals[r]]
+            if unknown is not None and unknown[r].any():
+                cols = np.flatnonzero(unknown[r])
+                for j, v in zip(cols, numpy_reductions(arrays[i], [ops[j] for j in cols])):
+                    row[j] = v
+            out[i] = row
+    return [o if o is not None else numpy_reductions(a, ops) for o, a in zip(out, arrays)]
 
 
 # numpy's floating types whose mean and variance _Moments computes as np.mean / np.var do (others,
