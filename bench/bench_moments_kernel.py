@@ -1,6 +1,8 @@
 """The five moments of host tensors, per tensor: the framework's ops (TorchOps.moments with |t| into a
 reused buffer, as BatchedAdapter did) against the one-pass numba kernel (core.tensors.moments_kernel,
-called as BatchedAdapter calls it: numpy views, host_moments), one thread, warm caches.
+called as BatchedAdapter calls it: numpy views, host_moments), one thread, warm caches; and, for one
+step's parameters, the kernel on read-only views and the writer thread's reductions (Keras's) by
+numpy against those from the kernel's moments.
 
 usage: python bench/bench_moments_kernel.py [REPEAT]
 Shapes: bench/hook_workload.py's parameters (MLP 256-512-512-512-10) and a few more. Prints
@@ -19,6 +21,7 @@ import torch
 
 from smdebug.core.tensors import moments_kernel
 from smdebug.core.tensors.host_buffers import BufferPool
+from smdebug.core.tensors.reductions import host_reductions_many, numpy_reductions
 from smdebug.pytorch.adapter import TorchOps
 
 SHAPES = [(512, 512), (512, 256), (512,), (10, 512), (10,), (1024, 1024), (4096, 1024)]
@@ -81,6 +84,15 @@ def main() -> None:
                                                   (10, 512), (10,)]]
     print(f"hook_workload's 8 parameters in one call, with |t|: torch {best_us(lambda: torch_path(step, True), repeat):.1f} us,"
           f" kernel {best_us(lambda: kernel_path(step, True), repeat):.1f} us")
+    # read-only numpy views (what the Keras hook's writer reads of TF tensors: host_view)
+    views = [t.numpy().view() for t in step]
+    for v in views:
+        v.flags.writeable = False
+    print(f"  the same as read-only views: kernel {best_us(lambda: moments_kernel.host_moments(views, True, k), repeat):.1f} us")
+    # the writer thread's reductions (Keras, MXNet: core.tensors.deferred) of those 8, bench_keras.py's six
+    six = [("min", False), ("max", False), ("mean", False), ("std", False), ("mean", True), ("l2", False)]
+    print(f"  their six reductions on the writer: numpy_reductions {best_us(lambda: [numpy_reductions(v, six) for v in views], repeat):.1f} us, "
+          f"host_reductions_many (kernel) {best_us(lambda: host_reductions_many(views, six), repeat):.1f} us")
 
 
 if __name__ == "__main__":
