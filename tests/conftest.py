@@ -11,7 +11,7 @@ import pytest
 
 from chromium import Chromium
 from s3server import MotoServer, S3Proxy
-from smdtest import peer_python
+from smdtest import peer_python, ready_moments_kernel
 
 
 @pytest.fixture(autouse=True)
@@ -20,6 +20,23 @@ def _logging_enabled():
     logging.disable) or a command that silences logging must not hide what a later test asserts."""
     logging.disable(logging.NOTSET)
     yield
+
+
+@pytest.fixture
+def kernel():
+    return ready_moments_kernel()
+
+
+@pytest.fixture(params=["numba kernel", "framework ops"])
+def moments_by(request, monkeypatch):
+    """Each test twice: with the moments kernel ready, and as before it is (or without numba)."""
+    if request.param == "numba kernel":
+        ready_moments_kernel()
+    else:
+        from smdebug.core.tensors import moments_kernel
+
+        monkeypatch.setattr(moments_kernel, "kernel", lambda: None)
+    return request.param
 
 
 @pytest.fixture(scope="session")

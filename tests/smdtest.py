@@ -47,3 +47,31 @@ def flatten_oracle(d, prefix=()):
             out.update(flatten_oracle(v, (*prefix, k)))
         return out
     return {prefix: d}
+
+
+def random_array(rng, dtype, shape, scale, offset):
+    """Normal values times ``scale`` plus ``offset`` in ``dtype`` (bool: above the offset; integers
+    clipped to the dtype's range)."""
+    import numpy as np
+
+    x = rng.standard_normal(shape) * scale + offset
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return np.asarray(x > offset)
+    if dt.kind in "iu":
+        x = np.clip(x, np.iinfo(dt).min, np.iinfo(dt).max)
+    with np.errstate(over="ignore"):
+        return np.asarray(x).astype(dt)
+
+
+def ready_moments_kernel():
+    """The compiled one-pass moments kernel (core.tensors.moments_kernel), waited for; the test is
+    skipped where there is none to have (no numba, or $SMDEBUG_MOMENTS_KERNEL=0)."""
+    pytest.importorskip("numba")
+    from smdebug.core.tensors import moments_kernel
+
+    if os.environ.get(moments_kernel.ENV) == "0":
+        pytest.skip(f"{moments_kernel.ENV}=0")
+    k = moments_kernel.wait(120)
+    assert k is not None
+    return k

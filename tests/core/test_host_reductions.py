@@ -8,7 +8,6 @@ tensors) and is never waited for. Each test runs with the kernel and without it.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import warnings
@@ -20,34 +19,12 @@ import pytest
 from smdebug.core.tensors import moments_kernel, reductions
 from smdebug.core.tensors.deferred import DeferredReduction, compute_together, deferred_reductions
 from smdebug.core.tensors.reductions import get_numpy_reduction, host_reductions, host_reductions_many
+from smdtest import random_array, ready_moments_kernel
 
 OPS = [(op, is_abs) for op in reductions.ALLOWED_REDUCTIONS + reductions.ALLOWED_NORMS for is_abs in (False, True)]
 DTYPES = ["float32", "float64", "float16", "int32", "uint8", "bool", ml_dtypes.bfloat16]
 SHAPES = [(), (1,), (2,), (7,), (1000,), (33, 17), (512, 512), (2049,), (3, 4, 5, 6)]
 SCALES = [(1.0, 0.0), (1e-3, 0.0), (1.0, 1e4), (1e3, -5.0), (1.0, 3.0), (1e-30, 0.0), (1e30, 0.0)]
-
-
-@pytest.fixture(params=["numba kernel", "numpy"])
-def moments_by(request, monkeypatch):
-    if request.param == "numba kernel":
-        pytest.importorskip("numba")
-        if os.environ.get(moments_kernel.ENV) == "0":
-            pytest.skip(f"{moments_kernel.ENV}=0")
-        assert moments_kernel.wait(120) is not None
-    else:
-        monkeypatch.setattr(moments_kernel, "kernel", lambda: None)  # not ready, or no numba
-    return request.param
-
-
-def _array(rng, dtype, shape, scale, offset) -> np.ndarray:
-    x = rng.standard_normal(shape) * scale + offset
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return np.asarray(x > offset)
-    if dt.kind in "iu":
-        x = np.clip(x, np.iinfo(dt).min, np.iinfo(dt).max)
-    with np.errstate(over="ignore"):
-        return np.asarray(x).astype(dt)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -94,7 +71,7 @@ def test_each_value_is_numpys_within_rounding_and_to_the_bit_without_the_kernel(
     rng = np.random.default_rng(7)
     for shape in SHAPES:
         for scale, offset in SCALES:
-            for a in _layouts(_array(rng, dtype, shape, scale, offset)):
+            for a in _layouts(random_array(rng, dtype, shape, scale, offset)):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     got = host_reductions(a, OPS)
@@ -170,7 +147,7 @@ def test_deferred_reductions_fetch_once_and_equal_numpys(moments_by, shape1):
         if shape1:
             assert g.shape == (1,)
             g = g.reshape(())
-        if moments_by == "numpy":
+        if moments_by == "framework ops":
             _assert_same(g, want, f"{op} abs={is_abs}")
         else:
             _assert_close(g, want, a, op, f"{op} abs={is_abs}")
@@ -212,11 +189,7 @@ def test_a_steps_reductions_are_computed_together(moments_by, monkeypatch):
 
 
 def test_read_only_and_writable_arrays_give_the_same_moments_unaligned_ones_are_left_out():
-    pytest.importorskip("numba")
-    if os.environ.get(moments_kernel.ENV) == "0":
-        pytest.skip(f"{moments_kernel.ENV}=0")
-    k = moments_kernel.wait(120)
-    assert k is not None
+    k = ready_moments_kernel()
     rng = np.random.default_rng(9)
     for dtype in (np.float32, np.float64):
         a = rng.standard_normal(3001).astype(dtype)

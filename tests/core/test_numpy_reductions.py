@@ -16,6 +16,7 @@ from smdebug.core.tensors import reductions
 from smdebug.core.tensors.deferred import deferred_reductions
 from smdebug.core.tensors.reductions import get_numpy_reduction, numpy_reductions
 from smdebug.exceptions import SMDebugValueError
+from smdtest import random_array
 
 OPS = [(op, is_abs) for op in reductions.ALLOWED_REDUCTIONS + reductions.ALLOWED_NORMS for is_abs in (False, True)]
 DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint64", "bool",
@@ -23,16 +24,6 @@ DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "u
 SHAPES = [(), (1,), (7,), (1000,), (33, 17), (512, 512), (3, 4, 5, 6)]
 # (scale, offset): a mean large against the spread is where a variance from sums loses digits
 SCALES = [(1.0, 0.0), (1e-3, 0.0), (1.0, 1e4), (1e3, -5.0)]
-
-
-def _array(rng, dtype, shape, scale, offset) -> np.ndarray:
-    x = rng.standard_normal(shape) * scale + offset
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return np.asarray(x > offset)
-    if dt.kind in "iu":
-        x = np.clip(x, np.iinfo(dt).min, np.iinfo(dt).max)
-    return np.asarray(x).astype(dt)
 
 
 def _layouts(a: np.ndarray) -> list[np.ndarray]:
@@ -53,7 +44,7 @@ def test_each_value_is_numpys_own_to_the_bit(dtype):
     rng = np.random.default_rng(7)
     for shape in SHAPES:
         for scale, offset in SCALES:
-            for a in _layouts(_array(rng, dtype, shape, scale, offset)):
+            for a in _layouts(random_array(rng, dtype, shape, scale, offset)):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # prod overflows, as it does in numpy
                     got = numpy_reductions(a, OPS)
@@ -66,7 +57,7 @@ def test_mean_std_and_variance_are_np_mean_np_std_np_var():
     """The reference above is numpy's functions themselves, not a rewrite of them."""
     rng = np.random.default_rng(3)
     for dtype in ("float16", "float32", "float64", "int16", "bool"):
-        for a in _layouts(_array(rng, dtype, (257, 129), 2.0, 100.0)):
+        for a in _layouts(random_array(rng, dtype, (257, 129), 2.0, 100.0)):
             mean, std, var, amean = numpy_reductions(a, [("mean", False), ("std", False), ("variance", False),
                                                         ("mean", True)])
             _assert_same(mean, np.mean(a), "mean")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import sys
 import threading
 import time
@@ -20,16 +19,6 @@ from smdebug.core.tensors import moments_kernel
 from smdebug.pytorch.adapter import TorchAdapter, TorchOps
 
 F32_MAX = float(torch.finfo(torch.float32).max)
-
-
-@pytest.fixture
-def kernel():
-    pytest.importorskip("numba")
-    if os.environ.get(moments_kernel.ENV) == "0":
-        pytest.skip(f"{moments_kernel.ENV}=0")
-    k = moments_kernel.wait(120)
-    assert k is not None
-    return k
 
 
 def _cases():

@@ -5,7 +5,6 @@ with the moments by the numba kernel (where numba is installed) and by torch's o
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import pytest
@@ -14,7 +13,6 @@ from ptutil import mlp
 
 import smdebug.pytorch as smd
 from smdebug.core.reductions import reductions_from_moments
-from smdebug.core.tensors import moments_kernel
 from smdebug.pytorch.adapter import TorchAdapter, TorchOps
 from smdebug.trials import create_trial
 
@@ -22,16 +20,7 @@ OPS = ["min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2"]
 ALL_OPS = [(op, ab) for op in OPS for ab in (False, True)]
 
 
-@pytest.fixture(autouse=True, params=["numba kernel", "torch ops"])
-def moments_by(request, monkeypatch):
-    if request.param == "numba kernel":
-        pytest.importorskip("numba")
-        if os.environ.get(moments_kernel.ENV) == "0":
-            pytest.skip(f"{moments_kernel.ENV}=0")
-        assert moments_kernel.wait(120) is not None
-    else:
-        monkeypatch.setattr(moments_kernel, "kernel", lambda: None)
-    return request.param
+pytestmark = pytest.mark.usefixtures("moments_by")  # with the moments kernel and with torch's ops
 
 
 def _torch(t: torch.Tensor, op: str, ab: bool) -> float:

@@ -5,8 +5,6 @@ rounding where the numba moments kernel takes the read-only view; to the bit wit
 
 from __future__ import annotations
 
-import os
-
 import keras
 import numpy as np
 import pytest
@@ -59,16 +57,9 @@ def test_a_mirrored_variable_is_read_as_tf_reads_it():
     np.testing.assert_array_equal(read_variable(var).numpy(), tf.convert_to_tensor(var).numpy())
 
 
-@pytest.mark.parametrize("kernel", [True, False], ids=["numba kernel", "numpy"])
 @pytest.mark.parametrize("i", [0, 1])
-def test_deferred_reductions_of_a_tensor_equal_numpys(monkeypatch, kernel, i):
-    if kernel:
-        pytest.importorskip("numba")
-        if os.environ.get(moments_kernel.ENV) == "0":
-            pytest.skip(f"{moments_kernel.ENV}=0")
-        assert moments_kernel.wait(120) is not None
-    else:
-        monkeypatch.setattr(moments_kernel, "kernel", lambda: None)
+def test_deferred_reductions_of_a_tensor_equal_numpys(monkeypatch, moments_by, i):
+    kernel = moments_by == "numba kernel"
     calls = []
     host_moments = moments_kernel.host_moments
     monkeypatch.setattr(moments_kernel, "host_moments", lambda a, w, k: calls.append(a[0].flags.writeable) or

@@ -59,6 +59,24 @@ def _write_fully(fd: int, data) -> None:
         v = v[os.write(fd, v[:MAX_WRITE]) :]
 
 
+@contextlib.contextmanager
+def _reading(path: str):
+    """A file opened for reading: its descriptor and its ``fstat``; a missing file raises
+    ObjectNotFound, any other failure (opening or reading) StorageError naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise ObjectNotFound(f"{path} does not exist") from None
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc}") from exc
+    try:
+        yield fd, os.fstat(fd)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc}") from exc
+    finally:
+        os.close(fd)
+
+
 class LocalStore(Store):
     def __init__(self, root: str):
         self.root = os.path.abspath(os.path.expanduser(root))
@@ -80,21 +98,11 @@ class LocalStore(Store):
         """The file's bytes and its ``(st_size, st_mtime_ns)`` from before they were read (a
         file that changes later has another stamp: readers that cache what they parsed compare
         stamps to know when to read it again)."""
-        path = self._path(key)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                st = os.fstat(fd)
-                chunks = [os.read(fd, max(st.st_size, 1))]
-                while chunks[-1]:  # the file may have grown since fstat
-                    chunks.append(os.read(fd, 1 << 20))
-                return (b"".join(chunks) if len(chunks) > 2 else chunks[0]), (st.st_size, st.st_mtime_ns)
-            finally:
-                os.close(fd)
-        except FileNotFoundError:
-            raise ObjectNotFound(f"{path} does not exist") from None
-        except OSError as exc:
-            raise StorageError(f"cannot read {path}: {exc}") from exc
+        with _reading(self._path(key)) as (fd, st):
+            chunks = [os.read(fd, max(st.st_size, 1))]
+            while chunks[-1]:  # the file may have grown since fstat
+                chunks.append(os.read(fd, 1 << 20))
+            return (b"".join(chunks) if len(chunks) > 2 else chunks[0]), (st.st_size, st.st_mtime_ns)
 
     def read_into(self, key: str, reserve: Callable[[int], memoryview]) -> tuple[int, tuple[int, int]]:
         """The file's bytes read straight into memory of the caller's, with no copy of them:
@@ -102,29 +110,19 @@ class LocalStore(Store):
         after the file grew while it was read; the caller's memory must then be free to move).
         Returns their length and the file's ``(st_size, st_mtime_ns)`` from before they were
         read, as :meth:`read_stamped`."""
-        path = self._path(key)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                st = os.fstat(fd)
-                view = reserve(st.st_size + 1)  # one byte more than fstat said: a file that grew says so
-                n = os.readv(fd, [view])
-                if n == len(view):  # it grew: the rest, then all of it again into a larger view
-                    chunks = [view.tobytes()]
-                    view.release()
-                    while chunks[-1]:
-                        chunks.append(os.read(fd, 1 << 20))
-                    data = b"".join(chunks)
-                    n = len(data)
-                    with reserve(n) as view:
-                        view[:] = data
-                return n, (st.st_size, st.st_mtime_ns)
-            finally:
-                os.close(fd)
-        except FileNotFoundError:
-            raise ObjectNotFound(f"{path} does not exist") from None
-        except OSError as exc:
-            raise StorageError(f"cannot read {path}: {exc}") from exc
+        with _reading(self._path(key)) as (fd, st):
+            view = reserve(st.st_size + 1)  # one byte more than fstat said: a file that grew says so
+            n = os.readv(fd, [view])
+            if n == len(view):  # it grew: the rest, then all of it again into a larger view
+                chunks = [view.tobytes()]
+                view.release()
+                while chunks[-1]:
+                    chunks.append(os.read(fd, 1 << 20))
+                data = b"".join(chunks)
+                n = len(data)
+                with reserve(n) as view:
+                    view[:] = data
+            return n, (st.st_size, st.st_mtime_ns)
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         path = self._path(key)
