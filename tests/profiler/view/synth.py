@@ -137,3 +137,36 @@ def write_profile(root, steps: int = 12, gpus: int = 1, ended: bool = False) -> 
             with open(os.path.join(str(root), stream, END_MARKER), "w") as f:
                 f.write(str(synth.end))
     return synth
+
+
+def profiled_pytorch_run(tmp_path, steps: int = 40, detailed: dict | None = None):
+    """A short PyTorch training profiled by smdebug (its profiler folder): system metrics every
+    100 ms, framework events, torch.profiler over ``detailed`` (default: steps 5 and 6)."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("psutil")
+    import smdebug.pytorch as smd
+    from smdebug.profiler import ProfilerConfig
+
+    torch.manual_seed(0)
+    x = torch.randn(steps * 16, 32)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long()), batch_size=16)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), profiler_config=ProfilerConfig(
+        local_path=str(tmp_path / "profiler"), interval_millis=100,
+        detailed=detailed or {"StartStep": 5, "NumSteps": 2}))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    hook.set_mode(smd.modes.TRAIN)
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss_fn(model(xb), yb).backward()
+        opt.step()
+    # 40 steps of this model can take less than one 100 ms interval: wait for two system samples so
+    # that every counter track has at least two (the sampler's own condition, not a sleep)
+    assert hook.profiling.profiler.system.wait_for_samples(2, timeout=30)
+    hook.close()
+    return tmp_path / "profiler"

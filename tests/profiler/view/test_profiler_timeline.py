@@ -1,5 +1,5 @@
 """One timeline per node: system counters, framework events and torch.profiler's trace merged by
-absolute time into one Chrome trace object."""
+absolute time into one Chrome trace object (its times after ``otherData["ts_base_us"]``)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,15 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler.reading.frames import FrameworkEvents
 
 
+def base_of(trace: dict) -> int:
+    return trace["otherData"]["ts_base_us"]
+
+
 def test_the_trace_is_valid_and_holds_every_source(tmp_path):
     trial = SynthTrial(tmp_path)
     trace = build_timeline(trial)
     assert trace_problems(trace) == []
+    assert base_of(trace) == trial.first_timestamp
     ev = trace["traceEvents"]
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
     assert procs[1] == "system algo-1" and "framework algo-1-0" in procs.values()
@@ -29,7 +34,7 @@ def test_the_trace_is_valid_and_holds_every_source(tmp_path):
     # every system sample is a counter point, values kept
     cpu0 = [e for e in ev if e["name"] == "cpu0 CPUUtilization"]
     want = trial.system_series(None, None, dimension="CPUUtilization")[0]
-    assert [e["ts"] for e in cpu0] == want.timestamp_us.tolist()
+    assert [e["ts"] + base_of(trace) for e in cpu0] == want.timestamp_us.tolist()
     assert np.allclose([e["args"]["CPUUtilization"] for e in cpu0], want.value)
     # framework events: one per row, one thread per phase, step numbers in args
     fw = [e for e in ev if e["ph"] == "X" and e["pid"] == 100]
@@ -43,14 +48,16 @@ def test_the_trace_is_valid_and_holds_every_source(tmp_path):
 def test_the_kineto_trace_lands_at_its_absolute_time(tmp_path):
     trial = SynthTrial(tmp_path)
     doc = json.loads(open(trial.kineto).read())
-    base_us = doc["baseTimeNanoseconds"] / 1000
-    ev = build_timeline(trial)["traceEvents"]
+    trace = build_timeline(trial)
+    ev, base = trace["traceEvents"], base_of(trace)
+    # the bases' difference in integer nanoseconds, then Kineto's time: its fractions of a microsecond kept
+    shift = (doc["baseTimeNanoseconds"] - base * 1000) / 1000
     ops = [e for e in ev if e.get("cat") == "cpu_op"]
-    assert [e["ts"] for e in ops] == [base_us + e["ts"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    assert [e["ts"] for e in ops] == [shift + e["ts"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
     # the operators of the profiled steps 3 and 4 fall inside those steps' spans
     steps = trial.steps("TRAIN")
     for op, s in zip(ops, (3, 4)):
-        assert steps.start_us[s] <= op["ts"] <= steps.end_us[s]
+        assert steps.start_us[s] <= op["ts"] + base <= steps.end_us[s]
     # Kineto's pids (its process and the GPU stream) are moved out of the way of ours, kept apart
     kpids = {e["pid"] for e in ev if e.get("cat") in ("cpu_op", "kernel")}
     assert len(kpids) == 2 and min(kpids) >= 10000
@@ -63,9 +70,11 @@ def test_a_window_keeps_only_its_events(tmp_path):
     steps = trial.steps("TRAIN")
     lo, hi = int(steps.start_us[8]) + 1, int(steps.end_us[9]) - 1  # overlap is inclusive
     trace = build_timeline(trial, start_us=lo, end_us=hi)
-    assert trace_problems(trace) == []
+    assert trace_problems(trace) == []  # (no time before the base: steps 8 began before the window)
+    base = base_of(trace)
+    assert base == min(int(steps.start_us[8]), lo)
     data = [e for e in trace["traceEvents"] if e["ph"] in ("X", "C")]
-    assert all(e["ts"] + e.get("dur", 0) >= lo and e["ts"] <= hi for e in data)
+    assert all(e["ts"] + e.get("dur", 0) + base >= lo and e["ts"] + base <= hi for e in data)
     assert {int(e["args"]["step_num"]) for e in data if e.get("cat") == "Step:ModeKeys.TRAIN"} == {8, 9}
     assert trace["otherData"]["detailed_profiles"] == []  # the profiled steps 3-4 are outside
 
@@ -130,8 +139,9 @@ def test_rule_verdicts_are_slices_over_the_windows_they_fired_in(tmp_path):
     assert trace_problems(trace) == []
     fired = [e for e in trace["traceEvents"] if e.get("cat") == "rule"]
     assert [(e["name"], e["ph"]) for e in fired] == [("StepOutlier fired", "X"), ("LowGPUUtilization fired", "i")]
-    assert [fired[0]["ts"], fired[0]["ts"] + fired[0]["dur"]] == window
-    assert fired[1]["ts"] == trial.get_latest_timestamp()
+    base = base_of(trace)
+    assert [fired[0]["ts"] + base, fired[0]["ts"] + fired[0]["dur"] + base] == window
+    assert fired[1]["ts"] + base == trial.get_latest_timestamp()
     threads = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name" and e["pid"] == 2}
     assert threads == {"StepOutlier", "LowGPUUtilization"}
 
@@ -212,12 +222,12 @@ def test_events_of_one_thread_that_overlap_without_nesting_go_to_lanes(tmp_path)
     lanes = {e["name"]: threads[e["tid"]] for e in ev if e["ph"] == "X"}
     assert lanes == {"a": "DataIterator", "c": "DataIterator", "d": "DataIterator", "e": "DataIterator",
                      "b": "DataIterator (overlapping 1)"}
-    assert [(e["ts"] - t0, e["dur"]) for e in ev if e["ph"] == "X"] == [(r[1], r[2] - r[1]) for r in rows]
+    assert [(e["ts"] + base_of(trace) - t0, e["dur"]) for e in ev if e["ph"] == "X"] == [(r[1], r[2] - r[1]) for r in rows]
 
 
 def test_kineto_ends_rounded_past_their_parent_nest_again(tmp_path):
-    """At epoch times a float microsecond steps by 0.25 us: an operator ending with its parent can
-    end a step after it. Such an end is moved back to the parent's; a real overlap stays (and is
+    """Kineto rounds times and durations to the nanosecond: an operator ending with its parent can
+    end a little after it. Such an end is moved back to the parent's; a real overlap stays (and is
     reported by the structural check)."""
     trial = SynthTrial(tmp_path)
     doc = json.loads(open(trial.kineto).read())

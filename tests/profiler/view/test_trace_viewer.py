@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from synth import SynthTrial, write_kineto
+from synth import SynthTrial, profiled_pytorch_run, write_kineto
 from trace_check import trace_problems
 from trace_viewer import TraceViewer, needs_trace_viewer
 
@@ -53,40 +53,10 @@ def _imported(state: dict) -> dict:
     return {"processes": procs, "flows": state["flows"], "global_instants": sorted(state["global_instants"])}
 
 
-def _profiled_run(tmp_path) -> Path:
-    """A short PyTorch training profiled by smdebug: system metrics every 100 ms, framework events,
-    torch.profiler over steps 5 and 6."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("psutil")
-    import smdebug.pytorch as smd
-    from smdebug.profiler import ProfilerConfig
-
-    torch.manual_seed(0)
-    x = torch.randn(STEPS * 16, 32)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long()), batch_size=16)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
-    loss_fn = torch.nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), profiler_config=ProfilerConfig(
-        local_path=str(tmp_path / "profiler"), interval_millis=100, detailed=PROFILED))
-    hook.register_module(model)
-    hook.register_loss(loss_fn)
-    hook.set_mode(smd.modes.TRAIN)
-    for xb, yb in loader:
-        opt.zero_grad()
-        loss_fn(model(xb), yb).backward()
-        opt.step()
-    # 40 steps of this model can take less than one 100 ms interval: wait for two system samples so
-    # that every counter track has at least two (the sampler's own condition, not a sleep)
-    assert hook.profiling.profiler.system.wait_for_samples(2, timeout=30)
-    hook.close()
-    return tmp_path / "profiler"
-
-
 def test_a_profiled_pytorch_run_opens_in_the_trace_viewer_with_every_event(tmp_path, trace_viewer):
     from smdebug.profiler.reading.trial import ProfilerTrial
 
-    trial = ProfilerTrial(str(_profiled_run(tmp_path)))
+    trial = ProfilerTrial(str(profiled_pytorch_run(tmp_path, STEPS, PROFILED)))
     trace = build_timeline(trial)
     assert trace_problems(trace) == []
     state = trace_viewer.load(trace)

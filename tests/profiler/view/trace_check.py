@@ -1,8 +1,9 @@
 """Structural checks of a Chrome trace object (what Perfetto's and chrome://tracing's JSON
 importers need): the JSON object format, every event with ph/ts/pid/tid, complete events with a
 non-negative dur, counters with numeric values, instant events with a scope, non-metadata events
-sorted by ts, and the complete events of each thread nested (a slice that starts inside another
-ends inside it: Perfetto's rule; chrome://tracing's importer takes anything without a warning).
+sorted by ts and not negative (Perfetto drops an event before 0), and the complete events of each
+thread nested (a slice that starts inside another ends inside it: Perfetto's rule; chrome://tracing's
+importer takes anything without a warning).
 
 Perfetto's JSON importer (trace_processor's json_trace_tokenizer/parser) also wants: a pid or tid
 an integer in [0, 2**32) (another number becomes 0) or a string; a flow (s/t/f) id an integer (a
@@ -52,6 +53,8 @@ def trace_problems(trace) -> list[str]:
                 out.append(f"{where}: metadata after data events")
             continue
         seen_data = True
+        if e["ts"] < 0:
+            out.append(f"{where}: ts {e['ts']} is negative (Perfetto drops it)")
         if e["ts"] < last:
             out.append(f"{where}: ts {e['ts']} before the previous {last}")
         last = e["ts"]

@@ -3,8 +3,8 @@ viewer's own importer and the model it built is read back; ``screenshot`` takes 
 
 Debian's Chromium no longer serves ``chrome://tracing`` (the page is an internal one, disabled by
 default; enabled through the profile's ``Local State``, it fails with ERR_FAILED: no trace viewer is
-in its resources.pak), and Perfetto's UI and trace_processor come from no package registry. The
-viewer comes from two packages instead, both installed by the Makefile:
+in its resources.pak). The viewer comes from two packages instead, both installed by the Makefile
+(Perfetto's UI, the other viewer the tests open every kind of trace in, is perfetto_ui.py's):
 
 * ``trace_viewer_full.html``: catapult's trace viewer in one file (what chrome://tracing ran), as
   PyPI's torch-tb-profiler ships it (the ``traceviewer`` extra);
@@ -157,7 +157,7 @@ class TraceViewer:
     def screenshot(self, png: Path, start_us: float | None = None, end_us: float | None = None,
                    first_us: float | None = None) -> None:
         """A picture of the viewer's tracks (down to the selection panel), showing ``[start_us,
-        end_us]`` (absolute; ``first_us``: the trace's earliest timestamp, the model's time 0) or the
+        end_us]`` (the trace's times; ``first_us``: the trace's earliest timestamp, the model's time 0) or the
         whole trace."""
         if start_us is not None and end_us is not None and first_us is not None:
             lo, hi = (start_us - first_us) / 1000, (end_us - first_us) / 1000

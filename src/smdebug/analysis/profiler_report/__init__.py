@@ -100,7 +100,8 @@ def _timeline_section(trial, slow: list, series: list) -> str:
             "length either side: framework events, torch.profiler's operators where the step was profiled in "
             "detail, system metrics. For the whole run: <code>smdebug profile timeline PROFILE -o trace.json</code>, "
             "opened in Perfetto or chrome://tracing.</p>")
-    return section("timeline", title, lead + timeline_svg(trace, lo, hi))
+    base = trace["otherData"]["ts_base_us"]  # (the trace's times are after it)
+    return section("timeline", title, lead + timeline_svg(trace, lo - base, hi - base))
 
 
 def _loader_section(dl: dict) -> str:
