@@ -46,3 +46,36 @@ def test_a_profiled_run_opens_in_perfetto_without_import_errors(tmp_path):
     assert problems == [], problems
     dropped = [row for row in PerfettoUI.import_errors(before) if row.startswith("slice_drop_overlapping")]
     assert dropped, before[:2000]  # epoch times: operators that end with their parent overlap it
+
+
+def test_rule_verdicts_two_torch_profiler_files_and_1034_resources_open_in_perfetto(tmp_path):
+    """A synthetic profile with rule verdicts and two torch.profiler files, and 1.0.34's own test
+    resources (framework files of TF and PyTorch runs, system files): each timeline's processes show
+    and Perfetto's importer reports no import error."""
+    from pathlib import Path
+
+    from synth import SynthTrial, write_kineto
+
+    from smdebug.profiler.reading.trial import ProfilerTrial
+
+    trial = SynthTrial(tmp_path / "synth")
+    steps = trial.steps("TRAIN")
+    write_kineto(str(tmp_path / "synth"), "0-algo-1", int(steps.start_us[9]), 1)
+    traces = {"synthetic": build_timeline(trial, rule_reports={
+        "StepOutlier": {"RuleTriggered": 1, "Verdict": {"fired_windows": [[int(steps.start_us[7]),
+                                                                           int(steps.end_us[7])]]}},
+        "LowGPUUtilization": {"RuleTriggered": 2}})}
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
+    for name in ("merge_traces", "model_timeline_traces", "test_traces"):
+        traces[name] = build_timeline(ProfilerTrial(str(root / name)))
+    ui = PerfettoUI(tmp_path / "ui")
+    try:
+        for name, trace in traces.items():
+            assert trace_problems(trace) == [], name
+            procs = [e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
+            shown = ui.load(trace, expect=procs[0])
+            assert all(p in shown for p in procs), (name, procs, shown[:1500])
+            assert PerfettoUI.import_errors(ui.info()) == [], name
+        assert ui.problems() == []
+    finally:
+        ui.close()
