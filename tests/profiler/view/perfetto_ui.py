@@ -150,6 +150,33 @@ class PerfettoUI:
                 out.append(f"exception: {p['exceptionDetails'].get('text')}"[:300])
         return out
 
+    def query(self, sql: str, columns: dict) -> list[dict]:
+        """Rows of ``sql`` run by the UI's trace_processor on the trace loaded; ``columns``: each
+        column's kind for Perfetto's row iterator (``"str"`` or ``0`` for a number)."""
+        spec = json.dumps(columns)
+        rows = self._eval(f"""(async () => {{
+            const r = await window.app.trace.engine.query({json.dumps(sql)});
+            const out = [], spec = {spec};
+            for (const it = r.iter(spec); it.valid(); it.next())
+                out.push(Object.fromEntries(Object.keys(spec).map(k => [k, it[k]])));
+            return JSON.stringify(out); }})()""")
+        return json.loads(rows)
+
+    def imported(self) -> dict:
+        """What Perfetto imported, as ``{"slices": {(process, thread): count}, "counters": {(process,
+        track): samples}, "flows": count}`` (names '' where there is none)."""
+        slices = self.query("select coalesce(p.name, '') as process, coalesce(t.name, '') as thread, count(*) as n "
+                            "from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid) "
+                            "left join process p using (upid) group by 1, 2",
+                            {"process": "str", "thread": "str", "n": 0})
+        counters = self.query("select coalesce(p.name, '') as process, t.name as track, count(*) as n from counter c "
+                              "join process_counter_track t on c.track_id = t.id left join process p using (upid) "
+                              "group by 1, 2", {"process": "str", "track": "str", "n": 0})
+        flows = self.query("select count(*) as n from flow", {"n": 0})
+        return {"slices": {(r["process"], r["thread"]): r["n"] for r in slices},
+                "counters": {(r["process"], r["track"]): r["n"] for r in counters},
+                "flows": flows[0]["n"]}
+
     def expand(self, prefixes: list[str]) -> None:
         """Open the process track groups whose titles start with ``prefixes`` (a click on each
         title, the lowest first: an opened group moves the ones below it)."""
