@@ -188,7 +188,7 @@ class PerfettoUI:
             for kind in ("mousePressed", "mouseReleased"):
                 self.browser.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
                                                                "clickCount": 1}, session=self.s)
-        time.sleep(1.0)  # the tracks of the opened groups draw on the next animation frames
+        self._eval("window.waitForPerfettoIdle()")  # the UI's own: resolves once it has drawn what changed
 
     def screenshot(self, png: Path) -> None:
         shot = self.browser.call("Page.captureScreenshot", {"format": "png"}, session=self.s)
