@@ -3,14 +3,13 @@ one Chrome trace object (``{"traceEvents": [...], "displayTimeUnit": "ms", "othe
 that Perfetto (ui.perfetto.dev) and ``chrome://tracing`` open (tests/profiler/view/test_trace_viewer.py
 loads it in chrome://tracing's trace viewer and reads back the model it imports).
 
-Times: ``ts`` is microseconds after ``otherData["ts_base_us"]`` (absolute microseconds since the
-epoch: the window's start, the profile's first timestamp by default, the same for every node of a
-profile; moved back to the earliest event when one began before the window, since Perfetto drops
-negative times), so the sources line up. Not absolute
-times: Perfetto's importer reads a fractional ``ts`` as a double and multiplies it by 1000, and
-epoch-sized microseconds (1.8e15) then step by 256 ns: torch.profiler's operators came out
-overlapping their parents, and Perfetto dropped them (43 of the walk-through's, its "import
-errors" page said: ``slice_drop_overlapping_complete_event``).
+Times: ``ts`` is microseconds after ``otherData["ts_base_us"]``, an absolute time (microseconds
+since the epoch): the window's start (the profile's first timestamp by default), or the earliest
+event's when one began before the window, since Perfetto drops negative times. Each file gives its
+own base. Not epoch microseconds themselves: Perfetto's importer reads a fractional ``ts`` as a
+double and multiplies it by 1000, and at 1.8e15 microseconds that steps by 256 ns, so
+torch.profiler's operators came out overlapping their parents and Perfetto dropped them (43 of the
+walk-through's, its "Trace info" page said: ``slice_drop_overlapping_complete_event``).
 
 What goes in:
 
