@@ -139,3 +139,27 @@ def test_nobody_waits_for_the_compile(fresh, monkeypatch):
     assert float(row[0]) == float(t.max())
     release.set()
     fresh._thread.join(30)
+
+
+def test_numba_messages_leave_the_standard_streams_alone(kernel):
+    """numba formats its compiler's messages inside colorama's init()/deinit(), which swap
+    sys.stdout and sys.stderr; compiled on a background thread, that raced with the process's own
+    changes of them. With the kernel loaded, formatting a message (what numba does while it
+    compiles) neither replaces sys.stdout nor puts back an older one."""
+    import io
+    import sys
+
+    from numba.core import errors
+
+    before, other = io.StringIO(), io.StringIO()
+    saved = sys.stdout
+    try:
+        sys.stdout = before
+        with errors.ColorShell():
+            assert sys.stdout is before
+            sys.stdout = other  # another thread's change meanwhile (a test's capture starting)
+        assert sys.stdout is other
+        errors.termcolor().errmsg("a message")
+        assert sys.stdout is other
+    finally:
+        sys.stdout = saved

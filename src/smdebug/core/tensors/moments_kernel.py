@@ -85,6 +85,7 @@ def _compile() -> None:
     if tuple(llvmlite.binding.llvm_version_info) < _MIN_LLVM:
         logger.info("smdebug: numba %s is older than 0.62: %s", numba.__version__, _FALLBACK)
         return
+    _quiet_numba_colors()
     try:
         from smdebug.core.tensors import _moments_numba
 
@@ -100,6 +101,32 @@ def _compile() -> None:
         return
     logger.info("smdebug: reductions of float32 / float64 host tensors by the numba kernel")
     _kernel = moments
+
+
+class _NoColorShell:
+    """numba's ``ColorShell`` without colorama's ``init`` / ``deinit``."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def _quiet_numba_colors() -> None:
+    """Where colorama is installed, numba formats each message of its compiler (the failed
+    candidates of type inference among them) inside a ``ColorShell``: colorama's ``init()``, which
+    replaces ``sys.stdout`` and ``sys.stderr``, and ``deinit()``, which puts back the ones it saw.
+    On this module's background thread that races with the process's own changes of them: a test's
+    captured output, or a notebook's, went to the stream replaced before (seen as a test whose
+    ``capsys`` got nothing). The shell is made a no-op: on Linux and macOS colorama wraps nothing
+    anyway, and numba's messages are strings whose colour codes it adds itself."""
+    try:
+        from numba.core import errors
+    except ImportError:
+        return
+    if hasattr(errors, "ColorShell"):
+        errors.ColorShell = _NoColorShell
 
 
 def host_moments(arrays: Sequence[np.ndarray], with_abs: bool, k: Callable) -> tuple[np.ndarray, list[int]] | None:
