@@ -223,7 +223,7 @@ def _framework(events, fw_nodes: list[str]) -> list[dict]:
     return out
 
 
-def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_ids: dict, origin_us: int = 0) -> dict:
+def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_ids: dict, origin_us: int) -> dict:
     """The events of one Kineto trace at times after ``origin_us`` (absolute microseconds: the
     difference of the bases is taken first, in integers, so that the result keeps Kineto's
     nanoseconds), its pids moved to ``first_pid`` on:
