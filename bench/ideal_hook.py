@@ -1,12 +1,12 @@
-"""The least a reductions-only hook could cost on the hook benchmark's model: a floor for issue 22.
+"""The least a hook could cost on the hook benchmark's model: a floor for issue 22's targets.
 
 Same model, data and optimizer as bench/hook_workload.py (MLP 256-512-512-512-10, batch 128, SGD,
-one torch thread), and the same six reductions (min, max, mean, std, abs mean, l2) of the 8
+one torch thread). For reductions, the same six (min, max, mean, std, abs mean, l2) of the 8
 parameters at each step's start and of the 8 gradients, from the one-pass moments kernel
 (``core.tensors.moments_kernel``, the ``fast`` extra) and ``reduce_moments``, as the hook computes
-them. Everything else the hook does is left out: no plans, no records, no writer (the rows go to
-a thread that drops them), no layer hooks, no checks. The callbacks do the least each design
-needs:
+them; for raw values, copies of the 16 tensors and one file written a step. Everything else the
+hook does is left out: no plans, no records, no event files (the rows go to a thread that drops
+them), no layer hooks, no checks. The callbacks do the least each design needs:
 
 - ``none``: no hook;
 - ``no-moments``: the callbacks (a forward pre-hook, a list append per gradient, one end-of-backward
@@ -19,6 +19,13 @@ needs:
   weight and bias in the layer's forward pre-hook (just before the layer reads them), each
   gradient in its post-accumulate-grad hook (just after backward wrote it); the rows of a step
   from the moments at the end of backward;
+- ``raw``: the raw values instead of reductions: the parameters and gradients copied at the end
+  of backward on the training thread (``torch._foreach_copy_`` into one of three reused sets of
+  buffers), and written by a second thread, one file a step (5.3 MB), as the writer would; the
+  step waits when the writer is three steps behind;
+- ``raw-thread``: the same, copied on the second thread (the parameters during forward, the
+  gradients when backward ends, waited for), as the hook does;
+- ``raw-nowrite``: the copies of ``raw`` only;
 - ``thread``: the same as ``thread-wait``, but the end of backward waits for the parameters only; the gradients'
   moments are waited for at the next step's start (run beside the optimizer step: only sound
   when nothing after backward changes the gradients in place).
@@ -37,12 +44,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
-VARIANTS = ("none", "no-moments", "inline", "thread-wait", "thread", "hot")
+VARIANTS = ("none", "no-moments", "inline", "thread-wait", "thread", "hot", "raw", "raw-thread", "raw-nowrite")
 OPS = (("min", False), ("max", False), ("mean", False), ("std", False), ("mean", True), ("l2", False))
 
 
 def child(variant: str, steps: int) -> float:
     import queue
+    import tempfile
     import threading
     import time
 
@@ -86,29 +94,72 @@ def child(variant: str, steps: int) -> float:
 
     threading.Thread(target=drop, daemon=True).start()
 
+    files: queue.SimpleQueue = queue.SimpleQueue()
+    out_dir = tempfile.mkdtemp(prefix="ideal-hook-")
+
+    def write_files() -> None:
+        n = 0
+        while True:
+            bufs, written = files.get()
+            path = os.path.join(out_dir, f"step{n % 4}")
+            fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            for b in bufs:
+                os.write(fd, memoryview(b.numpy()).cast("B"))
+            os.close(fd)
+            os.replace(path + ".tmp", path)
+            n += 1
+            written.set()
+
+    threading.Thread(target=write_files, daemon=True).start()
+    state_ring = []
+    for _ in range(3):
+        done = threading.Event()
+        done.set()
+        state_ring.append(([torch.empty_like(p) for p in params] + [torch.empty_like(p) for p in reversed(params)], done))
+
     def work() -> None:
         while True:
-            ts, done = jobs.get()
-            done.append(rows(ts))
+            fn, done = jobs.get()
+            with torch.no_grad():
+                done.append(fn())
             done[0].set()
 
     threading.Thread(target=work, daemon=True).start()
 
     def submit(ts: list) -> list:
         done: list = [threading.Event()]
-        jobs.put((ts, done))
+        jobs.put((ts if callable(ts) else (lambda: rows(ts)), done))
         return done
 
     def wait(done: list):
         done[0].wait()
         return done[1]
 
-    state: dict = {"grads": [], "queued": False, "params": None, "pending": [], "hot": [], "hot_grads": []}
+    state: dict = {"grads": [], "queued": False, "params": None, "pending": [], "hot": [], "hot_grads": [],
+                   "ring": state_ring}
     sizes = [p.numel() for p in params] + [p.numel() for p in reversed(params)]
 
     def end_of_backward() -> None:
         state["queued"] = False
         grads, state["grads"] = state["grads"], []
+        if variant.startswith("raw"):
+            ring = state["ring"]
+            if variant == "raw-thread":
+                free = ring[-1]
+                n = len(params)
+                wait(state["params"])
+                wait(submit(lambda: torch._foreach_copy_(free[0][n:], grads)))
+            else:
+                free = ring.pop(0)
+                free[1].wait()  # written
+                free[1].clear()
+                torch._foreach_copy_(free[0], params + grads)
+                ring.append(free)
+            if variant in ("raw", "raw-thread"):
+                files.put(free)
+            else:
+                free[1].set()
+            return
         if variant.startswith("thread"):
             got = wait(state["params"])
             job = submit(grads)
@@ -128,6 +179,14 @@ def child(variant: str, steps: int) -> float:
             dropped.put((rows(params), rows(grads), state.get("loss")))
 
     def pre_forward(module, inputs) -> None:
+        if variant == "raw-thread":
+            ring = state["ring"]
+            free = ring.pop(0)
+            free[1].wait()
+            free[1].clear()
+            ring.append(free)
+            state["params"] = submit(lambda: torch._foreach_copy_(free[0][:len(params)], params))
+            return
         if variant.startswith("thread"):
             for job in state["pending"]:
                 dropped.put(wait(job))
