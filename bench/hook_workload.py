@@ -1,6 +1,7 @@
 """Hook overhead workload, runnable by either implementation (ours, or 1.0.34 in its venv).
 
-usage: hook_workload.py CONFIG OUT_DIR STEPS     CONFIG: none | raw | reductions
+usage: hook_workload.py CONFIG OUT_DIR STEPS     CONFIG: none | raw | reductions, optionally with
+       "/N": saving every Nth step (raw/10), not every step
 prints {"loop_s": ..., "close_s": ..., "steps": ..., "train_cpu_s": ..., "proc_cpu_s": ...}
 (train_cpu_s: CPU time of the training thread in the loop; proc_cpu_s: CPU time of the whole
 process, all threads, in the loop and close: both robust to other load on the machine)
@@ -39,12 +40,13 @@ def build(config, out_dir):
         apply()  # $SMDEBUG_BENCH_ABLATE: parts of the hook switched off (bench/hook_ablate.py)
 
         shutil.rmtree(out_dir, ignore_errors=True)
+        config, _, every = config.partition("/")
         if config == "raw":
             rc = smd.ReductionConfig(save_raw_tensor=True)
         else:
             rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std"], abs_reductions=["mean"],
                                      norms=["l2"], save_raw_tensor=False)
-        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1), reduction_config=rc,
+        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=int(every or 1)), reduction_config=rc,
                         include_collections=["weights", "biases", "gradients", "losses"])
         hook.register_module(model)
         hook.register_loss(loss_fn)
