@@ -21,17 +21,31 @@ from torch import nn  # noqa: E402
 WARMUP = 20
 
 
+class Mlp:
+    """The benchmarks' model on one torch thread: MLP 256-512-512-512-10, cross-entropy, SGD, one
+    batch of 128 random rows (bench/ideal_hook.py and profiler_workload.py use it too)."""
+
+    def __init__(self):
+        torch.set_num_threads(1)
+        torch.manual_seed(0)
+        self.model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                                   nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        self.x = torch.randn(128, 256)
+        self.y = torch.randint(0, 10, (128,))
+
+    def step(self):
+        self.opt.zero_grad()
+        self.loss_fn(self.model(self.x), self.y).backward()
+        self.opt.step()
+
+
 def build(config, out_dir):
     """The model, its loss and optimizer, and the hook of CONFIG: ``(step, hook)``, ``step()`` one
     training step, ``hook`` None for "none" (bench/hook_ab.py and hook_callgrind.py use this too)."""
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(128, 256)
-    y = torch.randint(0, 10, (128,))
+    mlp = Mlp()
+    model, loss_fn = mlp.model, mlp.loss_fn
     hook = None
     if config != "none":
         import smdebug.pytorch as smd
@@ -57,12 +71,7 @@ def build(config, out_dir):
         else:
             moments_kernel.wait()
 
-    def step():
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    return step, hook
+    return mlp.step, hook
 
 
 def main():

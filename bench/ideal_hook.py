@@ -58,16 +58,12 @@ def child(variant: str, steps: int) -> float:
     import torch
     from torch import nn
 
+    from hook_workload import Mlp
     from smdebug.core.tensors import moments_kernel
     from smdebug.core.tensors.moments import reduce_moments
 
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))
+    mlp = Mlp()
+    model, loss_fn = mlp.model, mlp.loss_fn
     params = list(model.parameters())
     moments_kernel.kernel()
     moments_kernel.wait()
@@ -219,11 +215,7 @@ def child(variant: str, steps: int) -> float:
                 if isinstance(layer, nn.Linear):
                     layer.register_forward_pre_hook(layer_pre_forward)
 
-    def step() -> None:
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-
+    step = mlp.step
     for _ in range(30):
         step()
     best = float("inf")

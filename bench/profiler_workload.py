@@ -21,7 +21,8 @@ import time
 
 logging.disable(logging.CRITICAL)
 import torch  # noqa: E402
-from torch import nn  # noqa: E402
+
+from hook_workload import Mlp  # noqa: E402
 
 WARMUP = 20
 PY_STEPS = (WARMUP + 100, 2)
@@ -29,12 +30,8 @@ PY_STEPS = (WARMUP + 100, 2)
 
 def main():
     config, out_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    mlp = Mlp()
+    model, loss_fn, opt = mlp.model, mlp.loss_fn, mlp.opt
     n = (WARMUP + steps) * 128
     data = torch.utils.data.TensorDataset(torch.randn(n, 256), torch.randint(0, 10, (n,)))
     loader = torch.utils.data.DataLoader(data, batch_size=128, num_workers=0)
