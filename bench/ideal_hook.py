@@ -111,7 +111,7 @@ def child(variant: str, steps: int) -> float:
     for _ in range(3):
         done = threading.Event()
         done.set()
-        state_ring.append(([torch.empty_like(p) for p in params] + [torch.empty_like(p) for p in reversed(params)], done))
+        state_ring.append(([torch.empty_like(p) for p in params + params], done))
 
     def work() -> None:
         while True:
@@ -131,13 +131,14 @@ def child(variant: str, steps: int) -> float:
         done[0].wait()
         return done[1]
 
-    state: dict = {"grads": [], "queued": False, "params": None, "pending": [], "hot": [], "hot_grads": [],
+    state: dict = {"grads": [], "queued": False, "params": None, "pending": [], "hot": [], "hot_grads": {},
                    "ring": state_ring}
-    sizes = [p.numel() for p in params] + [p.numel() for p in reversed(params)]
+    sizes = [p.numel() for p in params + params]
 
     def end_of_backward() -> None:
         state["queued"] = False
-        grads, state["grads"] = state["grads"], []
+        state["grads"] = []  # (the parameters whose gradients came, in backward's order)
+        grads = [p.grad for p in params]
         if variant.startswith("raw"):
             ring = state["ring"]
             if variant == "raw-thread":
@@ -165,8 +166,8 @@ def child(variant: str, steps: int) -> float:
                 state["pending"].append(job)
             return
         if variant == "hot":
-            stats = np.array(state["hot"] + [moments_of for moments_of in state["hot_grads"]])
-            state["hot"], state["hot_grads"] = [], []
+            stats = np.array(state["hot"] + [state["hot_grads"][p] for p in params])
+            state["hot"], state["hot_grads"] = [], {}
             dropped.put((reduce_moments(stats, sizes, OPS)[0], state.get("loss")))
             return
         if variant == "inline":
@@ -194,9 +195,9 @@ def child(variant: str, steps: int) -> float:
             state["queued"] = True
             torch.autograd.Variable._execution_engine.queue_callback(end_of_backward)
         if variant == "hot":
-            state["hot_grads"].append(moments(p.grad))
+            state["hot_grads"][p] = moments(p.grad)
         else:
-            state["grads"].append(p.grad)
+            state["grads"].append(p)
 
     def layer_pre_forward(module, inputs) -> None:
         state["hot"].append(moments(module.weight))
