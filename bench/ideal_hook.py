@@ -137,7 +137,7 @@ def child(variant: str, steps: int) -> float:
 
     def end_of_backward() -> None:
         state["queued"] = False
-        state["grads"] = []  # (the parameters whose gradients came, in backward's order)
+        state["grads"] = []  # the least bookkeeping a hook does per gradient (read: the gradients below)
         grads = [p.grad for p in params]
         if variant.startswith("raw"):
             ring = state["ring"]
@@ -163,6 +163,7 @@ def child(variant: str, steps: int) -> float:
             if variant == "thread-wait":
                 dropped.put((got, wait(job), state.get("loss")))
             else:
+                dropped.put(got)
                 state["pending"].append(job)
             return
         if variant == "hot":
