@@ -274,28 +274,25 @@ def _bases(fx: np.ndarray, line: np.ndarray, nfiles: int, meta: Meta) -> np.ndar
 
 
 def _phases(fx: np.ndarray, line: np.ndarray, ev_pid: np.ndarray, nfiles: int, meta: Meta) -> tuple[np.ndarray, list]:
-    """Each event's phase (its pid's process name announced before it in its file, else
+    """Each event's phase (its pid's process name announced first in its file, before it, else
     "Unknown") as codes into a list of names."""
-    phases = ["Unknown"]
+    phases = ["Unknown", *meta.ann_names]
     codes = np.zeros(len(line), dtype=np.int64)
-    if not meta.announced or not len(line):
+    if not len(meta.ann_file) or not len(line):
         return codes, phases
     low, high = int(ev_pid.min()), int(ev_pid.max())
-    names: dict = {}
-    table = [(f, p, li, names.setdefault(name, len(names) + 1))
-             for (f, p), (li, name) in meta.announced.items() if low <= p <= high]
-    phases += list(names)
-    if not table:
+    sel = (meta.ann_pid >= low) & (meta.ann_pid <= high)
+    f, p, li, code = meta.ann_file[sel], meta.ann_pid[sel], meta.ann_line[sel], meta.ann_name[sel] + 1
+    if not len(f):
         return codes, phases
-    f, p, li, code = (np.array(c, dtype=np.int64) for c in zip(*table))
     span = high - low + 1
     if span * nfiles <= 1 << 22:  # a dense (file, pid) table: the usual few pids
         key, table_key = fx * span + (ev_pid - low), f * span + (p - low)
         at = np.full(span * nfiles, -1, dtype=np.int64)
-        at[table_key] = np.arange(len(table_key))
+        at[table_key[::-1]] = np.arange(len(table_key) - 1, -1, -1)  # the last write wins: each key's first line
         hit = at[key]
     else:
-        order = np.argsort(f * (1 << 40) + (p - low))
+        order = np.argsort(f * (1 << 40) + (p - low), kind="stable")  # each key's first line first
         table_key, key = (f * (1 << 40) + (p - low))[order], fx * (1 << 40) + (ev_pid - low)
         pos = np.minimum(np.searchsorted(table_key, key), len(table_key) - 1)
         hit = np.where(table_key[pos] == key, order[pos], -1)

@@ -163,7 +163,7 @@ def meta_line(raw: bytes):
     announced = None
     if ev.get("name") == "process_name":
         pid, name = ev.get("pid"), meta_args.get("name", "Unknown")
-        if type(pid) is not int or not isinstance(name, str):
+        if type(pid) is not int or abs(pid) >= 2**62 or not isinstance(name, str):
             return None
         announced = (pid, name)
     base = meta_args.get("start_time_since_epoch_in_micros")
@@ -172,12 +172,20 @@ def meta_line(raw: bytes):
     return announced, base
 
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
 @dataclass
 class Meta:
-    """What the metadata lines of a batch say: the process name announced for a (file, pid) first,
-    with its line, and where the time base is set (line, value, file)."""
+    """What the metadata lines of a batch say, as columns in line order: the ``process_name``
+    lines (``ann_*``: file, pid, line, and the name as a code into ``ann_names``) and where the
+    time base is set (line, value, file)."""
 
-    announced: dict = field(default_factory=dict)
+    ann_file: np.ndarray = field(default_factory=lambda: _EMPTY)
+    ann_pid: np.ndarray = field(default_factory=lambda: _EMPTY)
+    ann_line: np.ndarray = field(default_factory=lambda: _EMPTY)
+    ann_name: np.ndarray = field(default_factory=lambda: _EMPTY)
+    ann_names: list = field(default_factory=list)
     base_line: list = field(default_factory=list)
     base_value: list = field(default_factory=list)
     base_file: list = field(default_factory=list)
@@ -196,11 +204,14 @@ class Meta:
         if bad.any():
             file_ok[file[bad[codes]]] = False
         keep = file_ok[file]
-        says = np.array([g is not None and g[0] is not None for g in got], dtype=bool)[codes] & keep
-        for li, f, code in zip(line[says].tolist(), file[says].tolist(), codes[says].tolist()):
-            pid, name = got[code][0]
-            if (f, pid) not in self.announced:
-                self.announced[(f, pid)] = (li, name)
+        names: dict = {}
+        name_of = np.array([names.setdefault(g[0][1], len(names)) if g is not None and g[0] is not None else -1
+                            for g in got], dtype=np.int64)
+        pid_of = np.array([g[0][0] if g is not None and g[0] is not None else 0 for g in got], dtype=np.int64)
+        says = (name_of[codes] >= 0) & keep
+        said = codes[says]
+        self.ann_file, self.ann_pid, self.ann_line = file[says], pid_of[said], line[says]
+        self.ann_name, self.ann_names = name_of[said], list(names)
         sets = np.array([g is not None and g[1] is not None for g in got], dtype=bool)[codes] & keep
         if sets.any():
             self.base_line += line[sets].tolist()
