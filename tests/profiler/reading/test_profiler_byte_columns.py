@@ -39,6 +39,20 @@ def _joined(tokens) -> tuple[JoinedLines, np.ndarray, np.ndarray]:
     return JoinedLines([data], [len(data)]), begin, begin + np.array([len(d) for _, d, _ in tokens])
 
 
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 64, 70])
+def test_literals_are_compared_byte_for_byte_up_to_the_last_position(size):
+    """A literal of any length (one gather of up to 32 bytes a row, then the next 32) against
+    the bytes at every position of a buffer, the last ones included: equal where Python finds it,
+    and nowhere else, whichever of its bytes differs."""
+    rng = random.Random(size)
+    text = bytes(rng.choice(b"ab\"{}:, ") for _ in range(size))
+    near = [bytes(b if i != j else (b ^ 1) for i, b in enumerate(text)) for j in range(size)]  # one byte off
+    data = b"".join(rng.choice([text, *near, b"x"]) for _ in range(300))
+    b = JoinedLines([data], [len(data)])
+    pos = np.arange(len(data) + 1)
+    assert b.equals(pos, text).tolist() == [data[p:p + size] == text for p in pos.tolist()]
+
+
 @pytest.mark.parametrize("long_share", [0.05, 0.9])  # few runs go on past 8 digits, most do
 @pytest.mark.parametrize("strict", [True, False])
 def test_digits_read_the_run_at_each_position(long_share, strict):
