@@ -3,6 +3,7 @@ own test resources, compared with what 1.0.34's readers see in the same files.""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -265,3 +266,55 @@ def test_a_series_read_from_one_file_has_contiguous_arrays(tmp_path):
     assert series[1].value.tolist() == [1, 11, 21, 31, 41]
     assert series[1].timestamp_s.tolist() == [1_800_000_000.5 + s for s in range(5)]
     assert all(s.value.flags.c_contiguous and s.timestamp_s.flags.c_contiguous for s in series)
+
+
+_COLUMNS = ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid", "phase_pid", "file_suffix")
+
+
+def _write_growing_timelines(root: Path, files: int, t0_us: int, grow: bool, nodes: int) -> list[Path]:
+    """One timeline file a minute, 1.0.34's layout, of node ``algo-<1 + k % nodes>``; file k has
+    4 (k + 1) events when ``grow``, else 40 (a step logged after its forward pass, as 1.0.34's
+    writer does)."""
+    paths = []
+    for k in range(files):
+        base = t0_us + k * 60_000_000
+        events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}},
+                  {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}},
+                  {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Forward"}}]
+        for s in range(2 * (k + 1) if grow else 20):
+            args = {"pid": 9, "step_num": str(1000 * k + s)}
+            events.append({"name": f"op{s % 3}", "pid": 2, "ph": "X", "ts": 100 * s + 5, "dur": 40, "args": args})
+            events.append({"name": "Step:ModeKeys.TRAIN", "pid": 1, "ph": "X", "ts": 100 * s, "dur": 90, "args": args})
+        lines = [json.dumps(e) for e in events]
+        end = base + 59_000_000
+        folder = root / "framework" / "pevents" / time.strftime("%Y%m%d%H", time.gmtime(end / 1e6))
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{end}_algo-{1 + k % nodes}_pythontimeline.json"
+        path.write_text("[\n" + ",\n".join(lines) + "\n]\n")
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("grow,nodes", [(False, 1), (True, 1), (False, 2)])
+def test_a_read_in_many_batches_is_one_range_of_its_arena_with_each_files_rows(tmp_path, monkeypatch, grow, nodes):
+    """The batches of one read write their events one after the other into one table, sized from
+    the first batch for the files to come: the answer is a range of it (no copy), with the rows of
+    the files read one at a time by the general reader, str columns and args included. Files that
+    grow past that estimate go on in a second table, and two nodes' events are sorted together:
+    the answer is then a copy, still with those rows."""
+    from smdebug.profiler.reading import trial as trial_module
+    from smdebug.profiler.reading.trace_files import parse_trace_file
+
+    paths = _write_growing_timelines(tmp_path, 40, 1_800_000_000 // 60 * 60 * 10**6, grow, nodes)
+    monkeypatch.setattr(trial_module, "BATCH_BYTES", 6_000)  # a few files a batch
+    trial = ProfilerTrial(tmp_path)
+    ours = trial.framework_events()
+    expected = FrameworkEvents.concat([parse_trace_file(p.read_bytes(), p.name, f"algo-{1 + k % nodes}",
+                                                        "pythontimeline.json") for k, p in enumerate(paths)])
+    assert ("_rows_of" in ours.__dict__) == (nodes == 1 and not grow)  # a range of one table, or a copy
+    assert len(ours) == len(expected) > 0
+    for c in _COLUMNS:
+        assert getattr(ours, c).tolist() == getattr(expected, c).tolist(), c
+    assert list(ours.args) == list(expected.args)
+    one = trial.framework_events(*[int(t) for t in expected.start_us[[100, 130]]])  # the files' ranges, kept
+    assert _framework_rows(one) == _framework_rows(expected.overlapping(*[int(t) for t in expected.start_us[[100, 130]]]))

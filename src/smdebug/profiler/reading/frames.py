@@ -24,7 +24,7 @@ import numpy as np
 
 from smdebug.profiler.reading.args_column import ArgsColumn, concat_args, take_args
 
-__all__ = ["Series", "FrameworkEvents", "StepSpans", "phase_mask"]
+__all__ = ["Series", "FrameworkEvents", "StepSpans", "phase_mask", "Vocab", "Coded"]
 
 _INT_COLUMNS = ("start_us", "end_us", "step", "pid", "tid")  # FrameworkEvents' int64 columns (and phase_pid)
 _OBJECT_COLUMNS = ("phase", "name", "node_id")  # its str columns (and file_suffix)
@@ -75,6 +75,10 @@ class Series:
         return len(self.timestamp_us)
 
 
+def _none() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class FrameworkEvents:
     """Framework events, one row each, sorted by ``start_us``. All columns have the same length."""
@@ -93,8 +97,10 @@ class FrameworkEvents:
     args: Any = field(default_factory=list)
     # where a row came from, for 1.0.34's TraceEvent (None when unknown): the pid of its phase in
     # the file (the event's "pid") and the file's suffix ("pythontimeline.json", "model_timeline.json"...)
-    phase_pid: np.ndarray | None = None  # int64
-    file_suffix: np.ndarray | None = None  # str (object array)
+    # (defaults from a factory: a default value would also be a class attribute, which a range made
+    # by rows() would read instead of its own column, made by __getattr__)
+    phase_pid: np.ndarray | None = field(default_factory=_none)  # int64
+    file_suffix: np.ndarray | None = field(default_factory=_none)  # str (object array)
 
     def __len__(self) -> int:
         span = self.__dict__.get("_rows_of")
@@ -169,21 +175,27 @@ class FrameworkEvents:
         return out
 
     def __getattr__(self, name: str):
-        """The columns of a range made by :meth:`rows`, sliced from its table when one is first
-        read (a batch of the bulk reader makes a range per file, and a query over many files
-        reads none of them: :meth:`concat` joins the ranges first)."""
-        span = self.__dict__.get("_rows_of")
-        if span is None or name not in _FIELDS:
+        """A column made when it is first read: of a range made by :meth:`rows`, from its table
+        (the bulk reader makes a range per file, and a query over many files reads none of them:
+        :meth:`concat` takes the ranges back as one); of a table whose str columns are kept as
+        codes (:class:`Coded`, as the bulk reader's arena keeps them), from the codes."""
+        d = self.__dict__
+        span = d.get("_rows_of")
+        if name not in _FIELDS or (span is None and name not in d.get("_coded", ())):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        table, start, stop = span
-        cut = slice(start, stop)
-        args, phase_pid, suffix = table.args, table.phase_pid, table.file_suffix
-        self.__dict__.update(
-            phase=table.phase[cut], name=table.name[cut], start_us=table.start_us[cut], end_us=table.end_us[cut],
-            step=table.step[cut], node_id=table.node_id[cut], pid=table.pid[cut], tid=table.tid[cut],
-            args=args.rows(start, stop) if isinstance(args, ArgsColumn) else args[cut],
-            phase_pid=None if phase_pid is None else phase_pid[cut], file_suffix=None if suffix is None else suffix[cut])
-        return self.__dict__[name]
+        value = d["_coded"][name].values() if span is None else span[0]._column(name, span[1], span[2])
+        d[name] = value
+        return value
+
+    def _column(self, name: str, start: int, stop: int):
+        """Rows ``start`` to ``stop`` of column ``name`` (views, but for coded columns)."""
+        coded = self.__dict__.get("_coded")
+        if coded is not None and name in coded and name not in self.__dict__:
+            return coded[name].values(start, stop)
+        col = getattr(self, name)
+        if name == "args":
+            return col.rows(start, stop) if isinstance(col, ArgsColumn) else col[start:stop]
+        return None if col is None else col[start:stop]
 
     def take(self, index: np.ndarray) -> FrameworkEvents:
         """The rows at ``index`` (an int array or a boolean mask), order kept."""
@@ -217,6 +229,36 @@ class FrameworkEvents:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(FrameworkEvents))
+
+
+class Vocab:
+    """Distinct strings, each with a code (its index), for :class:`Coded` columns."""
+
+    def __init__(self):
+        self._code: dict[str, int] = {}
+        self._objects = np.empty(0, dtype=object)
+
+    def codes(self, texts: list) -> np.ndarray:
+        """The codes of ``texts`` (int32), new ones added."""
+        code = self._code
+        return np.array([code.setdefault(t, len(code)) for t in texts], dtype=np.int32)
+
+    def objects(self) -> np.ndarray:
+        """The strings by code, as an object array."""
+        if len(self._objects) != len(self._code):
+            self._objects = np.array(list(self._code), dtype=object)
+        return self._objects
+
+
+@dataclass(frozen=True)
+class Coded:
+    """A str column kept as codes into a :class:`Vocab`."""
+
+    codes: np.ndarray
+    vocab: Vocab
+
+    def values(self, start: int | None = None, stop: int | None = None) -> np.ndarray:
+        return self.vocab.objects()[self.codes[start:stop]]
 
 
 @dataclass(frozen=True)

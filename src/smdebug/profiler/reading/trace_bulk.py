@@ -14,7 +14,8 @@ template are kept as its columns (:class:`~smdebug.profiler.reading.args_column.
 its values are integers, else as their bytes in the file; both give 1.0.34's dicts when asked.
 The lines that do not follow a template must be metadata lines (``"ph": "M"``, a few a file),
 decoded one by one by orjson, or events whose ``args`` have another shape, whose ``args`` orjson
-decodes. The batch's events make one table, sorted by file then start; each file's events are a
+decodes. The batch's events are written, sorted by file then start, into the rows of the read's
+table (:mod:`~smdebug.profiler.reading.arena`) after the batch before; each file's events are a
 range of its rows (:meth:`~smdebug.profiler.reading.frames.FrameworkEvents.rows`, views), which
 :meth:`~smdebug.profiler.reading.frames.FrameworkEvents.concat` takes back as one range.
 
@@ -32,7 +33,8 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 import orjson
 
-from smdebug.profiler.reading.args_column import NONE, ArgsColumn, ArgsTable
+from smdebug.profiler.reading.arena import Arena, Arenas
+from smdebug.profiler.reading.args_column import NONE, ArgsTable
 from smdebug.profiler.reading.byte_columns import JoinedLines, clean_text
 from smdebug.profiler.reading.file_batch import FileBatch
 from smdebug.profiler.reading.frames import FrameworkEvents
@@ -54,18 +56,21 @@ _SHARED = ("table", "names")  # _Piece's fields that are not a column
 _MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when that many events have one
 
 
-def parse_trace_batch(files: FileBatch | list[bytes], node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
+def parse_trace_batch(files: FileBatch | list[bytes], node_ids: list[str], suffixes: list,
+                      arenas: Arenas | None = None) -> list[FrameworkEvents | None]:
     """The events of each file of the batch (or of each file's bytes), or None for a file the bulk
     path does not read (the general reader must). Files are read together, with the templates of
     the first complete event; those that do not follow them are tried again together (joined
-    anew), with the templates of the first of them."""
+    anew), with the templates of the first of them. The events go into ``arenas`` (the read's,
+    when it has more batches: see :mod:`~smdebug.profiler.reading.arena`)."""
     batch = files if isinstance(files, FileBatch) else FileBatch.of(files)
+    arenas = arenas if arenas is not None else Arenas(len(batch))
     batch.finish()
     out: list[FrameworkEvents | None] = [None] * len(batch)
     todo = [k for k, e in enumerate(batch.ends) if e]
     b = JoinedLines.of_buffer(batch.buf, [batch.offsets[k] for k in todo], [batch.ends[k] for k in todo], batch.size)
     while todo:
-        got = _parse(b, [node_ids[i] for i in todo], [suffixes[i] for i in todo])
+        got = _parse(b, [node_ids[i] for i in todo], [suffixes[i] for i in todo], arenas)
         failed = [i for i, ev in zip(todo, got) if ev is None]
         for i, ev in zip(todo, got):
             out[i] = ev
@@ -141,7 +146,7 @@ class _Lines:
                        for k, v in out.items() if k == "end" or k.startswith("args")}
 
 
-def _parse(b: JoinedLines, node_ids: list[str], suffixes: list) -> list[FrameworkEvents | None]:
+def _parse(b: JoinedLines, node_ids: list[str], suffixes: list, arenas: Arenas) -> list[FrameworkEvents | None]:
     body = b.buf[:b.size]
     file_ok = np.ones(len(b.offsets), dtype=bool)
     nl = np.flatnonzero(body.view(np.int8) < 32)  # newlines, control characters, non-ASCII (< 0 as int8)
@@ -175,7 +180,7 @@ def _parse(b: JoinedLines, node_ids: list[str], suffixes: list) -> list[Framewor
     meta = Meta()  # the lines left must be metadata lines
     other = np.flatnonzero(~ev.done & file_ok[ev_file])
     meta.read_lines(b, lines[other], ev_file[other], start[other], stop[other], file_ok)
-    return _assemble(ev, t, meta, file_ok, node_ids, suffixes)
+    return _assemble(ev, t, meta, file_ok, node_ids, suffixes, arenas)
 
 
 def _first_templates(b: JoinedLines, ev_file, start, stop, file_ok) -> Templates | None:
@@ -300,26 +305,33 @@ def _phases(fx: np.ndarray, line: np.ndarray, ev_pid: np.ndarray, nfiles: int, m
     return np.where((hit >= 0) & (li[hc] < line), code[hc], 0), phases
 
 
-def _args_column(ev: _Lines, t: Templates, cols: dict, fx: np.ndarray) -> ArgsColumn:
-    """The batch's args: the template's columns as one ArgsTable, the others as bytes of their
-    file (kept only for the files that have such rows; the joined copy is dropped)."""
-    kind = cols["args"]
+def _args_into(ev: _Lines, t: Templates, piece: _Piece, fx: np.ndarray, put, arena: Arena, cut: slice) -> None:
+    """The batch's args into the arena: the template's columns as one ArgsTable (a row's ``lo`` is
+    its row in it), the others as bytes of their file (kept only for the files that have such
+    rows; the joined copy is dropped)."""
+    kind = piece.args
+    n = len(kind)
     if t.table is not None and bool((kind == _IN_TABLE).all()):  # the usual: all in the table
-        table = ArgsTable(t.table.keys, t.table.text, [cols["arg:" + k] for k in t.table.keys])
-        n = len(kind)
-        return ArgsColumn([table], np.zeros(n, dtype=np.int32), np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+        arena.source[cut] = len(arena.buffers)
+        arena.buffers.append(ArgsTable(t.table.keys, t.table.text, [piece.table[k] for k in t.table.keys]))
+        put(arena.lo[cut], np.arange(n, dtype=np.int64))
+        arena.hi[cut] = 0
+        return
     as_bytes = kind == _AS_BYTES
     files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.offsets))).tolist())  # (np.unique imports numpy.ma)
-    buffers: list = [ev.b.file_bytes(k) if k in files else None for k in range(len(ev.b.offsets))]
+    first = len(arena.buffers)
+    arena.buffers.extend(ev.b.file_bytes(k) if k in files else None for k in range(len(ev.b.offsets)))
     base = np.array(ev.b.offsets, dtype=np.int64)[fx]
-    source = np.where(as_bytes, fx, NONE).astype(np.int32)
-    lo, hi = cols["lo"] - base, cols["hi"] - base
+    source = np.where(as_bytes, fx + first, NONE).astype(np.int32)
+    lo, hi = piece.args_lo - base, piece.args_hi - base
     if t.table is not None and bool(np.any(kind == _IN_TABLE)):
         in_table = kind == _IN_TABLE
-        source[in_table] = len(buffers)
-        lo[in_table] = np.arange(len(kind))[in_table]
-        buffers.append(ArgsTable(t.table.keys, t.table.text, [cols["arg:" + k] for k in t.table.keys]))
-    return ArgsColumn(buffers, source, lo, hi)
+        source[in_table] = len(arena.buffers)
+        lo[in_table] = np.arange(n)[in_table]
+        arena.buffers.append(ArgsTable(t.table.keys, t.table.text, [piece.table[k] for k in t.table.keys]))
+    put(arena.source[cut], source)
+    put(arena.lo[cut], lo)
+    put(arena.hi[cut], hi)
 
 
 def _by_file_then_start(fx: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -332,35 +344,44 @@ def _by_file_then_start(fx: np.ndarray, ts: np.ndarray) -> np.ndarray:
     return np.lexsort((ts, fx))
 
 
-def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes) -> list[FrameworkEvents | None]:
+def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes,
+              arenas: Arenas) -> list[FrameworkEvents | None]:
     pieces = [p for p in ev.pieces if len(p.row)]
     nfiles = len(file_ok)
-    if not pieces:
-        return [FrameworkEvents.empty() if ok else None for ok in file_ok.tolist()]
-    piece = _Piece.merge(pieces)
-    fx = ev.file[piece.row]
-    if not file_ok.all():  # files found wrong late (in their args) drop out here
-        piece = piece.select(file_ok[fx])
+    if pieces:
+        piece = _Piece.merge(pieces)
         fx = ev.file[piece.row]
+        if not file_ok.all():  # files found wrong late (in their args) drop out here
+            piece = piece.select(file_ok[fx])
+            fx = ev.file[piece.row]
+    if not pieces or not len(fx):
+        return [FrameworkEvents.empty() if ok else None for ok in file_ok.tolist()]
+    n = len(fx)
     line = ev.line[piece.row]
     ts = piece.ts + _bases(fx, line, nfiles, meta)
     phase_code, phases = _phases(fx, line, piece.ev_pid, nfiles, meta)
-    name_code, names = piece.name, piece.names
-    cols = {"start": ts, "end": ts + piece.dur, "step": piece.step, "pid": piece.pid, "tid": piece.tid,
-            "ev_pid": piece.ev_pid, "phase": phase_code, "name": name_code, "args": piece.args,
-            "lo": piece.args_lo, "hi": piece.args_hi, **{"arg:" + k: v for k, v in piece.table.items()}}
-    if len(ts) > 1 and bool(np.any((ts[1:] < ts[:-1]) & (fx[1:] == fx[:-1]))):
+    order = None
+    if n > 1 and bool(np.any((ts[1:] < ts[:-1]) & (fx[1:] == fx[:-1]))):
         order = _by_file_then_start(fx, ts)
-        done: dict[int, np.ndarray] = {}  # an array under two names (pid and the args' pid) sorted once
-        cols = {k: done[id(v)] if id(v) in done else done.setdefault(id(v), v[order]) for k, v in cols.items()}
+
+    def put(dst: np.ndarray, src: np.ndarray) -> None:  # the rows in the table's order
+        if order is None:
+            dst[:] = src
+        else:
+            np.take(src, order, out=dst)
+
+    arena, at = arenas.room(n, nfiles)
+    cut = slice(at, at + n)
+    ints = arena.ints
+    for column, values in (("start_us", ts), ("end_us", ts + piece.dur), ("step", piece.step), ("pid", piece.pid),
+                           ("tid", piece.tid), ("phase_pid", piece.ev_pid)):
+        put(ints[column][cut], values)
+    put(arena.codes["phase"][cut], arena.vocab["phase"].codes(phases)[phase_code])
+    put(arena.codes["name"][cut], arena.vocab["name"].codes(piece.names)[piece.name])
     counts = np.bincount(fx, minlength=nfiles)  # fx is sorted: each file's rows are together
-    node, suffix = np.repeat(np.array(node_ids, dtype=object), counts), np.repeat(np.array(suffixes, dtype=object), counts)
-    phase = np.array(phases, dtype=object)[cols["phase"]]
-    name = np.array(names, dtype=object)[cols["name"]]
-    args = _args_column(ev, t, cols, fx)
-    table = FrameworkEvents(phase=phase, name=name, start_us=cols["start"], end_us=cols["end"], step=cols["step"],
-                            node_id=node, pid=cols["pid"], tid=cols["tid"], args=args, phase_pid=cols["ev_pid"],
-                            file_suffix=suffix)
-    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    arena.codes["node_id"][cut] = np.repeat(arena.vocab["node_id"].codes(node_ids), counts)
+    arena.codes["file_suffix"][cut] = np.repeat(arena.vocab["file_suffix"].codes(suffixes), counts)
+    _args_into(ev, t, piece, fx, put, arena, cut)
+    bounds = (at + np.concatenate(([0], np.cumsum(counts)))).tolist()
     return [None if not fine else FrameworkEvents.empty() if bounds[k] == bounds[k + 1] else
-            table.rows(bounds[k], bounds[k + 1]) for k, fine in enumerate(file_ok.tolist())]
+            arena.table.rows(bounds[k], bounds[k + 1]) for k, fine in enumerate(file_ok.tolist())]

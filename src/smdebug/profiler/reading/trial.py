@@ -39,6 +39,7 @@ import numpy as np
 
 from smdebug.exceptions import ObjectNotFound
 from smdebug.profiler.locations import END_MARKER
+from smdebug.profiler.reading.arena import Arenas
 from smdebug.profiler.reading.file_batch import FileBatch
 from smdebug.profiler.reading.file_list import File as _File
 from smdebug.profiler.reading.file_list import FileList
@@ -161,8 +162,9 @@ class ProfilerTrial:
         files (parsed now as they are likely wanted next: the bulk reader's cost is mostly per
         batch), in batches of about ``BATCH_BYTES``. A file of ``ahead`` that only the general
         reader reads is left for when it is wanted (so that its error, if any, comes then)."""
-        wanted = [f for f in files if f.parsed is None]
-        todo = iter([(f, True) for f in wanted] + [(f, False) for f in ahead if f.parsed is None])
+        wanted = [(f, True) for f in files if f.parsed is None] + [(f, False) for f in ahead if f.parsed is None]
+        arenas = Arenas(len(wanted))  # the batches' events, one after the other (no copy to join them)
+        todo = iter(wanted)
         batch = self._batch
         while True:
             batch.clear()
@@ -178,7 +180,7 @@ class ProfilerTrial:
                     break
             if not opened:
                 break
-            parsed = parse_trace_batch(batch, [f.node_id for f in opened], [f.suffix for f in opened])
+            parsed = parse_trace_batch(batch, [f.node_id for f in opened], [f.suffix for f in opened], arenas)
             for k, (f, ev, need) in enumerate(zip(opened, parsed, needed)):
                 if ev is None and need:
                     ev = parse_trace_file(batch.data(k), self._store.describe(f.key), f.node_id, f.suffix)
