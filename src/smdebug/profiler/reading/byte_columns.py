@@ -147,22 +147,26 @@ class JoinedLines:
             if len(text) == 8:
                 return self.words[pos] == _U(int.from_bytes(text, "little"))
             return (self.words[pos] & _LOW[len(text)]) == _U(int.from_bytes(text, "little"))
-        ok = None
-        if len(text) > len(PAD) - 8:  # a read from the last positions could run past the padding
-            ok = pos + len(text) <= self.size  # (where it would, the text is not there)
+        inside = len(text) <= len(PAD) - 8  # else a read from the last positions could run past the padding
+        ok: np.ndarray | None = None if inside else pos + len(text) <= self.size  # (where it would, the text is not there)
         for at in range(0, len(text), _WIDE):
             part = text[at:at + _WIDE]
             k = -(-len(part) // 8)
             view = self._wide(k)
-            got = view[np.minimum(pos + at, len(view) - 1) if ok is not None else pos].view("<u8").reshape(-1, k)
+            where = (pos + at if at else pos) if inside else np.minimum(pos + at, len(view) - 1)
+            got = view[where].view("<u8").reshape(-1, k)
             want = np.frombuffer(part.ljust(8 * k, b"\0"), dtype="<u8")
-            diff = None
-            for j in range(k):
+            diff = got[:, 0] ^ want[0]
+            for j in range(1, k):
                 word = got[:, j] ^ want[j]
                 if j == k - 1 and len(part) % 8:
-                    word &= _LOW[len(part) % 8]
-                diff = word if diff is None else diff | word
-            ok = diff == _U(0) if ok is None else ok & (diff == _U(0))
+                    word &= _LOW[len(part) % 8]  # (the bytes after the text)
+                diff |= word
+            if k == 1 and len(part) % 8:
+                diff &= _LOW[len(part) % 8]
+            hit = diff == _U(0)
+            ok = hit if ok is None else ok & hit
+        assert ok is not None
         return ok
 
     def _wide(self, k: int) -> np.ndarray:
