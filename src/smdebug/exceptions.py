@@ -5,6 +5,8 @@ A leaf module: it imports nothing from the rest of the package except the mode e
 
 from __future__ import annotations
 
+from typing import Any
+
 from smdebug.modes import ModeKeys
 
 __all__ = [
@@ -229,15 +231,20 @@ class NoMoreData(SMDebugError):
 
 
 class RuleEvaluationConditionMet(SMDebugError):
-    def __init__(self, rule_name: str, step: int, end_of_rule: bool = False) -> None:
+    """A rule's condition was met at ``step``. ``finding`` (a :class:`smdebug.rules.finding.Finding`,
+    or None for a rule that does not say) names what it found: its text ends the message."""
+
+    def __init__(self, rule_name: str, step: int, end_of_rule: bool = False, finding: Any = None) -> None:
         self.rule_name = rule_name
         self.step = step
         self.end_of_rule = end_of_rule
+        self.finding = finding
 
     def __str__(self) -> str:
+        what = f": {self.finding.text()}" if self.finding is not None else ""
         return (
             f"Evaluation of the rule {self.rule_name} at step {self.step} "
-            "resulted in the condition being met"
+            f"resulted in the condition being met{what}"
         )
 
 

@@ -47,7 +47,9 @@ def test_rules_json_and_step_range(capsys, flat_trial):
     assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN",
                  "--end-step", str(want), "--json"]) == 2
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert events == [{"event": "summary", "rule": "LossNotDecreasing", "fired": False, "steps": [],
+    reason = events[0].pop("reason")
+    assert reason.startswith("LossNotDecreasing: evaluated no tensor")
+    assert events == [{"event": "summary", "rule": "LossNotDecreasing", "fired": False, "steps": [], "first": None,
                        "evaluated": len([s for s in create_trial(flat_trial).steps() if s < want]),
                        "tensors_evaluated": 0, "evaluated_nothing": True}]
     assert main(["rules", flat_trial, "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "mode=TRAIN",

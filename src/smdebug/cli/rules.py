@@ -109,6 +109,24 @@ class Firing:
     mode: str
     mode_step: int
     message: str
+    finding: object = None  # smdebug.rules.finding.Finding, when the rule says what it found
+
+    def to_json(self) -> dict:
+        """``{"event": "fired", ...}``: the finding's stable fields (smdebug.rules.finding.FINDING_FIELDS)."""
+        out = {"event": "fired", "rule": self.rule, "step": self.step, "mode": self.mode,
+               "mode_step": self.mode_step, "worker": None, "tensors": [], "values": [], "condition": "",
+               "message": self.message}
+        if self.finding is not None:
+            out.update(self.finding.to_json())
+            out.update(rule=self.rule, step=self.step, mode=self.mode, mode_step=self.mode_step)
+        return out
+
+    def what(self) -> str:
+        """The finding's sentence (the tensor, its value, the condition, the worker), else the message."""
+        f = self.finding
+        if f is None:
+            return self.message
+        return f.message + (f" ({f.worker})" if f.worker else "")
 
 
 @dataclass
@@ -193,9 +211,11 @@ def evaluate_step(runs, trial, step, all_firings=False) -> list:
             continue
         except RuleEvaluationConditionMet as exc:
             mode, mode_step = trial.mode(step), trial.mode_step(step)
-            detail = getattr(run.rule, "reason", None) or getattr(run.rule, "last_reason", None) or ""
+            finding = getattr(exc, "finding", None)
+            detail = "" if finding is not None else (
+                getattr(run.rule, "reason", None) or getattr(run.rule, "last_reason", None) or "")
             message = str(exc) + (f": {detail}" if detail else "")
-            f = Firing(run.name, step, getattr(mode, "name", str(mode)), mode_step, message)
+            f = Firing(run.name, step, getattr(mode, "name", str(mode)), mode_step, message, finding)
             run.firings.append(f)
             fired.append(f)
             if not all_firings or exc.end_of_rule:
@@ -207,9 +227,9 @@ def evaluate_step(runs, trial, step, all_firings=False) -> list:
 
 def _print_firing(f: Firing, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"event": "fired", **f.__dict__}), flush=True)
+        print(json.dumps(f.to_json()), flush=True)
     else:
-        print(f"FIRED  {f.rule:<26} step {f.step} ({f.mode} step {f.mode_step})  {f.message}", flush=True)
+        print(f"FIRED  {f.rule:<26} step {f.step} ({f.mode} step {f.mode_step})  {f.what()}", flush=True)
 
 
 def _summary(runs, as_json: bool) -> int:
@@ -224,14 +244,16 @@ def _summary(runs, as_json: bool) -> int:
         blind = blind or nothing
         report = getattr(r.rule, "report_path", None) if getattr(r.rule, "reports_written", 0) else None
         if as_json:
+            first = r.firings[0].to_json() if r.firings else None
             print(json.dumps({"event": "summary", "rule": r.name, "fired": bool(r.firings),
-                              "steps": [f.step for f in r.firings], "evaluated": r.evaluated,
+                              "steps": [f.step for f in r.firings], "first": first, "evaluated": r.evaluated,
                               "tensors_evaluated": tensors, "evaluated_nothing": nothing,
+                              "reason": nothing_evaluated_message(r.rule, r.evaluated) if nothing else None,
                               **({"report": report} if report else {})}))
             continue
         if r.firings:
             steps = ", ".join(str(f.step) for f in r.firings)
-            print(f"{r.name}: fired at step {steps}")
+            print(f"{r.name}: fired at step {steps}: {r.firings[0].what()}")
         elif nothing:
             print(nothing_evaluated_message(r.rule, r.evaluated))
         else:

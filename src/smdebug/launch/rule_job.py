@@ -126,6 +126,7 @@ class RuleJob:
         self.details = ""
         self.modified = time.time()
         self.fired_step: int | None = None
+        self.finding: dict | None = None  # Finding.to_json() of the firing, when the rule said what it found
         self.evaluated: int | None = None
         self._on_change = on_change
         self._on_stop = on_stop
@@ -175,11 +176,14 @@ class RuleJob:
         self._set("Error", details)
 
     def describe(self) -> dict:
-        """A DebugRuleEvaluationStatus."""
-        return {"RuleConfigurationName": self.name, "RuleEvaluationJobArn": self.arn,
-                "RuleEvaluationStatus": self.status, "StatusDetails": self.details,
-                "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
-                + f".{int(self.modified * 1000) % 1000:03d}Z"}
+        """A DebugRuleEvaluationStatus; ``Finding`` (ours) names what a firing found."""
+        out = {"RuleConfigurationName": self.name, "RuleEvaluationJobArn": self.arn,
+               "RuleEvaluationStatus": self.status, "StatusDetails": self.details,
+               "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
+               + f".{int(self.modified * 1000) % 1000:03d}Z"}
+        if self.finding is not None:
+            out["Finding"] = self.finding
+        return out
 
     def _set(self, status: str, details: str) -> None:
         self.status, self.details, self.modified = status, details[:STATUS_DETAILS_MAX], time.time()
@@ -212,6 +216,7 @@ class RuleJob:
                               raise_eval_cond=True)
         except RuleEvaluationConditionMet as exc:
             self.fired_step = exc.step
+            self.finding = exc.finding.to_json() if getattr(exc, "finding", None) is not None else None
             self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}\n", rule=locals().get("rule"))
             self._stop_training_if_asked(exc.step)
             return
@@ -226,9 +231,10 @@ class RuleJob:
             self._end("Error", f"ClientError: the rule evaluated no step ({run.skipped} skipped: the tensors "
                       "it reads were not saved, or no step was saved). Check the collections it needs.", run=run)
         elif run.looked_at_nothing:  # steps evaluated, but no tensor judged: "no issue" would mean nothing
-            self._end("Error", f"ClientError: the rule evaluated no tensor in {len(run.evaluated)} steps (its "
-                      "selection matched nothing it could judge, or too few steps of it were saved). Check "
-                      "the collections and parameters it needs.", run=run)
+            from smdebug.rules.rule_invoker import nothing_evaluated_message
+
+            self._end("Error", f"ClientError: {nothing_evaluated_message(rule, len(run.evaluated))}. Check the "
+                      "collections and parameters it needs.", run=run)
         else:
             self._end("NoIssuesFound", f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
                       f"{run.evaluated[-1]}); {run.skipped} skipped.", run=run)
@@ -240,6 +246,8 @@ class RuleJob:
                   "RuleTriggered": int(status == "IssuesFound"), "FiredAtStep": self.fired_step,
                   "StepsEvaluated": self.evaluated, "RuleParameters": self.spec.parameters,
                   "StatusDetails": details[:STATUS_DETAILS_MAX]}
+        if self.finding is not None:
+            report["Finding"] = self.finding
         if rule is not None and isinstance(getattr(rule, "report", None), dict):
             report["Report"] = {k: v for k, v in rule.report.items() if k != "RuleParameters"}
         if rule is not None:

@@ -63,6 +63,12 @@ class Firing:
     step: int
     message: str
     base_trial: Any = None
+    finding: Any = None  # a smdebug.rules.finding.Finding: what the rule found, when it says
+
+    @property
+    def reason(self) -> str:
+        """What a stop request, a log line or a text message says: the finding, else the message."""
+        return f"{self.rule_name}: {self.finding.text()}" if self.finding is not None else self.message
 
 
 def _loads(text: str, rule_name: str) -> Any:
@@ -165,12 +171,12 @@ class LocalStopTraining:
             logger.error("smdebug: rule %s: StopTraining needs a trial with a store; nothing written", self.rule_name)
             return
         try:
-            self.request = write_stop_request(store, firing.rule_name, firing.step, firing.message)
+            self.request = write_stop_request(store, firing.rule_name, firing.step, firing.reason)
         except Exception as exc:  # an action never ends the rule
             logger.error("smdebug: rule %s could not write its stop request to %s: %s", self.rule_name, store.url, exc)
             return
-        logger.warning("smdebug: rule %s fired at step %s: asked training at %s to stop",
-                       firing.rule_name, firing.step, store.url)
+        logger.warning("smdebug: rule %s fired at step %s (%s): asked training at %s to stop",
+                       firing.rule_name, firing.step, firing.reason, store.url)
 
 
 class LogAction:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from smdebug.analysis.utils import no_refresh
 from smdebug.exceptions import RuleEvaluationConditionMet
 from smdebug.rules.actions import Actions, Firing
+from smdebug.rules.finding import Finding
 from smdebug.rules.req_tensors import RequiredTensors
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class Rule(ABC):
         self.rule_name = self.__class__.__name__
         self.action_str = action_str
         self._actions = Actions(action_str, rule_name=self.rule_name)
+        self.last_finding: Finding | None = None  # what the last firing found (see found())
         self.report: dict[str, Any] = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
 
     @property
@@ -45,6 +47,15 @@ class Rule(ABC):
 
     def set_required_tensors(self, step: int) -> None:  # noqa: B027 - optional hook
         """Declare with ``self.req_tensors.add(...)`` what evaluating ``step`` reads (optional)."""
+
+    def found(self, step: int, message: str, *, tensors: Iterable[str] = (), values: Iterable[Any] = (),
+              condition: str = "", worker: str | None = None, **extra: Any) -> bool:
+        """Say what the condition found and return True: ``return self.found(step, "...", tensors=[name],
+        values=[v], condition="< 1e-07", worker=w)`` in ``invoke_at_step``. The firing's messages,
+        ``--json``, status.json and the stop request then name it (:class:`~smdebug.rules.finding.Finding`)."""
+        self.last_finding = Finding(self.rule_name, int(step), message, tuple(tensors), tuple(values),
+                                    condition, worker, extra=extra)
+        return True
 
     @abstractmethod
     def invoke_at_step(self, step: int) -> bool:
@@ -61,6 +72,7 @@ class Rule(ABC):
         # refresh off: what set_required_tensors saw is what invoke_at_step sees
         with no_refresh(self.trials):
             self.req_tensors.clear()
+            self.last_finding = None
             try:
                 self.set_required_tensors(step)
                 self.req_tensors.fetch()
@@ -68,6 +80,9 @@ class Rule(ABC):
             finally:
                 self.req_tensors.release()
         if met:
-            exc = RuleEvaluationConditionMet(self.rule_name, step)
-            self._actions.invoke(Firing(self.rule_name, step, str(exc), self.base_trial))
+            finding = self.last_finding
+            if finding is not None:
+                finding = self.last_finding = finding.placed(self.base_trial)
+            exc = RuleEvaluationConditionMet(self.rule_name, step, finding=finding)
+            self._actions.invoke(Firing(self.rule_name, step, str(exc), self.base_trial, finding))
             raise exc

@@ -140,6 +140,9 @@ def nothing_evaluated_message(rule_obj: Rule, steps_evaluated: int) -> str:
     name = type(rule_obj).__name__
     if steps_evaluated == 0:
         return f"{name}: evaluated no tensor (no step was evaluated)"
+    reason = getattr(rule_obj, "unjudged_reason", None)
+    if reason:
+        return f"{name}: evaluated no tensor in {steps_evaluated} steps: {reason}; its 'no issue' means nothing"
     selection = rule_obj.selection() if hasattr(rule_obj, "selection") else "?"
     return (f"{name}: evaluated no tensor in {steps_evaluated} steps "
             f"(selection matched nothing it could judge: {selection}); its 'no issue' means nothing")

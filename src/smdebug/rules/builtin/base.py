@@ -96,6 +96,7 @@ class BuiltinRule(Rule):
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials)
         # tensor values judged so far (see evaluated()); None for a rule that judges no tensor
         self.tensors_evaluated = 0 if self.evaluates_tensors else None
+        self.unjudged_reason: str | None = None  # why the last step gave nothing to judge (see unjudged())
         for p in self.params:
             raw = kwargs.get(p.name, p.default)
             try:
@@ -130,6 +131,12 @@ class BuiltinRule(Rule):
             if key in needs and not trial.tensor_names(regex=needs[key]):
                 return None
         return {}
+
+    def unjudged(self, reason: str) -> None:
+        """Say why this step gave the rule nothing to judge (too few steps for ``num_steps``, the saved
+        reductions lack what it needs and which to add, ...): when the rule judged nothing at all, its
+        "evaluated nothing" line and ``smdebug run``'s Error give the last reason said."""
+        self.unjudged_reason = reason
 
     def evaluated(self, n: int = 1) -> None:
         """Count ``n`` tensor values this rule judged (read and checked against its condition):
