@@ -270,10 +270,10 @@ _HITS = {
     "Overtraining": ({}, None),
     "DeadRelu": ({}, {"tensor_regex": "nope"}),
     "SaturatedActivation": ({}, {"tensor_regex": "nope"}),
-    "CheckInputImages": ({"regex": "^Net_input_0$", "threshold_samples": "1000"}, {"regex": "^nope$"}),
+    "CheckInputImages": ({"regex": "^Net_input_0$", "threshold_samples": "10"}, {"regex": "^nope$"}),
     "NLPSequenceRatio": ({"token_thresholds_percent": "100"}, {"tensor_regex": "nope"}),
     "Confusion": ({"min_diag": "0", "max_off_diag": "1"}, {"labels": "nope", "labels_collection": "nope"}),
-    "ClassImbalance": ({"samples": "100000"}, {"labels_regex": "^nope$"}),
+    "ClassImbalance": ({"samples": "10"}, {"labels_regex": "^nope$"}),
     "TreeDepth": ({"depth": "10"}, None),
     "FeatureImportanceOverweight": ({"threshold": "1"}, {"tensor_regex": "nope"}),
 }

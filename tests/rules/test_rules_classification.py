@@ -180,6 +180,9 @@ def test_class_ids():
     np.testing.assert_array_equal(class_ids(np.array([[0.3], [0.6]]), argmax=True), [0, 0])
     np.testing.assert_array_equal(class_ids(np.array([[0.3], [0.6]])), [0, 1])
     np.testing.assert_array_equal(class_ids(np.array([np.nan, 1.0])), [-1, 1])
+    # a probability vector holding NaN or inf is no class (argmax would name the NaN's index)
+    np.testing.assert_array_equal(class_ids(np.array([[0.1, np.nan, 0.2], [0.1, 0.7, 0.2], [np.inf, 0, 0]])),
+                                  [-1, 1, -1])
 
 
 # ------------------------------------------------------------------------------- parameters

@@ -102,7 +102,8 @@ def test_exploding_tensor_fires_at_the_first_inf_and_nan_of_a_huge_learning_rate
     assert run.first_step(lambda v: np.isnan(v).any()) == 2
     with caplog.at_level(logging.INFO, logger="smdebug"):
         assert fired_at(ExplodingTensor(run.trial)) == 1
-    assert "infinite values at step 1" in caplog.text
+    assert "CrossEntropyLoss_output_0 holds 1 inf of 1 value (the only non-finite tensor at the step), at step 1" \
+        in caplog.text
     assert fired_at(ExplodingTensor(run.trial, only_nan="True")) == 2
     # restricted to the parameters: where the parameters themselves first hold inf or NaN
     expected = run.first_step(nonfinite, kinds=("params",))
@@ -132,7 +133,7 @@ def test_all_zero_fires_at_the_step_whose_weights_were_zeroed(runs, caplog):
     assert not run.params[3]["0.weight"].any() and run.params[4]["0.weight"].any()
     with caplog.at_level(logging.INFO, logger="smdebug"):
         assert fired_at(AllZero(run.trial, collection_names="weights")) == 3
-    assert "100.0% of Sequential_0.weight is zero at step 3" in caplog.text
+    assert "100% of Sequential_0.weight's 1024 values are zero >= threshold 100%, at step 3" in caplog.text
     assert fired_at(AllZero(run.trial, tensor_regex="Sequential_0.weight")) == 3
     assert fired_at(AllZero(run.trial, collection_names="weights"), start_step=4) is None
 

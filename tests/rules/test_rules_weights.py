@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from runs_tensors import ReluNet, fired_at, small, train
 
-from smdebug.exceptions import RuleConfigurationError
+from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
+from smdebug.rules import invoke_rule
 from smdebug.rules.builtin import PoorWeightInitialization, UnchangedTensor, WeightUpdateRatio, required_collections
 
 RELU_INPUTS = {"relu_input": ".*relu_input"}
@@ -38,13 +39,23 @@ def runs(tmp_path_factory):
     }
 
 
+def finding_of(rule, **kwargs):
+    """What ``rule`` found where it first fires over its trial (a Finding), or None."""
+    try:
+        invoke_rule(rule, raise_eval_cond=True, **kwargs)
+    except RuleEvaluationConditionMet as exc:
+        return exc.finding
+    return None
+
+
 # ---------------------------------------------------------------------- WeightUpdateRatio
-def test_weight_update_ratio_fires_on_a_frozen_layer(runs, caplog):
+def test_weight_update_ratio_fires_on_a_frozen_layer(runs):
     run = runs["frozen"]
     assert np.array_equal(run.params[0]["0.weight"], run.params[1]["0.weight"])
-    with caplog.at_level(logging.INFO, logger="smdebug"):
-        assert fired_at(WeightUpdateRatio(run.trial)) == 1  # step 0 has nothing to compare with
-    assert "update ratio of Sequential_0.weight is 0 at step 1" in caplog.text
+    f = finding_of(WeightUpdateRatio(run.trial))
+    assert f.step == 1  # step 0 has nothing to compare with
+    assert f.tensors == ("Sequential_0.weight",) and f.values == (0.0,) and f.worker == "worker_0"
+    assert "Sequential_0.weight is 0 over TRAIN steps 0 -> 1" in f.message and "did not change" in f.message
     assert fired_at(WeightUpdateRatio(run.trial), start_step=3) == 3
 
 
@@ -70,11 +81,12 @@ def test_weight_update_ratio_does_not_fire_when_training_with_eval_phases(runs):
 
 
 # ---------------------------------------------------------------------- UnchangedTensor
-def test_unchanged_tensor_fires_on_a_frozen_layer(runs, caplog):
+def test_unchanged_tensor_fires_on_a_frozen_layer(runs):
     trial = runs["frozen"].trial
-    with caplog.at_level(logging.INFO, logger="smdebug"):
-        assert fired_at(UnchangedTensor(trial, collection_names="weights")) == 2  # steps 0, 1, 2 alike
-    assert "Sequential_0.weight unchanged over global steps [0, 1, 2]" in caplog.text
+    f = finding_of(UnchangedTensor(trial, collection_names="weights"))
+    assert f.step == 2  # steps 0, 1, 2 alike
+    assert f.tensors == ("Sequential_0.weight",) and f.values == (0.0,)
+    assert "Sequential_0.weight did not change over TRAIN steps 0, 1, 2" in f.message
     assert fired_at(UnchangedTensor(trial, tensor_regex="^Sequential_0", num_steps="4")) == 3
     # started at step 4: the history comes from the trial, not from what the rule saw
     assert fired_at(UnchangedTensor(trial, collection_names="weights"), start_step=4) == 4
@@ -100,23 +112,24 @@ def test_unchanged_tensor_tolerance(runs):
 
 
 # ---------------------------------------------------------------------- PoorWeightInitialization
-def test_poor_weight_initialization_fires_on_badly_scaled_layers(runs, caplog):
+def test_poor_weight_initialization_fires_on_badly_scaled_layers(runs):
     run = runs["relu_bad_init"]
     trial = run.trial
     assert trial.tensor_names(regex="relu_input") == ["l1_relu_input_0", "l2_relu_input_0"]
     v1, v2 = (np.var(trial.tensor(n).value(0)) for n in ["l1_relu_input_0", "l2_relu_input_0"])
     assert v2 / v1 > 10
-    with caplog.at_level(logging.INFO, logger="smdebug"):
-        assert fired_at(PoorWeightInitialization(trial)) == 0
-    assert "activation-input variances" in caplog.text
+    f = finding_of(PoorWeightInitialization(trial))
+    assert f.step == 0 and f.tensors == ("l1_relu_input_0", "l2_relu_input_0")
+    assert f.values[1] / f.values[0] == pytest.approx(v2 / v1, rel=1e-4)
+    assert "activation-input variances range from" in f.message and "more than threshold 10" in f.message
     assert fired_at(PoorWeightInitialization(trial, threshold=str(2 * v2 / v1))) is None
 
 
-def test_poor_weight_initialization_fires_when_the_loss_stays_flat(runs, caplog):
+def test_poor_weight_initialization_fires_when_the_loss_stays_flat(runs):
     trial = runs["relu_lr0"].trial  # learning rate 0: the loss never improves after step 0
-    with caplog.at_level(logging.INFO, logger="smdebug"):
-        assert fired_at(PoorWeightInitialization(trial)) == 5
-    assert "has not improved" in caplog.text
+    f = finding_of(PoorWeightInitialization(trial))
+    assert f.step == 5 and "has not improved on its best" in f.message and "(patience 5)" in f.message
+    assert f.values[0] == f.values[1]  # the same loss as at step 0
     assert fired_at(PoorWeightInitialization(trial, patience="2")) == 2
     # only the first `steps` saved steps are analyzed
     assert fired_at(PoorWeightInitialization(trial, steps="3")) is None
@@ -130,12 +143,12 @@ def test_poor_weight_initialization_does_not_fire_on_a_well_initialized_net(runs
     assert [(x.name, x.parameters["include_regex"]) for x in c] == [("relu_input", ".*relu_input")]
 
 
-def test_poor_weight_initialization_gradient_range(runs, caplog):
+def test_poor_weight_initialization_gradient_range(runs):
     run = runs["relu_ok"]
     ranges = [np.percentile(g, 95) - np.percentile(g, 5) for g in run.grads[0].values()]
-    with caplog.at_level(logging.INFO, logger="smdebug"):
-        assert fired_at(PoorWeightInitialization(run.trial, distribution_range=str(max(ranges) * 2))) == 0
-    assert "p95 - p5" in caplog.text
+    f = finding_of(PoorWeightInitialization(run.trial, distribution_range=str(max(ranges) * 2)))
+    assert f.step == 0 and "p95 - p5" in f.message and f.condition.startswith("p95 - p5 ")
+    assert f.values[0] < max(ranges) * 2
 
 
 # ---------------------------------------------------------------------- string parameters

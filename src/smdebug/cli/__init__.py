@@ -16,7 +16,7 @@ import sys
 __all__ = ["main"]
 
 # subcommand modules, in the order --help lists them
-_MODULES = ("info", "show", "plot", "rules", "report", "profile", "export", "consolidate", "run")
+_MODULES = ("info", "show", "plot", "rules", "nonfinite", "report", "profile", "export", "consolidate", "run")
 
 
 class _Parser(argparse.ArgumentParser):

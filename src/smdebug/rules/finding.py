@@ -31,7 +31,7 @@ def show_value(v: Any) -> str:
         return "NaN"
     if math.isinf(f):
         return "inf" if f > 0 else "-inf"
-    if f == int(f) and abs(f) < 1e15:
+    if f == int(f) and abs(f) < 1e6:
         return str(int(f))
     return f"{f:.4g}"
 
@@ -77,10 +77,10 @@ class Finding:
             return self
         try:
             mode = trial.mode(self.step)
-            mode_step = trial.mode_step(self.step)
+            mode_step = int(trial.mode_step(self.step))
         except Exception:  # a trial-like object without modes, or a step it does not list
             return self
-        return replace(self, mode=getattr(mode, "name", str(mode)), mode_step=int(mode_step))
+        return replace(self, mode=getattr(mode, "name", str(mode)), mode_step=mode_step)
 
     def where(self) -> str:
         """``step 33 (TRAIN step 33, worker_0)``."""

@@ -17,6 +17,8 @@ import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names, value_or_none
+from smdebug.rules.builtin.training import first_worker, trial_holds
+from smdebug.rules.finding import show_value
 from smdebug.rules.params import (
     as_float,
     as_float_list,
@@ -63,6 +65,9 @@ class _LayerActivityRule(BuiltinRule):
     ``threshold_layer`` percent of the layer's units are inactive (active on fewer than
     ``threshold_inactivity`` percent of the batch's samples). Per step, not accumulated."""
 
+    inactive_word = "inactive"  # how a firing names the units that are not active
+    active_phrase = "active"  # what active means, for a firing
+
     def _check_thresholds(self) -> Any:
         _check_percent(self, "threshold_inactivity")
         _check_percent(self, "threshold_layer")
@@ -74,22 +79,54 @@ class _LayerActivityRule(BuiltinRule):
     def _active_test(self, name: Any) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _active_phrase(self, name: str) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     def invoke_at_step(self, step: int) -> bool:
-        fired = False
-        for name in self._selected(step):
+        fired: list = []
+        selected = self._selected(step)
+        skipped: list = []
+        for name in selected:
             active = self._active_test(name)
             if active is None:
+                skipped.append(name)
                 continue
             x = _numeric(value_or_none(self.base_trial, name, step))
             if x is None or x.ndim == 0:
+                skipped.append(name)
                 continue
             self.evaluated()
-            pct = _percent_of_units_inactive(x.astype(np.float64, copy=False), active, self.threshold_inactivity)
+            x = x.astype(np.float64, copy=False)
+            pct = _percent_of_units_inactive(x, active, self.threshold_inactivity)
             if pct > self.threshold_layer:
-                self.logger.info("%s: %.1f%% of the units of %s are inactive at step %s", self.rule_name, pct, name,
-                                 step)
-                fired = True
-        return fired
+                fired.append((name, pct, float(np.mean(np.isnan(x))) if x.size else 0.0, x.shape[0] if x.ndim > 1 else 1))
+        if fired:
+            return self._found(step, fired)
+        if not self.tensors_evaluated:
+            self._say_why_unjudged(selected, skipped)
+        return False
+
+    def _found(self, step: int, fired: list) -> bool:
+        name, pct, nan, samples = fired[0]
+        more = f"; {len(fired) - 1} more layer{'s' if len(fired) > 2 else ''} too" if len(fired) > 1 else ""
+        nans = f"; {show_value(100 * nan)} % of its values are NaN, which counts as not {self.active_phrase}" if nan else ""
+        return self.found(
+            step, f"{show_value(pct)} % of the units of {name} are {self.inactive_word} ({self._active_phrase(name)} on "
+                  f"fewer than threshold_inactivity {show_value(self.threshold_inactivity)} % of {samples} samples), more "
+                  f"than threshold_layer {show_value(self.threshold_layer)} %{nans}{more}",
+            tensors=[f[0] for f in fired], values=[f[1] for f in fired],
+            condition=f"{self.inactive_word} units {show_value(pct)} % > threshold_layer {show_value(self.threshold_layer)} %",
+            worker=first_worker(self.base_trial, name, step))
+
+    def _say_why_unjudged(self, selected: list, skipped: list) -> None:
+        if skipped:
+            self.unjudged(f"the selected tensors ({', '.join(skipped[:4])}) are not layer activations it can judge "
+                          f"({self._skip_reason()})")
+        elif not self._selected(None):
+            self.unjudged(f"{self.selection()} matched no tensor; the trial holds {trial_holds(self.base_trial)}")
+
+    def _skip_reason(self) -> str:
+        return "scalars or not numbers"
 
 
 class DeadRelu(_LayerActivityRule):
@@ -100,6 +137,13 @@ class DeadRelu(_LayerActivityRule):
     PyTorch: ReLU modules held as attributes named ``relu...`` give ``relu_output_0`` and the
     default ``.*relu_output`` matches; otherwise pass the module's name, e.g.
     ``tensor_regex="^1_output_0$"`` for the ReLU at index 1 of an ``nn.Sequential``.
+
+    NaN and inf: a NaN is not positive, so a unit whose outputs are NaN counts as dead and a
+    layer of NaN fires; the finding then says which share of the layer's values are NaN. +inf
+    is positive (active).
+
+    Nothing judged: the reason gives the selection and the collections the trial holds, or
+    names the selected tensors it cannot judge (scalars, not numbers).
     """
 
     report_needs = {"regex": ".*relu_output"}  # what smdebug report needs saved to run it
@@ -115,8 +159,14 @@ class DeadRelu(_LayerActivityRule):
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self._check_thresholds()
 
+    inactive_word = "dead"
+    active_phrase = "positive"
+
     def _active_test(self, name: Any) -> Any:
         return lambda x: x > 0
+
+    def _active_phrase(self, name: str) -> str:
+        return "positive"
 
 
 class SaturatedActivation(_LayerActivityRule):
@@ -129,6 +179,13 @@ class SaturatedActivation(_LayerActivityRule):
     PyTorch: activation modules held as attributes named ``tanh...``/``sigmoid...`` give
     ``tanh_input_0``/``sigmoid_input_0`` and the default ``.*tanh_input|.*sigmoid_input`` matches
     (save them with the ``inputs`` collection or ``include_regex``).
+
+    NaN and inf: a NaN input is not inside ``(min, max)``, so a unit whose inputs are NaN counts
+    as saturated and a layer of NaN fires; the finding says which share of its values are NaN.
+    ±inf is outside the range: saturated.
+
+    Nothing judged: the reason gives the selection and the collections the trial holds, or
+    names the selected tensors it cannot judge (no ``tanh``/``sigmoid`` in the name, scalars).
     """
 
     report_needs = {"regex": ".*tanh_input|.*sigmoid_input"}  # what smdebug report needs saved to run it
@@ -164,12 +221,23 @@ class SaturatedActivation(_LayerActivityRule):
                                              f"must be below threshold_{kind}_max ({lo} >= {hi})")
             self.ranges[kind] = (lo, hi)
 
+    inactive_word = "saturated"
+    active_phrase = "inside the range"
+
     def _active_test(self, name: Any) -> Any:
         lower = name.lower()
         for kind, (lo, hi) in self.ranges.items():
             if kind in lower:
                 return lambda x, lo=lo, hi=hi: (x > lo) & (x < hi)
         return None
+
+    def _active_phrase(self, name: str) -> str:
+        kind = next(k for k in self.ranges if k in name.lower())
+        lo, hi = self.ranges[kind]
+        return f"inside the {kind} range ({show_value(lo)}, {show_value(hi)})"
+
+    def _skip_reason(self) -> str:
+        return "a name with neither 'tanh' nor 'sigmoid' in it picks no range; or scalars"
 
 
 class CheckInputImages(BuiltinRule):
@@ -182,6 +250,15 @@ class CheckInputImages(BuiltinRule):
     PyTorch: the model's input is ``<ModelClass>_input_0``, so pass e.g.
     ``regex="^Net_input_0$"`` (``"^Sequential_input_0$"`` for an ``nn.Sequential``), saved with
     ``include_regex``; ``channel="1"`` is NCHW as in PyTorch.
+
+    NaN and inf: a NaN or inf in the inputs makes its channel's mean non-finite, which fires
+    (inputs holding NaN or inf are not normalized), naming the channel; the sums keep it, so it
+    fires at every later judged step too. Inputs count as judged once ``threshold_samples``
+    images were seen: before, the reason says how many there are.
+
+    Nothing judged: the reason says the regex matched no tensor (what the trial holds, with
+    tensors named ``*_input_0``), the matched tensors have fewer than 3 dimensions, or fewer than
+    ``threshold_samples`` images were seen.
     """
 
     params = (
@@ -207,22 +284,29 @@ class CheckInputImages(BuiltinRule):
         self.sums: np.ndarray | None = None
         self.counts = 0
         self.n_images = 0
+        self.names: list = []  # the tensors whose images are in the sums
+        self._pending = 0  # tensors added to the sums since the last judgement
+        self._skipped: dict = {}  # tensor name -> its shape, when it has too few dimensions
 
     def _add(self, name: Any, x: np.ndarray) -> None:
         if x.ndim < 3 or self.channel >= x.ndim:
+            self._skipped[name] = x.shape
             return
-        self.evaluated()
         batch_axis = 1 if self.channel == 0 else 0
         n = x.shape[batch_axis]
         x = np.moveaxis(x, self.channel, -1)
-        sums = x.reshape(-1, x.shape[-1]).sum(axis=0, dtype=np.float64)
+        with np.errstate(all="ignore"):  # inf inputs give inf or NaN sums: the means say so
+            sums = x.reshape(-1, x.shape[-1]).sum(axis=0, dtype=np.float64)
         if self.sums is not None and self.sums.shape != sums.shape:
             self.logger.warning("%s: %s has %d channels, earlier inputs %d; starting again", self.rule_name, name,
                                 sums.shape[0], self.sums.shape[0])
-            self.sums, self.counts, self.n_images = None, 0, 0
+            self.sums, self.counts, self.n_images, self.names = None, 0, 0, []
         self.sums = sums if self.sums is None else self.sums + sums
         self.counts += x.size // x.shape[-1]
         self.n_images += n
+        self._pending += 1
+        if name not in self.names:
+            self.names.append(name)
 
     def invoke_at_step(self, step: int) -> bool:
         for name in select_tensor_names(self.base_trial, step, (), (self.regex,), rule_name=self.rule_name):
@@ -230,13 +314,37 @@ class CheckInputImages(BuiltinRule):
             if x is not None:
                 self._add(name, x)
         if self.sums is None or self.n_images < self.threshold_samples:
+            if not self.tensors_evaluated:
+                self._say_why_unjudged()
             return False
+        self.evaluated(self._pending)
+        self._pending = 0
         means = self.sums / max(self.counts, 1)
-        if np.any(np.abs(means) > self.threshold_mean):
-            self.logger.info("%s: channel means %s over %d images exceed %s", self.rule_name, means.tolist(),
-                             self.n_images, self.threshold_mean)
-            return True
+        with np.errstate(invalid="ignore"):
+            off = ~(np.abs(means) <= self.threshold_mean)  # NaN and inf are off too
+        if np.any(off):
+            c = int(np.flatnonzero(off)[np.argmax(np.nan_to_num(np.abs(means[off]), nan=np.inf))])
+            return self.found(
+                step, f"channel {c} of the input images has mean {show_value(means[c])} over {self.n_images} images "
+                      f"({', '.join(self.names[:3])}), more than threshold_mean {show_value(self.threshold_mean)} "
+                      "from 0: the inputs are not normalized", tensors=list(self.names), values=[float(means[c])], channel=c,
+                condition=f"|mean of channel {c}| {show_value(abs(means[c]))} > threshold_mean "
+                          f"{show_value(self.threshold_mean)}", worker=first_worker(self.base_trial, self.names[-1], step))
         return False
+
+    def _say_why_unjudged(self) -> None:
+        trial = self.base_trial
+        if self.sums is not None:
+            self.unjudged(f"{self.n_images} images seen in {', '.join(self.names[:3])}, fewer than threshold_samples "
+                          f"{self.threshold_samples}: lower threshold_samples or save the inputs at more steps")
+        elif self._skipped:
+            name, shape = next(iter(self._skipped.items()))
+            self.unjudged(f"{name} has shape {shape}: images need 3 dimensions or more, with the channel axis "
+                          f"channel={self.channel}")
+        elif not trial.tensor_names(regex=self.regex.pattern):
+            inputs = trial.tensor_names(regex=r"_input_0$")[:4]
+            hint = f"; tensors named like inputs: {', '.join(inputs)}" if inputs else ""
+            self.unjudged(f"regex {self.regex.pattern!r} matched no tensor; the trial holds {trial_holds(trial)}{hint}")
 
 
 class NLPSequenceRatio(BuiltinRule):
@@ -247,6 +355,12 @@ class NLPSequenceRatio(BuiltinRule):
     PyTorch: an embedding held as attribute ``embedding`` takes ``embedding_input_0``, so pass
     ``tensor_regex=".*embedding_input_0"`` (saved with the ``inputs`` collection or
     ``include_regex``).
+
+    NaN and inf: tokens are compared exactly; a NaN matches no token and counts in the
+    sequence's length only (token ids are whole numbers; a float tensor holding NaN is judged
+    as it is).
+
+    Nothing judged: the reason gives the selection and the collections the trial holds.
     """
 
     params = (
@@ -276,8 +390,9 @@ class NLPSequenceRatio(BuiltinRule):
         self.thresholds = dict(zip(tokens, thresholds))
 
     def invoke_at_step(self, step: int) -> bool:
-        fired = False
-        for name in select_tensor_names(self.base_trial, step, (), self.tensor_regex, rule_name=self.rule_name):
+        fired: list = []
+        names = select_tensor_names(self.base_trial, step, (), self.tensor_regex, rule_name=self.rule_name)
+        for name in names:
             v = _numeric(value_or_none(self.base_trial, name, step))
             if v is None or v.size == 0:
                 continue
@@ -285,7 +400,16 @@ class NLPSequenceRatio(BuiltinRule):
             for tok, thr in self.thresholds.items():
                 pct = 100.0 * np.count_nonzero(v == tok) / v.size
                 if pct > thr:
-                    self.logger.info("%s: token %s is %.1f%% of %s at step %s (threshold %s%%)", self.rule_name, tok,
-                                     pct, name, step, thr)
-                    fired = True
-        return fired
+                    fired.append((name, tok, pct, thr, v.size))
+        if fired:
+            name, tok, pct, thr, size = fired[0]
+            more = f"; {len(fired) - 1} more" if len(fired) > 1 else ""
+            return self.found(step, f"token {tok} is {show_value(pct)} % of {name} ({size} tokens), more than its "
+                                    f"threshold {show_value(thr)} %{more}", tensors=[f[0] for f in fired],
+                              values=[f[2] for f in fired],
+                              condition=f"share of token {tok} {show_value(pct)} % > {show_value(thr)} %",
+                              worker=first_worker(self.base_trial, name, step), token=tok)
+        if not self.tensors_evaluated and not names and not select_tensor_names(
+                self.base_trial, None, (), self.tensor_regex, rule_name=self.rule_name):
+            self.unjudged(f"{self.selection()} matched no tensor; the trial holds {trial_holds(self.base_trial)}")
+        return False

@@ -97,6 +97,7 @@ class BuiltinRule(Rule):
         # tensor values judged so far (see evaluated()); None for a rule that judges no tensor
         self.tensors_evaluated = 0 if self.evaluates_tensors else None
         self.unjudged_reason: str | None = None  # why the last step gave nothing to judge (see unjudged())
+        self._unjudged_passing = False  # ... said at a step that merely lacked the tensors
         for p in self.params:
             raw = kwargs.get(p.name, p.default)
             try:
@@ -132,11 +133,15 @@ class BuiltinRule(Rule):
                 return None
         return {}
 
-    def unjudged(self, reason: str) -> None:
+    def unjudged(self, reason: str, *, passing: bool = False) -> None:
         """Say why this step gave the rule nothing to judge (too few steps for ``num_steps``, the saved
         reductions lack what it needs and which to add, ...): when the rule judged nothing at all, its
-        "evaluated nothing" line and ``smdebug run``'s Error give the last reason said."""
-        self.unjudged_reason = reason
+        "evaluated nothing" line and ``smdebug run``'s Error give the last reason said. ``passing``:
+        the step merely lacked tensors that other steps saved (a schedule that skips it); such a
+        reason never replaces one said at a step that had them."""
+        if passing and self.unjudged_reason is not None and not self._unjudged_passing:
+            return
+        self.unjudged_reason, self._unjudged_passing = reason, passing
 
     def evaluated(self, n: int = 1) -> None:
         """Count ``n`` tensor values this rule judged (read and checked against its condition):

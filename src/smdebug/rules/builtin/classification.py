@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, value_or_none
+from smdebug.rules.builtin.evidence import first_worker, trial_holds
+from smdebug.rules.finding import show_value
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex, as_str, bounded, optional
 
 if TYPE_CHECKING:
@@ -40,7 +42,10 @@ def class_ids(values: Any, argmax: bool = False) -> np.ndarray:
     """
     arr = np.asarray(values)
     if arr.ndim >= 2 and (argmax or arr.shape[-1] > 1):
-        return np.argmax(arr, axis=-1).reshape(-1).astype(np.int64)
+        ids = np.argmax(arr, axis=-1).reshape(-1).astype(np.int64)
+        if arr.dtype.kind in "fc":  # argmax names the first NaN as the class: a vector with NaN or inf is none
+            ids[~np.isfinite(arr).all(axis=-1).reshape(-1)] = -1
+        return ids
     arr = arr.reshape(-1)
     if arr.dtype.kind in "biu":
         return arr.astype(np.int64)
@@ -88,6 +93,14 @@ class Confusion(BuiltinRule):
 
     Hook collections: none in SageMaker's configuration; we declare ``labels`` and
     ``predictions``, which the rule reads.
+
+    NaN and inf: a NaN or infinite label or prediction is class -1, so its pair is left out of
+    the matrix (the finding says how many were); a step where every pair is left out is not
+    judged. ``last_reason`` is the last firing's message ("" when the step did not fire).
+
+    Nothing judged: the reason says which of labels and predictions has no tensor (what was
+    asked, which collections the trial holds), that their lengths differ, or that no pair was
+    a class.
     """
 
     params = (
@@ -116,9 +129,14 @@ class Confusion(BuiltinRule):
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
-        labels = _values(trial, self._names(step, self.labels_collection, self.labels), step)
-        preds = _values(trial, self._names(step, self.predictions_collection, self.predictions), step)
+        self.last_reason = ""
+        label_names = self._names(step, self.labels_collection, self.labels)
+        pred_names = self._names(step, self.predictions_collection, self.predictions)
+        labels = _values(trial, label_names, step)
+        preds = _values(trial, pred_names, step)
         if labels is None or preds is None:
+            if not self.tensors_evaluated:
+                self._say_what_is_missing(labels is None, preds is None)
             return False
         if labels.size != preds.size:
             if not self._warned:
@@ -127,33 +145,67 @@ class Confusion(BuiltinRule):
                     self.rule_name, step, labels.size, preds.size,
                 )
                 self._warned = True
+            if not self.tensors_evaluated:
+                self.unjudged(f"labels and predictions differ in length ({labels.size} labels, {preds.size} "
+                              f"predictions at step {step}): such steps are not judged")
             return False
         n = self.category_no
         if n is None:
             n = max(int(labels.max(initial=-1)), int(preds.max(initial=-1))) + 1
             if n < 1:
+                if not self.tensors_evaluated:
+                    self.unjudged(f"no label or prediction at step {step} is a class (all NaN, inf or negative)")
                 return False
-        self.evaluated(2)  # the step's labels and predictions
         c = confusion_matrix(labels, preds, n)
         self.last_matrix = c
-        self.last_reason = self._judge(c)
-        if self.last_reason:
-            self.logger.info("%s at step %s: %s", self.rule_name, step, self.last_reason)
-        return bool(self.last_reason)
+        if not c.sum():
+            if not self.tensors_evaluated:
+                self.unjudged(f"no pair of label and prediction at step {step} is a class in [0, {n}) "
+                              "(NaN and inf are left out)")
+            return False
+        self.evaluated(2)  # the step's labels and predictions
+        judged = self._judge(c)
+        if not judged:
+            return False
+        message, condition, value = judged
+        left_out = labels.size - int(c.sum())
+        if left_out:
+            message += f" ({left_out} of {labels.size} pairs left out: NaN, inf or a class outside [0, {n}))"
+        self.last_reason = message
+        names = sorted(label_names) + sorted(pred_names)
+        return self.found(step, message, tensors=names, values=[value], condition=condition,
+                          worker=first_worker(trial, names[0], step))
 
-    def _judge(self, c: np.ndarray) -> str:
+    def _judge(self, c: np.ndarray) -> tuple | None:
+        """(message, condition, ratio) of the first poor class, or None."""
         rows, cols, diag = c.sum(axis=1), c.sum(axis=0), np.diag(c)
         for i in np.flatnonzero(rows):
             ratio = diag[i] / rows[i]
             if ratio < self.min_diag:
-                return f"class {i}: diagonal ratio {ratio:.4g} < min_diag {self.min_diag}"
+                return (f"class {i}: diagonal ratio {show_value(ratio)} < min_diag {show_value(self.min_diag)} "
+                        f"({diag[i]} of {rows[i]} samples labelled {i} predicted {i})",
+                        f"C[{i},{i}] / sum_j C[{i},j] = {show_value(ratio)} < min_diag {show_value(self.min_diag)}",
+                        float(ratio))
         for i in np.flatnonzero(cols):
             off = c[:, i].astype(np.float64) / cols[i]
             off[i] = 0.0
             j = int(np.argmax(off))
             if off[j] > self.max_off_diag:
-                return f"label {j} predicted as {i}: off-diagonal ratio {off[j]:.4g} > max_off_diag {self.max_off_diag}"
-        return ""
+                return (f"label {j} predicted as {i}: off-diagonal ratio {show_value(off[j])} > max_off_diag "
+                        f"{show_value(self.max_off_diag)} ({c[j, i]} of {cols[i]} predictions {i} are labelled {j})",
+                        f"C[{j},{i}] / sum_j C[j,{i}] = {show_value(off[j])} > max_off_diag "
+                        f"{show_value(self.max_off_diag)}", float(off[j]))
+        return None
+
+    def _say_what_is_missing(self, no_labels: bool, no_preds: bool) -> None:
+        trial = self.base_trial
+        missing = []
+        for absent, what, coll, name in ((no_labels, "labels", self.labels_collection, self.labels),
+                                         (no_preds, "predictions", self.predictions_collection, self.predictions)):
+            if absent and not self._names(None, coll, name):
+                missing.append(f"{what} (collection {coll!r}, tensor {name!r})")
+        if missing:
+            self.unjudged(f"no tensor of {' nor of '.join(missing)}; the trial holds {trial_holds(trial)}")
 
 
 class ClassImbalance(BuiltinRule):
@@ -170,6 +222,14 @@ class ClassImbalance(BuiltinRule):
 
     Hook collections: none in SageMaker's configuration; we declare ``labels`` and
     ``predictions``, which the default regexes read.
+
+    NaN and inf: a NaN or infinite label is left out (not counted); a NaN or infinite prediction
+    is class -1, which matches no label: a misprediction. Values count as judged once
+    ``samples`` labels were counted; before, the reason says how many there are.
+    ``last_reason`` is the last firing's message ("" when the step did not fire).
+
+    Nothing judged: the reason says the labels regex matched no tensor (and what the trial
+    holds), or fewer than ``samples`` labels were counted (how many, what to change).
     """
 
     report_needs = {"regex": ".*labels", "regex2": ".*predictions"}  # what smdebug report needs saved to run it
@@ -191,6 +251,8 @@ class ClassImbalance(BuiltinRule):
         self.total = 0
         self.last_reason = ""
         self._counted: set = set()
+        self._pending = 0  # tensors counted since the last judgement
+        self._names: list = []  # the labels and predictions tensors counted
         self._warned = False
 
     def _add(self, labels: np.ndarray, preds: np.ndarray | None) -> None:
@@ -207,6 +269,7 @@ class ClassImbalance(BuiltinRule):
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
+        self.last_reason = ""
         if step not in self._counted:
             label_names = trial.tensor_names(step=step, regex=self.labels_regex.pattern)
             pred_names = trial.tensor_names(step=step, regex=self.predictions_regex.pattern)
@@ -223,30 +286,55 @@ class ClassImbalance(BuiltinRule):
                         self._warned = True
                     preds = None
                 ok = labels >= 0
-                self.evaluated(1 if preds is None else 2)  # the step's labels (and predictions)
+                self._pending += 1 if preds is None else 2  # the step's labels (and predictions)
+                self._names = list(dict.fromkeys(self._names + label_names + (pred_names if preds is not None else [])))
                 self._add(labels[ok], None if preds is None else preds[ok])
         if self.total < self.samples:
+            if not self.tensors_evaluated:
+                self._say_why_unjudged()
             return False
-        self.last_reason = self._judge()
-        if self.last_reason:
-            self.logger.info("%s at step %s: %s", self.rule_name, step, self.last_reason)
-        return bool(self.last_reason)
+        self.evaluated(self._pending)
+        self._pending = 0
+        judged = self._judge()
+        if not judged:
+            return False
+        message, condition, value = judged
+        self.last_reason = message
+        return self.found(step, message, tensors=self._names, values=[value], condition=condition,
+                          worker=first_worker(trial, self._names[0], step) if self._names else None)
 
-    def _judge(self) -> str:
+    def _judge(self) -> tuple | None:
+        """(message, condition, value) when the counts are poor, else None."""
         seen = np.flatnonzero(self.counts)
         if seen.size == 0:
-            return ""
-        big, small = self.counts[seen].max(), self.counts[seen].min()
+            return None
+        big_class, small_class = seen[np.argmax(self.counts[seen])], seen[np.argmin(self.counts[seen])]
+        big, small = self.counts[big_class], self.counts[small_class]
         if big / small > self.threshold_imbalance:
-            return f"largest/smallest class count {big}/{small} = {big / small:.4g} > {self.threshold_imbalance}"
+            ratio = show_value(big / small)
+            return (f"largest/smallest class count {big}/{small} = {ratio} > {show_value(self.threshold_imbalance)} "
+                    f"(threshold_imbalance; class {big_class}: {big}, class {small_class}: {small}, over {self.total} "
+                    "labels)", f"{big}/{small} = {ratio} > threshold_imbalance {show_value(self.threshold_imbalance)}",
+                    float(big / small))
         judged = np.flatnonzero(self.judged)
         if judged.size == 0:
-            return ""
+            return None
         frac = self.mispredicted[judged] / self.judged[judged]
         worst = int(np.argmax(frac))
         if frac[worst] > self.threshold_misprediction:
-            return (
-                f"class {judged[worst]}: mispredicted fraction {frac[worst]:.4g} > "
-                f"threshold_misprediction {self.threshold_misprediction}"
-            )
-        return ""
+            c = judged[worst]
+            return (f"class {c}: mispredicted fraction {show_value(frac[worst])} > threshold_misprediction "
+                    f"{show_value(self.threshold_misprediction)} ({self.mispredicted[c]} of {self.judged[c]} labels "
+                    "that came with a prediction)",
+                    f"mispredicted fraction of class {c} {show_value(frac[worst])} > threshold_misprediction "
+                    f"{show_value(self.threshold_misprediction)}", float(frac[worst]))
+        return None
+
+    def _say_why_unjudged(self) -> None:
+        trial = self.base_trial
+        if self.total or self._counted:
+            self.unjudged(f"{self.total} labels counted ({', '.join(self._names[:3])}), fewer than samples "
+                          f"{self.samples}: lower samples or save the labels at more steps")
+        elif not trial.tensor_names(regex=self.labels_regex.pattern):
+            self.unjudged(f"labels_regex {self.labels_regex.pattern!r} matched no tensor; the trial holds "
+                          f"{trial_holds(trial)}")

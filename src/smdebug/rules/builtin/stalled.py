@@ -14,6 +14,7 @@ from smdebug.core.tensor import StepState
 from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.rules.actions import Firing, LocalStopTraining
 from smdebug.rules.builtin.base import BuiltinRule, Param
+from smdebug.rules.finding import show_value
 from smdebug.rules.params import as_bool, as_float, as_str, optional
 
 __all__ = ["StalledTrainingRule"]
@@ -31,6 +32,10 @@ class StalledTrainingRule(BuiltinRule):
     (none if several match, as 1.0.34); without a prefix, writes the local stop request the
     hooks look for. ``clock`` and ``sleep`` (keyword-only, not rule parameters) replace
     ``time.monotonic`` and ``time.sleep``, for tests.
+
+    Its finding names the last step seen and the seconds without a new step against
+    ``threshold`` (values: the seconds; no tensor). It judges no tensor, so NaN and inf values
+    and too few steps do not concern it.
     """
 
     _marker: Any  # what the trial held at the last progress
@@ -54,6 +59,7 @@ class StalledTrainingRule(BuiltinRule):
         self.last_seen_step = -1
         self._marker = None
         self._stalled = False
+        self._idle = 0.0  # seconds without a new step when the rule fired
         self._stopper = None
         if self.stop_training_on_fire:
             if self.training_job_name_prefix:
@@ -94,12 +100,19 @@ class StalledTrainingRule(BuiltinRule):
 
     def _fire(self, idle: float) -> None:
         """Stop training if asked, run the actions (through the base class), raise; evaluation ends."""
-        reason = f"no new step for {idle:.1f} s (threshold {self.threshold:g} s); last step {self.last_seen_step}"
-        self.logger.warning("%s: %s", self.rule_name, reason)
+        self._idle = idle
+        step = self.last_seen_step
+        self._found(step)
+        finding: Any = self.last_finding
+        if step >= 0:
+            try:
+                finding = finding.placed(self.base_trial)
+            except (TypeError, ValueError):  # a step whose mode step the trial does not know yet
+                pass
+        self.logger.warning("%s: %s", self.rule_name, finding.text())
         self.last_progress = self.clock()  # if evaluation goes on, the next fire is a threshold later
         if self.stop_training_on_fire:
-            self._stop_training(reason)
-        step = self.last_seen_step
+            self._stop_training(finding)
         with no_refresh(self.base_trial):
             complete = step >= 0 and self.base_trial.has_passed_step(step) == StepState.AVAILABLE
         if complete:
@@ -111,14 +124,22 @@ class StalledTrainingRule(BuiltinRule):
                 raise
             finally:
                 self._stalled = False
-        raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=True)
+        raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=True, finding=finding)
 
-    def _stop_training(self, reason: str) -> None:
+    def _found(self, step: int) -> bool:
+        """The finding: the last step seen, the seconds without a new one against ``threshold``."""
+        last = f"last step seen {step}" if step >= 0 else "no step seen"
+        return self.found(step, f"no new step for {show_value(round(self._idle, 1))} s, more than threshold "
+                                f"{show_value(self.threshold)} s ({last})", values=[self._idle],
+                          condition=f"seconds without a new step {show_value(round(self._idle, 1))} > threshold "
+                                    f"{show_value(self.threshold)}", idle_seconds=round(self._idle, 3))
+
+    def _stop_training(self, finding: Any) -> None:
         """The StopTraining action's own code (rules/actions.py, rules/aws_actions.py): SageMaker's
         StopTrainingJob with a job prefix, else the local stop request."""
-        self._stopper.invoke(Firing(self.rule_name, self.last_seen_step, reason, self.base_trial))
+        self._stopper.invoke(Firing(self.rule_name, self.last_seen_step, finding.text(), self.base_trial, finding))
 
     def invoke_at_step(self, step: int) -> bool:
         self.last_seen_step = max(self.last_seen_step, step)
-        return self._stalled
+        return self._found(step) if self._stalled else False
 

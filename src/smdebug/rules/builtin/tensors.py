@@ -6,6 +6,11 @@ that saved the tensor at the step: a NaN, a vanished gradient or an all-zero ten
 fires the rule (the spec's reference reads one worker, ``value(step)``; one worker's NaN is a
 real NaN, so we look at all). Non-numeric tensors (strings) are skipped; a tensor without data
 at the step is skipped, not the step.
+
+A firing returns ``self.found(...)``: it names the tensor, its worker, its value and the condition
+that held (:class:`smdebug.rules.finding.Finding`). A step that gives a rule nothing to judge says
+why (``unjudged``): the selection matched no saved tensor (with the collections the trial holds),
+or the tensors were saved only as reductions the rule cannot use (with the reduction to add).
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from smdebug.exceptions import RuleConfigurationError
+from smdebug.analysis.nonfinite import first_written, nonfinite_counts, structural_nan
+from smdebug.exceptions import RuleConfigurationError, TensorUnavailable, TensorUnavailableForStep
 from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import HookCollection, Param, ReadingRule, SelectingRule
 from smdebug.rules.builtin.reading import close_each, mean_abs, scalar
+from smdebug.rules.finding import show_value
 from smdebug.rules.params import as_bool, as_float, as_regex_list, as_str_list, bounded, optional
 
 if TYPE_CHECKING:
@@ -43,6 +50,73 @@ _COLLECTIONS = Param("collection_names", as_str_list, None, "collections to insp
 _REGEX = Param("tensor_regex", as_regex_list, None, "regexes of tensor names to inspect (union with collections)")
 
 
+# ---------------------------------------------------------------------- what a step gave nothing of
+def _collections_with_tensors(trial: Trial) -> list[str]:
+    return [c for c in sorted(trial.collections()) if trial.tensor_names(collection=c)]
+
+
+def _held(rule: Any, trial: Trial) -> str:
+    """The collections the trial holds tensors in, for a reason (asked once per rule)."""
+    held = rule.__dict__.get("_held_collections")
+    if held is None:
+        held = rule._held_collections = ", ".join(_collections_with_tensors(trial)) or "none"
+    return held
+
+
+def _matched_nothing(rule: Any, trial: Trial) -> str:
+    """Why a selection gave nothing: what it was and which collections the trial holds tensors in."""
+    return f"no saved tensor matches {rule.selection()} (collections holding tensors: {_held(rule, trial)})"
+
+
+def _reductions_only(trial: Trial, step: int, names: Iterable[str]) -> dict[str, list[str]]:
+    """{name: its saved reductions ("abs_mean")} of the ``names`` saved at ``step`` only as reductions."""
+    out = {}
+    for n in names:
+        try:
+            saved = trial.tensor(n).saved(step)
+        except (TensorUnavailable, TensorUnavailableForStep):  # not saved there: nothing to say about it
+            continue
+        if not saved["raw"]:
+            out[n] = [f"abs_{op}" if ab else op for op, ab in saved["reductions"]]
+    return out
+
+
+def _why_unread(rule: Any, trial: Trial, step: int, names: list[str], reads: str, fix: str,
+                what: str = "the selected tensors") -> str:
+    """Why ``names`` (the rule's selection at ``step``) gave no value to judge: nothing matched, the
+    tensors were saved only as reductions the rule cannot use (``reads``, ``fix``: what it needs and
+    how to save it), or they hold no number."""
+    if not names:
+        return _matched_nothing(rule, trial)
+    only = _reductions_only(trial, step, names)
+    if only and len(only) == len(names):
+        saved = sorted({r for rs in only.values() for r in rs})
+        return (f"{what} were saved only as reductions ({', '.join(saved) or 'none'}) and "
+                f"{type(rule).__name__} reads {reads}: {fix}")
+    return f"{what} hold no number at the step (strings, or empty)"
+
+
+def _say_unread(rule: Any, trial: Trial, step: int, names: list[str], reads: str, fix: str,
+                what: str = "the selected tensors", none_saved: str | None = None) -> None:
+    """``rule.unjudged`` with :func:`_why_unread`'s reason; when the step merely lacked the selected
+    tensors that other steps saved, a passing reason (``BuiltinRule.unjudged``) that names the step.
+    ``none_saved``: the reason when no step saved any (else :func:`_matched_nothing`'s)."""
+    if not names:
+        if rule.selected(None):
+            rule.unjudged(f"{what} were not saved at step {step} (other steps have them)", passing=True)
+        else:
+            rule.unjudged(none_saved or _matched_nothing(rule, trial))
+        return
+    rule.unjudged(_why_unread(rule, trial, step, names, reads, fix, what))
+
+
+def _fire(rule: Any, step: int, message: str, *, tensor: str, value: Any, condition: str, worker: str,
+          **extra: Any) -> bool:
+    """Log the finding and return ``rule.found(...)`` (True) naming ``tensor``, its value, the condition."""
+    rule.logger.info("%s: %s, at step %d (%s)", rule.rule_name, message, step, worker)
+    return rule.found(step, message, tensors=[tensor], values=[value], condition=condition, worker=worker, **extra)
+
+
 # ---------------------------------------------------------------------- the rules
 class VanishingGradient(ReadingRule):
     """Fires when the mean of the absolute values of a gradient is below ``threshold``.
@@ -50,6 +124,14 @@ class VanishingGradient(ReadingRule):
     Reads the ``gradients`` collection (fixed, as documented); the saved ``abs mean`` reduction
     is used when there is one. NaN never fires (ExplodingTensor does). Unlike the reference
     (``value(step)``, one worker), every worker's gradients are checked.
+
+    Its firing names the gradient whose mean |x| is the smallest below ``threshold``, its worker
+    and the value (``mean |gradient/fc1.bias| = 1.2e-14 < threshold 1e-07``). NaN and inf: a mean
+    |x| of NaN is never below the threshold (ExplodingTensor's job); a gradient holding inf has an
+    infinite mean, which never is either. Gradients saved only as reductions without the abs mean
+    (``abs_reductions=["mean"]``) give it nothing to judge, and its "evaluated nothing" line says
+    which reduction to add. It has no selection parameter: a layer whose gradients are legitimately
+    tiny needs a lower ``threshold``, or a hook that leaves it out of the ``gradients`` collection.
     """
 
     report_needs = {"collection": "gradients"}  # what smdebug report needs saved to run it
@@ -58,18 +140,29 @@ class VanishingGradient(ReadingRule):
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
-        names = trial.tensor_names(step=step, collection="gradients")
+        names = self.selected(step)
         values = self.reader.step(trial, step, names, reduction="mean", abs=True, compute=False)
         self.evaluated(len(values))
         if not values:
+            _say_unread(self, trial, step, names, "the abs mean of each gradient",
+                        "add abs_reductions=[\"mean\"] to the hook's ReductionConfig, or save the raw "
+                        "gradients (save_raw_tensor=True)", what="the gradients",
+                        none_saved=f"no tensor of the collection 'gradients' was saved (collections holding "
+                                   f"tensors: {_held(self, trial)}): include the gradients collection in the hook")
             return False
-        hit = np.flatnonzero(mean_abs(values) < self.threshold)  # NaN is never below
-        if hit.size:
-            v = values[hit[0]]
-            self.logger.info("%s: mean |%s| = %g < %g at step %d (%s)",
-                             self.rule_name, v.name, mean_abs([v])[0], self.threshold, step, v.worker)
-            return True
-        return False
+        means = mean_abs(values)
+        hit = np.flatnonzero(means < self.threshold)  # NaN is never below
+        if not hit.size:
+            return False
+        i = hit[np.argmin(means[hit])]
+        v, mean = values[i], float(means[i])
+        more = f" ({hit.size} of {len(values)} gradient values below it)" if hit.size > 1 else ""
+        return _fire(self, step, f"mean |{v.name}| = {show_value(mean)} < threshold {show_value(self.threshold)}{more}",
+                     tensor=v.name, value=mean, condition=f"mean |x| < {show_value(self.threshold)}", worker=v.worker)
+
+    def selected(self, step: int | None) -> list[str]:
+        """The gradients saved at ``step`` (None: at any step)."""
+        return self.base_trial.tensor_names(step=step, collection="gradients")
 
 
 class ExplodingTensor(SelectingRule):
@@ -77,33 +170,75 @@ class ExplodingTensor(SelectingRule):
 
     No selection means every tensor. A tensor saved only as reductions is checked through its
     saved reductions. Unlike the reference (one worker), every worker's values are checked.
+
+    Its firing names the FIRST non-finite tensor in the order the model computed it at the step
+    (the order the hook wrote the step's records: parameters, then outputs in forward order, then
+    gradients in backward order; several workers: worker order first), how many of its values are
+    NaN or inf, and its worker: ``fc1_output_0 holds 3 NaN of 10 values (the first of 6 non-finite,
+    in computation order)``: the layer where the NaN entered, not the tensors computed from it
+    (:func:`smdebug.analysis.nonfinite.computation_order`).
+
+    NaN that are structure are not explosions: XGBoost's ``trees`` collection holds NaN in
+    ``trees/Split`` (and the other columns a leaf leaves empty) on every leaf row, so those NaN are
+    never counted, whatever selects them; an inf there still is
+    (:data:`smdebug.analysis.nonfinite.STRUCTURAL_NAN`). To leave out another tensor that is
+    legitimately non-finite (an attention mask of -inf, a log of zero), select the others:
+    ``collection_names="weights,gradients"`` or a ``tensor_regex`` naming only what to read (RE2
+    has no lookahead: a regex says what to read, not what to skip).
     """
 
     report_needs = {}  # what smdebug report needs saved to run it
     params = (_COLLECTIONS, _REGEX, Param("only_nan", as_bool, "False", "True: NaN only; False: NaN and ±Inf"))
 
     def invoke_at_step(self, step: int) -> bool:
-        values = self.reader.step(self.base_trial, step, self.selected(step), reductions_if_no_value=True)
+        trial = self.base_trial
+        names = self.selected(step)
+        values = self.reader.step(trial, step, names, reductions_if_no_value=True)
         self.evaluated(len(values))
-        floats = [v.value.ravel() for v in values if v.value.dtype.kind in "fc"]
-        if not floats:
+        if not values:
+            _say_unread(self, trial, step, names, "raw values or saved reductions",
+                        "save them (raw, or with reductions)")
             return False
-        flat = np.concatenate(floats)
-        if (not np.isnan(flat).any()) if self.only_nan else np.isfinite(flat).all():
-            return False  # the common case: one vectorized check for the whole step
+        plain = [v.value.ravel() for v in values if v.value.dtype.kind in "fc" and not structural_nan(v.name)]
+        if plain and not any(structural_nan(v.name) for v in values):
+            flat = np.concatenate(plain)
+            if (not np.isnan(flat).any()) if self.only_nan else np.isfinite(flat).all():
+                return False  # the common case: one vectorized check for the whole step
+        seen: dict = {}  # (worker, tensor) -> [NaN, inf, values, from reductions, +inf seen]
         for v in values:
-            bad = np.isnan(v.value).any() if self.only_nan else not np.isfinite(v.value).all()
-            if bad:
-                what = "NaN" if self.only_nan or np.isnan(v.value).any() else "infinite values"
-                self.logger.info("%s: %s holds %s at step %d (%s)", self.rule_name, v.name, what, step, v.worker)
-                return True
-        return False  # pragma: no cover - the vectorized check found what this loop finds
+            nan, inf, size = nonfinite_counts(v.name, v.value, self.only_nan)
+            acc = seen.setdefault((v.worker, v.name), [0, 0, 0, v.from_reduction, False])
+            acc[0] += nan
+            acc[1] += inf
+            acc[2] += size
+            acc[4] = acc[4] or bool(inf and (np.isinf(v.value) & (np.real(v.value) > 0)).any())
+        bad = {key: acc for key, acc in seen.items() if acc[0] or acc[1]}
+        first = first_written(trial, step, bad)
+        if first is None:
+            return False
+        worker, name = first
+        nan, inf, size, reds, posinf = bad[first]
+        held = " and ".join(f"{n} {k}" for n, k in ((nan, "NaN"), (inf, "inf")) if n)
+        what = f"of its {size} saved reductions (no raw value saved)" if reds else f"of {size} value{'s' if size != 1 else ''}"
+        order = (f"the first of {len(bad)} non-finite, in computation order" if len(bad) > 1
+                 else "the only non-finite tensor at the step")
+        kind = "NaN" if nan else "inf"
+        value = float("nan") if nan else (float("inf") if posinf else float("-inf"))
+        return _fire(self, step, f"{name} holds {held} {what} ({order})", tensor=name, value=value,
+                     condition="any NaN" if self.only_nan else "any NaN or ±inf", worker=worker,
+                     kind=kind, count=nan or inf, size=size)
 
 
 class AllZero(SelectingRule):
     """Fires when at least ``threshold`` percent of a selected tensor's values are zero (per tensor,
     on every worker). No selection means every tensor, with a warning. ``threshold`` outside
-    0-100 is refused when the rule is built."""
+    0-100 is refused when the rule is built.
+
+    Its firing names the tensor, its worker and its percent of zeros against the threshold
+    (``62.5% of fc1.weight's 1024 values are zero >= threshold 50%``). NaN and inf are not zero
+    (-0.0 is). It reads raw values: tensors saved only as reductions give it nothing to judge, and
+    its "evaluated nothing" line says so.
+    """
 
     params = (_COLLECTIONS, _REGEX, Param("threshold", _percent, "100", "percent of zeros that fires"))
     warn_on_all = True
@@ -113,14 +248,23 @@ class AllZero(SelectingRule):
         self._check_selection()
 
     def invoke_at_step(self, step: int) -> bool:
-        for v in self.reader.step(self.base_trial, step, self.selected(step)):
+        trial = self.base_trial
+        names = self.selected(step)
+        judged = 0
+        for v in self.reader.step(trial, step, names):
             if v.value.size == 0:
                 continue
             self.evaluated()
-            pct = 100.0 * (v.value.size - np.count_nonzero(v.value)) / v.value.size
+            judged += 1
+            zeros = v.value.size - np.count_nonzero(v.value)  # NaN and inf count as non-zero
+            pct = 100.0 * zeros / v.value.size
             if pct >= self.threshold:
-                self.logger.info("%s: %.1f%% of %s is zero at step %d (%s)", self.rule_name, pct, v.name, step, v.worker)
-                return True
+                return _fire(self, step, f"{show_value(pct)}% of {v.name}'s {v.value.size} values are zero >= "
+                             f"threshold {show_value(self.threshold)}%", tensor=v.name, value=pct,
+                             condition=f"percent zero >= {show_value(self.threshold)}", worker=v.worker)
+        if not judged:
+            _say_unread(self, trial, step, names, "raw values",
+                        "save them raw (ReductionConfig save_raw_tensor=True)")
         return False
 
 
@@ -128,7 +272,15 @@ class TensorVariance(SelectingRule):
     """Fires when a selected tensor's variance (numpy ``var``, or its saved ``variance`` reduction)
     is above ``max_threshold`` or below ``min_threshold``, on any worker; with neither threshold it
     never fires (a warning says so at construction); ``min_threshold > max_threshold`` is refused.
-    A tensor holding inf has a NaN variance, which fires neither bound (ExplodingTensor does)."""
+    A tensor holding inf has a NaN variance, which fires neither bound (ExplodingTensor does).
+
+    Its firing names the tensor, its worker and its variance against the bound it crossed
+    (``variance of fc1.weight = 3.2 > max_threshold 1``). NaN and inf: decided, a tensor holding
+    NaN or inf has a NaN variance and fires neither bound (ExplodingTensor names it); finite values
+    whose variance overflows to inf are above every ``max_threshold`` and fire it. Tensors saved only
+    as reductions without ``variance`` give it nothing to judge, and its "evaluated nothing" line
+    says which reduction to add.
+    """
 
     params = (
         _COLLECTIONS,
@@ -149,15 +301,23 @@ class TensorVariance(SelectingRule):
 
     def invoke_at_step(self, step: int) -> bool:
         if self.max_threshold is None and self.min_threshold is None:
+            self.unjudged("neither max_threshold nor min_threshold is set: there is nothing to compare a variance with")
             return False
-        for v in self.reader.step(self.base_trial, step, self.selected(step), reduction="variance"):
+        trial = self.base_trial
+        names = self.selected(step)
+        values = self.reader.step(trial, step, names, reduction="variance")
+        if not values:
+            _say_unread(self, trial, step, names, "the variance of each",
+                        "add reductions=[\"variance\"] to the hook's ReductionConfig, or save them raw")
+        for v in values:
             var = scalar(v.value)
             self.evaluated()
-            if (self.max_threshold is not None and var > self.max_threshold) or (
-                self.min_threshold is not None and var < self.min_threshold
-            ):
-                self.logger.info("%s: variance of %s is %g at step %d (%s)", self.rule_name, v.name, var, step, v.worker)
-                return True
+            for bound, crossed, op in ((self.max_threshold, "max_threshold", ">"),
+                                       (self.min_threshold, "min_threshold", "<")):
+                if bound is not None and (var > bound if op == ">" else var < bound):
+                    return _fire(self, step, f"variance of {v.name} = {show_value(var)} {op} {crossed} "
+                                 f"{show_value(bound)}", tensor=v.name, value=var,
+                                 condition=f"variance {op} {show_value(bound)}", worker=v.worker)
         return False
 
 
@@ -175,6 +335,13 @@ class SimilarAcrossRuns(SelectingRule):
     Compared with ``numpy.allclose(rtol=1e-5, atol=1e-8, equal_nan=True)`` (different shapes
     differ), worker by worker for the workers both trials saved. Tensors, steps or workers the
     other trial does not have (yet) are skipped. ``other_trials``: Trial objects or paths.
+
+    Its firing names the tensor, its worker, the other trial and how it differs: how many values
+    and the largest absolute difference (``fc1.weight differs in trial 'b': 1024 of 1024 values,
+    max |difference| = 0.41``), or both shapes. NaN and inf: decided, NaN equals NaN (both runs
+    went NaN at the same place) and inf equals inf of the same sign; NaN against a number, or inf
+    against -inf, differs (the max |difference| is then NaN or inf when no finite value differs).
+    It reads raw values: tensors saved only as reductions give it nothing to judge.
     """
 
     params = (_COLLECTIONS, _REGEX)
@@ -191,24 +358,48 @@ class SimilarAcrossRuns(SelectingRule):
         super().__init__(base_trial, action_str=action_str, other_trials=trials, **params)
 
     def invoke_at_step(self, step: int) -> bool:
+        trial = self.base_trial
         names = self.selected(step)
-        mine = {(v.name, v.worker): v.value for v in self.reader.step(self.base_trial, step, names)}
+        mine = {(v.name, v.worker): v.value for v in self.reader.step(trial, step, names)}
         if not mine:
+            _say_unread(self, trial, step, names, "raw values",
+                        "save them raw (ReductionConfig save_raw_tensor=True)")
             return False
+        compared = 0
         for other in self.other_trials:
             there = set(other.tensor_names(step=step, mode=ModeKeys.GLOBAL)) & set(names)
             pairs = [(mine[(v.name, v.worker)], v) for v in self.reader.step(other, step, sorted(there))
                      if (v.name, v.worker) in mine]
             self.evaluated(len(pairs))
+            compared += len(pairs)
             for a, v in pairs:
                 if a.shape != v.value.shape:
-                    return self._differs(v, other, step, "has another shape")
+                    return _fire(self, step, f"{v.name} has shape {tuple(a.shape)} here and {tuple(v.value.shape)} "
+                                 f"in trial {other.name!r}", tensor=v.name, value=None, condition="same shape",
+                                 worker=v.worker, other_trial=other.name)
             same = close_each([a for a, _ in pairs], [v.value for _, v in pairs], 1e-5, 1e-8, True)
-            for ok, (_, v) in zip(same, pairs):
+            for ok, (a, v) in zip(same, pairs):
                 if not ok:
-                    return self._differs(v, other, step, "differs")
+                    return self._differs(step, a, v, other)
+        if not compared:
+            others = ", ".join(repr(o.name) for o in self.other_trials)
+            self.unjudged(f"the other trial(s) {others} saved none of the selected tensors at the step for the "
+                          "same workers")
         return False
 
-    def _differs(self, v: Any, other: Any, step: Any, how: Any) -> bool:
-        self.logger.info("%s: %s %s in %s at step %d (%s)", self.rule_name, v.name, how, other.name, step, v.worker)
-        return True
+    def _differs(self, step: int, a: np.ndarray, v: Any, other: Any) -> bool:
+        """Fire naming how ``v`` (of ``other``) differs from ``a`` (the base trial's value)."""
+        x, y = a.reshape(-1), v.value.reshape(-1)
+        if x.dtype.kind not in "fc" or y.dtype.kind not in "fc":
+            x, y = x.astype(np.float64), y.astype(np.float64)
+        with np.errstate(all="ignore"):
+            off = ~np.isclose(x, y, rtol=1e-5, atol=1e-8, equal_nan=True)
+            diff = np.abs(x[off].astype(np.complex128 if x.dtype.kind == "c" else np.float64) - y[off])
+        finite = diff[np.isfinite(diff)]
+        biggest = float(finite.max()) if finite.size else float(diff[0])
+        one_nan = int(np.count_nonzero(np.isnan(x[off]) != np.isnan(y[off])))
+        nan_note = f", {one_nan} NaN in one run only" if one_nan else ""
+        return _fire(self, step, f"{v.name} differs in trial {other.name!r}: {int(off.sum())} of {x.size} values, "
+                     f"max |difference| = {show_value(biggest)}{nan_note}", tensor=v.name, value=biggest,
+                     condition="not allclose(rtol=1e-05, atol=1e-08, equal_nan=True)", worker=v.worker,
+                     other_trial=other.name)

@@ -17,6 +17,7 @@ import numpy as np
 from smdebug.exceptions import MissingDependency
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, value_or_none
 from smdebug.rules.builtin.classification import class_ids
+from smdebug.rules.builtin.training import first_worker, trial_holds
 from smdebug.rules.builtin.xgboost_report import (
     REGRESSION,
     MetricSeries,
@@ -26,6 +27,7 @@ from smdebug.rules.builtin.xgboost_report import (
     render_report,
     step_scores,
 )
+from smdebug.rules.finding import show_value
 from smdebug.rules.params import as_float, as_int, as_regex, as_str, bounded, optional
 
 if TYPE_CHECKING:
@@ -59,7 +61,14 @@ class TreeDepth(BuiltinRule):
 
     Hook collections: none in SageMaker's configuration (issue #2772: the rule then sees
     nothing); we declare ``trees``, which holds ``trees/Node``. A trial without ``trees/Node``
-    is logged once and never fires.
+    never fires; the "evaluated no tensor" warning says why, once.
+
+    NaN and inf: only ``trees/Node`` is read, and only its finite whole values: the NaN of a
+    leaf's split, gain or children (other ``trees/`` columns) is structure, not a finding, and a
+    node id column read as floats with NaN in it is judged on its finite ids.
+
+    Nothing judged: the reason says the trial has no ``trees/Node`` (save the ``trees``
+    collection; what the trial holds) or it held no node id at the steps evaluated.
     """
 
     report_needs = {"regex": "^trees/"}  # what smdebug report needs saved to run it
@@ -69,30 +78,30 @@ class TreeDepth(BuiltinRule):
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self.last_depth: int | None = None
-        self._warned = False
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
-        if not trial.has_tensor(NODE_TENSOR):
-            if not self._warned:
-                self.logger.warning(
-                    "%s: the trial has no %s tensor; save the 'trees' collection of the XGBoost hook",
-                    self.rule_name, NODE_TENSOR,
-                )
-                self._warned = True
+        if not trial.has_tensor(NODE_TENSOR):  # invoke_rule's "evaluated no tensor" warning says so, once
+            self.unjudged(f"the trial has no {NODE_TENSOR} tensor: save the 'trees' collection of the XGBoost "
+                          f"hook; the trial holds {trial_holds(trial)}")
             return False
         nodes = value_or_none(trial, NODE_TENSOR, step)
-        if nodes is None or np.size(nodes) == 0:
+        arr = np.asarray(nodes) if nodes is not None else np.empty(0)
+        ids = arr.astype(np.float64).ravel() if arr.dtype.kind in "fiub" else np.empty(0)
+        ids = ids[np.isfinite(ids)]
+        if ids.size == 0:
+            if not self.tensors_evaluated:
+                self.unjudged(f"{NODE_TENSOR} held no finite node id at the steps evaluated")
             return False
         self.evaluated()
-        top = int(np.max(nodes))
+        top = int(ids.max())
         self.last_depth = top.bit_length() - 1 if top > 0 else 0  # floor(log2(top)), exactly
         if self.last_depth > self.depth:
-            self.logger.info(
-                "%s at step %s: estimated depth %d (largest node id %d) > depth %d",
-                self.rule_name, step, self.last_depth, top, self.depth,
-            )
-            return True
+            return self.found(
+                step, f"the trees saved at this step are at least {self.last_depth} deep (largest node id {top}: "
+                      f"floor(log2({top})) = {self.last_depth}), more than depth {self.depth}", tensors=[NODE_TENSOR],
+                values=[self.last_depth], condition=f"estimated depth {self.last_depth} > depth {self.depth}",
+                worker=first_worker(trial, NODE_TENSOR, step))
         return False
 
 
@@ -103,6 +112,13 @@ class FeatureImportanceOverweight(BuiltinRule):
     ``feature_importance/weight/<feature>`` by default) are summed; the share of the
     ``nfeatures`` largest is ``sum(top n) / sum(all)`` (normalised again, though the hook already
     normalises). A model using at most ``nfeatures`` features always has a share of 1.
+
+    NaN and inf: an importance that is NaN or infinite is left out (a feature without a usable
+    importance), as are tensors that are not one number (``trees/`` columns, whose leaf NaN are
+    structure): neither is a finding.
+
+    Nothing judged: the reason gives the regex and the collections the trial holds, or says the
+    matched tensors held no finite scalar.
     """
 
     report_needs = {"regex": ".*feature_importance/weight"}  # what smdebug report needs saved to run it
@@ -119,25 +135,42 @@ class FeatureImportanceOverweight(BuiltinRule):
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
-        values = []
-        for name in trial.tensor_names(step=step, regex=self.tensor_regex.pattern):
+        values = {}
+        names = trial.tensor_names(step=step, regex=self.tensor_regex.pattern)
+        for name in names:
             v = value_or_none(trial, name, step)
             if v is not None and np.size(v) == 1 and np.asarray(v).dtype.kind in "fiub":
-                values.append(float(np.asarray(v).reshape(-1)[0]))
-        self.evaluated(len(values))
-        w = np.array([v for v in values if np.isfinite(v)], dtype=np.float64)
+                x = float(np.asarray(v).reshape(-1)[0])
+                if np.isfinite(x):
+                    values[name] = x
+        w = np.array(list(values.values()), dtype=np.float64)
         total = w.sum()
         if w.size == 0 or total <= 0:
+            if not self.tensors_evaluated:
+                self._say_why_unjudged(names)
             return False
-        top = np.sort(w)[::-1][: self.nfeatures].sum()
+        self.evaluated(len(values))
+        top_names = sorted(values, key=lambda n: values[n], reverse=True)[: self.nfeatures]
+        top = sum(values[n] for n in top_names)
         self.last_share = float(top / total)
         if self.last_share > self.threshold:
-            self.logger.info(
-                "%s at step %s: the %d largest of %d importances hold %.4g > %s",
-                self.rule_name, step, min(self.nfeatures, w.size), w.size, self.last_share, self.threshold,
-            )
-            return True
+            features = ", ".join(n.rsplit("/", 1)[-1] for n in top_names)
+            return self.found(
+                step, f"the {len(top_names)} largest of {w.size} importances ({features}) hold "
+                      f"{show_value(self.last_share)} of the total, more than threshold {show_value(self.threshold)}",
+                tensors=top_names, values=[values[n] for n in top_names],
+                condition=f"share of the {len(top_names)} largest {show_value(self.last_share)} > threshold "
+                          f"{show_value(self.threshold)}", worker=first_worker(trial, top_names[0], step))
         return False
+
+    def _say_why_unjudged(self, names: list) -> None:
+        trial = self.base_trial
+        if names:
+            self.unjudged(f"tensor_regex {self.tensor_regex.pattern!r} matched tensors ({', '.join(names[:3])}) that "
+                          "hold no finite, positive one-number importance")
+        elif not trial.tensor_names(regex=self.tensor_regex.pattern):
+            self.unjudged(f"tensor_regex {self.tensor_regex.pattern!r} matched no tensor; the trial holds "
+                          f"{trial_holds(trial)}")
 
 
 def default_output_path(trial_path: str) -> str:
@@ -167,6 +200,9 @@ class CreateXgboostReport(BuiltinRule):
     at the last step, for a finished trial; at each new step while training runs, so the
     last version covers the whole training. ``write_report()`` writes it on demand.
     matplotlib (the ``plot`` extra) is needed; its absence is reported when the rule is built.
+
+    It never fires, so it has no finding. When the trial holds
+    nothing the report can show, the "evaluated nothing" reason says so and what the trial holds.
     """
 
     params = (Param("output_path", optional(as_str), None, "folder under which rule-output/ is written"),)
@@ -198,8 +234,11 @@ class CreateXgboostReport(BuiltinRule):
     def write_report(self) -> str:
         """Render the report from what the trial holds now and write it; returns where."""
         data = self._collect()
-        self.evaluated(len(data.metrics) + len(data.hyperparameters) + sum(len(d) for d in data.importance.values())
-                       + (0 if data.labels is None else 2))
+        n = len(data.metrics) + len(data.hyperparameters) + sum(len(d) for d in data.importance.values())
+        self.evaluated(n + (0 if data.labels is None else 2))
+        if not self.tensors_evaluated:
+            self.unjudged("the report has nothing to show: no XGBoost metric, feature importance, labels and "
+                          f"predictions or hyperparameter is saved; the trial holds {trial_holds(self.base_trial)}")
         page = render_report(data)
         self._store.write(REPORT_KEY, page.encode("utf-8"))
         self.reports_written += 1

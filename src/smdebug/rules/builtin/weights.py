@@ -19,6 +19,8 @@ from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import HookCollection, Param, ReadingRule, SelectingRule
 from smdebug.rules.builtin.reading import ValueKey, close_each
 from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX
+from smdebug.rules.builtin.training import trial_holds
+from smdebug.rules.finding import show_value
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, bounded, optional
 
 if TYPE_CHECKING:
@@ -109,6 +111,13 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
     older than ``s − num_steps`` is not compared (``num_steps`` counts steps of that mode). A
     frozen layer (no update: ratio 0) fires. Every worker is checked; ``small_threshold`` above
     ``large_threshold`` is refused when the rule is built.
+
+    NaN and inf: a ratio that is not finite (weights that hold NaN or inf, now or at ``p``) fires,
+    naming it: an update that made the weights non-finite is not a sane update size.
+
+    Nothing judged: the reason says whether the ``weights`` collection holds no tensor (and what
+    the trial holds), a weight has one saved step only (two are compared), or its previous saved
+    step is further back than ``num_steps``.
     """
 
     report_needs = {"collection": "weights"}  # what smdebug report needs saved to run it
@@ -134,16 +143,26 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
         mode, s = at
         trial = self.base_trial
         pairs = []
-        for name in trial.tensor_names(step=step, collection="weights"):
+        names = trial.tensor_names(step=step, collection="weights")
+        for name in names:
             prev = self._prev_steps(name, s, 2, mode)
             if len(prev) < 2 or prev[-1] != s:
+                if not self.tensors_evaluated and len(prev) < 2:
+                    self.unjudged(f"{name} has {len(prev)} saved {mode.name} step up to {mode.name} step {s}: WeightUpdateRatio "
+                                  "compares two saved steps; save the weights at more steps")
                 continue
             if self.num_steps is not None and prev[0] < s - self.num_steps:
+                if not self.tensors_evaluated:
+                    self.unjudged(f"the previous saved {mode.name} step of {name} ({prev[0]}) is {s - prev[0]} steps "
+                                  f"before {s}, more than num_steps {self.num_steps}: raise num_steps or save the "
+                                  "weights more often")
                 continue
             g_prev = prev[0] if mode == ModeKeys.GLOBAL else trial.global_step(mode, prev[0])
-            pairs.append((name, g_prev))
-        values = self._recent.get(self.reader, trial, [p for name, g in pairs for p in ((name, g), (name, step))])
-        for name, g_prev in pairs:
+            pairs.append((name, g_prev, prev[0]))
+        if not names and not self.tensors_evaluated and not trial.tensor_names(collection="weights"):
+            self.unjudged(f"the 'weights' collection holds no tensor; the trial holds {trial_holds(trial)}")
+        values = self._recent.get(self.reader, trial, [p for name, g, _ in pairs for p in ((name, g), (name, step))])
+        for name, g_prev, p in pairs:
             before = values[(name, g_prev)]
             for worker, now in values[(name, step)].items():
                 old = before.get(worker)
@@ -152,12 +171,24 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
                 self.evaluated()
                 old64 = old.astype(np.float64)
                 with np.errstate(all="ignore"):  # inf weights give NaN or inf, quietly
-                    ratio = np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon)
-                if ratio > self.large_threshold or ratio < self.small_threshold:
-                    self.logger.info("%s: update ratio of %s is %g at step %d (vs global step %d, %s)",
-                                     self.rule_name, name, ratio, step, g_prev, worker)
-                    return True
+                    ratio = float(np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon))
+                if ratio > self.large_threshold or ratio < self.small_threshold or not np.isfinite(ratio):
+                    return self._found(step, name, worker, ratio, mode, p, s)
         return False
+
+    def _found(self, step: int, name: str, worker: str, ratio: float, mode: Any, p: int, s: int) -> bool:
+        if not np.isfinite(ratio):
+            condition, why = f"ratio {show_value(ratio)} is not finite", "the weights or their update hold NaN or inf"
+        elif ratio > self.large_threshold:
+            condition = f"ratio {show_value(ratio)} > large_threshold {show_value(self.large_threshold)}"
+            why = f"above large_threshold {show_value(self.large_threshold)}"
+        else:
+            condition = f"ratio {show_value(ratio)} < small_threshold {show_value(self.small_threshold)}"
+            why = f"below small_threshold {show_value(self.small_threshold)}" + (": the weights did not change"
+                                                                                  if ratio == 0 else "")
+        return self.found(step, f"update ratio |w - w_prev| / |w_prev| of {name} is {show_value(ratio)} over "
+                                f"{mode.name} steps {p} -> {s}, {why}", tensors=[name], values=[ratio],
+                          condition=condition, worker=worker)
 
 
 class UnchangedTensor(_HistoryRule, SelectingRule):
@@ -167,6 +198,13 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
     steps (the reference's convention for WeightUpdateRatio, applied here too, so that EVAL
     phases do not fire). Every worker is checked on its own. ``num_steps`` below 2 is refused
     (nothing to compare). No selection means every tensor, with a warning.
+
+    NaN and inf: compared as ``numpy.allclose`` compares them: NaN equals nothing unless
+    ``equal_nan=True`` (then NaNs at the same places are unchanged), inf equals an inf of the same
+    sign. So a tensor stuck at NaN fires only with ``equal_nan=True``; one stuck at inf fires.
+
+    Nothing judged: the reason says whether the selection matched no tensor (what was asked,
+    which collections the trial holds) or a tensor has fewer saved steps than ``num_steps``.
     """
 
     params = (
@@ -191,23 +229,31 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
         mode, s = at
         trial = self.base_trial
         histories = []
-        for name in self.selected(step):
+        selected = self.selected(step)
+        for name in selected:
             hist = self._prev_steps(name, s, self.num_steps, mode)
             if len(hist) < self.num_steps or hist[-1] != s:
+                if not self.tensors_evaluated and len(hist) < self.num_steps:
+                    self.unjudged(f"fewer saved steps of {name} than num_steps={self.num_steps} needs: {len(hist)} "
+                                  f"saved {mode.name} steps up to {mode.name} step {s}; lower num_steps (2 at least) "
+                                  "or save the tensor at more steps")
                 continue
+            mode_hist = hist
             if mode != ModeKeys.GLOBAL:
                 hist = [trial.global_step(mode, h) for h in hist]
-            histories.append((name, hist))
-        values = self._recent.get(self.reader, trial, [(name, g) for name, hist in histories for g in hist])
+            histories.append((name, hist, mode_hist))
+        if not selected and not self.tensors_evaluated and not self.selected(None):
+            self.unjudged(f"{self.selection()} matched no tensor; the trial holds {trial_holds(trial)}")
+        values = self._recent.get(self.reader, trial, [(name, g) for name, hist, _ in histories for g in hist])
         olds, news, who = [], [], []
-        for name, hist in histories:
+        for name, hist, mode_hist in histories:
             for worker, now in values[(name, step)].items():
                 before = [values[(name, g)].get(worker) for g in hist[:-1]]
                 if any(o is None or o.shape != now.shape for o in before):
                     continue
                 olds.extend(before)
                 news.extend([now] * len(before))
-                who.extend([(name, worker, tuple(hist))] * len(before))
+                who.extend([(name, worker, tuple(mode_hist))] * len(before))
         self.evaluated(len(set(who)))
         if not olds:
             return False
@@ -215,11 +261,27 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
         unchanged: dict = {}
         for ok, key in zip(close, who):
             unchanged[key[:2]] = unchanged.get(key[:2], True) and bool(ok)
-        for (name, worker, hist) in dict.fromkeys(who):  # type: ignore[assignment]
-            if unchanged[(name, worker)]:
-                self.logger.info("%s: %s unchanged over global steps %s (%s)", self.rule_name, name, list(hist), worker)
-                return True
+        for i, (name, worker, steps) in enumerate(who):
+            if unchanged[(name, worker)] and (i == 0 or who[i - 1] != who[i]):
+                change = max(_max_change(o, n) for o, n, w in zip(olds, news, who) if w == who[i])
+                return self.found(
+                    step, f"{name} did not change over {mode.name} steps {', '.join(map(str, steps))} (largest "
+                          f"change {show_value(change)}, within rtol {show_value(self.rtol)} and atol "
+                          f"{show_value(self.atol)})", tensors=[name], values=[change],
+                    condition=f"numpy.allclose(rtol={show_value(self.rtol)}, atol={show_value(self.atol)}, "
+                              f"equal_nan={self.equal_nan}) over {len(steps)} saved steps (num_steps {self.num_steps})",
+                    worker=worker)
         return False
+
+
+def _max_change(old: np.ndarray, new: np.ndarray) -> float:
+    """The largest ``|new - old|``: 0 where both are NaN or the same inf; NaN where only one is NaN."""
+    if old.size == 0:
+        return 0.0
+    a, b = old.astype(np.float64), new.astype(np.float64)
+    with np.errstate(all="ignore"):
+        d = np.where((np.isnan(a) & np.isnan(b)) | (a == b), 0.0, np.abs(b - a))
+    return float(np.max(d))
 
 
 class PoorWeightInitialization(ReadingRule):
@@ -234,6 +296,13 @@ class PoorWeightInitialization(ReadingRule):
     A step counts as analyzed when it holds any of those tensors (``steps`` counts saved steps,
     not step numbers: with save_interval 500, step numbers would leave one step). After ``steps``
     the rule is inert. The loss improves when it is below its best so far.
+
+    NaN and inf: an activation-input variance or a gradient's ``p95 - p5`` that is not finite
+    fires its check (NaN or inf in the first steps is a broken initialization, whatever the
+    thresholds); a NaN or inf loss is no improvement (it adds to the wait).
+
+    Nothing judged: the reason says which tensors were asked (the regex, ``gradients``,
+    ``losses``) and which collections the trial holds.
     """
 
     params = (
@@ -262,10 +331,14 @@ class PoorWeightInitialization(ReadingRule):
         losses = set(trial.tensor_names(step=step, collection="losses"))
         values = self.reader.step(trial, step, sorted(acts | grads | losses))
         if not values:
+            if not self.tensors_evaluated:
+                asked = "activation_inputs_regex [" + ", ".join(repr(r.pattern) for r in self.activation_inputs_regex)
+                self.unjudged(f"{asked}], the 'gradients' and the 'losses' collections matched no tensor saved at "
+                              f"step {step}; the trial holds {trial_holds(trial)}")
             return False
         self.evaluated(len(values))
         self.analyzed += 1
-        with np.errstate(all="ignore"):  # inf and NaN give NaN, which fires no check
+        with np.errstate(all="ignore"):  # inf and NaN give NaN or inf: the checks say so
             return self._checks(step, values, acts, grads, losses)
 
     def _checks(self, step: Any, values: Any, acts: Any, grads: Any, losses: Any) -> bool:
@@ -278,13 +351,23 @@ class PoorWeightInitialization(ReadingRule):
             if v.value.size:
                 per_worker.setdefault(v.worker, {})[v.name] = float(np.var(v.value, dtype=np.float64))
         for worker, var in per_worker.items():
+            bad = [n for n, x in var.items() if not np.isfinite(x)]
+            if bad:
+                return self.found(step, f"the activation-input variance of {bad[0]} is {show_value(var[bad[0]])}",
+                                  tensors=[bad[0]], values=[var[bad[0]]], condition="variance is not finite",
+                                  worker=worker)
             if len(var) < 2:
                 continue
-            lo, hi = min(var.values()), max(var.values())
+            lo_name, hi_name = min(var, key=var.get), max(var, key=var.get)
+            lo, hi = var[lo_name], var[hi_name]
             if (lo == 0 < hi) or (lo > 0 and hi / lo > self.threshold):
-                self.logger.info("%s: activation-input variances range from %g to %g at step %d (%s): %s",
-                                 self.rule_name, lo, hi, step, worker, var)
-                return True
+                ratio = hi / lo if lo > 0 else float("inf")
+                return self.found(
+                    step, f"activation-input variances range from {show_value(lo)} ({lo_name}) to {show_value(hi)} "
+                          f"({hi_name}): {show_value(ratio)} times, more than threshold {show_value(self.threshold)}",
+                    tensors=[lo_name, hi_name], values=[lo, hi],
+                    condition=f"largest / smallest variance {show_value(ratio)} > threshold {show_value(self.threshold)}",
+                    worker=worker)
         return False
 
     def _gradients(self, step: Any, values: Any) -> bool:
@@ -292,10 +375,16 @@ class PoorWeightInitialization(ReadingRule):
             if v.value.size == 0:
                 continue
             p5, p95 = np.percentile(v.value.astype(np.float64, copy=False), [5, 95])
-            if p95 - p5 < self.distribution_range:
-                self.logger.info("%s: %s has p95 - p5 = %g at step %d (%s)",
-                                 self.rule_name, v.name, p95 - p5, step, v.worker)
-                return True
+            width = float(p95 - p5)
+            if not np.isfinite(width):
+                return self.found(step, f"{v.name} holds NaN or inf (p95 - p5 = {show_value(width)})",
+                                  tensors=[v.name], values=[width], condition="p95 - p5 is not finite", worker=v.worker)
+            if width < self.distribution_range:
+                return self.found(
+                    step, f"{v.name} has p95 - p5 = {show_value(width)}, less than distribution_range "
+                          f"{show_value(self.distribution_range)}: the gradients barely differ", tensors=[v.name],
+                    values=[width], condition=f"p95 - p5 {show_value(width)} < distribution_range "
+                                              f"{show_value(self.distribution_range)}", worker=v.worker)
         return False
 
     def _loss(self, step: Any, values: Any) -> bool:
@@ -304,12 +393,15 @@ class PoorWeightInitialization(ReadingRule):
                 continue
             key, loss = (v.name, v.worker), float(v.value.ravel()[0])
             best = self._best.get(key)
-            if best is None or loss < best:
+            if np.isfinite(loss) and (best is None or loss < best):
                 self._best[key], self._waited[key] = loss, 0
                 continue
-            self._waited[key] += 1
+            self._waited[key] = self._waited.get(key, 0) + 1
             if self._waited[key] >= self.patience:
-                self.logger.info("%s: %s has not improved on %g for %d analyzed steps (step %d, %s)",
-                                 self.rule_name, v.name, best, self._waited[key], step, v.worker)
-                return True
+                return self.found(
+                    step, f"{v.name} has not improved on its best {show_value(best)} for {self._waited[key]} analyzed "
+                          f"steps (patience {self.patience}); now {show_value(loss)}", tensors=[v.name],
+                    values=[loss] if best is None else [loss, best],
+                    condition=f"no value below the best for {self._waited[key]} analyzed steps >= patience "
+                              f"{self.patience}", worker=v.worker)
         return False
