@@ -104,7 +104,7 @@ def test_report_opens_clean_in_chromium(tmp_path, chromium, flat_trial):
     assert main(["report", flat_trial, "-o", str(out)]) == 0
     state = chromium.open(out.as_uri())
     assert chromium.problems() == []
-    assert state["sections"] == ["summary", "losses", "gradients", "weights", "rules", "collections", "saved"]
+    assert state["sections"] == ["summary", "nonfinite", "losses", "gradients", "weights", "rules", "collections", "saved"]
     shown = {(i["section"], i["alt"]) for i in state["images"] if i["complete"] and i["width"] > 300}
     assert shown == {("losses", "losses"), ("gradients", "gradients"), ("weights", "weights")}
     want = first_firing(flat_trial, "LossNotDecreasing", mode="TRAIN")

@@ -1,9 +1,11 @@
 """``smdebug report TRIAL -o report.html``: one self-contained HTML page about a trial
 (``--profile``: about a profiler folder, see :mod:`smdebug.analysis.profiler_report`).
 
-Losses per mode, gradient and weight norms per layer, the built-in rules that apply to what was
-saved and where they fired, workers, collections, and what was saved. Plots are inline PNG
-images; the page fetches nothing (no fonts, scripts or images from elsewhere).
+The first tensor that went NaN or inf (and where), losses per mode, gradient and weight norms per
+layer, the built-in rules that apply to what was saved and what each found where it fired (the
+tensor, its value, the condition, the worker, the global and mode step), workers, collections,
+and what was saved. Plots are inline PNG images; the page fetches nothing (no fonts, scripts or
+images from elsewhere).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ def applicable_rules(trial) -> list:
 
 
 def run_applicable_rules(trial) -> list:
-    """Each applicable rule over every step: dicts with rule, status, steps and message."""
+    """Each applicable rule over every step: dicts with rule, status, steps, message and finding
+    (the first firing's :meth:`smdebug.rules.finding.Finding.to_json`, with its mode and mode step;
+    None when the rule did not fire or does not say what it found)."""
     from smdebug.cli.rules import build_rules, evaluate_step
     from smdebug.rules.rule_invoker import nothing_evaluated_message
 
@@ -50,7 +54,7 @@ def run_applicable_rules(trial) -> list:
         try:
             runs = build_rules(trial, [[name, params]])
         except CliError as exc:
-            results.append({"rule": name, "status": "error", "steps": [], "message": str(exc)})
+            results.append({"rule": name, "status": "error", "steps": [], "message": str(exc), "finding": None})
             continue
         try:
             for step in trial.steps():
@@ -58,19 +62,35 @@ def run_applicable_rules(trial) -> list:
                 if runs[0].done:
                     break
         except Exception as exc:  # noqa: BLE001 - one rule's failure is reported, not fatal
-            results.append({"rule": name, "status": "error", "steps": [], "message": f"{type(exc).__name__}: {exc}"})
+            results.append({"rule": name, "status": "error", "steps": [], "message": f"{type(exc).__name__}: {exc}",
+                            "finding": None})
             continue
         r = runs[0]
         if r.firings:
             f = r.firings[0]
-            results.append({"rule": name, "status": "fired", "steps": [x.step for x in r.firings], "message": f.message})
+            results.append({"rule": name, "status": "fired", "steps": [x.step for x in r.firings], "message": f.what(),
+                            "finding": _finding_json(f)})
         elif getattr(r.rule, "tensors_evaluated", None) == 0:
             # a selection that matched nothing is not a clean bill of health (smdebug rules exits 2 for it)
             results.append({"rule": name, "status": "evaluated nothing", "steps": [],
-                            "message": nothing_evaluated_message(r.rule, r.evaluated)})
+                            "message": nothing_evaluated_message(r.rule, r.evaluated), "finding": None})
         else:
-            results.append({"rule": name, "status": "no issue", "steps": [], "message": f"{r.evaluated} steps evaluated"})
+            results.append({"rule": name, "status": "no issue", "steps": [], "message": f"{r.evaluated} steps evaluated",
+                            "finding": None})
     return results
+
+
+def _finding_json(firing) -> dict | None:
+    """The firing's finding as JSON, its mode and mode step filled in from the firing when the
+    finding could not tell them; None when the rule did not say what it found."""
+    if firing.finding is None:
+        return None
+    out = firing.finding.to_json()
+    if out.get("mode") is None:
+        out["mode"] = firing.mode
+    if out.get("mode_step") is None:
+        out["mode_step"] = firing.mode_step
+    return out
 
 
 _STATUS_CLASS = {"fired": "fired", "error": "error", "evaluated nothing": "error", "no issue": "ok"}
@@ -126,12 +146,99 @@ def _table(headers, rows) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _where(step, mode, mode_step, worker) -> str:
+    """``global step 5 (TRAIN step 5, worker_0)``."""
+    inside = []
+    if mode is not None and mode_step is not None:
+        inside.append(f"{getattr(mode, 'name', mode)} step {mode_step}")
+    if worker:
+        inside.append(str(worker))
+    return f"global step {step}" + (f" ({', '.join(inside)})" if inside else "")
+
+
+def _finding_html(found: dict) -> str:
+    """What a firing found (a :meth:`Finding.to_json` dict): its sentence, then each tensor with its
+    value, the condition that held, and where (global step, mode step, worker)."""
+    from smdebug.rules.finding import FINDING_FIELDS, show_value
+
+    e = html.escape
+    items = []
+    tensors, values = found.get("tensors") or [], found.get("values") or []
+    if len(tensors) == len(values):  # one value a tensor
+        for name, value in zip(tensors, values):
+            items.append(f"<li>tensor <code class='tensor'>{e(str(name))}</code> = "
+                         f"<b class='value'>{e(show_value(value))}</b></li>")
+    else:  # e.g. a loss's previous and current value, or a ratio over several tensors
+        items.extend(f"<li>tensor <code class='tensor'>{e(str(name))}</code></li>" for name in tensors)
+        if values:
+            items.append("<li>" + ("value " if len(values) == 1 else "values ") + ", ".join(
+                f"<b class='value'>{e(show_value(v))}</b>" for v in values) + "</li>")
+    if found.get("condition"):
+        items.append(f"<li>condition <code class='condition'>{e(str(found['condition']))}</code></li>")
+    where = _where(found.get("step"), found.get("mode"), found.get("mode_step"), found.get("worker"))
+    items.append(f"<li class='where'>at {e(where)}</li>")
+    extra = [(k, v) for k, v in found.items() if k not in FINDING_FIELDS and isinstance(v, (str, int, float, bool))]
+    if extra:
+        items.append("<li>" + e(", ".join(f"{k} {show_value(v) if isinstance(v, float) else v}" for k, v in extra)) + "</li>")
+    return (f"<p class='found'>{e(str(found.get('message') or ''))}</p>"
+            f"<ul class='finding'>{''.join(items)}</ul>")
+
+
+def _rules_html(results: list) -> str:
+    if not results:
+        return "<p>No built-in rule applies to what this trial saved.</p>"
+    rows = []
+    for r in results:
+        if r.get("finding"):
+            detail = _finding_html(r["finding"])
+        elif r["status"] == "evaluated nothing":
+            detail = f"<p class='reason'>{html.escape(r['message'])}</p>"
+        else:
+            detail = html.escape(r["message"])
+        rows.append(f"<tr><td>{html.escape(r['rule'])}</td>"
+                    f"<td class='{_STATUS_CLASS[r['status']]}'>{html.escape(r['status'])}</td>"
+                    f"<td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
+                    f"<td>{detail}</td></tr>")
+    return ("<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
+            f"<th>what it found</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _nonfinite_html(trial) -> str:
+    """The "First non-finite value" section: the first tensor, in the order the model computed
+    them, that held NaN or inf, at the first step any did (:mod:`smdebug.analysis.nonfinite`)."""
+    e = html.escape
+    try:
+        from smdebug.analysis.nonfinite import scan_nonfinite
+
+        scan = scan_nonfinite(trial)  # first_nonfinite(trial), saying also how much it read
+    except Exception as exc:  # noqa: BLE001 - the rest of the page is still worth writing
+        say(f"smdebug report: could not look for non-finite values: {type(exc).__name__}: {exc}")
+        return f"<p class='error'>Could not look for non-finite values: {e(type(exc).__name__)}: {e(str(exc))}</p>"
+    nf = scan.found
+    if nf is not None:
+        size = nf.size if nf.size else nf.count
+        what = "saved reduction" if getattr(nf, "from_reductions", False) else "value"
+        many = f"{nf.count} of {size} {what}{'s' if size != 1 else ''}"
+        return (f"<p id='first-nonfinite' class='fired'><code class='tensor'>{e(nf.tensor)}</code> was the first "
+                f"tensor to hold <b class='kind'>{e(nf.kind)}</b>: <span class='count'>{e(many)}</span>, at "
+                f"<span class='where'>{e(_where(nf.step, nf.mode, nf.mode_step, nf.worker))}</span>.</p>"
+                "<p class='meta'>The first tensor, in the order the model computed them, that held NaN or inf, "
+                "at the first step any did; what came after it was computed from it.</p>")
+    if not scan.steps:
+        return "<p id='first-nonfinite'>The trial holds no step with a tensor yet: nothing to check.</p>"
+    if not scan.values:
+        return "<p id='first-nonfinite'>The trial holds no numeric tensor: nothing to check for NaN or inf.</p>"
+    n = scan.steps
+    return f"<p id='first-nonfinite' class='ok'>Every saved value is finite ({n} step{'s' if n != 1 else ''}).</p>"
+
+
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
 th{background:#f4f4f4}.fired{color:#b00020;font-weight:bold}.ok{color:#1b7a1b}.error{color:#a66}
 img{max-width:100%;border:1px solid #eee}.meta{color:#555}
+ul.finding{margin:.2em 0;padding-left:1.2em}p.found{margin:.1em 0}code{background:#f6f6f6;padding:0 .2em}
 """
 
 
@@ -148,27 +255,15 @@ def render(trial, with_rules: bool = True) -> str:
         + _table(["mode", "steps", "first", "last"],
                  [(m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()])
     )
-    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", _section("summary", "Summary", summary)]
+    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", _section("summary", "Summary", summary),
+             _section("nonfinite", "First non-finite value", _nonfinite_html(trial))]
     loss = _loss_plot(trial)
     parts.append(_section("losses", "Losses", f"<img alt='losses' src='{loss}'>" if loss else "<p>No losses were saved.</p>"))
     for coll, title in (("gradients", "Gradient norms (L2) per layer"), ("weights", "Weight norms (L2) per layer")):
         img = _norm_plots(trial, coll, title)
         parts.append(_section(coll, title, f"<img alt='{coll}' src='{img}'>" if img else f"<p>No {coll} were saved.</p>"))
     if with_rules:
-        results = run_applicable_rules(trial)
-        if results:
-            rows = "".join(
-                f"<tr><td>{html.escape(r['rule'])}</td>"
-                f"<td class='{_STATUS_CLASS[r['status']]}'>"
-                f"{html.escape(r['status'])}</td><td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
-                f"<td>{html.escape(r['message'])}</td></tr>"
-                for r in results
-            )
-            body = ("<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
-                    f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
-        else:
-            body = "<p>No built-in rule applies to what this trial saved.</p>"
-        parts.append(_section("rules", "Rules", body))
+        parts.append(_section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
     parts.append(_section("collections", "Collections",
                           _table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
     parts.append(_section("saved", "What was saved", _table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [

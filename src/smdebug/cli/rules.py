@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from smdebug.cli.common import (
     CliError,
@@ -25,6 +26,9 @@ from smdebug.cli.common import (
     progress,
     say,
 )
+
+if TYPE_CHECKING:
+    from smdebug.rules.finding import Finding
 
 
 class _RuleAction(argparse.Action):
@@ -109,7 +113,7 @@ class Firing:
     mode: str
     mode_step: int
     message: str
-    finding: object = None  # smdebug.rules.finding.Finding, when the rule says what it found
+    finding: Finding | None = None  # when the rule says what it found
 
     def to_json(self) -> dict:
         """``{"event": "fired", ...}``: the finding's stable fields (smdebug.rules.finding.FINDING_FIELDS)."""
