@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -52,6 +54,17 @@ def _end_of_backward(ref: Any) -> None:
 
 def _queue_end_of_backward(ref: Any) -> None:
     torch.autograd.Variable._execution_engine.queue_callback(lambda: _end_of_backward(ref))
+
+
+@dataclass
+class LateCheck:
+    """A CUDA loss's finiteness, computed on the device and copied to pinned memory without a sync:
+    read at a later step boundary once ``event`` has passed (the non-finite watch on a GPU)."""
+
+    name: str
+    step: int
+    finite: torch.Tensor  # a pinned bool scalar
+    event: Any  # torch.cuda.Event recorded after the copy
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # the exact types that are no DTensor
@@ -110,6 +123,8 @@ class Hook(BaseHook):
         # optimizer step under gradient accumulation) and gradients are saved before the optimizer step
         self._steps_by_trainer: frozenset = frozenset()
         self._grads_by_trainer = False
+        self._loss_modules: weakref.WeakSet = weakref.WeakSet()  # registered losses: the non-finite watch reads them
+        self._late_losses: list[LateCheck] = []  # CUDA losses whose check is read a step late
         self._capture = CaptureCheck(self)  # a capture of a tensor changed meanwhile is dropped (grad_capture.py)
 
     # ---------------------------------------------------------------- distributed
@@ -164,8 +179,10 @@ class Hook(BaseHook):
     @guarded(check=lambda self, loss_module: check_type("register_loss", "loss_module", loss_module,
                                                         torch.nn.Module, "a torch.nn.Module"))
     def register_loss(self, loss_module: Any) -> None:
-        """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss."""
+        """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss, and
+        watched every step: its first NaN or infinite value saves that step and the next few in full."""
         self._module_names[loss_module] = loss_module._get_name()
+        self._loss_modules.add(loss_module)
         self._handles.append(loss_module.register_forward_hook(self._forward_hook))
         self.has_registered_loss_module = True
 
@@ -217,22 +234,35 @@ class Hook(BaseHook):
         self.adapter.sync()
         if self.step == self.init_step:
             self.worker = self._get_worker_name()  # torch.distributed may start after the hook
+        self._check_late_losses()
         self._begin_step()
         self._backward_callback = False
         if self.saving_this_step():
-            # parameters are copied on the copy thread while forward and backward run; the
-            # copies are complete before the optimizer (or anything after backward) changes them
-            # except FSDP's (FullyShardedDataParallel, use_orig_params): during forward they are views
-            # of a buffer FSDP frees after it, copied now (read on the copy thread, they crashed the process)
-            for top, model in self._tops:
-                if id(model) in self._copy_now:
-                    for pname, p in model.named_parameters():
+            self._save_parameters()
+
+    def _save_forced_step_start(self, held: set[str]) -> None:
+        """The non-finite watch made this step one that saves (core.engine.nonfinite): its
+        parameters, unchanged since the step started (the optimizer runs after backward), now,
+        but for those in ``held`` (the step saved them when it started)."""
+        self._save_parameters(skip=held)
+
+    def _save_parameters(self, skip: set[str] | frozenset[str] = frozenset()) -> None:
+        """The registered models' parameters (a step that saves, when it starts), but for ``skip``."""
+        # parameters are copied on the copy thread while forward and backward run; the
+        # copies are complete before the optimizer (or anything after backward) changes them
+        # except FSDP's (FullyShardedDataParallel, use_orig_params): during forward they are views
+        # of a buffer FSDP frees after it, copied now (read on the copy thread, they crashed the process)
+        for top, model in self._tops:
+            if id(model) in self._copy_now:
+                for pname, p in model.named_parameters():
+                    if f"{top}_{pname}" not in skip:
                         self._save_for_tensor(f"{top}_{pname}", p)
-            self._save_deferred(self._unsharded((f"{top}_{pname}", p) for top, model in self._tops
-                                                if id(model) not in self._copy_now
-                                                for pname, p in model.named_parameters()))
-            if self.writes:
-                self._sharded.flush(self.store, self.worker)
+        self._save_deferred(self._unsharded((f"{top}_{pname}", p) for top, model in self._tops
+                                            if id(model) not in self._copy_now
+                                            for pname, p in model.named_parameters()
+                                            if f"{top}_{pname}" not in skip))
+        if self.writes:
+            self._sharded.flush(self.store, self.worker)
 
     def _unsharded(self, named_values: Any) -> Any:
         """``(name, value)`` with each DTensor replaced by what is saved of it (sharded.py); in
@@ -254,7 +284,11 @@ class Hook(BaseHook):
 
     @guarded()
     def _forward_hook(self, module: Any, inputs: Any, outputs: Any) -> Any:
-        if self.step < 0 or not self.saving_this_step():
+        if self.step < 0:
+            return
+        if module in self._loss_modules and isinstance(outputs, torch.Tensor):
+            self.watch_value(self._module_names.get(module, "loss") + self.OUTPUT_TENSOR_SUFFIX + "0", outputs)
+        if not self.saving_this_step():
             return
         if torch._C._current_graph_task_id() != -1:
             return  # activation checkpointing: backward runs the forward again, saved already
@@ -306,9 +340,45 @@ class Hook(BaseHook):
     @guarded(check=lambda self, tensor_name, tensor_value: check_type(
         f"record_tensor_value({tensor_name!r})", "tensor_value", tensor_value, torch.Tensor, "a torch.Tensor"))
     def record_tensor_value(self, tensor_name: str, tensor_value: Any) -> None:
-        """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'."""
+        """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'
+        (watched like a loss: its first NaN or infinite value saves that step and the next few in full)."""
+        if self.step >= 0:
+            self.watch_value(tensor_name + self.OUTPUT_TENSOR_SUFFIX + "0", tensor_value)
         if self.step >= 0 and self.saving_this_step():
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
+
+    # ---------------------------------------------------------------- the non-finite watch
+    def _finite(self, name: str, value: Any) -> bool | None:
+        """On the CPU, read now (a scalar: one ``item()``); on a device, the check is queued and its
+        answer copied to pinned memory without a sync, read at a later step boundary."""
+        if not isinstance(value, torch.Tensor):
+            return super()._finite(name, value)
+        t = value.detach()
+        if not t.is_floating_point() and not t.is_complex():
+            return True
+        if t.device.type == "cpu":
+            return math.isfinite(t.item()) if t.numel() == 1 else bool(torch.isfinite(t).all())
+        if t.device.type == "cuda" and len(self._late_losses) < 4:
+            flag = torch.isfinite(t).all()
+            host = torch.empty((), dtype=torch.bool, pin_memory=True)
+            host.copy_(flag, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+            self._late_losses.append(LateCheck(name, self.step, host, event))
+            return None
+        return None  # another device: not read (a sync per step would cost more than the watch is worth)
+
+    def _check_late_losses(self) -> None:
+        """The device losses whose check has finished (never waits for one that has not)."""
+        if not self._late_losses:
+            return
+        keep = []
+        for late in self._late_losses:
+            if not late.event.query():
+                keep.append(late)
+            elif not bool(late.finite.item()):
+                self._seen_nonfinite(late.name, False, late.step)
+        self._late_losses = keep
 
     def close(self) -> None:
         if self.writes and not self._closed:

@@ -11,7 +11,7 @@ import time
 from smdebug.core.output.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key, is_chief_worker
 from smdebug.storage import Store
 
-__all__ = ["close_hook", "end_training_run", "mark_end_of_training", "write_held", "END_OF_JOB_WAIT_ENV"]
+__all__ = ["close_hook", "close_line", "end_training_run", "mark_end_of_training", "write_held", "END_OF_JOB_WAIT_ENV"]
 
 logger = logging.getLogger("smdebug")
 END_OF_JOB_WAIT_ENV = "SMDEBUG_END_OF_JOB_WAIT"
@@ -108,3 +108,63 @@ def close_hook(hook) -> None:
         logger.exception("smdebug: could not finish writing %s", hook.out_dir)
     finally:
         hook.adapter.shutdown()
+    if hook.writes:
+        _say_close_line(hook)
+
+
+def close_line(hook) -> tuple[str, bool]:
+    """The one line a hook writes at close: steps trained, steps saved, what was saved; and whether
+    it is a warning (an empty trial: it names what to add)."""
+    from smdebug.core.engine.nonfinite import steps_text
+
+    planner = hook.planner
+    colls = ", ".join(sorted(c.name for c in planner.to_save)) or "none"
+    trained = max(hook.step, -1) + 1 - (hook.resumed_from + 1 if hook.resumed_from is not None else 0)
+    saved = hook._saved_steps
+    if not saved:
+        line = f"smdebug: {trained} steps trained, nothing saved to {hook.out_dir}: the trial is empty"
+        if planner.prepared and not planner.to_save:
+            return line + ". Name what to save: include_collections=['weights', 'gradients', 'losses'].", True
+        tips = []
+        if "losses" in {c.name for c in planner.to_save} and not getattr(hook, "has_registered_loss_module", True):
+            tips.append("no loss was registered (hook.register_loss(loss_fn))")
+        tips.append(f"the collections saved ({colls}) matched no tensor at a saved step: with no save_config a hook "
+                    "saves every 500th step (SaveConfig(save_interval=1) saves every step); check "
+                    "include_collections / include_regex")
+        return f"{line}: {'; '.join(tips)}.", True
+    shown = steps_text(saved) if len(saved) <= 12 else f"{saved[0]}..{saved[-1]}"
+    tensors = len(hook._saved_names)
+    line = (f"smdebug: {trained} steps trained, {len(saved)} saved (steps {shown}; {_schedule(hook)}), "
+            f"{tensors} tensors of collections {colls}, in {hook.out_dir}")
+    watch = hook.nonfinite
+    if watch.first_step is not None:
+        full = [s for s in saved if watch.forcing(s)]
+        line += (f"; first non-finite value: {watch.first_name} at step {watch.first_step}"
+                 + (f", saved in full at steps {steps_text(full)}" if full else ""))
+    return line, False
+
+
+def _schedule(hook) -> str:
+    """``save_interval 500`` / ``save_interval 1, 500`` of the saved collections, in the current mode."""
+    parts = set()
+    for c in hook.planner.to_save:
+        if c.save_config is not None:
+            m = c.save_config.get_save_config(hook.mode)
+            parts.add(f"steps {m.save_steps}" if m.save_steps else str(m.save_interval))
+    return "save_interval " + ", ".join(sorted(parts, key=lambda p: (len(p), p))) if parts else "no schedule"
+
+
+def _say_close_line(hook) -> None:
+    import sys
+
+    try:
+        line, warn = close_line(hook)
+    except Exception:  # the summary never fails a close
+        logger.debug("smdebug: no close line", exc_info=True)
+        return
+    if warn:
+        logger.warning("%s", line)
+    else:
+        logger.info("%s", line)
+        if os.environ.get("SMDEBUG_QUIET", "").strip().lower() not in ("1", "true"):
+            sys.stderr.write(line + "\n")

@@ -26,6 +26,7 @@ from smdebug.core.engine.arguments import check_mode, check_save_tensor, scalar_
 from smdebug.core.engine.end_of_job import close_hook, end_training_run, write_held
 from smdebug.core.engine.guard import guarded, propagate_default
 from smdebug.core.engine.module_tensors import ModuleTensors, tensors_in
+from smdebug.core.engine.nonfinite import NonFiniteWatch, VerdictWait, is_finite_number
 from smdebug.core.engine.resume import resume_numbering
 from smdebug.core.engine.save_plan import Planner, included_collections
 from smdebug.core.engine.step_buffer import StepBuffer
@@ -119,6 +120,10 @@ class BaseHook:
         self._writer: StepWriter | None = None
         self._closed = False
         self.stop_watcher = StopRequestWatcher(self.store)
+        self.nonfinite = NonFiniteWatch()  # the first NaN/inf loss: that step and the next few saved in full
+        self._verdicts = VerdictWait.from_env()  # under smdebug run: the live rules' progress
+        self._saved_steps: list[int] = []  # the global steps handed to the writer (the close line)
+        self._saved_names: set[str] = set()  # ... and the names of what they held
         self._training_ended = False  # see _end_training_run
         self._resume_checked = False  # see _resume
         self.resumed_from: int | None = None  # the last step the folder held of this worker
@@ -224,6 +229,7 @@ class BaseHook:
             self._resume()
         self._end_step()
         self._next_step()
+        self.planner.force = self.nonfinite.forcing(self.step)
         self.buffer.new_step()
         self._step_saves = bool(self._collections_for_step())
         if self._custom:
@@ -261,6 +267,8 @@ class BaseHook:
         rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
             self.last_saved_step = self._handed_step = rec.step
+            self._saved_steps.append(rec.step)
+            self._saved_names.update(r.name for r in rec.records)
             writer.submit(rec)
             if self._state_file is not None:
                 self._state_file.write(self)
@@ -354,16 +362,65 @@ class BaseHook:
         for name, (value, colls) in custom.items():
             self.save_tensor(name, value, colls)
 
+    # ---------------------------------------------------------------- non-finite values
+    def watch_value(self, name: str, value: Any) -> None:
+        """Show the non-finite watch a value the step computed anyway (the loss): when it is the
+        first NaN or infinite one, this step and the next ``nonfinite.after`` are saved in full,
+        whatever the save config says (core.engine.nonfinite). Cheap: one look at a scalar."""
+        watch = self.nonfinite
+        if watch.first_step is not None or not watch.on or self.step < 0 or self.disabled:
+            return
+        self._seen_nonfinite(name, self._finite(name, value), self.step)
+
+    def _finite(self, name: str, value: Any) -> bool | None:
+        """Whether ``value`` holds only finite numbers; None when it cannot be told without waiting
+        (a framework reading a device value late says later, through ``_seen_nonfinite``)."""
+        return is_finite_number(value)
+
+    def _seen_nonfinite(self, name: str, finite: bool | None, step: int) -> None:
+        if not self.nonfinite.see(name, finite, step, seen_at=self.step):
+            return
+        logger.warning("smdebug: %s is not finite at step %s (%s step %s): saving step %s and the next %s in full, "
+                       "whatever the save config says", name, step, self._rec_mode.name, self._rec_mode_step,
+                       self.step, self.nonfinite.after)
+        held = {r.name for r in self.buffer.records}  # what the step saved before it was forced
+        self.planner.force = True
+        self.planner.new_step()
+        if self._collections_for_step():
+            self._step_saves = True
+            start = len(self.buffer.records)
+            self._save_forced_step_start(held)
+            self.buffer.hoist(start)
+
+    def _save_forced_step_start(self, held: set[str]) -> None:
+        """What a step saves when it starts (a framework's parameters), saved now, but for the names
+        in ``held`` (saved already): the watch made this step save everything after it started."""
+
     # ---------------------------------------------------------------- stop requests
     def stop_requested(self) -> StopRequest | None:
         """A rule's request that training stop (see core.engine.stop_request), once: the framework glue
         calls this at each step boundary and ends training its own way when it gets one. The
         look at storage is rate limited; when a request is first seen, everything the hook
-        holds is written before it is returned. Works on a disabled hook too."""
+        holds is written before it is returned. Works on a disabled hook too. After the first
+        non-finite step, under ``smdebug run`` with rules, the live rules judge that step first."""
+        if self.nonfinite.pending_verdict is not None:
+            self._await_verdict()
         req = self.stop_watcher.take()
         if req is not None:
             self._write_held()
         return req
+
+    def _await_verdict(self) -> None:
+        """Write the first non-finite step and hold training until the live rules judged it
+        (core.engine.nonfinite.VerdictWait); a stop request ends the wait."""
+        step, self.nonfinite.pending_verdict = self.nonfinite.pending_verdict, None
+        if step is None or not self._verdicts.path or self.disabled:
+            return
+        self._write_held()
+        how = self._verdicts.wait(step, lambda: self.stop_watcher.check(force=True) is not None)
+        if how == "timeout":
+            logger.warning("smdebug: the rules did not judge step %s within %g s; training goes on", step,
+                           self._verdicts.timeout)
 
     @guarded()
     def _end_training_run(self) -> None:  # core.engine.end_of_job.end_training_run

@@ -67,6 +67,7 @@ class Planner:
         self._step_plans: dict = {}  # name -> SavePlan or None, for the collections of this step
         self._step_plans_for: frozenset | None = None  # ... which are these
         self.epoch = 0  # counts the times the step plans were dropped: a plan seen in an epoch holds in it
+        self.force = False  # this step saves every collection, whatever its schedule (core.engine.nonfinite)
 
     def forget(self, tensor_name: str | None = None) -> None:
         """Collections changed (or, given ``tensor_name``, the collections of that tensor):
@@ -144,7 +145,8 @@ class Planner:
         """The collections saved at this step (``new_step`` says when the step changes)."""
         if self.due_now is None:
             skip = self.defaults.mode_skips.get(mode, ())
-            out = {c for c in self.to_save if c.name not in skip and c.save_config.should_save_step(mode, mode_step)}
+            out = {c for c in self.to_save if c.name not in skip
+                   and (self.force or c.save_config.should_save_step(mode, mode_step))}
             self.due_now = out
             if out != self._step_plans_for:
                 self._step_plans.clear()

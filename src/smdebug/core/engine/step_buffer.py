@@ -68,6 +68,13 @@ class StepBuffer:
         """The names of the tensors (not reductions) the step holds so far."""
         return {r.name for r in self.records if r.kind is _TENSOR or r.kind is _SHAPE}
 
+    def hoist(self, start: int) -> None:
+        """Put the records added since there were ``start`` before the earlier ones: what a step
+        saves when it starts, saved late, is written first (the write order is the order the model
+        computed the tensors in, which smdebug.analysis.nonfinite reads)."""
+        if len(self.records) > start:
+            self.records = self.records[start:] + self.records[:start]
+
     def new_step(self) -> None:
         self._counts.clear()
 
