@@ -120,7 +120,7 @@ def test_a_rule_that_judged_no_tensor_ends_error_not_no_issues_found(tmp_path):
     assert result.exit_code == 0
     rule = _rule(result, "ExplodingTensor")
     assert rule["RuleEvaluationStatus"] == "Error"
-    assert rule["StatusDetails"].startswith("ClientError: the rule evaluated no tensor in 4 steps")
+    assert rule["StatusDetails"].startswith("ClientError: ExplodingTensor: evaluated no tensor in 4 steps")
 
 
 def test_a_rule_that_raises_ends_error_and_training_goes_on(tmp_path):

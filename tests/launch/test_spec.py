@@ -73,8 +73,11 @@ def test_the_same_rule_four_ways_gives_the_same_debughookconfig(tmp_path):
     job_file.write_text(json.dumps(request))
     job = build_spec(name="other", out_dir=out, job=str(job_file))
     docs = [_hook_json(s) for s in (flag, as_dict, sdk, job)]
+    # nobody gave a schedule: smdebug run chooses one the rule can judge (launch.schedule)
     assert docs[0] == {"S3OutputPath": None, "LocalPath": out, "HookParameters": None,
-                       "CollectionConfigurations": [{"CollectionName": "weights"}, {"CollectionName": "losses"}]}
+                       "CollectionConfigurations": [
+                           {"CollectionName": "weights", "CollectionParameters": {"save_interval": "10"}},
+                           {"CollectionName": "losses", "CollectionParameters": {"save_interval": "1"}}]}
     assert all(d == docs[0] for d in docs[1:])
     rules = [[(r.name, r.parameters) for r in s.rules] for s in (flag, as_dict, sdk, job)]
     assert all(r == [("ExplodingTensor", {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"})] for r in rules)
@@ -102,10 +105,12 @@ def test_collections_merge_one_entry_per_name_the_users_first():
     spec = build_spec(name="j", out_dir="/tmp/x", rules=["loss_not_decreasing"], collections=["losses:save_interval=7"])
     assert [(c["CollectionName"], c.get("CollectionParameters")) for c in spec.collections] == [
         ("losses", {"save_interval": "7"})]
-    # a name only a rule asks for keeps the rule's parameters
+    # a name only a rule asks for: the rule's default (SageMaker's every 500th step) is no user's choice, and
+    # would leave the rule nothing to judge on a short job: the losses are saved every step (launch.schedule)
     spec = build_spec(name="j", out_dir="/tmp/x", rules=["loss_not_decreasing"])
     assert [(c["CollectionName"], c.get("CollectionParameters")) for c in spec.collections] == [
-        ("losses", {"save_interval": "500"})]
+        ("losses", {"save_interval": "1"})]
+    assert spec.schedule_notes == ["saving losses every step (scalars; give losses:save_interval=N to choose)"]
 
 
 def test_action_stop_reaches_every_rule_once():

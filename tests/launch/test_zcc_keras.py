@@ -36,3 +36,16 @@ def test_unmodified_keras_fit_gives_the_explicit_trial(tmp_path, capfd):
     assert [m.name for m in zcc.modes()] == [m.name for m in explicit.modes()] == ["TRAIN", "EVAL"]
     last = zcc.steps()[-1]
     assert zcc.tensor("loss").value(last) == pytest.approx(explicit.tensor("loss").value(last), rel=1e-4)
+
+
+def test_vanishing_gradient_on_gradients_without_the_abs_mean_ends_error_saying_what_to_add(tmp_path):
+    # gradients saved as l2/max/mean/min reductions: VanishingGradient judges nothing, and says why
+    result = smdebug.launch([sys.executable, SCRIPT], run_dir=str(tmp_path / "r"), name="vg",
+                            collection_configs=["gradients:reductions=l2_norm,max,mean,min"],
+                            rules=["vanishing_gradient"], echo=lambda line: None)
+    assert result.exit_code == 0
+    (rule,) = result.rules
+    assert rule["RuleEvaluationStatus"] == "Error", rule
+    details = rule["StatusDetails"]
+    assert "VanishingGradient: evaluated no tensor" in details
+    assert "saved only as reductions (l2, max, mean, min)" in details and 'abs_reductions=["mean"]' in details

@@ -90,7 +90,8 @@ class Launcher:
         self.follower = None if self.node_rank == 0 else StopFollower(spec.out_dir, self._follow_stop, self.poll)
         self.jobs = [] if self.node_rank else [
             RuleJob(r, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name), spec.name,
-                    on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll)
+                    on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll,
+                    on_judged=self._rule_judged)
             for r in spec.rules]
         self.profiler_jobs = [] if self.node_rank else [
             ProfilerRuleJob(r, self.profiler_dir,  # type: ignore[arg-type]  # set whenever there are profiler rules
@@ -105,6 +106,9 @@ class Launcher:
         self._stop_step: int | None = None
         self._interrupted = False
         self._lock = threading.Lock()
+        self._judged_path = os.path.join(self.run_dir, "rules-judged") if self.jobs else None
+        self._judged_written: int | None = None
+        self._judged_lock = threading.Lock()
 
     @property
     def profiler_dir(self) -> str | None:
@@ -159,6 +163,11 @@ class Launcher:
             env[PROFILER_CONFIG_ENV] = profiler
         env["SMDEBUG_LAUNCH_RUN_DIR"] = self.run_dir
         env.setdefault(STOP_INTERVAL_ENV, f"{self.poll:g}")
+        if self._judged_path is not None:
+            from smdebug.core.engine.nonfinite import RULES_JUDGED_ENV
+
+            self._write_judged(-1)
+            env[RULES_JUDGED_ENV] = self._judged_path
         if self.zcc:
             env[ZCC_ENV] = "1"
             old = env.get("PYTHONPATH")
@@ -166,7 +175,30 @@ class Launcher:
         return env
 
     # ---------------------------------------------------------------- callbacks from rule jobs
+    def _rule_judged(self, job) -> None:
+        """A rule job judged a step: the last step every live rule has judged goes to
+        ``rules-judged``, which a hook reads after its first non-finite step (core.engine.nonfinite)."""
+        from smdebug.core.engine.nonfinite import ALL_JUDGED
+
+        live = [j.judged_step for j in self.jobs if j.status in ("InProgress", "Stopping")]
+        self._write_judged(min(live) if live else ALL_JUDGED)
+
+    def _write_judged(self, step: int) -> None:
+        with self._judged_lock:
+            if self._judged_path is None or step == self._judged_written:
+                return
+            self._judged_written = step
+            tmp = f"{self._judged_path}.{threading.get_ident()}"
+            try:
+                with open(tmp, "w") as f:
+                    f.write(str(step))
+                os.replace(tmp, self._judged_path)
+            except OSError as exc:
+                logger.debug("smdebug: could not write %s: %s", self._judged_path, exc)
+
     def _rule_changed(self, job) -> None:
+        if self._judged_path is not None and job.status not in ("InProgress", "Stopping"):
+            self._rule_judged(job)
         self.board.update()
         if job.status in ("IssuesFound", "Error"):
             first = job.details.strip().splitlines()[0] if job.details.strip() else ""
@@ -213,6 +245,8 @@ class Launcher:
     # ---------------------------------------------------------------- the run
     def run(self) -> LaunchResult:
         config = self.write_config()
+        for note in self.spec.schedule_notes:
+            self._echo(note)
         if self.spec.profiling_auto:
             self._echo(f"profiling switched on for the profiler rules "
                        f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "

@@ -116,7 +116,7 @@ class RuleJob:
     kind = "debugger"  # or "profiler" (smdebug.launch.profiler_jobs)
 
     def __init__(self, spec: RuleSpec, out_dir: str, output_dir: str, run_name: str, *, on_change=None,
-                 on_stop=None, poll: float = 0.02, wait_s: float = 1e9):
+                 on_stop=None, poll: float = 0.02, wait_s: float = 1e9, on_judged=None):
         self.spec = spec
         self.name = spec.name
         self.out_dir = out_dir
@@ -130,6 +130,8 @@ class RuleJob:
         self.evaluated: int | None = None
         self._on_change = on_change
         self._on_stop = on_stop
+        self._on_judged = on_judged  # hears each global step the rule has judged (or passed)
+        self.judged_step = -1
         self._poll = poll
         self._wait_s = wait_s
         self._cls = self._check()
@@ -177,7 +179,7 @@ class RuleJob:
 
     def describe(self) -> dict:
         """A DebugRuleEvaluationStatus; ``Finding`` (ours) names what a firing found."""
-        out = {"RuleConfigurationName": self.name, "RuleEvaluationJobArn": self.arn,
+        out: dict[str, object] = {"RuleConfigurationName": self.name, "RuleEvaluationJobArn": self.arn,
                "RuleEvaluationStatus": self.status, "StatusDetails": self.details,
                "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
                + f".{int(self.modified * 1000) % 1000:03d}Z"}
@@ -211,6 +213,7 @@ class RuleJob:
             params = {k: v for k, v in self.spec.parameters.items() if k not in _RANGE_KEYS}
             params.pop("source_s3_uri", None)
             rule = create_rule(params, trial, rule_classes={self.spec.rule_to_invoke.strip(): self._cls})
+            self._follow_judged(rule)
             start = _int_param(self.spec, "start_step") or 0
             run = invoke_rule(rule, start_step=start, end_step=_int_param(self.spec, "end_step"),
                               raise_eval_cond=True)
@@ -239,13 +242,30 @@ class RuleJob:
             self._end("NoIssuesFound", f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
                       f"{run.evaluated[-1]}); {run.skipped} skipped.", run=run)
 
+    def _follow_judged(self, rule) -> None:
+        """``on_judged(job)`` after each step the rule was invoked at (judged, skipped or the end):
+        the hook holding training after a non-finite step waits on it (core.engine.nonfinite)."""
+        if self._on_judged is None:
+            return
+        invoke = rule.invoke
+
+        def invoke_and_tell(step):
+            try:
+                invoke(step)
+            finally:
+                self.judged_step = max(self.judged_step, step)
+                self._on_judged(self)
+
+        rule.invoke = invoke_and_tell
+
     def _end(self, status: str, details: str, run=None, rule=None) -> None:
         if run is not None:
             self.evaluated = len(run.evaluated)
-        report = {"RuleConfigurationName": self.name, "RuleEvaluationStatus": status,
-                  "RuleTriggered": int(status == "IssuesFound"), "FiredAtStep": self.fired_step,
-                  "StepsEvaluated": self.evaluated, "RuleParameters": self.spec.parameters,
-                  "StatusDetails": details[:STATUS_DETAILS_MAX]}
+        report: dict[str, object] = {
+            "RuleConfigurationName": self.name, "RuleEvaluationStatus": status,
+            "RuleTriggered": int(status == "IssuesFound"), "FiredAtStep": self.fired_step,
+            "StepsEvaluated": self.evaluated, "RuleParameters": self.spec.parameters,
+            "StatusDetails": details[:STATUS_DETAILS_MAX]}
         if self.finding is not None:
             report["Finding"] = self.finding
         if rule is not None and isinstance(getattr(rule, "report", None), dict):

@@ -150,6 +150,7 @@ class JobSpec:
     profiler: dict | None = None  # the job's profilerconfig.json (smdebug.launch.profiling)
     profiler_rules: list = field(default_factory=list)  # RuleSpecs of ProfilerRuleConfigurations
     profiling_auto: bool = False  # profiling was switched on because a profiler rule needs it
+    schedule_notes: list = field(default_factory=list)  # the save intervals chosen for the rules (launch.schedule)
 
     def hook_config(self) -> dict:
         hp = dict(self.hook_parameters)
@@ -342,7 +343,12 @@ class SpecBuilder:
         out_dir = out_dir or default_out_dir
         if out_dir is None:
             raise LaunchConfigError("no output folder: give --out-dir (or LocalPath / S3OutputPath)")
+        from smdebug.launch.schedule import choose_intervals
+
+        collections = [dict(c) for c in self.collections]
+        notes = choose_intervals(collections, {n for n, from_rule in self._collection_keys if from_rule},
+                                 self.rules, self.hook_parameters)
         return JobSpec(name=job, out_dir=out_dir, s3_output_path=self.s3_output_path,
-                       hook_parameters=dict(self.hook_parameters), collections=list(self.collections),
+                       hook_parameters=dict(self.hook_parameters), collections=collections,
                        rules=list(self.rules), tensorboard=self.tensorboard,
-                       profiler_rules=list(self.profiler_rules))
+                       profiler_rules=list(self.profiler_rules), schedule_notes=notes)
