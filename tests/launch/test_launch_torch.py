@@ -76,8 +76,11 @@ def test_nan_at_step_k_stops_the_job_within_three_steps(tmp_path):
                             rules=["exploding_tensor"], actions=["stop"], stop_grace=60)
     rule = _rule(result, "ExplodingTensor")
     assert rule["RuleEvaluationStatus"] == "IssuesFound"
-    assert rule["StatusDetails"] == ("RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step "
-                                     f"{k} resulted in the condition being met\n")
+    details = rule["StatusDetails"]
+    assert details.startswith("RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step "
+                              f"{k} resulted in the condition being met: ")  # then what it found, and where
+    assert details.rstrip().endswith(f", at step {k} (TRAIN step {k}, worker_0)")
+    assert rule["Finding"]["step"] == k and rule["Finding"]["tensors"] and rule["Finding"]["worker"] == "worker_0"
     assert result.status == "Stopped" and result.stop_step == k
     assert result.issues == ["ExplodingTensor"]
     trial = create_trial(result.out_dir)
