@@ -75,3 +75,16 @@ def ready_moments_kernel():
     k = moments_kernel.wait(120)
     assert k is not None
     return k
+
+
+class FakeClock:
+    """A clock a test moves: ``clock()`` is the time, ``clock.sleep(dt)`` moves it on."""
+
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, dt: float) -> None:
+        self.now += dt

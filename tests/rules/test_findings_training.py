@@ -20,7 +20,7 @@ import torch.nn as nn
 import xgboost as xgb
 from runs_tensors import ReluNet, small
 from runs_tensors import train as train_full
-from runs_training import Classifier, digits, full_batch, train
+from runs_training import Classifier, TextNet, digits, full_batch, train
 from xgb_trials import _Schedule, breast_cancer, split
 
 import smdebug.pytorch as smd
@@ -50,6 +50,7 @@ from smdebug.rules.builtin import (
 from smdebug.rules.finding import FINDING_FIELDS, show_value
 from smdebug.rules.rule_invoker import nothing_evaluated_message
 from smdebug.trials import create_trial
+from smdtest import FakeClock
 
 MSE = "MSELoss_output_0"
 NAN = float("nan")
@@ -468,15 +469,6 @@ def test_check_input_images_fires_on_a_nan_pixel(tmp_path):
     assert f.step == 1 and math.isnan(f.values[0]) and "mean NaN" in f.message
 
 
-class TextNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embedding = nn.Embedding(50, 8, padding_idx=0)
-        self.fc = nn.Linear(8, 2)
-
-    def forward(self, ids):
-        return self.fc(self.embedding(ids).mean(dim=1))
 
 
 def test_nlp_sequence_ratio_names_the_token_and_share(tmp_path, capsys):
@@ -643,15 +635,6 @@ def test_create_xgboost_report_with_nothing_to_show_says_so(tmp_path):
 
 
 # ---------------------------------------------------------------- StalledTrainingRule
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, dt):
-        self.now += dt
 
 
 def test_stalled_training_names_the_last_step_and_the_seconds(tmp_path):

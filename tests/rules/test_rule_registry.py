@@ -15,6 +15,7 @@ from smdebug.rules.builtin import rule_classes, rule_names
 from smdebug.rules.builtin.base import BuiltinRule, Param, ReadingRule, SelectingRule
 from smdebug.rules.params import as_float
 from smdebug.trials import create_trial
+from smdtest import FakeClock
 
 STEPS = range(6)
 _RNG = np.random.default_rng(0)
@@ -25,15 +26,6 @@ def every(value):
     return {s: (value(s) if callable(value) else value) for s in STEPS}
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, dt):
-        self.now += dt
 
 
 _LABELS = np.tile([0, 1], 10)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-from runs_training import Classifier, digits, fired_at, full_batch, train
+from runs_training import Classifier, TextNet, digits, fired_at, full_batch, train
 
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules.builtin import CheckInputImages, DeadRelu, NLPSequenceRatio, SaturatedActivation
@@ -184,15 +184,6 @@ class _NHWC(nn.Module):
 
 
 # ---------------------------------------------------------------- NLPSequenceRatio
-class TextNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embedding = nn.Embedding(50, 8, padding_idx=0)
-        self.fc = nn.Linear(8, 2)
-
-    def forward(self, ids):
-        return self.fc(self.embedding(ids).mean(dim=1))
 
 
 def _padded(rng, lengths, width=20):

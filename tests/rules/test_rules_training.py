@@ -17,6 +17,7 @@ from smdebug.core.stop_request import read_stop_request
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules.builtin import LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule
 from smdebug.trials import create_trial
+from smdtest import FakeClock
 
 
 def _xy():
@@ -155,12 +156,6 @@ def test_overtraining_does_not_fire_in_normal_training(tmp_path):
 
 
 # ---------------------------------------------------------------- StalledTrainingRule
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from smdebug.core.tensors.reductions import REDUCTIONS_PREFIX, reverse_reduction_tensor_name
+from smdebug.core.tensors.reductions import REDUCTIONS_PREFIX, as_numeric, reverse_reduction_tensor_name
 from smdebug.exceptions import IndexReaderException
 
 __all__ = [
@@ -62,22 +62,13 @@ def structural_nan(name: str) -> bool:
 def as_floats(value: Any) -> np.ndarray | None:
     """``value`` as an array that can hold NaN (float or complex; bfloat16 and friends as float32),
     or None when it cannot (integers, booleans, strings)."""
-    arr = np.asarray(value)
-    kind = arr.dtype.kind
-    if kind in "fc":
-        return arr
-    if kind == "V":  # ml_dtypes (bfloat16, float8 ...) report kind 'V'
-        try:
-            return arr.astype(np.float32)
-        except (TypeError, ValueError):
-            return None
-    return None
+    arr = as_numeric(value)
+    return arr if arr is not None and arr.dtype.kind in "fc" else None
 
 
 def is_numeric(value: Any) -> bool:
     """Whether ``value`` is an array of numbers (what a NaN check judges, even if it cannot hold one)."""
-    kind = np.asarray(value).dtype.kind
-    return kind in "biufc" or (kind == "V" and as_floats(value) is not None)
+    return as_numeric(value) is not None
 
 
 def nonfinite_counts(name: str, value: Any, only_nan: bool = False) -> tuple[int, int, int]:

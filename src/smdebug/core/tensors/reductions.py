@@ -23,11 +23,27 @@ __all__ = [
     "reductions_from_moments",
     "get_reduction_tensor_name",
     "reverse_reduction_tensor_name",
+    "as_numeric",
 ]
 
 ALLOWED_REDUCTIONS = ["min", "max", "mean", "std", "variance", "sum", "prod"]
 ALLOWED_NORMS = ["l1", "l2"]
 REDUCTIONS_PREFIX = "smdebug/reductions/"
+
+
+def as_numeric(value) -> np.ndarray | None:
+    """A saved value as a numeric array (bfloat16 and the other ml_dtypes as float32); None for
+    strings and objects."""
+    arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if kind in "biufc":
+        return arr
+    if kind == "V":  # ml_dtypes (bfloat16, float8 ...) report kind 'V'
+        try:
+            return arr.astype(np.float32)
+        except (TypeError, ValueError):
+            return None
+    return None
 _NUMPY_OPS = {
     "min": np.min,
     "max": np.max,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from smdebug.core.tensors.reductions import get_numpy_reduction
+from smdebug.core.tensors.reductions import as_numeric, get_numpy_reduction
 from smdebug.trials.reader import StepValue, ValueKey
 
 __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each"]
@@ -21,16 +21,7 @@ __all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs
 
 def numeric(value: Any) -> np.ndarray | None:
     """``value`` as a numeric array (bfloat16 and friends as float32); None for strings and objects."""
-    arr = np.asarray(value)
-    kind = arr.dtype.kind
-    if kind in "biufc":
-        return arr
-    if kind == "V":  # ml_dtypes (bfloat16, float8 ...) report kind 'V'
-        try:
-            return arr.astype(np.float32)
-        except (TypeError, ValueError):
-            return None
-    return None
+    return as_numeric(value)
 
 
 def scalar(value: Any) -> float:
