@@ -153,7 +153,7 @@ def test_rule_file_flag(tmp_path):
      "rule A has no RuleParameters.rule_to_invoke"),
     ({"rules": [{"RuleConfigurationName": "A", "RuleEvaluatorImage": "me/my-image:1",
                  "RuleParameters": {"rule_to_invoke": "A"}}]}, "container images are not run here"),
-    ({"collections": [f"c{i}" for i in range(21)]}, "at most 20"),
+    ({"collections": [f"c{i}:include_regex=c{i}" for i in range(21)]}, "at most 20"),
     ({"collections": ["weights:save_interval=" + "1" * 300]}, "SageMaker allows 256"),
     ({"rules": ["exploding_tensor:rule_to_invoke=AllZero"]}, "cannot provide a 'rule_to_invoke'"),
     ({"actions": ["stop"]}, "--action needs a rule"),

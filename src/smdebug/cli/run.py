@@ -43,13 +43,13 @@ def add(sub) -> None:
     p.add_argument("--node-rank", metavar="K", help="this node's rank in a multi-node job: rules run on node 0 "
                    "only (default $NODE_RANK, else $SM_CURRENT_HOST's place in $SM_HOSTS, else 0)")
     p.add_argument("--no-zcc", action="store_true", help="do not attach hooks (the script makes its own)")
-    p.add_argument("--stop-grace", type=float, default=120.0, metavar="S",
+    p.add_argument("--stop-grace", default=120.0, metavar="S",
                    help="after a StopTraining action, SIGTERM the job if it still runs after S seconds (120)")
-    p.add_argument("--term-grace", type=float, default=30.0, metavar="S",
+    p.add_argument("--term-grace", default=30.0, metavar="S",
                    help="then SIGKILL it after S more seconds (30)")
-    p.add_argument("--rule-timeout", type=float, default=600.0, metavar="S",
+    p.add_argument("--rule-timeout", default=600.0, metavar="S",
                    help="how long rule jobs may take after training ended (600)")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    p.add_argument("job_command", nargs=argparse.REMAINDER, metavar="COMMAND", help="-- then the command")
     p.set_defaults(func=run_job)
 
 
@@ -58,8 +58,9 @@ def run_job(args) -> int:
 
     from smdebug.cli.common import CliError
     from smdebug.launch import LaunchConfigError, Launcher, build_spec, default_name
+    from smdebug.launch.spec import check_seconds
 
-    command = list(args.command)
+    command = list(args.job_command)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
@@ -74,8 +75,10 @@ def run_job(args) -> int:
                           actions=args.action, tensorboard=args.tensorboard, profile=args.profile,
                           profiler_config=args.profiler_config, profile_interval_ms=args.profile_interval_ms,
                           default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
-        launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc, stop_grace=args.stop_grace,
-                            term_grace=args.term_grace, rule_timeout=args.rule_timeout, node_rank=args.node_rank)
+        launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc,
+                            stop_grace=check_seconds(args.stop_grace, "--stop-grace"),
+                            term_grace=check_seconds(args.term_grace, "--term-grace"),
+                            rule_timeout=check_seconds(args.rule_timeout, "--rule-timeout"), node_rank=args.node_rank)
         return launcher.run().exit_code
     except LaunchConfigError as exc:
         raise CliError(str(exc)) from None

@@ -19,7 +19,7 @@ import types
 
 from smdebug.launch.inputs import build_spec
 from smdebug.launch.launcher import Launcher, LaunchResult
-from smdebug.launch.spec import JobSpec, LaunchConfigError
+from smdebug.launch.spec import JobSpec, LaunchConfigError, check_seconds
 
 __all__ = ["launch", "build_spec", "Launcher", "LaunchResult", "JobSpec", "LaunchConfigError", "default_name"]
 
@@ -49,6 +49,15 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     """
     if isinstance(command, str):
         command = command.split()
+    # one item given alone: "weights" is one collection, not the collections w, e, i, ...
+    rules, collection_configs, actions = (
+        [v] if isinstance(v, (str, dict)) or (v is not None and not hasattr(v, "__iter__")) else list(v or ())
+        for v in (rules, collection_configs, actions))
+    if isinstance(hook_parameters, str):
+        hook_parameters = [hook_parameters]
+    stop_grace, term_grace, rule_timeout = (
+        check_seconds(v, k) for v, k in ((stop_grace, "stop_grace"), (term_grace, "term_grace"),
+                                         (rule_timeout, "rule_timeout")))
     name = name or default_name()
     run_dir = run_dir or os.path.join("smdebug-runs", name)
     spec = build_spec(name=name, out_dir=out_dir, default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),

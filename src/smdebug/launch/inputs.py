@@ -76,6 +76,13 @@ def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list | None]
         prof = resolve_profiler_rule(head)
         if prof is not None:
             return profiler_rule_from_flag(prof, parse_params(rest, where), where), None
+        import difflib
+
+        near = difflib.get_close_matches(head.lower(), [*RULE_CONFIGS, *(c.lower() for c in profiler_rule_classes())],
+                                         n=1, cutoff=0.6)
+        if near:
+            match = next((c for c in profiler_rule_classes() if c.lower() == near[0]), near[0])
+            raise LaunchConfigError(f"{where}: {head!r} is no built-in rule; did you mean {match}?")
         raise LaunchConfigError(f"{where}: {head!r} is no built-in rule (debugger rules: {', '.join(RULE_CONFIGS)}; "
                                 f"profiler rules: {', '.join(profiler_rule_classes())}; a rule of your own goes "
                                 "in --rule-file FILE.py:CLASS)")
@@ -150,7 +157,7 @@ def add_rule(builder: SpecBuilder, obj, where: str) -> None:
         if colls is None:
             builder.add_profiler_rule(rule, f"{where} {obj}")
         else:
-            builder.add_rule(rule, where, colls)
+            builder.add_rule(rule, f"{where} {obj}", colls)
     elif is_profiler_rule_object(obj):
         builder.add_profiler_rule(profiler_rule_dict(obj, where), where)
     elif (isinstance(obj, dict) and isinstance(obj.get("RuleParameters"), dict)

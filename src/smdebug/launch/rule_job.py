@@ -91,6 +91,7 @@ def check_rule(spec: RuleSpec):
     """Everything about a rule that can be checked before the job starts; returns its class."""
     from smdebug.rules.actions import parse_actions
     from smdebug.rules.builtin.base import BuiltinRule
+    from smdebug.rules.config import unknown_parameters
 
     cls = load_rule_class(spec)
     where = spec.where or f"rule {spec.name}"
@@ -100,6 +101,13 @@ def check_rule(spec: RuleSpec):
         parse_actions(spec.parameters.get("action_json", ""), spec.name)
     except RuleConfigurationError as exc:
         raise LaunchConfigError(f"{where}: {exc}") from None
+    unknown = unknown_parameters(cls, spec.parameters)
+    if unknown:
+        key, near = next(iter(unknown.items()))
+        hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+        accepted = ", ".join(sorted(p.name for p in cls.params)) if issubclass(cls, BuiltinRule) else ""
+        raise LaunchConfigError(f"{where}: rule {spec.name} has no parameter {key!r}{hint}"
+                                + (f"; its parameters: {accepted}" if accepted else ""))
     if issubclass(cls, BuiltinRule):
         for p in cls.params:
             if p.name in spec.parameters:

@@ -178,6 +178,53 @@ class JobSpec:
         return out
 
 
+def check_seconds(value, where: str) -> float:
+    """A duration in seconds given as ``where`` (``--stop-grace``): finite and not negative."""
+    import math
+
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise LaunchConfigError(f"{where} {value!r}: expected a number of seconds") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise LaunchConfigError(f"{where} {value!r}: expected a finite number of seconds, 0 or more")
+    return seconds
+
+
+def check_hook_values(doc: dict, where: str) -> None:
+    """The hook parameters or a collection entry of ``doc`` (a DebugHookConfig's members), read by
+    the parser the job's hook uses (core.config.hook_config), before the job starts: a bad value,
+    an unknown key or an unknown collection without include_regex is a LaunchConfigError naming
+    ``where`` (the flag or file), where the hook would log it and leave it out."""
+    import difflib
+
+    from smdebug.core.config.collection import CollectionKeys
+    from smdebug.core.config.hook_config import parse_hook_config
+    from smdebug.exceptions import SMDebugValueError
+
+    known = frozenset(v for k, v in vars(CollectionKeys).items() if k.isupper())
+    unknown: list[str] = []
+    try:
+        parse_hook_config({**doc, "LocalPath": "."}, where, known_collections=known, unknown=unknown)
+    except SMDebugValueError as exc:
+        text = str(exc).replace(f" of {where}", "").replace(f" in {where}", "")
+        if "expected a collection of this framework" in text:
+            name = doc["CollectionConfigurations"][0]["CollectionName"]
+            near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
+            hint = f"did you mean {near[0]}? " if near else ""
+            text = (f"no collection {name!r}: {hint}the hooks' collections are {', '.join(sorted(known))}; another "
+                    "name needs an include_regex saying what it holds")
+        raise LaunchConfigError(f"{where}: {text}") from None
+    if unknown:
+        key = unknown[0].rpartition(".")[2]
+        from smdebug.core.config.hook_config_values import REDUCTION_KEYS, SAVE_KEYS
+
+        choices = sorted({*SAVE_KEYS, *REDUCTION_KEYS, "include_regex", "save_histogram", "include_workers",
+                          "save_all", "dry_run", "export_tensorboard", "tensorboard_dir"})
+        near = difflib.get_close_matches(key, choices, n=1, cutoff=0.7)
+        raise LaunchConfigError(f"{where}: unknown parameter {key!r}" + (f" (did you mean {near[0]}?)" if near else ""))
+
+
 class SpecBuilder:
     """Collects hook settings, collections and rules from any input, then checks them as a whole."""
 
@@ -218,7 +265,9 @@ class SpecBuilder:
             self.add_collection(c, f"CollectionConfigurations[{i}] of {where}")
 
     def add_hook_parameters(self, params, where: str) -> None:
-        for k, v in string_map(params, where, MAX_MAP).items():
+        params = string_map(params, where, MAX_MAP)
+        check_hook_values({"HookParameters": params}, where)
+        for k, v in params.items():
             if k in self.hook_parameters and self.hook_parameters[k] != v:
                 raise LaunchConfigError(f"{where}: hook parameter {k} is set twice ({self.hook_parameters[k]!r} "
                                         f"and {v!r})")
@@ -232,6 +281,7 @@ class SpecBuilder:
         entry's parameters update an earlier one's, and a rule's entry only adds a name not yet
         configured."""
         entry = collection_entry(value, where)
+        check_hook_values({"CollectionConfigurations": [entry]}, where)
         name = entry["CollectionName"]
         current = next((c for c in self.collections if c["CollectionName"] == name), None)
         if current is None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from smdebug.rules.rule import Rule
     from smdebug.trials.trial import Trial
 
-__all__ = ["create_rule", "load_custom_rule", "OTHER_TRIAL_KEYS", "SOURCE_KEY"]
+__all__ = ["create_rule", "load_custom_rule", "unknown_parameters", "OTHER_TRIAL_KEYS", "SOURCE_KEY"]
 
 logger = logging.getLogger("smdebug")
 
@@ -126,6 +126,25 @@ def _signature(cls: type[Rule]) -> tuple[set[str], bool, set[str]]:
     var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
     takes = {"action_str", "other_trials"} if var_kw else names & {"action_str", "other_trials"}
     return names - _NOT_PARAMS, var_kw, takes
+
+
+def unknown_parameters(cls: type[Rule], params: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The keys of ``params`` (RuleParameters) that are no parameter of ``cls``, each with the
+    parameter names it may be a misspelling of; ``create_rule`` ignores them with a warning,
+    ``smdebug run`` refuses them before the job starts."""
+    import difflib
+
+    accepted, var_kw, takes = _signature(cls)
+    if var_kw:
+        return {}
+    fixed = {"rule_to_invoke", SOURCE_KEY, "action_json", "start_step", "end_step"}
+    out = {}
+    for key in params:
+        if key in accepted or key in fixed or (_OTHER_TRIAL.match(key) or key == "other_trials") and (
+                "other_trials" in takes):
+            continue
+        out[key] = difflib.get_close_matches(key, sorted(accepted), n=2, cutoff=0.7)
+    return out
 
 
 def _other_trial_paths(params: dict, rule_name: str) -> list[tuple[str, str]]:

@@ -148,6 +148,7 @@ def parse_hook_config(
     default_values: dict | None = None,
     known_collections: frozenset | None = None,
     problems: list[str] | None = None,
+    unknown: list[str] | None = None,
 ) -> HookSettings:
     """Parse a hook JSON document (bytes, text or an already-decoded dict).
 
@@ -155,7 +156,8 @@ def parse_hook_config(
     defaults where the document gives none, as 1.0.34's XGBoost hook does (save_interval 10).
     ``known_collections``: the framework's collection names; another name needs an include_regex.
     ``problems``: when a list, a problem in a parameter or a collection entry is appended to it
-    and left out (see the module docstring) instead of raised.
+    and left out (see the module docstring) instead of raised. ``unknown``: when a list, the
+    unknown keys (``"HookParameters.save_intervl"``) go to it instead of a logged warning.
     """
     data = _decode(data, where)
     p = ValueParser(where, default_values, strict=problems is None)
@@ -193,7 +195,9 @@ def parse_hook_config(
             continue
         settings.include_collections.append(cs.name)
         settings.collections.append(cs)
-    if p.unknown:
+    if unknown is not None:
+        unknown.extend(p.unknown)
+    elif p.unknown:
         logger.warning("smdebug: ignoring unknown hook parameters in %s: %s", where, ", ".join(p.unknown))
     if problems is not None:
         problems.extend(p.problems)
