@@ -78,3 +78,10 @@ def test_every_rule_configs_default_passes_the_checks(tmp_path):
         spec = build_spec(name="x", out_dir=str(tmp_path / "o"), rules=[fn])
         for r in spec.rules:
             check_rule(r)
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, err = _run(capsys, tmp_path, "--out-dir", str(blocker / "trial"))
+    assert code == 2 and f"smdebug run: --out-dir {blocker / 'trial'}: {blocker} is not a folder" in err, err

@@ -34,3 +34,15 @@ def test_stop_on_s3_within_2_s(tmp_path, bucket, aws_env):
     assert ended > last_start
     trial = create_trial(out)
     assert trial.steps() == list(range(max(starts)))  # every step before the one the stop landed on
+
+
+def test_a_missing_bucket_is_refused_before_the_job_starts(tmp_path, bucket, aws_env, capsys):
+    from smdebug.cli import main
+
+    marker = tmp_path / "ran"
+    code = main(["run", "--run-dir", str(tmp_path / "r"), "--out-dir", f"s3://{bucket}-missing/x", "--",
+                 sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"])
+    err = capsys.readouterr().err
+    assert code == 2 and not marker.exists()
+    assert err.startswith(f"smdebug run: --out-dir s3://{bucket}-missing/x: ") and "does not exist" in err, err
+    assert len(err.strip().splitlines()) == 1

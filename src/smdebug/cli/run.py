@@ -58,7 +58,7 @@ def run_job(args) -> int:
 
     from smdebug.cli.common import CliError
     from smdebug.launch import LaunchConfigError, Launcher, build_spec, default_name
-    from smdebug.launch.spec import check_seconds
+    from smdebug.launch.spec import check_output, check_seconds
 
     command = list(args.job_command)
     if command and command[0] == "--":
@@ -75,6 +75,7 @@ def run_job(args) -> int:
                           actions=args.action, tensorboard=args.tensorboard, profile=args.profile,
                           profiler_config=args.profiler_config, profile_interval_ms=args.profile_interval_ms,
                           default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
+        check_output(spec.out_dir, "--out-dir" if args.out_dir else "the output location")
         launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc,
                             stop_grace=check_seconds(args.stop_grace, "--stop-grace"),
                             term_grace=check_seconds(args.term_grace, "--term-grace"),

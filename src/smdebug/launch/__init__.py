@@ -19,7 +19,7 @@ import types
 
 from smdebug.launch.inputs import build_spec
 from smdebug.launch.launcher import Launcher, LaunchResult
-from smdebug.launch.spec import JobSpec, LaunchConfigError, check_seconds
+from smdebug.launch.spec import JobSpec, LaunchConfigError, check_output, check_seconds
 
 __all__ = ["launch", "build_spec", "Launcher", "LaunchResult", "JobSpec", "LaunchConfigError", "default_name"]
 
@@ -66,6 +66,7 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
                       tensorboard=tensorboard_output_config, profile=profile, profiler_config=profiler_config,
                       profile_interval_ms=profile_interval_ms,
                       default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
+    check_output(spec.out_dir, "out_dir" if out_dir else "the output location")
     launcher = Launcher(spec, list(command), run_dir, zcc=zcc, stop_grace=stop_grace, term_grace=term_grace,
                         rule_timeout=rule_timeout, echo=echo, node_rank=node_rank)
     return launcher.run()

@@ -11,6 +11,7 @@ the API's limits are enforced; everything wrong is a :class:`LaunchConfigError` 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -189,6 +190,28 @@ def check_seconds(value, where: str) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise LaunchConfigError(f"{where} {value!r}: expected a finite number of seconds, 0 or more")
     return seconds
+
+
+def check_output(out_dir: str, where: str = "the output location") -> None:
+    """Before the job starts: a local ``out_dir`` must be a folder (or creatable: its nearest existing
+    parent is a writable folder); an object-store one must be listable (a missing bucket, refused
+    access or bad credentials is found now, not after training). A LaunchConfigError says which."""
+    from smdebug.storage import is_remote, open_store
+
+    if is_remote(out_dir):
+        try:
+            open_store(out_dir).list("")
+        except Exception as exc:  # noqa: BLE001 - the store's error names the bucket and the cause
+            raise LaunchConfigError(f"{where} {out_dir}: {exc}") from None
+        return
+    path = os.path.abspath(out_dir[len("file://"):] if out_dir.startswith("file://") else out_dir)
+    probe = path
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise LaunchConfigError(f"{where} {out_dir}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise LaunchConfigError(f"{where} {out_dir}: {probe} is not writable")
 
 
 def check_hook_values(doc: dict, where: str) -> None:
