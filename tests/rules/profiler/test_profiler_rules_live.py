@@ -57,6 +57,19 @@ def test_a_bad_parameter_is_refused_by_name():
     with pytest.raises(RuleConfigurationError) as exc:
         get_rule_class("StepOutlier")(Profile([]), scan_interval_us="0")
     assert exc.value.parameter == "scan_interval_us"
+    # 1 µs windows would take minutes over a second of profile: a tenth of a second at least
+    with pytest.raises(RuleConfigurationError) as exc:
+        get_rule_class("StepOutlier")(Profile([]), scan_interval_us="1")
+    assert exc.value.parameter == "scan_interval_us" and ">= 100000" in str(exc.value)
+    assert get_rule_class("StepOutlier")(Profile([]), scan_interval_us="100000").scan_interval_us == 100_000
+    with pytest.raises(RuleConfigurationError) as exc:
+        get_rule_class("Dataloader")(Profile([]), min_threshold="90", max_threshold="50")
+    assert exc.value.parameter == "min_threshold" and "above max_threshold" in str(exc.value)
+    with pytest.raises(RuleConfigurationError) as exc:
+        get_rule_class("StepOutlier")(Profile([]), mode="bogus")
+    assert exc.value.parameter == "mode" and "TRAIN" in str(exc.value)
+    for mode in ("TRAIN", "Step:ModeKeys.EVAL"):
+        assert get_rule_class("StepOutlier")(Profile([]), mode=mode).mode == mode
 
 
 class Revealer:

@@ -44,8 +44,12 @@ STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no da
 READ_AHEAD_US = 3_600_000_000  # what a WindowSource reads in one query: an hour of the profile
 
 
+MIN_SCAN_INTERVAL_US = 100_000  # a window is one pass over the profile's files: 1 µs windows take minutes
+
+
 def scan_param() -> Param:
-    return Param("scan_interval_us", bounded(as_int, above=0), "60000000", "window length in microseconds")
+    return Param("scan_interval_us", bounded(as_int, MIN_SCAN_INTERVAL_US), "60000000",
+                 "window length in microseconds (0.1 s at least)")
 
 
 def percent_param(name: str, default: str, doc: str = "") -> Param:

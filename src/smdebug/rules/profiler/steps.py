@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_float, as_str, bounded, optional
 from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
@@ -47,6 +48,10 @@ class StepOutlier(ProfilerRule):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        modes = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
+        if self.mode is not None and self.mode not in modes and self.mode.removeprefix("Step:ModeKeys.") not in modes:
+            raise RuleConfigurationError(type(self).__name__, "mode", f"{self.mode!r}: expected one of "
+                                         f"{', '.join(modes)} (or a step phase such as Step:ModeKeys.TRAIN)")
         self.steps: dict = {}  # (node, phase) -> {"d": durations us, "n": step numbers, "s": starts}
         self.known_outliers: set = set()
         self.known: dict = {}  # (node, phase) -> bool per step: an outlier in some window so far
@@ -138,6 +143,9 @@ class Dataloader(ProfilerRule):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.min_threshold > self.max_threshold:
+            raise RuleConfigurationError(type(self).__name__, "min_threshold",
+                                         f"{self.min_threshold} is above max_threshold {self.max_threshold}")
         self.cores: int | None = None
         self.per_second: dict = {}
         self.loaders = CountMedian()  # of per_second's values
