@@ -47,8 +47,8 @@ def test_profile_flags_give_the_profilerconfig_document(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"profile_interval_ms": 5}, "--profile.*ProfilingIntervalInMilliseconds"),
     ({"profile_interval_ms": "soon"}, "--profile-interval-ms 'soon' is not a whole number"),
-    ({"profiler_config": "{not json"}, "--profiler-config: not valid JSON"),
-    ({"profiler_config": "/no/such/profiler.json"}, "--profiler-config: cannot read /no/such/profiler.json"),
+    ({"profiler_config": "{not json"}, "--profiler-config is not valid JSON"),
+    ({"profiler_config": "/no/such/profiler.json"}, "--profiler-config /no/such/profiler.json: No such file"),
     ({"profiler_config": '{"ProfilingParameters": {}, "Nope": 1}'}, "unknown member 'Nope' of a ProfilerConfig"),
     ({"profiler_config": '{"ProfilingParameters": {"PythonProfilingConfig": "{\\"StartStep\\": "}}'},
      "--profiler-config.*PythonProfilingConfig"),

@@ -85,3 +85,31 @@ def test_an_output_folder_that_cannot_be_written_is_refused(capsys, tmp_path):
     blocker.write_text("x")
     code, err = _run(capsys, tmp_path, "--out-dir", str(blocker / "trial"))
     assert code == 2 and f"smdebug run: --out-dir {blocker / 'trial'}: {blocker} is not a folder" in err, err
+
+
+def test_configuration_files_are_bounded(capsys, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    code, err = _run(capsys, tmp_path, "--config", str(deep))
+    assert code == 2 and f"hook config {deep}: JSON nested too deeply" in err, err
+    code, err = _run(capsys, tmp_path, "--config", "/dev/zero")
+    assert code == 2 and "hook config /dev/zero is not a regular file" in err, err
+    code, err = _run(capsys, tmp_path, "--profiler-config", str(deep))
+    assert code == 2 and "JSON nested too deeply" in err, err
+
+
+def test_a_hook_parameter_given_twice_is_refused(capsys, tmp_path):
+    code, err = _run(capsys, tmp_path, "--hook-param", "save_interval=5", "--hook-param", "save_interval=50")
+    assert code == 2 and "save_interval is given twice ('5' and '50')" in err, err
+
+
+def test_a_profiling_interval_beyond_sagemakers_is_refused(capsys, tmp_path):
+    code, err = _run(capsys, tmp_path, "--profile-interval-ms", str(10**12))
+    assert code == 2 and "must be <= 60000" in err, err
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "-x", "x" * 64, ""])
+def test_a_run_name_that_is_no_job_name_is_refused(capsys, tmp_path, name):
+    code, err = _run(capsys, tmp_path, f"--name={name}")
+    assert code == 2 and f"smdebug run: --name {name!r}: a job name is 1 to 63 letters" in err, err
+    assert not (tmp_path / "r").exists()

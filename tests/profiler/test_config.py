@@ -65,6 +65,7 @@ def test_no_profiling_parameters_records_system_metrics_only_and_disable_turns_a
     [
         ({"ProfilingIntervalInMilliseconds": "fast"}, "ProfilingIntervalInMilliseconds"),
         ({"ProfilingIntervalInMilliseconds": 1}, "ProfilingIntervalInMilliseconds"),
+        ({"ProfilingIntervalInMilliseconds": 10**12}, "ProfilingIntervalInMilliseconds"),
         ({"ProfilingParameters": {"RotateMaxFileSizeInBytes": -5}}, "RotateMaxFileSizeInBytes"),
         ({"ProfilingParameters": {"RotateFileCloseIntervalInSeconds": "soon"}}, "RotateFileCloseIntervalInSeconds"),
         ({"ProfilingParameters": {"LocalPath": ""}}, "LocalPath"),

@@ -58,16 +58,16 @@ def run_job(args) -> int:
 
     from smdebug.cli.common import CliError
     from smdebug.launch import LaunchConfigError, Launcher, build_spec, default_name
-    from smdebug.launch.spec import check_output, check_seconds
+    from smdebug.launch.spec import check_name, check_output, check_seconds
 
     command = list(args.job_command)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         raise CliError("no command: smdebug run [options] -- python train.py ...")
-    name = args.name or default_name()
-    run_dir = args.run_dir or os.path.join("smdebug-runs", name)
     try:
+        name = check_name(args.name) if args.name is not None else default_name()
+        run_dir = args.run_dir or os.path.join("smdebug-runs", name)
         spec = build_spec(name=name, out_dir=args.out_dir,
                           default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
                           job=args.job, config=args.config, hook_parameters=args.hook_param,

@@ -19,7 +19,7 @@ import types
 
 from smdebug.launch.inputs import build_spec
 from smdebug.launch.launcher import Launcher, LaunchResult
-from smdebug.launch.spec import JobSpec, LaunchConfigError, check_output, check_seconds
+from smdebug.launch.spec import JobSpec, LaunchConfigError, check_name, check_output, check_seconds
 
 __all__ = ["launch", "build_spec", "Launcher", "LaunchResult", "JobSpec", "LaunchConfigError", "default_name"]
 
@@ -58,7 +58,7 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     stop_grace, term_grace, rule_timeout = (
         check_seconds(v, k) for v, k in ((stop_grace, "stop_grace"), (term_grace, "term_grace"),
                                          (rule_timeout, "rule_timeout")))
-    name = name or default_name()
+    name = check_name(name, "name") if name is not None else default_name()
     run_dir = run_dir or os.path.join("smdebug-runs", name)
     spec = build_spec(name=name, out_dir=out_dir, default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
                       job=job, hook_config=debugger_hook_config, hook_parameters=hook_parameters,

@@ -15,7 +15,7 @@ import os
 import re
 
 from smdebug.launch.catalog import RULE_CONFIGS, resolve_rule_name, rule_config
-from smdebug.launch.spec import CUSTOM_IMAGE, LaunchConfigError, SpecBuilder
+from smdebug.launch.spec import CUSTOM_IMAGE, LaunchConfigError, SpecBuilder, parse_json, read_json_file
 
 __all__ = [
     "parse_params",
@@ -217,13 +217,7 @@ def add_hook_config(builder: SpecBuilder, obj, where: str) -> None:
 
 def load_json_file(path: str, what: str) -> dict:
     """A JSON file's object, or a LaunchConfigError naming the file."""
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except OSError as exc:
-        raise LaunchConfigError(f"{what} {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise LaunchConfigError(f"{what} {path} is not valid JSON: {exc}") from None
+    doc = parse_json(read_json_file(path, what), f"{what} {path}")
     if not isinstance(doc, dict):
         raise LaunchConfigError(f"{what} {path} must hold a JSON object")
     return doc
@@ -245,9 +239,16 @@ def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, confi
         b.add_hook_config(load_json_file(config, "hook config"), config)
     add_hook_config(b, hook_config, "debugger_hook_config")
     if hook_parameters:
-        items = hook_parameters.items() if isinstance(hook_parameters, dict) else (
-            parse_params([p], f"--hook-param {p}").popitem() for p in hook_parameters)
-        b.add_hook_parameters(dict(items), "--hook-param")
+        if isinstance(hook_parameters, dict):
+            items = dict(hook_parameters)
+        else:
+            items = {}
+            for p in hook_parameters:
+                key, value = parse_params([p], f"--hook-param {p}").popitem()
+                if key in items and items[key] != value:
+                    raise LaunchConfigError(f"--hook-param {p}: {key} is given twice ({items[key]!r} and {value!r})")
+                items[key] = value
+        b.add_hook_parameters(items, "--hook-param")
     for c in collections:
         add_collection(b, c, f"--collection {c}" if isinstance(c, str) else "collection")
     for i, r in enumerate(rules):

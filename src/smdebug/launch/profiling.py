@@ -13,10 +13,9 @@ Inputs: ``--profile`` (the defaults), ``--profile-interval-ms N``, ``--profiler-
 
 from __future__ import annotations
 
-import json
 import os
 
-from smdebug.launch.spec import MAX_MAP, MAX_RULES, LaunchConfigError, RuleSpec, string_map
+from smdebug.launch.spec import MAX_MAP, MAX_RULES, LaunchConfigError, RuleSpec, parse_json, read_json_file, string_map
 
 __all__ = ["PROFILER_CONFIG_ENV", "profiler_document", "read_profiler_config", "profiler_rule_spec"]
 
@@ -32,16 +31,9 @@ def read_profiler_config(value, where: str) -> dict:
         raise LaunchConfigError(f"{where}: give a JSON file or a JSON object, not {value!r}")
     text, source = value, where
     if not value.lstrip().startswith("{"):
-        try:
-            with open(value, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as exc:
-            raise LaunchConfigError(f"{where}: cannot read {value}: {exc.strerror or exc}") from None
+        text = read_json_file(value, where)
         source = f"{where} ({value})"
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LaunchConfigError(f"{source}: not valid JSON ({exc})") from None
+    doc = parse_json(text, source)
     if not isinstance(doc, dict):
         raise LaunchConfigError(f"{source} must hold a JSON object (a ProfilerConfig)")
     return doc

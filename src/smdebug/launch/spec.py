@@ -179,6 +179,49 @@ class JobSpec:
         return out
 
 
+MAX_JSON_BYTES = 16 << 20  # a request or hook configuration is a few KiB
+
+
+def read_json_file(path: str, what: str) -> bytes:
+    """The bytes of a configuration file, which must be a regular file of at most MAX_JSON_BYTES
+    (``--config /dev/zero`` would read until memory runs out)."""
+    import stat
+
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise LaunchConfigError(f"{what} {path} is not a regular file")
+            if st.st_size > MAX_JSON_BYTES:
+                raise LaunchConfigError(f"{what} {path} is {st.st_size} bytes; a configuration file may hold "
+                                        f"{MAX_JSON_BYTES >> 20} MiB at most")
+            return f.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
+        raise LaunchConfigError(f"{what} {path}: {exc.strerror or exc}") from None
+
+
+def parse_json(text: str | bytes, source: str):
+    """JSON text read from ``source``, or a LaunchConfigError naming it (deep nesting included)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise LaunchConfigError(f"{source}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise LaunchConfigError(f"{source} is not valid JSON: {exc}") from None
+
+
+_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # SageMaker's TrainingJobName
+
+
+def check_name(name, where: str = "--name") -> str:
+    """A job name as SageMaker takes it (letters, digits and dashes, 63 at most): it names the run's
+    folder under smdebug-runs/, so ``../../x`` never writes outside it."""
+    if not isinstance(name, str) or not _JOB_NAME.match(name):
+        raise LaunchConfigError(f"{where} {name!r}: a job name is 1 to 63 letters, digits and dashes, starting "
+                                "and ending with a letter or digit")
+    return name
+
+
 def check_seconds(value, where: str) -> float:
     """A duration in seconds given as ``where`` (``--stop-grace``): finite and not negative."""
     import math
@@ -407,7 +450,7 @@ class SpecBuilder:
                                     f"allows at most {MAX_COLLECTIONS}")
         if len(self.hook_parameters) > MAX_MAP:
             raise LaunchConfigError(f"{len(self.hook_parameters)} hook parameters; SageMaker allows {MAX_MAP}")
-        job = self.name or name
+        job = check_name(self.name, "TrainingJobName") if self.name else name
         if out_dir is None:
             if self.local_path is not None:
                 out_dir = self.local_path

@@ -41,6 +41,7 @@ DEFAULT_ROTATE_MAX_FILE_SIZE = 10 * 1024 * 1024
 DEFAULT_ROTATE_CLOSE_INTERVAL_S = 60.0
 DEFAULT_FILE_OPEN_FAIL_THRESHOLD = 50
 MIN_INTERVAL_MS = 10
+MAX_INTERVAL_MS = 60_000  # SageMaker's longest interval (it accepts 100, 200, 500, 1000, 5000, 60000)
 PYTHON_PROFILERS = ("cprofile", "pyinstrument")
 CPROFILE_TIMERS = ("total_time", "cpu_time", "off_cpu_time", "default")
 
@@ -67,7 +68,7 @@ _SUBCONFIG_FIELD = {
 }
 
 
-def _number(key: str, value, kind=float, minimum=None):
+def _number(key: str, value, kind=float, minimum=None, maximum=None):
     if isinstance(value, bool):
         raise SMDebugValueError(f"profiler config: {key}={value!r} must be a number")
     try:
@@ -76,6 +77,8 @@ def _number(key: str, value, kind=float, minimum=None):
         raise SMDebugValueError(f"profiler config: {key}={value!r} must be a number") from None
     if minimum is not None and out < minimum:
         raise SMDebugValueError(f"profiler config: {key}={value!r} must be >= {minimum}")
+    if maximum is not None and out > maximum:
+        raise SMDebugValueError(f"profiler config: {key}={value!r} must be <= {maximum}")
     return out
 
 
@@ -231,7 +234,8 @@ class ProfilerConfig:
             if not isinstance(self.local_path, (str, os.PathLike)) or not str(self.local_path).strip():
                 raise SMDebugValueError(f"profiler config: LocalPath={self.local_path!r} must be a non-empty path")
             self.local_path = str(self.local_path).strip()
-        self.interval_millis = _number("ProfilingIntervalInMilliseconds", self.interval_millis, int, MIN_INTERVAL_MS)
+        self.interval_millis = _number("ProfilingIntervalInMilliseconds", self.interval_millis, int, MIN_INTERVAL_MS,
+                                      MAX_INTERVAL_MS)
         self.rotate_max_file_size = _number("RotateMaxFileSizeInBytes", self.rotate_max_file_size, int, 1)
         self.rotate_close_interval_s = _number("RotateFileCloseIntervalInSeconds", self.rotate_close_interval_s,
                                                float, 0)
