@@ -29,7 +29,8 @@ def read_profiler_config(value, where: str) -> dict:
         return value
     if not isinstance(value, str) or not value.strip():
         raise LaunchConfigError(f"{where}: give a JSON file or a JSON object, not {value!r}")
-    text, source = value, where
+    text: str | bytes = value
+    source = where
     if not value.lstrip().startswith("{"):
         text = read_json_file(value, where)
         source = f"{where} ({value})"
