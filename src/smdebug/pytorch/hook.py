@@ -17,6 +17,7 @@ from smdebug.core.engine.arguments import check_type
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import CHIEF_WORKER, worker_name
+from smdebug.core.output.ranks import env_rank
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.pytorch.adapter import TorchAdapter
 from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
@@ -126,15 +127,38 @@ class Hook(BaseHook):
         self._loss_modules: weakref.WeakSet = weakref.WeakSet()  # registered losses: the non-finite watch reads them
         self._late_losses: list[LateCheck] = []  # CUDA losses whose check is read a step late
         self._capture = CaptureCheck(self)  # a capture of a tensor changed meanwhile is dropped (grad_capture.py)
+        self._late_group_warned = False  # see _check_late_group
 
     # ---------------------------------------------------------------- distributed
+    # The process group's rank and size; without one (yet), the launcher's (torchrun's $RANK and
+    # $WORLD_SIZE, else MPI's, Slurm's: core.output.ranks), else worker_0 of 1. The name is read
+    # when the hook is made and again at its first step (_start_step): a group started in between
+    # wins; one started later keeps the name (a warning if its rank is another).
     def _get_worker_name(self) -> str:
         d = _dist()
-        return worker_name(d.get_rank()) if d is not None else CHIEF_WORKER
+        if d is not None:
+            return worker_name(d.get_rank())
+        launched = env_rank()
+        return worker_name(launched.rank) if launched is not None else CHIEF_WORKER
 
     def _get_num_workers(self) -> int:
         d = _dist()
-        return d.get_world_size() if d is not None else 1
+        if d is not None:
+            self._check_late_group(d)
+            return d.get_world_size()
+        launched = env_rank()
+        return launched.world_size if launched is not None else 1
+
+    def _check_late_group(self, d: Any) -> None:
+        """A process group started after the first step, whose rank is not the one the hook named
+        this worker by: say so once (the saved steps keep the name)."""
+        name = worker_name(d.get_rank())
+        if self.step > self.init_step and self.worker != name and not self._late_group_warned:
+            self._late_group_warned = True
+            logger.warning("smdebug: torch.distributed started after the hook's first step, as rank %s of %s, but "
+                           "this process saves as %s (the rank it had then); start the process group before the "
+                           "first step, or launch with torchrun (which sets $RANK)", d.get_rank(),
+                           d.get_world_size(), self.worker)
 
     def _is_tensor(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor)
