@@ -100,7 +100,7 @@ def summarize(trial) -> dict:
                            "mean_ms": float(np.mean(d)) / 1e3, "max_ms": float(np.max(d)) / 1e3}
     return {
         "path": trial.path, "first_timestamp_us": first, "latest_timestamp_us": last,
-        "duration_s": None if first is None or last is None else (last - first) / 1e6,
+        "duration_s": None if first is None or last is None or last < first else (last - first) / 1e6,
         "job_finished": trial.job_finished(),
         "nodes": {k: {"series": v["series"], "samples": v["samples"],
                       "devices": {t: len(d) for t, d in sorted(v["devices"].items())}} for k, v in sorted(nodes.items())},

@@ -144,6 +144,11 @@ def test_step_outlier_fires_in_the_window_of_the_stalled_step():
     assert invoke_rule(rule("StepOutlier", Profile([], steps(d)), scan_interval_us=str(5 * SECOND))).fired == []
     healthy = rule("StepOutlier", Profile([], steps([0.1] * 200)), n_outliers="0")
     assert invoke_rule(healthy).fired == [] and healthy.report["Verdict"]["status"] == "no issue"
+    short = rule("StepOutlier", Profile([], steps([0.1] * 20)), n_outliers="0")
+    invoke_rule(short)
+    verdict = short.report["Verdict"]
+    assert verdict["status"] == "not enough data" and "?" not in verdict["message"]
+    assert "judges after more than 100 steps of one phase on one node" in verdict["message"], verdict
 
 
 def test_step_outlier_min_ratio_lets_a_hiccup_pass_and_catches_a_stall():

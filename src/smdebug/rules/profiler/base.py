@@ -190,6 +190,10 @@ class ProfilerRule(BuiltinRule, register=False):
         patience = getattr(self, "patience", None)
         return patience is None or self.report["Datapoints"] > patience
 
+    def enough_data_means(self) -> str:
+        """What ``enough_data`` waits for, for the "not enough data" verdict."""
+        return f"more than patience={self.patience} datapoints"
+
     def selection(self) -> str:
         return f"it reads {self.inputs}; the profile held none in the windows judged"
 
@@ -288,8 +292,7 @@ class ProfilerRule(BuiltinRule, register=False):
             status, msg = "no data", f"no data: {self.selection()} ({self.windows_judged} windows)"
         elif not self.enough_data():
             status = "not enough data"
-            msg = (f"not enough data: {r['Datapoints']} datapoints, the rule judges after "
-                   f"{getattr(self, 'patience', '?')} (patience)")
+            msg = f"not enough data: {r['Datapoints']} datapoints; the rule judges after {self.enough_data_means()}"
         else:
             status, msg = "no issue", f"no issue in {r['Datapoints']} datapoints"
         return {"status": status, "message": msg, "windows_judged": self.windows_judged,

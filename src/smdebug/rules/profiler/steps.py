@@ -59,6 +59,9 @@ class StepOutlier(ProfilerRule):
     def enough_data(self) -> bool:
         return any(len(v["d"]) > MIN_STEPS for v in self.steps.values())
 
+    def enough_data_means(self) -> str:
+        return f"more than {MIN_STEPS} steps of one phase on one node"
+
     def judge(self, data: WindowData) -> bool:
         ev = data.events
         added = ev is not None and len(ev) > 0
