@@ -36,8 +36,8 @@ def _run(capsys, tmp_path, *flags: str) -> tuple[int, str]:
     (["--rule", "exploding_tensor:treshold=1"],
      "smdebug run: --rule exploding_tensor:treshold=1: rule ExplodingTensor has no parameter 'treshold'"),
     (["--rule", "loss_not_decreasing:num_step=3"], "has no parameter 'num_step' (did you mean num_steps?)"),
-    (["--rule", "exploding_tensr"], "smdebug run: --rule exploding_tensr: 'exploding_tensr' is no built-in rule; "
-                                    "did you mean exploding_tensor?"),
+    (["--rule", "exploding_tensr"], "a rule of your own goes in --rule-file FILE.py:CLASS); did you mean "
+                                    "exploding_tensor?"),
     (["--rule", "exploding_tensor", "--stop-grace", "nan"], "smdebug run: --stop-grace 'nan': expected a finite"),
     (["--rule", "exploding_tensor", "--stop-grace", "-1"], "--stop-grace '-1': expected a finite number"),
     (["--rule", "exploding_tensor", "--rule-timeout", "-5"], "--rule-timeout '-5': expected a finite number"),
@@ -113,3 +113,10 @@ def test_a_run_name_that_is_no_job_name_is_refused(capsys, tmp_path, name):
     code, err = _run(capsys, tmp_path, f"--name={name}")
     assert code == 2 and f"smdebug run: --name {name!r}: a job name is 1 to 63 letters" in err, err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_rule_file_that_exits_at_import_is_refused(capsys, tmp_path):
+    rules = tmp_path / "rules.py"
+    rules.write_text("import sys\nsys.exit(7)\n")
+    code, err = _run(capsys, tmp_path, "--rule-file", f"{rules}:MyRule")
+    assert code == 2 and f"{rules} fails to load: calls sys.exit(7)" in err, err

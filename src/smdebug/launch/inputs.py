@@ -80,12 +80,10 @@ def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list | None]
 
         near = difflib.get_close_matches(head.lower(), [*RULE_CONFIGS, *(c.lower() for c in profiler_rule_classes())],
                                          n=1, cutoff=0.6)
-        if near:
-            match = next((c for c in profiler_rule_classes() if c.lower() == near[0]), near[0])
-            raise LaunchConfigError(f"{where}: {head!r} is no built-in rule; did you mean {match}?")
+        match = next((c for c in profiler_rule_classes() if c.lower() == near[0]), near[0]) if near else None
         raise LaunchConfigError(f"{where}: {head!r} is no built-in rule (debugger rules: {', '.join(RULE_CONFIGS)}; "
                                 f"profiler rules: {', '.join(profiler_rule_classes())}; a rule of your own goes "
-                                "in --rule-file FILE.py:CLASS)")
+                                "in --rule-file FILE.py:CLASS)" + (f"; did you mean {match}?" if match else ""))
     return _from_rule_configs(rule_config(fn), parse_params(rest, where), where)
 
 

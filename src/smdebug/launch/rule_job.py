@@ -9,11 +9,9 @@ interrupted). The rule's report goes to ``rule-output/<RuleConfigurationName>/re
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
-import sys
 import threading
 import time
 import traceback
@@ -30,26 +28,9 @@ _RANGE_KEYS = ("start_step", "end_step")
 _NOT_RULE_PARAMS = {"source_s3_uri", "rule_to_invoke", "action_json", *_RANGE_KEYS}
 
 
-def _read_source(source: str, where: str) -> tuple[str, bytes]:
-    if source.startswith("s3://"):
-        from smdebug.storage import open_store
-
-        parent, _sep, key = source.rpartition("/")
-        try:
-            return source, open_store(parent).read(key)
-        except Exception as exc:
-            raise LaunchConfigError(f"{where}: cannot read the rule file {source}: {exc}") from None
-    path = source[len("file://"):] if source.startswith("file://") else source
-    try:
-        with open(path, "rb") as f:
-            return path, f.read()
-    except OSError as exc:
-        raise LaunchConfigError(f"{where}: cannot read the rule file {path}: {exc.strerror or exc}") from None
-
-
 def load_rule_class(spec: RuleSpec):
     """The Rule subclass ``rule_to_invoke`` names: from ``source_s3_uri`` for a custom rule, else built-in."""
-    from smdebug.rules import Rule
+    from smdebug.rules.config import load_custom_rule
 
     where = spec.where or f"rule {spec.name}"
     if spec.source is None:
@@ -59,22 +40,10 @@ def load_rule_class(spec: RuleSpec):
             return get_rule_class(spec.rule_to_invoke.strip())
         except RuleConfigurationError as exc:
             raise LaunchConfigError(f"{where}: {exc}") from None
-    path, code = _read_source(spec.source, where)
-    mod_name = f"smdebug_rule_{spec.name.replace('-', '_').replace('.', '_')}"
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(mod_name, loader=None))
-    module.__file__ = path
-    sys.modules[mod_name] = module  # dataclasses and pickling look a class's module up
-    try:
-        exec(compile(code, path, "exec"), module.__dict__)
-    except Exception as exc:
-        raise LaunchConfigError(f"{where}: importing the rule file {path} failed: "
-                                f"{type(exc).__name__}: {exc}") from exc
-    cls = getattr(module, spec.rule_to_invoke.strip(), None)
-    if not isinstance(cls, type) or not issubclass(cls, Rule):
-        found = sorted(n for n, v in vars(module).items() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule)
-        raise LaunchConfigError(f"{where}: {path} defines no smdebug Rule class {spec.rule_to_invoke!r} "
-                                f"(rule classes there: {', '.join(found) or 'none'})")
-    return cls
+    try:  # the loader create_rule uses: a rule file that raises or exits at import is refused
+        return load_custom_rule(spec.source, spec.rule_to_invoke.strip())
+    except RuleConfigurationError as exc:
+        raise LaunchConfigError(f"{where}: {exc}") from None
 
 
 def _int_param(spec: RuleSpec, key: str) -> int | None:

@@ -77,9 +77,10 @@ def load_custom_rule(source: str, name: str) -> type[Rule]:
     sys.modules[module.__name__] = module  # dataclasses and pickling look their module up
     try:
         exec(compile(code, where, "exec"), module.__dict__)  # noqa: S102 - the user's own rule file
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a sys.exit() at import is the file's failure, not the caller's exit
         sys.modules.pop(module.__name__, None)
-        raise RuleConfigurationError(name, SOURCE_KEY, f"{where} fails to load: {type(exc).__name__}: {exc}") from exc
+        what = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        raise RuleConfigurationError(name, SOURCE_KEY, f"{where} fails to load: {what}") from exc
     cls = module.__dict__.get(name)
     if not (isinstance(cls, type) and issubclass(cls, Rule)):
         found = sorted(k for k, v in module.__dict__.items()
