@@ -478,10 +478,9 @@ def test_no_predict_data_gives_empty_lists(dtype_trial):
 def test_create_trial_documented_positional_order(main, monkeypatch):
     """create_trial(path, name=None, profiler=False, output_dir=..., **kwargs): range_steps is a
     keyword; profiler=True is never dropped (it goes to create_profiler_trial: the profiler trial,
-    which finds no profiler data in a tensor trial's folder)."""
+    which refuses a tensor trial's folder: it holds no profile)."""
     import smdebug.trials as trials
-    from smdebug.exceptions import SMDebugTypeError
-    from smdebug.trials.profiler_trial import ProfilerTrial
+    from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
 
     url = main.url
     t = create_trial(url, "named", False)
@@ -490,9 +489,10 @@ def test_create_trial_documented_positional_order(main, monkeypatch):
     assert t.steps() == [s for s in ALL_STEPS if 2 <= s < 5]
     with pytest.raises(SMDebugTypeError, match=r"range_steps=\(begin, end\)"):
         create_trial(url, "named", (2, 5))  # a range where the profiler flag goes
-    p = create_trial(url, profiler=True)
-    assert isinstance(p, ProfilerTrial) and not p.has_data() and p.first_timestamp is None
-    assert create_trial(url, "named", True).name == "named"
+    with pytest.raises(SMDebugValueError, match="is a tensor trial"):  # not read as an empty profile
+        create_trial(url, profiler=True)
+    with pytest.raises(SMDebugValueError, match="is a tensor trial"):
+        create_trial(url, "named", True)
     seen = []
     monkeypatch.setattr(trials, "create_profiler_trial", lambda *a, **k: seen.append((a, k)) or "profiler trial")
     assert create_trial(url, "p", True, "/tmp/out/") == "profiler trial"

@@ -277,6 +277,11 @@ def profiler_for_hook(config: ProfilerConfig | dict | None, out_dir: str, framew
         config = ProfilerConfig.load()
     elif isinstance(config, dict):  # SageMaker's JSON as a dict
         config = ProfilerConfig.from_dict(config, source="profiler_config")
+    elif not isinstance(config, ProfilerConfig):
+        from smdebug.exceptions import SMDebugTypeError
+
+        raise SMDebugTypeError(f"profiler_config={config!r} must be a smdebug.profiler.ProfilerConfig or a "
+                               "ProfilerConfig dict (SageMaker's JSON), not a " + type(config).__name__)
     if config is None or config.disabled:
         return None
     return Profiler(config, out_dir=out_dir, framework=framework, rank=rank)

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from smdebug.core.output.consolidate import consolidate
-from smdebug.exceptions import SMDebugTypeError
+from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
 from smdebug.storage import is_remote, open_store
 from smdebug.trials.reader import StepValue, ValueKey
 from smdebug.trials.tensor import Tensor
@@ -76,4 +76,23 @@ def create_profiler_trial(path: str, name: str | None, output_dir: str = DEFAULT
         raise SMDebugTypeError(f"create_trial(profiler=True): unexpected arguments {sorted(kwargs)}")
     from smdebug.trials.profiler_trial import ProfilerTrial
 
-    return ProfilerTrial(name, path, output_dir)
+    trial = ProfilerTrial(name, path, output_dir)
+    if not trial.has_data():
+        _refuse_a_tensor_trial(str(path))
+    return trial
+
+
+def _refuse_a_tensor_trial(path: str) -> None:
+    """A folder without profiler data may be a live job's (it comes later), but one that holds a
+    tensor trial is a wrong path: say so, and where its profile is when it has one."""
+    from smdebug.storage import open_store
+
+    try:
+        folders = set(open_store(path).list_folders(""))
+    except Exception:  # noqa: BLE001 - not there (yet): a live job's folder is read as it comes
+        return
+    if "index" in folders or "events" in folders:
+        hint = (f"; its profile is in {path.rstrip('/')}/profiler" if "profiler" in folders
+                else "; the hook wrote no profile there (ProfilerConfig)")
+        raise SMDebugValueError(f"create_trial({path!r}, profiler=True): {path} is a tensor trial (create_trial(path) "
+                                f"reads it), not a profile{hint}")

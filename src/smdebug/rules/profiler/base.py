@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from smdebug.exceptions import NoMoreProfilerData, RuleEvaluationConditionMet
+from smdebug.exceptions import NoMoreProfilerData, RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.profiler.reading.frames import FrameworkEvents
 from smdebug.rules.actions import Firing
 from smdebug.rules.builtin.base import BuiltinRule, Param
@@ -169,6 +169,12 @@ class ProfilerRule(BuiltinRule, register=False):
     poll_s: ClassVar[float] = 1.0
 
     def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None, **params):
+        if not callable(getattr(base_trial, "system_series", None)) or not callable(
+                getattr(base_trial, "framework_events", None)):
+            what = "None" if base_trial is None else f"a {type(base_trial).__name__}"
+            raise RuleConfigurationError(type(self).__name__, "base_trial",
+                                         f"{what} is no profiler trial: give create_trial(path, profiler=True) of the "
+                                         "profiler's folder (<out_dir>/profiler, or a job's profiler-output)")
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self.stop_out_dir = stop_out_dir
         self.report["RuleParameters"] = "\n".join(f"{p.name}:{getattr(self, p.name)}" for p in self.params)
