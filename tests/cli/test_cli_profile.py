@@ -4,6 +4,7 @@ part 1's writers: output, --json, exit codes, one-line errors, the HTML page in 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,15 @@ def test_timeline_with_rules_shows_where_they_fired(capsys, tmp_path):
     # one loader process for two cores: Dataloader fires over the (one) window it judged
     assert [e["name"] for e in fired] == ["Dataloader fired"] and fired[0]["ph"] == "X"
     assert "no end marker" not in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_report_profile_to_a_full_device_fails_before_the_rules_run(capsys, profile, monkeypatch):
+    import smdebug.cli.profile as cli_profile
+
+    def never(*_a, **_k):
+        raise AssertionError("the rules ran before the output was checked")
+
+    monkeypatch.setattr(cli_profile, "run_profiler_rules", never)
+    assert main(["report", "--profile", profile, "-o", "/dev/full"]) == 2
+    assert capsys.readouterr().err.strip() == "smdebug report: -o /dev/full: cannot write it: No space left on device"

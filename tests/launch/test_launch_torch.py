@@ -65,7 +65,9 @@ def test_the_script_that_makes_its_own_hook_keeps_it(tmp_path):
          *[f"--collection={c}" for c in EVERY_STEP], "--", sys.executable, MLP, "--steps", "3", "--explicit"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "attached to" not in proc.stderr  # no second hook
+    assert "attached to" not in proc.stderr  # no second hook, and the run says so
+    assert "smdebug: the script made its own hook, saving to " in proc.stderr
+    assert "attached none\n" in proc.stderr  # it saves where the rules read: nothing more to say
     trial = create_trial(str(tmp_path / "r" / "debug-output"))
     assert trial.steps() == [0, 1, 2] and trial.workers() == ["worker_0"]
 
@@ -225,3 +227,14 @@ def test_the_same_rule_four_ways_gives_the_same_result(tmp_path, form):
     assert result.status == "Stopped" and result.stop_step == 3
     assert _rule(result, "ExplodingTensor")["StatusDetails"].startswith(
         "RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step 3 resulted")
+
+
+def test_a_script_hook_saving_elsewhere_is_told_the_rules_read_another_folder(tmp_path):
+    script = ("import torch, smdebug.pytorch as smd\n"
+              f"h = smd.Hook(out_dir={str(tmp_path / 'mine')!r})\n"
+              "m = torch.nn.Linear(2, 2)\nh.register_module(m)\nm(torch.ones(1, 2))\nh.close()\n")
+    proc = subprocess.run([sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(tmp_path / "r"), "--",
+                           sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"the script made its own hook, saving to {tmp_path / 'mine'}: smdebug run attached none; the run's " \
+           f"rules read {tmp_path / 'r' / 'debug-output'}, not that folder" in proc.stderr, proc.stderr[-3000:]

@@ -184,6 +184,13 @@ def check_writable(path: str, kind: str = "file") -> str:
     if kind == "file" and os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise CliError(f"-o {path}: the file is not writable")
+        if not os.path.isfile(path):  # a device or a pipe: found now, not after the work (/dev/full)
+            try:
+                with open(path, "ab") as f:
+                    f.write(b"\n")
+                    f.flush()
+            except OSError as exc:
+                raise CliError(f"-o {path}: cannot write it: {exc.strerror or exc}") from None
         return path
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):

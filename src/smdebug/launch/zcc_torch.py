@@ -98,6 +98,8 @@ class _Attach:
         existing = smd.get_hook()
         if existing is not None:  # the script made its own hook: it keeps it
             self._fast_stop_checks(existing)
+            sys.stderr.write(f"smdebug: the script made its own hook, saving to {existing.out_dir}: smdebug run "
+                             f"attached none{_elsewhere(existing.out_dir)}\n")
             return
         hook = smd.get_hook(create_if_not_exists=True)
         if hook is None:
@@ -180,6 +182,23 @@ class _Attach:
             sys.stderr.write(f"smdebug: warning: {inner._get_name()}, the model attached to, has parameters the "
                              f"optimizer does not train ({', '.join(mine[:3])}...): attach explicitly with "
                              "hook.register_module(model) if it is not the model being trained\n")
+
+
+def _elsewhere(out_dir: str) -> str:
+    """What to add when the script's own hook saves outside the run's trial, which the rules read."""
+    import json
+
+    from smdebug.core.config.hook_config import CONFIG_FILE_PATH_ENV
+
+    try:
+        with open(os.environ[CONFIG_FILE_PATH_ENV], "rb") as f:
+            run_dir = json.loads(f.read()).get("LocalPath")
+    except (KeyError, OSError, ValueError):
+        return ""
+    if not run_dir or os.path.abspath(str(out_dir)) == os.path.abspath(run_dir):
+        return ""
+    return (f"; the run's rules read {run_dir}, not that folder (make the hook with "
+            "smd.Hook.create_from_json_file() to save where they read)")
 
 
 def install():
