@@ -41,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from smdebug.cli.common import CliError, GuardedStdout
 
-    parser = build_parser()
+    try:
+        parser = build_parser()  # imports the subcommands' modules: a Ctrl-C may land there
+    except KeyboardInterrupt:
+        print("smdebug: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(argv)
     stdout = sys.stdout
     try:
