@@ -88,7 +88,7 @@ def _refuse_a_tensor_trial(path: str) -> None:
     from smdebug.storage import open_store
 
     try:
-        folders = set(open_store(path).list_folders(""))
+        folders: set[str] = set(open_store(path).list_folders(""))
     except Exception:  # noqa: BLE001 - not there (yet): a live job's folder is read as it comes
         return
     if "index" in folders or "events" in folders:
