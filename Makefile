@@ -7,7 +7,7 @@ MXVENV := .venv-mxnet
 # torch comes from a pinned wheel (a looser requirement downloads several GB of CUDA packages)
 TORCH := torch==2.13.0
 
-.PHONY: demo check test lint typecheck docs bench peer peer-xgboost clean chromium trace-viewer mxnet-venv mxnet-fixture mutation
+.PHONY: demo check test lint typecheck docs bench peer peer-xgboost clean chromium trace-viewer mxnet-venv mxnet-fixture mutation wheel
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -135,5 +135,9 @@ bench: $(VENV)/.installed $(PEER)/.installed $(PEER)/.torch
 mutation: $(VENV)/.installed
 	$(PY) tools/mutate.py
 
+# the package as a wheel in dist/ (distribution smdebug-open, imported as smdebug): pip install it anywhere
+wheel:
+	$(PYTHON) -m pip wheel --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer .trace-viewer build site *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PEER) $(MXVENV) $(MXVENV)-peer .trace-viewer build dist site *.egg-info src/*.egg-info

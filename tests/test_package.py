@@ -73,3 +73,34 @@ def test_exception_messages_name_what_happened():
     assert "Max step available is 9" in str(NoMoreData(12, ModeKeys.EVAL, 9))
     msg = str(TensorUnavailableForStep("w", 3, ModeKeys.GLOBAL, has_reductions=True))
     assert "w" in msg and "reductions" in msg
+
+
+def test_the_wheel_is_this_package_not_aws_smdebug(tmp_path):
+    """The distribution has a name of its own (AWS's 1.0.34 is "smdebug" on the public index): the
+    wheel `pip wheel .` builds is smdebug_open-*.whl, and installing it gives `import smdebug` = this
+    package, which `smdebug --version` names."""
+    import os
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
+                   check=True, capture_output=True, timeout=600)
+    (wheel,) = wheels.glob("*.whl")
+    assert wheel.name.startswith("smdebug_open-"), wheel.name
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "\nName: smdebug-open\n" in z.read(meta).decode()
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=600)
+    probe = ("import importlib.metadata as m, smdebug, smdebug.cli as c; "
+             "print(smdebug.__file__); print(m.distribution('smdebug-open').version); print(c.version_line())")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(target)},
+                         check=True, capture_output=True, text=True, timeout=120).stdout.splitlines()
+    assert out[0].startswith(str(target))  # the installed wheel, not the checkout
+    import smdebug
+
+    assert out[1] == smdebug.__version__
+    assert out[2].startswith(f"smdebug-open {smdebug.__version__} (import smdebug, from {target}")

@@ -75,7 +75,7 @@ class MissingDependency(SMDebugError, ImportError):
         what = f" {purpose}" if purpose else ""
         super().__init__(
             f"'{package}' is needed{what} but is not installed; "
-            f"install it with: pip install 'smdebug[{extra}]'"
+            f"install it with: pip install 'smdebug-open[{extra}]'"
         )
 
 

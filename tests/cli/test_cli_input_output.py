@@ -282,7 +282,7 @@ def test_a_missing_extra_is_named(tmp_path, argv, module, extra):
             f"sys.exit(main({argv!r}))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == f"smdebug {argv[0]}: this command needs {module}: pip install 'smdebug[{extra}]'"
+    assert proc.stderr.strip() == f"smdebug {argv[0]}: this command needs {module}: pip install 'smdebug-open[{extra}]'"
 
 
 def test_watch_copy_of_a_fixture_without_end_marker_is_followed(tmp_path):

@@ -114,7 +114,7 @@ def test_without_numba_torch_ops_are_used_and_the_log_says_so_once(fresh, monkey
     assert fresh.wait(60) is None
     assert fresh.kernel() is None and fresh.kernel() is None
     said = [r for r in caplog.records if "numba is not installed" in r.getMessage()]
-    assert len(said) == 1 and said[0].levelno == logging.INFO and "smdebug[fast]" in said[0].getMessage()
+    assert len(said) == 1 and said[0].levelno == logging.INFO and "smdebug-open[fast]" in said[0].getMessage()
     t = torch.randn(50, 20)
     row = TorchAdapter()._host_rows([t], [("mean", False), ("l1", False)])[0]
     np.testing.assert_allclose(row, [float(t.mean()), float(t.abs().sum())], rtol=1e-6)

@@ -289,7 +289,7 @@ def test_missing_s3fs_names_the_extra():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "s3fs" in proc.stdout and "pip install 'smdebug[s3]'" in proc.stdout
+    assert "s3fs" in proc.stdout and "pip install 'smdebug-open[s3]'" in proc.stdout
 
 
 # ------------------------------------------------------------------------------- fault injection

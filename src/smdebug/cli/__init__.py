@@ -27,11 +27,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: one line, never wrapped (argparse's version action wraps at the terminal width)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit(0)
+
+
+DISTRIBUTION = "smdebug-open"  # pyproject.toml's name: AWS's package on the public index is "smdebug"
+
+
+def version_line() -> str:
+    """``smdebug-open 1.1.0 (import smdebug, from /path/to/smdebug)``: this package, not AWS's smdebug."""
+    import smdebug
+
+    return (f"{DISTRIBUTION} {smdebug.__version__} (import smdebug, from {os.path.dirname(smdebug.__file__)}; "
+            "a re-implementation of SageMaker Debugger's smdebug, not AWS's 'smdebug' package)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="smdebug",
         description="Look into smdebug trials: what was saved, values, plots, rules, reports, exports.",
     )
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="which package this is (its distribution name and version) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _MODULES:
         importlib.import_module(f"smdebug.cli.{name}").add(sub)

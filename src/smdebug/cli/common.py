@@ -271,7 +271,7 @@ def needs_extra(module: str, extra: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        raise CliError(f"this command needs {module}: pip install 'smdebug[{extra}]'") from None
+        raise CliError(f"this command needs {module}: pip install 'smdebug-open[{extra}]'") from None
 
 
 # ---------------------------------------------------------------- strict JSON

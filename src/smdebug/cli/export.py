@@ -163,7 +163,7 @@ def _write_parquet(path: str, cols: dict) -> None:
         import pyarrow as pa
         import pyarrow.dataset as ds
     except ImportError:
-        raise CliError("Parquet needs pyarrow: pip install 'smdebug[export]' (or use --format csv)") from None
+        raise CliError("Parquet needs pyarrow: pip install 'smdebug-open[export]' (or use --format csv)") from None
     schema = pa.schema([
         ("step", pa.int64()), ("mode", pa.string()), ("mode_step", pa.int64()), ("worker", pa.string()),
         ("tensor", pa.string()), ("reduction", pa.string()), ("abs", pa.bool_()), ("value", pa.float64()),

@@ -1,5 +1,5 @@
 """Callbacks for the trainers most training scripts are written with; each imports its trainer
-only when imported itself (optional extras ``smdebug[huggingface]``, ``smdebug[lightning]``):
+only when imported itself (optional extras ``smdebug-open[huggingface]``, ``smdebug-open[lightning]``):
 
 - :mod:`smdebug.integrations.huggingface`: ``SMDebugCallback``, a ``transformers.TrainerCallback``;
 - :mod:`smdebug.integrations.lightning`: ``SMDebugCallback``, a ``lightning.pytorch.Callback``.

@@ -1,4 +1,4 @@
-"""``SMDebugCallback`` for Hugging Face ``transformers.Trainer`` (``pip install smdebug[huggingface]``).
+"""``SMDebugCallback`` for Hugging Face ``transformers.Trainer`` (``pip install smdebug-open[huggingface]``).
 
 ::
 

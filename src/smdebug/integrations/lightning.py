@@ -1,4 +1,4 @@
-"""``SMDebugCallback`` for Lightning (``pip install smdebug[lightning]``).
+"""``SMDebugCallback`` for Lightning (``pip install smdebug-open[lightning]``).
 
 ::
 

@@ -79,7 +79,7 @@ def _compile() -> None:
         import llvmlite.binding
         import numba
     except ImportError:
-        logger.info("smdebug: numba is not installed: %s (pip install 'smdebug[fast]' for the one-pass "
+        logger.info("smdebug: numba is not installed: %s (pip install 'smdebug-open[fast]' for the one-pass "
                     "kernel)", _FALLBACK)
         return
     if tuple(llvmlite.binding.llvm_version_info) < _MIN_LLVM:
