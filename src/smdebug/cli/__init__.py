@@ -80,6 +80,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"smdebug {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `smdebug info T | head`: the reader has what it wanted: no message
+        _quiet_stdout()
+        return 1  # as Python's documentation advises, and as rich does for the tables
     except Exception as exc:  # noqa: BLE001 - one line instead of a traceback
         if os.environ.get("SMDEBUG_CLI_TRACEBACK"):
             raise
@@ -90,6 +93,16 @@ def main(argv=None) -> int:
         return 2
     finally:
         sys.stdout = stdout
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null: Python's flush at exit would hit the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout): nothing to flush
+        pass
 
 
 if __name__ == "__main__":

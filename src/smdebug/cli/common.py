@@ -225,6 +225,8 @@ class GuardedStdout:
         self._stream = stream
 
     def _fail(self, exc: OSError):
+        if isinstance(exc, BrokenPipeError):
+            raise exc  # the reader closed the pipe (`| head`): not an error (see smdebug.cli.main)
         raise CliError(f"cannot write standard output: {exc.strerror or exc}") from None
 
     def write(self, text):
