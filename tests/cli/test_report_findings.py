@@ -202,3 +202,30 @@ def test_values_not_one_a_tensor_are_not_paired_with_the_tensors():
     page = Page(f"<section id='rules'>{report._rules_html(results)}</section>")
     assert "tensor loss values 0.58, NaN condition c" in page.rules["LossNotDecreasing"][3]
     assert "tensor labels tensor predictions value 0.25 condition c" in page.rules["Confusion"][3]
+
+
+def test_a_trial_without_modes_gets_its_norms_and_mode_table(tmp_path):
+    """The README's tour saves without set_mode (every step GLOBAL): the report plots its gradient and
+    weight norms and lists the GLOBAL steps, instead of 'No gradients were saved' above the tables."""
+    torch = pytest.importorskip("torch")
+    import smdebug.pytorch as smd
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    loss_fn, opt = torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+    hook = smd.Hook(out_dir=str(tmp_path / "tour"), include_collections=["weights", "gradients", "losses"],
+                    save_config=smd.SaveConfig(save_interval=1))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    for _ in range(4):
+        loss_fn(model(torch.randn(16, 4)), torch.randint(0, 3, (16,))).backward()
+        opt.step()
+        opt.zero_grad()
+    hook.close()
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "tour"), "-o", str(out), "--no-rules"]) == 0
+    text = out.read_text()
+    page = Page(text)
+    for coll in ("gradients", "weights"):
+        assert f"No {coll} were saved" not in page.text(coll)
+        assert re.search(rf"<section id='{coll}'><h2>[^<]*</h2><img alt='{coll}'", text), coll
+    assert "GLOBAL 4 0 3" in page.text("summary")

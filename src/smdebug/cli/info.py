@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from smdebug.cli.common import add_trial_argument, check_at_least, emit_json, needs_extra, open_trial, progress
+from smdebug.modes import ModeKeys
 
 
 def add(sub) -> None:
@@ -31,8 +32,9 @@ def _reduction_name(op: str, ab: bool) -> str:
 
 def summarize(trial) -> dict:
     """Everything ``info`` shows, as plain data (also the ``--json`` output)."""
-    modes = trial.modes()
     steps = trial.steps()
+    # a trial saved without set_mode (the README's tour, XGBoost) lists no mode: its steps are GLOBAL
+    modes = trial.modes() or ([ModeKeys.GLOBAL] if steps else [])
     out = {
         "trial": trial.name,
         "path": trial.path,

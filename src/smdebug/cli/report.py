@@ -16,6 +16,7 @@ import io
 import time
 
 from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, open_trial, say, writing
+from smdebug.modes import ModeKeys
 
 
 def add(sub) -> None:
@@ -109,7 +110,7 @@ def _norm_plots(trial, collection: str, title: str) -> str | None:
     if collection not in trial.collections():
         return None
     names = trial.tensor_names(collection=collection)[:20]
-    modes = [m for m in trial.modes() if m.name in ("TRAIN", "GLOBAL")] or trial.modes()
+    modes = [m for m in trial.modes() if m.name in ("TRAIN", "GLOBAL")] or trial.modes() or [ModeKeys.GLOBAL]
     series = []
     for n in names:
         for m in modes[:1]:
