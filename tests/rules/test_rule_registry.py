@@ -260,3 +260,15 @@ def test_rules_help_lists_every_registered_rule(capsys):
     out = capsys.readouterr().out
     for name in RULES:
         assert f"  {name}: " in out
+
+
+def test_rule_summaries_are_whole_sentences_without_internal_references():
+    """`smdebug rules --help` lists each rule by its summary: a whole sentence for users, without
+    the maintainers' pointers into the specification ("spec 3.9", "register #12")."""
+    from smdebug.rules.builtin.base import registered_rules
+
+    for name, cls in registered_rules().items():
+        s = cls.summary()
+        assert s and s.endswith((".", ")")), (name, s)
+        assert not s.endswith(("e.g.", "i.e.", ":")), (name, s)
+        assert "spec " not in s and "register #" not in s and "reference choice" not in s, (name, s)

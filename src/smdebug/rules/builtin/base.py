@@ -112,10 +112,12 @@ class BuiltinRule(Rule):
 
     @classmethod
     def summary(cls) -> str:
-        """The first sentence of the class docstring (for ``smdebug rules --help``)."""
+        """The first sentence of the class docstring (for ``smdebug rules --help``), without the
+        maintainers' references to the specification ("spec 3.9", "register #12")."""
         first = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
-        end = first.find(". ")
-        return (first[: end + 1] if end >= 0 else first).replace("``", "")
+        first = _INTERNAL_REFERENCE.sub("", first)
+        end = _SENTENCE_END.search(first)
+        return (first[: end.start() + 1] if end else first).replace("``", "")
 
     @classmethod
     def report_params(cls, trial: Any) -> dict | None:
@@ -154,6 +156,11 @@ class BuiltinRule(Rule):
         if not parts:  # a fixed collection (VanishingGradient: gradients)
             parts += [f"collection {c.name!r}" for c in self.hook_collections]
         return ", ".join(parts) or "no selection parameter"
+
+
+# "(spec 3.10; unit = ..., register #12)", "(spec 3.13, reference choice)": for maintainers, not users
+_INTERNAL_REFERENCE = re.compile(r"\s*\((?:[^()]*?\b(?:spec \d|register #|reference choice))[^()]*\)")
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.(?=\s|$)")
 
 
 class ReadingRule(BuiltinRule):

@@ -285,7 +285,10 @@ def _max_change(old: np.ndarray, new: np.ndarray) -> float:
 
 
 class PoorWeightInitialization(ReadingRule):
-    """During the first ``steps`` analyzed (saved) steps, fires when any of three checks does:
+    """Fires when the weights look poorly initialized in the first ``steps`` saved steps: the
+    activation inputs' variances differ too much, a gradient barely varies, or the loss stalls.
+
+    During the first ``steps`` analyzed (saved) steps, it fires when any of three checks does:
 
     - the largest variance of the activation inputs (``activation_inputs_regex``, one tensor per
       layer) is more than ``threshold`` times the smallest (or the smallest is 0 and the largest
