@@ -59,6 +59,15 @@ def test_the_site_builds_strict_without_warnings(tmp_path):
     index = (site / "index.html").read_text()
     for page in sorted((ROOT / "docs" / "guide").glob("*.md")):  # every guide page joins the nav
         assert f"guide/{page.stem}.html" in index, page.name
+    # ... in reading order: start, the frameworks, reading, rules, the command line, smdebug run,
+    # profiling, engines, migrating, development last
+    order = ["getting-started", "pytorch", "tensorflow", "xgboost", "mxnet", "reading-trials", "rules",
+             "command-line", "zero-code-change", "profiling", "profiler-trial", "profiler-rules",
+             "profiling-report", "engines", "migrating", "development"]
+    at = [index.index(f'href="guide/{p}.html"') for p in order]
+    assert at == sorted(at), [p for _, p in sorted(zip(at, order))]
+    last = max(index.index(f'href="guide/{p.stem}.html"') for p in (ROOT / "docs" / "guide").glob("*.md"))
+    assert last == at[-1]  # development last
     assert "fonts.googleapis" not in index  # nothing fetched from a CDN
     for page, hook, own in HOOK_PAGES:  # the hooks' real keyword arguments, not (*args, **kwargs)
         signature = _class_signature((site / "reference" / "api" / page).read_text(), hook)
