@@ -311,7 +311,7 @@ class Hook(BaseHook):
         if self.step < 0:
             return
         if module in self._loss_modules and isinstance(outputs, torch.Tensor):
-            self.watch_value(self._module_names.get(module, "loss") + self.OUTPUT_TENSOR_SUFFIX + "0", outputs)
+            self._watch_value(self._module_names.get(module, "loss") + self.OUTPUT_TENSOR_SUFFIX + "0", outputs)
         if not self.saving_this_step():
             return
         if torch._C._current_graph_task_id() != -1:
@@ -367,7 +367,7 @@ class Hook(BaseHook):
         """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'
         (watched like a loss: its first NaN or infinite value saves that step and the next few in full)."""
         if self.step >= 0:
-            self.watch_value(tensor_name + self.OUTPUT_TENSOR_SUFFIX + "0", tensor_value)
+            self._watch_value(tensor_name + self.OUTPUT_TENSOR_SUFFIX + "0", tensor_value)
         if self.step >= 0 and self.saving_this_step():
             self._write_indexed(tensor_name, tensor_value, self.OUTPUT_TENSOR_SUFFIX)
 

@@ -260,7 +260,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         if self._profiler is not None:
             self._profiler.batch_end()
         if logs and "loss" in logs:  # the non-finite watch: its first NaN/inf loss saves this step and the next few
-            self.watch_value("loss", logs["loss"])
+            self._watch_value("loss", logs["loss"])
         if not self._due():
             return
         for key, value in (logs or {}).items():

@@ -363,7 +363,7 @@ class BaseHook:
             self.save_tensor(name, value, colls)
 
     # ---------------------------------------------------------------- non-finite values
-    def watch_value(self, name: str, value: Any) -> None:
+    def _watch_value(self, name: str, value: Any) -> None:
         """Show the non-finite watch a value the step computed anyway (the loss): when it is the
         first NaN or infinite one, this step and the next ``nonfinite.after`` are saved in full,
         whatever the save config says (core.engine.nonfinite). Cheap: one look at a scalar."""
