@@ -2,7 +2,9 @@
 twice, a typed one under ``if TYPE_CHECKING:`` for type checkers and a ``(*args, **kwargs)`` one
 that runs (the hooks: their run-time ``__init__.__signature__`` is the typed one, which
 tests/docs/test_types.py holds them to), is documented with the typed one's parameters, names,
-kinds, annotations and defaults, instead of ``*args, **kwargs``."""
+kinds, annotations and defaults, instead of ``*args, **kwargs``; each of those parameters that the
+class's docstring does not describe gets its meaning from smdebug.core.config.hook_options.OPTION_DOCS
+(written once for every hook)."""
 
 from __future__ import annotations
 
@@ -24,3 +26,26 @@ class TypedInit(Extension):
             self._typed[parent.path] = func.parameters
         elif parent.path in self._typed:
             func.parameters = self._typed.pop(parent.path)
+            _describe_options(parent, [p.name for p in func.parameters if p.name != "self"])
+
+
+    def on_class_members(self, *, cls: Any, **kwargs: Any) -> None:
+        """A hook that takes BaseHook's ``__init__`` as it is (the MXNet hook): its options too."""
+        if "__init__" not in cls.members and any(str(b).rpartition(".")[2] == "BaseHook" for b in cls.bases):
+            from dataclasses import fields
+
+            from smdebug.core.config.hook_options import HookOptions
+
+            _describe_options(cls, [f.name for f in fields(HookOptions)])
+
+
+def _describe_options(cls: Any, names: list[str]) -> None:
+    """Append ``:param name: meaning`` to ``cls``'s docstring for the hook options it does not describe."""
+    from smdebug.core.config.hook_options import OPTION_DOCS
+
+    doc = cls.docstring
+    if doc is None:
+        return
+    missing = [n for n in names if n in OPTION_DOCS and f":param {n}:" not in doc.value]
+    if missing:
+        doc.value = doc.value.rstrip() + "\n\n" + "\n".join(f":param {n}: {OPTION_DOCS[n]}" for n in missing)

@@ -81,6 +81,14 @@ def test_the_site_builds_strict_without_warnings(tmp_path):
         members = re.findall(rf'id="{re.escape(hook)}\.(\w+)"', (site / "reference" / "api" / page).read_text())
         assert members[0] == "create_from_json_file" and "close" in members, (hook, members)
         assert not set(members) & INTERNAL, (hook, set(members) & INTERNAL)
+    for page, hook, _own in HOOK_PAGES:  # every parameter of every hook says what it means
+        text = (site / "reference" / "api" / page).read_text()
+        rows = dict(re.findall(r'<tr class="doc-section-item">\s*<td>\s*<code>(\w+)</code>\s*</td>.*?'
+                               r'<div class="doc-md-description">(.*?)</div>', text, re.S))
+        signature = _class_signature(text, hook)
+        for param in re.findall(r"(\w+):", signature.partition("(")[2]):
+            assert re.sub(r"<[^>]+>", "", rows.get(param, "")).strip(), (hook, param)
+        assert "every 500th step" in rows["save_config"], hook  # what None means
     for page, hook, own in HOOK_PAGES:  # the hooks' real keyword arguments, not (*args, **kwargs)
         signature = _class_signature((site / "reference" / "api" / page).read_text(), hook)
         assert "*args" not in signature and "**kwargs" not in signature, signature

@@ -82,6 +82,9 @@ class Hook(BaseHook):
     Sharded models (FSDP2 ``fully_shard``, DTensor parameters) keep the unsharded model's names;
     ``gather_sharded`` chooses between each rank's shard (False) and the whole tensor gathered on
     save steps and saved by rank 0 (True): see :mod:`smdebug.pytorch.sharded`.
+
+    :param gather_sharded: for sharded parameters (FSDP2, DTensor): False saves each rank's shard
+        with its shard metadata; True gathers the whole tensor on save steps and rank 0 saves it
     """
 
     collection_defaults = PYTORCH_COLLECTIONS

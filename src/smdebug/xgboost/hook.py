@@ -73,6 +73,12 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     collective's rank) and closes when training ends there (collections file, end-of-job marker).
     The hook left in the client saves nothing (its ``save_scalar`` raises: make a hook of its own
     for what the client computes) and writes nothing at close.
+
+    :param hyperparameters: the booster's parameters (the ``params`` of ``xgboost.train``), saved as
+        ``hyperparameters/<key>`` at the first round
+    :param train_data: the training data (``xgboost.DMatrix`` or ``(path, "csv" | "libsvm")``), for the
+        SHAP values (``average_shap``, ``full_shap``)
+    :param validation_data: the validation data (same forms), for ``predictions`` and ``labels``
     """
 
     collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)

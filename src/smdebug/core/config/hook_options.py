@@ -16,7 +16,7 @@ from typing import Any
 from smdebug.core.config.reduction_config import ReductionConfig
 from smdebug.core.config.save_config import SaveConfig
 
-__all__ = ["HookOptions", "options_signature", "tensorboard_dir_for"]
+__all__ = ["HookOptions", "OPTION_DOCS", "options_signature", "tensorboard_dir_for"]
 
 
 @dataclass
@@ -43,6 +43,34 @@ class HookOptions:
             return cls(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{owner}(): {str(exc).partition('(): ')[2] or exc}") from None
+
+
+# what each option means, written once: the documentation site gives every hook's page these
+# (tools/griffe_typed_init.py), after the hook's own parameters
+OPTION_DOCS = {
+    "out_dir": "where the trial goes: a folder or ``s3://bucket/prefix`` (required)",
+    "export_tensorboard": "also write TensorBoard event files (to ``tensorboard_dir``, else "
+                          "``<out_dir>/tensorboard``)",
+    "tensorboard_dir": "where TensorBoard event files go (implies ``export_tensorboard``)",
+    "dry_run": "go through the motions and write nothing (to check a configuration)",
+    "reduction_config": "what is saved of each tensor: the raw values and/or reductions (min, max, mean, "
+                        "std, variance, sum, prod, norms); None: the raw tensor",
+    "save_config": "when to save: a ``SaveConfig`` (or ``{mode: SaveConfigMode}``, or ``{\"save_interval\": N}``); "
+                   "None: every 500th step of each mode (the XGBoost hook: every 10th round), as SageMaker. "
+                   "Whatever the schedule, the first step whose loss is NaN or infinite and the next 3 are "
+                   "saved in full",
+    "include_regex": "also save the tensors whose names match these regexes (RE2 syntax), in a collection "
+                     "of their own",
+    "include_collections": "the collections to save (e.g. ``[\"weights\", \"gradients\", \"losses\"]``); "
+                           "None: the framework's default (PyTorch and MXNet: ``losses``; Keras: ``losses``, "
+                           "``metrics``, ``sm_metrics``; XGBoost: ``metrics``)",
+    "save_all": "save every tensor the hook sees (large)",
+    "include_workers": "``\"one\"``: only the chief worker (rank 0) writes; ``\"all\"``: every worker writes "
+                       "its ``worker_<rank>`` files",
+    "profiler_config": "a ``smdebug.profiler.ProfilerConfig`` (or SageMaker's ProfilerConfig dict): record "
+                       "system and framework metrics beside the tensors; None: the profiler config file "
+                       "($SMPROFILER_CONFIG_PATH) when there is one, else no profiling",
+}
 
 
 def options_signature(extra: tuple[inspect.Parameter, ...] = ()) -> inspect.Signature:
