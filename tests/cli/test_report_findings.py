@@ -229,3 +229,22 @@ def test_a_trial_without_modes_gets_its_norms_and_mode_table(tmp_path):
         assert f"No {coll} were saved" not in page.text(coll)
         assert re.search(rf"<section id='{coll}'><h2>[^<]*</h2><img alt='{coll}'", text), coll
     assert "GLOBAL 4 0 3" in page.text("summary")
+
+
+def test_info_lists_the_steps_of_a_trial_without_modes_once(capsys, tmp_path):
+    from smdebug.core.writer import FileWriter
+
+    for step in (0, 1, 2):
+        with FileWriter(trial_dir=str(tmp_path / "t"), step=step) as w:
+            w.write_tensor(tdata=np.ones(2, dtype=np.float32), tname="w")
+    from smdebug.core.collection_manager import CollectionManager
+
+    cm = CollectionManager()
+    cm.add("default")
+    cm.set_num_workers(1)
+    cm.export(str(tmp_path / "t"), "worker_0_collections.json")
+    assert main(["info", str(tmp_path / "t")]) == 0
+    out = capsys.readouterr().out
+    assert len(re.findall(r"^│ GLOBAL +│", out, re.M)) == 1, out  # one row in the steps table
+    assert main(["info", str(tmp_path / "t"), "--json"]) == 0
+    assert '"GLOBAL": [\n' in capsys.readouterr().out  # the JSON names the mode of the steps

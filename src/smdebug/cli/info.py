@@ -96,7 +96,8 @@ def _print_tables(info: dict, n: int) -> None:
     steps.add_column("steps")
     steps.add_row("GLOBAL", str(len(info["steps"])), _short(info["steps"], n))
     for mode, ms in info["mode_steps"].items():
-        steps.add_row(mode, str(len(ms)), _short(ms, n))
+        if mode != "GLOBAL" or ms != info["steps"]:  # the row above says it (a trial without modes)
+            steps.add_row(mode, str(len(ms)), _short(ms, n))
     console.print(steps)
     colls = Table(title="collections", title_justify="left")
     colls.add_column("collection")
