@@ -175,7 +175,7 @@ def test_report_of_metrics_only(tmp_path):
             fw.write_tensor(np.array([2.0 / (step + 1)]), "valid_0-poisson-nloglik")
     end_trial(str(tmp_path / "job" / "debug-output"))
     rule, page = report_of(tmp_path / "job" / "debug-output")
-    data = rule._collect()
+    data = rule.collect()
     assert [(m.name, m.steps.tolist(), m.values.tolist()) for m in data.metrics] == [
         ("train-poisson-nloglik", [0, 1, 2], [1.0, 0.5, 1 / 3]),
         ("valid_0-poisson-nloglik", [0, 1, 2], [2.0, 1.0, 2 / 3]),
@@ -211,3 +211,19 @@ def test_cli_rules_prints_where_the_report_is(tmp_path, capsys):
     page = tmp_path / "job" / "rule-output" / "CreateXgboostReport" / "xgboost_report.html"
     assert page.is_file()
     assert f"CreateXgboostReport: report written to {page}" in out
+    assert "no issue found" not in out  # it never fires: its summary is where the report went
+
+
+def test_smdebug_report_on_an_xgboost_trial_shows_the_xgboost_page(tmp_path):
+    """No empty gradient and weight norms for boosted trees: the main report carries the XGBoost
+    page's sections (metrics, feature importance, confusion matrix)."""
+    from smdebug.cli import main
+
+    X, y = breast_cancer()
+    params = {"objective": "binary:logistic", "max_depth": 2, "nthread": 1}
+    run = write_xgb_trial(tmp_path / "job" / "debug-output", params, *split(X, y, 150), num_round=3)
+    out = tmp_path / "report.html"
+    assert main(["report", run.path, "-o", str(out), "--no-rules"]) == 0
+    page = out.read_text()
+    assert "id='xgboost'" in page and 'id="feature-importance"' in page and 'id="confusion-matrix"' in page
+    assert "id='gradients'" not in page and "id='weights'" not in page

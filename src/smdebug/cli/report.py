@@ -243,6 +243,17 @@ ul.finding{margin:.2em 0;padding-left:1.2em}p.found{margin:.1em 0}code{backgroun
 """
 
 
+def _xgboost_sections(trial) -> list | None:
+    """For an XGBoost trial, the sections of CreateXgboostReport's page (metrics, feature importance,
+    confusion matrix and scores, ROC); None for a trial of another framework."""
+    if not trial.tensor_names(regex=r"^(feature_importance|trees|hyperparameters|average_shap)/"):
+        return None
+    from smdebug.rules.builtin.trees import CreateXgboostReport
+    from smdebug.rules.builtin.xgboost_report import report_sections
+
+    return report_sections(CreateXgboostReport(trial).collect())
+
+
 def render(trial, with_rules: bool = True) -> str:
     """The report's HTML."""
     from smdebug.cli.info import summarize
@@ -260,9 +271,14 @@ def render(trial, with_rules: bool = True) -> str:
              _section("nonfinite", "First non-finite value", _nonfinite_html(trial))]
     loss = _loss_plot(trial)
     parts.append(_section("losses", "Losses", f"<img alt='losses' src='{loss}'>" if loss else "<p>No losses were saved.</p>"))
+    xgboost = _xgboost_sections(trial)
     for coll, title in (("gradients", "Gradient norms (L2) per layer"), ("weights", "Weight norms (L2) per layer")):
+        if xgboost is not None:
+            break  # boosted trees have no gradients or weights per layer: their page is below
         img = _norm_plots(trial, coll, title)
         parts.append(_section(coll, title, f"<img alt='{coll}' src='{img}'>" if img else f"<p>No {coll} were saved.</p>"))
+    if xgboost is not None:
+        parts.append(_section("xgboost", "XGBoost training", "".join(xgboost)))
     if with_rules:
         parts.append(_section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
     parts.append(_section("collections", "Collections",

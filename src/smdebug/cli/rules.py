@@ -260,10 +260,12 @@ def _summary(runs, as_json: bool) -> int:
             print(f"{r.name}: fired at step {steps}: {r.firings[0].what()}")
         elif nothing:
             print(nothing_evaluated_message(r.rule, r.evaluated))
+        elif report:  # a rule that writes a report (CreateXgboostReport) never fires: "no issue" says nothing
+            print(f"{r.name}: report written to {report} ({r.evaluated} step evaluations, {tensors} tensor values)")
         else:
             counted = f", {tensors} tensor values" if tensors is not None else ""
             print(f"{r.name}: no issue found ({r.evaluated} step evaluations{counted})")
-        if report:
+        if report and (r.firings or nothing):
             print(f"{r.name}: report written to {report}")
     return 1 if any_fired else 2 if blind else 0
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, select_tensor_names, value_or_none
-from smdebug.rules.builtin.training import first_worker, trial_holds
+from smdebug.rules.builtin.evidence import first_worker, trial_holds
 from smdebug.rules.finding import show_value
 from smdebug.rules.params import (
     as_float,

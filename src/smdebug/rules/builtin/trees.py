@@ -17,7 +17,7 @@ import numpy as np
 from smdebug.exceptions import MissingDependency
 from smdebug.rules.builtin.base import BuiltinRule, HookCollection, Param, value_or_none
 from smdebug.rules.builtin.classification import class_ids
-from smdebug.rules.builtin.training import first_worker, trial_holds
+from smdebug.rules.builtin.evidence import first_worker, trial_holds
 from smdebug.rules.builtin.xgboost_report import (
     REGRESSION,
     MetricSeries,
@@ -233,7 +233,7 @@ class CreateXgboostReport(BuiltinRule):
 
     def write_report(self) -> str:
         """Render the report from what the trial holds now and write it; returns where."""
-        data = self._collect()
+        data = self.collect()
         n = len(data.metrics) + len(data.hyperparameters) + sum(len(d) for d in data.importance.values())
         self.evaluated(n + (0 if data.labels is None else 2))
         if not self.tensors_evaluated:
@@ -252,7 +252,8 @@ class CreateXgboostReport(BuiltinRule):
         names = set(trial.tensor_names(collection=collection))
         return sorted(names | set(trial.tensor_names(regex=regex)) if regex else names)
 
-    def _collect(self) -> Any:
+    def collect(self) -> Any:
+        """What the report shows, read from the trial now (a ReportData; ``smdebug report`` shows it too)."""
         trial = self.base_trial
         steps = trial.steps()
         metrics = []

@@ -17,9 +17,9 @@ import numpy as np
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.modes import ModeKeys
 from smdebug.rules.builtin.base import HookCollection, Param, ReadingRule, SelectingRule
+from smdebug.rules.builtin.evidence import trial_holds
 from smdebug.rules.builtin.reading import ValueKey, close_each
 from smdebug.rules.builtin.tensors import _COLLECTIONS, _REGEX
-from smdebug.rules.builtin.training import trial_holds
 from smdebug.rules.finding import show_value
 from smdebug.rules.params import as_bool, as_float, as_int, as_regex_list, bounded, optional
 

@@ -27,6 +27,7 @@ __all__ = [
     "classification_scores",
     "roc_curve",
     "render_report",
+    "report_sections",
 ]
 
 BINARY, MULTICLASS, REGRESSION = "binary classification", "multi-class classification", "regression"
@@ -317,7 +318,19 @@ def render_report(data: ReportData) -> str:
     """The report as one HTML document."""
     steps = f"{data.steps[0]} to {data.steps[-1]} ({len(data.steps)} saved)" if data.steps else "none"
     summary = [["trial", data.trial_path], ["steps", steps], ["problem", data.problem or "unknown (no predictions)"]]
-    parts = [_section("summary", "Summary", _table(None, summary))]
+    parts = [_section("summary", "Summary", _table(None, summary)), *report_sections(data)]
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>XGBoost training report</title><style>{_CSS}</style></head>\n"
+        f"<body><h1>XGBoost training report</h1>\n{body}\n</body></html>\n"
+    )
+
+
+def report_sections(data: ReportData) -> list:
+    """The report's sections after its summary (each a ``<section>``): ``smdebug report`` puts them
+    in its page for an XGBoost trial."""
+    parts: list = []
     if data.hyperparameters:
         parts.append(_section("hyperparameters", "Hyperparameters",
                               _table(["name", "value"], sorted(data.hyperparameters.items()))))
@@ -338,9 +351,4 @@ def render_report(data: ReportData) -> str:
     else:
         parts.append('<p class="note">No predictions and labels were saved: save the collections '
                      "<code>predictions</code> and <code>labels</code> for the model's scores.</p>")
-    body = "\n".join(parts)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>XGBoost training report</title><style>{_CSS}</style></head>\n"
-        f"<body><h1>XGBoost training report</h1>\n{body}\n</body></html>\n"
-    )
+    return parts
