@@ -10,6 +10,15 @@ report under ``rule-output/<RuleConfigurationName>/``. When the command ends, by
 A StopTraining action writes a stop request into the trial (core.engine.stop_request): the hook ends
 training at its next step. If the command is still running ``stop_grace`` seconds later it gets
 SIGTERM (the whole process group), then SIGKILL after ``term_grace`` seconds.
+
+SIGINT / SIGTERM to the launcher, from the start of :meth:`Launcher.run` to its end: while the command
+runs, the signal goes to its process group and the job ends ``Stopped``; once the command has ended
+(the rule jobs finishing), the wait ends at once. Either way the rule jobs still running end
+``Stopped``, status.json is final, and ``smdebug run`` exits with the command's code, or 128+N when
+signal N came after the command had ended (the training's own status then stays Completed or
+Failed). One signal is enough. If the launcher itself dies (``kill -9``), its guard process
+(:mod:`smdebug.launch.guard`) ends the job's process group and marks the end of training;
+status.json then stays as the launcher last wrote it.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -24,8 +34,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from smdebug.launch.guard import Guard, mark_end_of_training
 from smdebug.launch.nodes import StopFollower, resolve_node_rank
-from smdebug.launch.profiler_jobs import PROFILER_POLL, ProfilerRuleJob, write_end_markers
+from smdebug.launch.profiler_jobs import PROFILER_POLL, ProfilerRuleJob
 from smdebug.launch.profiling import PROFILER_CONFIG_ENV
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
@@ -44,7 +55,8 @@ REMOTE_POLL = 0.5
 
 @dataclass
 class LaunchResult:
-    """How a launch ended: the command's exit code, the job status, and each rule's status."""
+    """How a launch ended: the exit code (:func:`exit_code`), the job status (:func:`end_status`), and
+    each rule's status."""
 
     exit_code: int
     status: str
@@ -59,6 +71,23 @@ class LaunchResult:
         """The rules (debugger and profiler) that found issues."""
         return [r["RuleConfigurationName"] for r in [*self.rules, *self.profiler_rules]
                 if r["RuleEvaluationStatus"] == "IssuesFound"]
+
+
+def end_status(rc: int, *, stop_requested: bool, interrupted: bool) -> str:
+    """TrainingJobStatus at the end: ``Stopped`` when a rule's StopTraining or a signal to the launcher
+    stopped the command while it ran, else ``Completed`` (exit 0) or ``Failed``. A signal that comes
+    once the command has ended does not change it: the training had ended."""
+    if stop_requested or interrupted:
+        return "Stopped"
+    return "Completed" if rc == 0 else "Failed"
+
+
+def exit_code(rc: int, late_signal: int | None = None) -> int:
+    """What ``smdebug run`` exits with: the command's exit code (128+N when signal N ended it, as a
+    shell says), or 128+N when signal N interrupted the launcher after the command had ended."""
+    if late_signal is not None:
+        return 128 + late_signal
+    return rc if rc >= 0 else 128 - rc
 
 
 def _remote(path: str) -> bool:
@@ -104,7 +133,13 @@ class Launcher:
         self._proc: subprocess.Popen | None = None
         self._stop = threading.Event()
         self._stop_step: int | None = None
-        self._interrupted = False
+        self._interrupted = False  # a signal came while the command ran
+        self._signal: int | None = None  # the first SIGINT / SIGTERM to the launcher
+        # what the main thread waits for: ("signal", N) from the handler (SimpleQueue.put is reentrant),
+        # ("exited", rc) from the job's waiter, ("rule", name) when a rule job has ended
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        marks = self.node_rank == 0  # the other nodes' ends are not the job's end
+        self._guard = Guard(self.term_grace, spec.out_dir if marks else None, self.profiler_dir if marks else None)
         self._lock = threading.Lock()
         self._judged_path = os.path.join(self.run_dir, "rules-judged") if self.jobs else None
         self._judged_written: int | None = None
@@ -200,6 +235,8 @@ class Launcher:
         if self._judged_path is not None and job.status not in ("InProgress", "Stopping"):
             self._rule_judged(job)
         self.board.update()
+        if job.ended:
+            self._events.put(("rule", job.name))
         if job.status in ("IssuesFound", "Error"):
             first = job.details.strip().splitlines()[0] if job.details.strip() else ""
             self._echo(f"rule {job.name}: {job.status}: {first}")
@@ -252,57 +289,111 @@ class Launcher:
                        f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "
                        f"{(self.spec.profiler or {}).get('ProfilingIntervalInMilliseconds')} ms into {self.profiler_dir}")
         self.board.update(secondary="Starting")
-        # forwarding is in place before the job starts: a SIGINT that comes while the rule jobs start
-        # would otherwise raise KeyboardInterrupt here and leave the job (its own session) running
-        restore = self._forward_signals()
+        # signals are handled from before the job starts (one that comes while the rule jobs start is
+        # passed on once the job runs) to the final status (one while the rule jobs finish ends the wait)
+        restore = self._handle_signals()
         try:
-            try:
-                self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)
-            except OSError as exc:
-                raise LaunchConfigError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
-            if self._interrupted:  # signalled before the job had a process group
-                self._signal_group(signal.SIGINT)
-            self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
-            for job in self.all_jobs:
-                job.start()
-            if self.follower is not None:
-                self.follower.start()
-            rc = self._proc.wait()
+            self._guard.start()
+            return self._run(config)
         finally:
+            self._guard.close()  # released once the end was marked; else (an error) it ends the job
             restore()
+
+    def _run(self, config: str) -> LaunchResult:
+        try:
+            proc = self._proc = subprocess.Popen(self.command, env=self.child_env(config), start_new_session=True)
+        except OSError as exc:
+            raise LaunchConfigError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
+        self._guard.watch(proc.pid)
+        self.board.update(secondary="Training", TrainingStartTime=self.board.describe()["LastModifiedTime"])
+        for job in self.all_jobs:
+            job.start()
+        if self.follower is not None:
+            self.follower.start()
+        try:
+            rc = self._wait_job(proc)
+        finally:
             if self.follower is not None:
                 self.follower.stop()
         self._reap_group()
-        ended = time.time()
-        if self._interrupted:  # before the end is marked: a rule job ending now ends Stopped
-            for job in self.all_jobs:
-                job.stop()
-        if self.node_rank == 0:  # the other nodes' ends are not the job's end
+        if self.node_rank == 0:
             self._mark_end_of_training()
-        self._join_rules()
-        status = "Stopped" if (self._stop.is_set() or self._interrupted) else ("Completed" if rc == 0 else "Failed")
-        exit_code = rc if rc >= 0 else 128 - rc
-        self.board.update(job_status=status, secondary=status, ExitCode=exit_code,
-                          TrainingEndTime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended)))
-        result = LaunchResult(exit_code=exit_code, status=status, run_dir=self.run_dir, out_dir=self.spec.out_dir,
-                              rules=[j.describe() for j in self.jobs], stop_step=self._stop_step,
-                              profiler_rules=[j.describe() for j in self.profiler_jobs])
-        self._summary(result)
+        self._guard.release()
+        # the command has ended: said now, while the rule jobs finish
+        self.board.update(ExitCode=exit_code(rc), TrainingEndTime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        self._wait_rules()
+        status = end_status(rc, stop_requested=self._stop.is_set(), interrupted=self._interrupted)
+        self.board.update(job_status=status, secondary=status)
+        late = self._signal if not self._interrupted else None
+        result = LaunchResult(exit_code=exit_code(rc, late), status=status, run_dir=self.run_dir,
+                              out_dir=self.spec.out_dir, rules=[j.describe() for j in self.jobs],
+                              stop_step=self._stop_step, profiler_rules=[j.describe() for j in self.profiler_jobs])
+        self._summary(result, late)
         return result
 
-    def _forward_signals(self):
-        """SIGINT / SIGTERM to the launcher go to the job's process group (main thread only)."""
+    def _handle_signals(self):
+        """SIGINT / SIGTERM to the launcher become events for the main thread (main thread only)."""
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
 
-        def handler(signum, _frame):
-            self._interrupted = True
-            for job in self.all_jobs:  # now: the job's hook may mark the end of training as it exits
-                job.stop()
-            self._signal_group(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
+        def handler(signum, _frame):  # no lock taken here: the main thread may hold any of them
+            if self._signal is None:
+                self._signal = signum
+            self._events.put(("signal", signum))
 
         old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
         return lambda: [signal.signal(s, h) for s, h in old.items()]
+
+    def _wait_job(self, proc: subprocess.Popen) -> int:
+        """The command's return code; meanwhile each signal to the launcher goes to its process group."""
+        threading.Thread(target=lambda: self._events.put(("exited", proc.wait())), name="smdebug-job-wait",
+                         daemon=True).start()
+        while True:
+            kind, value = self._events.get()
+            if kind == "exited":
+                return value
+            if kind == "signal":
+                self._interrupt(value)
+
+    def _interrupt(self, signum: int) -> None:
+        """A signal while the command runs: passed on to its process group; the job and its rule jobs
+        are Stopping (the rule jobs still running when it has ended end Stopped)."""
+        first = not self._interrupted
+        if first:  # before the job hears it: its hook may mark the end of training as it exits
+            self._interrupted = True
+            for job in self.all_jobs:
+                job.stop()
+        self._signal_group(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
+        if first:
+            self.board.update(job_status="Stopping", secondary="Stopping")
+
+    def _running_jobs(self) -> list:
+        return [j for j in self.all_jobs if not j.ended]
+
+    def _wait_rules(self) -> None:
+        """Until every rule job has ended, or ``rule_timeout`` seconds, or a signal (which ends the wait
+        at once; also one that came while the command ran): the jobs still running then end
+        ``Stopped`` (interrupted) or ``Error`` (too slow)."""
+        deadline = time.monotonic() + self.rule_timeout
+        while self._signal is None and self._running_jobs():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                self._events.get(timeout=left)
+            except queue.Empty:
+                break
+        running = self._running_jobs()
+        if running and self._signal is not None:
+            self._echo(f"{signal.Signals(self._signal).name}: not waiting for the rule jobs "
+                       f"{', '.join(j.name for j in running)}: they end Stopped")
+        for job in running:
+            if self._signal is not None:
+                job.give_up("Stopped", f"The launcher was interrupted ({signal.Signals(self._signal).name}) "
+                            "before the rule job ended.")
+            else:
+                job.give_up("Error", f"ClientError: the rule job did not finish within {self.rule_timeout:g} s "
+                            "after training ended")
 
     def _reap_group(self) -> None:
         """Processes the command left behind in its group (data-loader workers, ranks) are ended."""
@@ -321,29 +412,14 @@ class Launcher:
         self._signal_group(signal.SIGKILL)
 
     def _mark_end_of_training(self) -> None:
-        from smdebug.core.output.locations import END_OF_JOB
-        from smdebug.storage import open_store
+        mark_end_of_training(self.spec.out_dir, self.profiler_dir)
 
-        try:
-            store = open_store(self.spec.out_dir)
-            if not store.exists(END_OF_JOB):
-                store.write(END_OF_JOB, b"")
-        except Exception as exc:
-            logger.error("smdebug: could not mark the end of training in %s: %s", self.spec.out_dir, exc)
-        if self.profiler_dir is not None:
-            write_end_markers(self.profiler_dir)
-
-    def _join_rules(self) -> None:
-        deadline = time.monotonic() + self.rule_timeout
-        for job in self.all_jobs:
-            if not job.join(max(deadline - time.monotonic(), 0.0)):
-                job.fail(f"ClientError: the rule job did not finish within {self.rule_timeout:g} s after "
-                         "training ended")
-
-    def _summary(self, result: LaunchResult) -> None:
+    def _summary(self, result: LaunchResult, late_signal: int | None = None) -> None:
         for r in [*result.rules, *result.profiler_rules]:
             self._echo(f"{r['RuleConfigurationName']}: {r['RuleEvaluationStatus']}")
         if result.issues:
             self._echo(f"rules that found issues: {', '.join(result.issues)}")
-        self._echo(f"job {result.status} (exit code {result.exit_code}); status in "
-                   f"{os.path.join(self.run_dir, 'status.json')}")
+        code = f"exit code {result.exit_code}"
+        if late_signal is not None:
+            code = f"then {signal.Signals(late_signal).name} while the rule jobs finished: {code}"
+        self._echo(f"job {result.status} ({code}); status in {os.path.join(self.run_dir, 'status.json')}")

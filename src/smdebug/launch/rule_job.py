@@ -4,7 +4,9 @@
 text) | ``NoIssuesFound`` (training ended, every step evaluated, tensors judged) | ``Error``
 ("ClientError: ..." with the traceback, cut to 1024 characters; also a rule that evaluated no step,
 or no tensor: its "no issue" would mean nothing) | ``Stopping`` -> ``Stopped`` (the launcher was
-interrupted). The rule's report goes to ``rule-output/<RuleConfigurationName>/report.json``.
+interrupted; also when the job saved nothing before it). The first final status is the job's: once
+the launcher gives up on a job (:meth:`RuleJob.give_up`), what its thread finds later is dropped.
+The rule's report goes to ``rule-output/<RuleConfigurationName>/report.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = ["RuleJob", "load_rule_class", "check_rule", "STATUS_DETAILS_MAX"]
 logger = logging.getLogger("smdebug")
 
 STATUS_DETAILS_MAX = 1024
+FINAL_STATUSES = frozenset({"IssuesFound", "NoIssuesFound", "Error", "Stopped"})
 _RANGE_KEYS = ("start_step", "end_step")
 _NOT_RULE_PARAMS = {"source_s3_uri", "rule_to_invoke", "action_json", *_RANGE_KEYS}
 
@@ -113,6 +116,7 @@ class RuleJob:
         self._wait_s = wait_s
         self._cls = self._check()
         self._stopping = False
+        self._end_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"smdebug-rule-{spec.name}", daemon=True)
 
     def _check(self):
@@ -144,15 +148,21 @@ class RuleJob:
         if "stoptraining" in kinds and self._on_stop is not None:
             self._on_stop(self, step)
 
+    @property
+    def ended(self) -> bool:
+        return self.status in FINAL_STATUSES
+
     def stop(self) -> None:
         """The launcher was interrupted: the job ends Stopped once the trial's end is marked."""
-        if self.status == "InProgress":
-            self._stopping = True
-            self._set("Stopping", "")
+        with self._end_lock:
+            if self.status == "InProgress":
+                self._stopping = True
+                self._set("Stopping", "")
 
-    def fail(self, details: str) -> None:
-        """The launcher gave up waiting for the job."""
-        self._set("Error", details)
+    def give_up(self, status: str, details: str) -> None:
+        """The launcher stops waiting for the job: ``status`` is final (its report too), unless the
+        job ended first; what its thread finds later is dropped."""
+        self._end(status, details)
 
     def describe(self) -> dict:
         """A DebugRuleEvaluationStatus; ``Finding`` (ours) names what a firing found."""
@@ -183,6 +193,9 @@ class RuleJob:
             try:
                 trial = self._open_trial()
             except MissingCollectionFiles:
+                if self._stopping:  # interrupted before the job saved anything: no fault of the hook
+                    self._end("Stopped", "The launcher was interrupted before the training job saved any data.")
+                    return
                 self._end("Error", "ClientError: No debugging data was saved by the training job. Check that "
                           "the debugger hook was attached (smdebug run prints one line when it attaches). "
                           f"Training ended and {self.out_dir} holds no collection files.")
@@ -236,6 +249,11 @@ class RuleJob:
         rule.invoke = invoke_and_tell
 
     def _end(self, status: str, details: str, run=None, rule=None) -> None:
+        with self._end_lock:  # the first end is the job's (the launcher may have given up on it)
+            if not self.ended:
+                self._write_end(status, details, run, rule)
+
+    def _write_end(self, status: str, details: str, run, rule) -> None:
         if run is not None:
             self.evaluated = len(run.evaluated)
         report: dict[str, object] = {
