@@ -40,3 +40,14 @@ def test_a_tensor_trial_opened_as_a_profile_is_refused(tensor_trial, tmp_path):
         create_trial(tensor_trial, profiler=True)
     # a folder with nothing yet (a job about to write its profile) still opens
     assert not create_trial(str(tmp_path / "later"), profiler=True).has_data()
+
+
+def test_a_profiler_config_file_nested_too_deeply_names_the_file(tmp_path):
+    from smdebug.profiler.config import ProfilerConfig
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SMDebugValueError, match=f"profiler config {deep}: JSON nested too deeply"):
+        ProfilerConfig.from_json_file(deep)
+    with pytest.raises(SMDebugValueError, match="not a regular file"):
+        ProfilerConfig.from_json_file("/dev/zero")

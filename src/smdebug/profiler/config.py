@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from smdebug.exceptions import SMDebugValueError
@@ -41,6 +42,7 @@ DEFAULT_ROTATE_MAX_FILE_SIZE = 10 * 1024 * 1024
 DEFAULT_ROTATE_CLOSE_INTERVAL_S = 60.0
 DEFAULT_FILE_OPEN_FAIL_THRESHOLD = 50
 MIN_INTERVAL_MS = 10
+_MAX_CONFIG_BYTES = 16 << 20  # a profiler configuration is a few KiB
 MAX_INTERVAL_MS = 60_000  # SageMaker's longest interval (it accepts 100, 200, 500, 1000, 5000, 60000)
 PYTHON_PROFILERS = ("cprofile", "pyinstrument")
 CPROFILE_TIMERS = ("total_time", "cpu_time", "off_cpu_time", "default")
@@ -309,11 +311,17 @@ class ProfilerConfig:
         path = str(path)
         try:
             with open(path, encoding="utf-8") as f:
-                text = f.read()
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise SMDebugValueError(f"profiler config {path}: not a regular file")
+                text = f.read(_MAX_CONFIG_BYTES + 1)
         except OSError as exc:
             raise SMDebugValueError(f"profiler config {path}: cannot read it ({exc.strerror})") from None
+        if len(text) > _MAX_CONFIG_BYTES:
+            raise SMDebugValueError(f"profiler config {path}: more than {_MAX_CONFIG_BYTES >> 20} MiB")
         try:
             doc = json.loads(text)
+        except RecursionError:
+            raise SMDebugValueError(f"profiler config {path}: JSON nested too deeply") from None
         except json.JSONDecodeError as exc:
             raise SMDebugValueError(f"profiler config {path}: not valid JSON ({exc})") from None
         return cls.from_dict(doc, source=f"profiler config {path}")
