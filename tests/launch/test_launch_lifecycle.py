@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import smdebug
 from smdebug.core.output.locations import END_OF_JOB
 from smdebug.launch.guard import Guard
 from smdebug.launch.launcher import end_status, exit_code
@@ -248,3 +249,22 @@ def test_kill_9_of_the_launcher_ends_the_job_and_marks_the_end_of_training(tmp_p
     steps = create_trial(str(run_dir / "debug-output")).steps()
     assert steps and steps[-1] < 99999  # the steps written before the job was ended, readable
     assert _status(run_dir)["TrainingJobStatus"] == "InProgress"  # the launcher could not write it (documented)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the job's processes through /proc")
+def test_a_grandchild_that_left_the_process_group_is_ended(tmp_path):
+    """A process the job started in a session of its own (setsid) outlives the process group the
+    launcher ends; the run folder in its environment says it is the job's."""
+    from smdebug.launch.stragglers import _alive
+
+    pid_file = tmp_path / "grandchild.pid"
+    script = ("import subprocess, sys\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+              f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n")
+    lines: list = []
+    result = smdebug.launch([sys.executable, "-c", script], run_dir=str(tmp_path / "r"), zcc=False,
+                            echo=lines.append)
+    assert result.exit_code == 0
+    pid = int(pid_file.read_text())
+    assert not _alive(pid), lines
+    assert any("outside its process group" in line and str(pid) in line for line in lines), lines

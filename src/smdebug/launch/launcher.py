@@ -41,6 +41,7 @@ from smdebug.launch.profiling import PROFILER_CONFIG_ENV
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
 from smdebug.launch.status import StatusBoard
+from smdebug.launch.stragglers import end_processes, processes_with_env
 
 __all__ = ["Launcher", "LaunchResult", "BOOTSTRAP_DIR", "ZCC_ENV", "STOP_INTERVAL_ENV"]
 
@@ -396,7 +397,17 @@ class Launcher:
                             "after training ended")
 
     def _reap_group(self) -> None:
-        """Processes the command left behind in its group (data-loader workers, ranks) are ended."""
+        """Processes the command left behind are ended: in its group (data-loader workers, ranks), and
+        those that left the group with setsid (found by the run folder in their environment)."""
+        try:
+            self._reap_own_group()
+        finally:
+            left = end_processes(processes_with_env("SMDEBUG_LAUNCH_RUN_DIR", self.run_dir), min(self.term_grace, 5.0))
+            if left:
+                self._echo(f"ended {len(left)} process(es) the job left outside its process group: "
+                           f"{', '.join(map(str, left))}")
+
+    def _reap_own_group(self) -> None:
         try:
             os.killpg(self._proc.pid, 0)
         except (ProcessLookupError, PermissionError):
