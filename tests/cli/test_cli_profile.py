@@ -150,3 +150,19 @@ def test_report_profile_to_a_full_device_fails_before_the_rules_run(capsys, prof
     monkeypatch.setattr(cli_profile, "run_profiler_rules", never)
     assert main(["report", "--profile", profile, "-o", "/dev/full"]) == 2
     assert capsys.readouterr().err.strip() == "smdebug report: -o /dev/full: cannot write it: No space left on device"
+
+
+def test_info_never_says_a_negative_recorded_time(tmp_path):
+    """A profile whose newest sample is older than its first file's time (empty system files) has
+    no recorded time to show, not '-45.2 s'."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from smdebug.cli.profile import summarize
+
+    empty = SimpleNamespace(node_id=np.array([]), phase=np.array([]))
+    trial = SimpleNamespace(path=str(tmp_path), first_timestamp=100_000_000, get_latest_timestamp=lambda: 54_800_000,
+                            system_series=lambda: [], framework_events=lambda: empty, job_finished=lambda: True,
+                            steps=lambda mode: [])
+    assert summarize(trial)["duration_s"] is None
