@@ -81,5 +81,5 @@ def test_pyinstrument_missing_is_a_clear_error(tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "pyinstrument", None)
-    with pytest.raises(ImportError, match=r"'pyinstrument' is needed for PythonProfilingConfig.*smdebug\[profiler\]"):
+    with pytest.raises(ImportError, match=r"'pyinstrument' is needed for PythonProfilingConfig.*smdebug-open\[profiler\]"):
         Profiler(ProfilerConfig(local_path=str(tmp_path), python={"ProfilerName": "pyinstrument"}, system_metrics=False))
