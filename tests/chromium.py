@@ -26,6 +26,7 @@ needs_chromium = pytest.mark.skipif(
 )
 PAGE_STATE = """JSON.stringify({
   images: Array.from(document.images).map(i => ({alt: i.alt, complete: i.complete, width: i.naturalWidth,
+                                                  visible: i.offsetParent !== null,
                                                   section: i.closest('section') && i.closest('section').id})),
   sections: Array.from(document.querySelectorAll('section')).map(s => s.id),
   title: document.title, text: document.body.innerText})"""
@@ -101,8 +102,28 @@ class Chromium:
             self.call(f"{domain}.enable", session=s)
         self.call("Page.navigate", {"url": url}, session=s)
         self._wait(lambda m: m.get("method") == "Page.loadEventFired")
-        result = self.call("Runtime.evaluate", {"expression": PAGE_STATE, "returnByValue": True}, session=s)
-        return json.loads(result["result"]["value"])
+        self.session = s
+        return self.state()
+
+    def state(self) -> dict:
+        """The state of the page opened last (images with whether they are shown, sections, text)."""
+        return self.evaluate(PAGE_STATE, as_json=True)
+
+    def evaluate(self, expression: str, as_json: bool = False):
+        """``expression``'s value in the page opened last (``as_json``: a JSON string, decoded)."""
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
+                           session=self.session)
+        value = result["result"].get("value")
+        return json.loads(value) if as_json else value
+
+    def screenshot(self, png: Path, width: int = 1100, height: int = 900) -> None:
+        """A PNG of the page opened last, ``width`` x ``height`` CSS pixels from its top."""
+        import base64
+
+        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                          "mobile": False}, session=self.session)
+        shot = self.call("Page.captureScreenshot", {"format": "png"}, session=self.session)
+        png.write_bytes(base64.b64decode(shot["data"]))
 
     def problems(self) -> list:
         """Console errors and warnings, exceptions, log errors, and requests for anything but file:/data:."""

@@ -93,8 +93,9 @@ def test_report_lists_applicable_rules(tmp_path, flat_trial):
     out = tmp_path / "r.html"
     assert main(["report", flat_trial, "-o", str(out)]) == 0
     page = out.read_text()
-    assert "http://" not in page and "https://" not in page and "<script" not in page
-    assert page.count("data:image/png;base64,") == 3  # losses, gradient norms, weight norms
+    assert "http://" not in page and "https://" not in page and "<script src" not in page
+    assert page.count("<script") == 1  # the tables' sorting and filtering, inline
+    assert page.count("data:image/png;base64,") == 3 * 4  # losses, gradient norms, weight norms: log x smoothed
     assert "<td>LossNotDecreasing</td><td class='fired'>fired</td>" in page
 
 
@@ -105,7 +106,7 @@ def test_report_opens_clean_in_chromium(tmp_path, chromium, flat_trial):
     state = chromium.open(out.as_uri())
     assert chromium.problems() == []
     assert state["sections"] == ["summary", "nonfinite", "losses", "gradients", "weights", "rules", "collections", "saved"]
-    shown = {(i["section"], i["alt"]) for i in state["images"] if i["complete"] and i["width"] > 300}
+    shown = {(i["section"], i["alt"]) for i in state["images"] if i["complete"] and i["width"] > 300 and i["visible"]}
     assert shown == {("losses", "losses"), ("gradients", "gradients"), ("weights", "weights")}
     want = first_firing(flat_trial, "LossNotDecreasing", mode="TRAIN")
     assert f"LossNotDecreasing\tfired\t{want}" in state["text"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from smdebug.cli.common import (
     CliError,
     add_trial_argument,
@@ -27,6 +30,9 @@ def add(sub) -> None:
     p.add_argument("--abs", action="store_true", help="the reduction of the absolute values")
     p.add_argument("--mode", help="train, eval, predict or global (default: every mode saved, one line each)")
     p.add_argument("--max-lines", type=int, default=30, help="at most this many lines (default 30)")
+    p.add_argument("--log", action="store_true", help="a logarithmic y axis (symmetric when values go negative)")
+    p.add_argument("--smooth", action="store_true",
+                   help=f"TensorBoard's smoothing (exponential moving average, weight {SMOOTHING})")
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
     p.set_defaults(func=run)
 
@@ -79,20 +85,94 @@ def collect(trial, regex=None, reduction=None, abs_=False, mode=None, max_lines=
     return out
 
 
-def figure(series: list, title: str, by_mode_step: bool):
-    """A matplotlib Figure (Agg) with one line per series."""
-    from matplotlib.figure import Figure
+LEGEND_TOP = 12  # more lines than this: the legend names the largest, and says how many it leaves out
+SMOOTHING = 0.6  # TensorBoard's default smoothing weight
 
-    fig = Figure(figsize=(9, 4.8), dpi=100)
+
+def natural_key(text: str) -> list:
+    """``Sequential_2`` before ``Sequential_10``: digit runs compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def smoothed(values) -> Any:
+    """TensorBoard's smoothing: an exponential moving average (weight SMOOTHING), debiased at the
+    start; NaN and infinite values are left out of the average (and stay where they are)."""
+    import numpy as np
+
+    ys = np.asarray(values, dtype=np.float64)
+    out = np.full(ys.shape, np.nan)
+    last, n = 0.0, 0
+    for i, y in enumerate(ys):
+        if not np.isfinite(y):
+            out[i] = y
+            continue
+        last = last * SMOOTHING + (1 - SMOOTHING) * y
+        n += 1
+        out[i] = last / (1 - SMOOTHING**n)
+    return out
+
+
+def figure(series: list, title: str, by_mode_step: bool, *, log: bool = False, smooth: bool = False):
+    """A matplotlib Figure (Agg) with one line per series, in natural order of their labels: integer
+    step ticks; steps whose value is NaN or infinite marked with a red x on the axis (the line breaks
+    there); ``log``: a logarithmic y axis (symmetric when values go negative); ``smooth``: TensorBoard's
+    smoothing over the raw line, drawn faint. Over LEGEND_TOP lines, the legend names the largest
+    (by their largest finite magnitude) and how many more there are."""
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    series = sorted(series, key=lambda s: natural_key(s.label))
+    many = len(series) > LEGEND_TOP
+    fig = Figure(figsize=(11 if many else 9, 4.8), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
+    bad_x: list = []
+    lines, finite_vals = [], []
     for s in series:
-        xs = s.mode_steps if by_mode_step else s.steps
-        ax.plot(xs, s.values, marker="." if len(xs) < 60 else None, label=s.label)
+        xs = np.asarray(s.mode_steps if by_mode_step else s.steps)
+        ys = np.asarray(s.values, dtype=np.float64)
+        finite = np.isfinite(ys)
+        bad_x.extend(xs[~finite].tolist())
+        shown = np.where(finite, ys, np.nan)
+        marker = "." if len(xs) < 60 else None
+        if smooth:
+            (raw,) = ax.plot(xs, shown, alpha=0.25)
+            (line,) = ax.plot(xs, np.where(finite, smoothed(ys), np.nan), color=raw.get_color(), label=s.label)
+        else:
+            (line,) = ax.plot(xs, shown, marker=marker, label=s.label)
+        line.set_gid(s.label)
+        lines.append(line)
+        finite_vals.append(np.abs(ys[finite]).max() if finite.any() else 0.0)
+    if log:
+        values = np.concatenate([np.asarray(s.values, dtype=np.float64) for s in series]) if series else np.zeros(0)
+        values = values[np.isfinite(values)]
+        if values.size and (values > 0).all():
+            ax.set_yscale("log")
+        elif values.size:
+            nonzero = np.abs(values[values != 0])
+            ax.set_yscale("symlog", linthresh=float(nonzero.min()) if nonzero.size else 1.0)
+    if bad_x:
+        ax.scatter(sorted(set(bad_x)), [0.0] * len(set(bad_x)), marker="x", color="#d62728", s=40, zorder=5,
+                   transform=ax.get_xaxis_transform(), clip_on=False, label="NaN or inf")
+        every_x = [x for s in series for x in (s.mode_steps if by_mode_step else s.steps)]
+        lo, hi = min(every_x), max(every_x)
+        pad = max((hi - lo) * 0.03, 0.5)
+        ax.set_xlim(lo - pad, hi + pad)  # the NaN steps draw no line: the axis still reaches them
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("mode step" if by_mode_step else "global step")
-    ax.set_title(title)
+    ax.set_title(title + (" (log scale)" if log else "") + (" (smoothed)" if smooth else ""))
     ax.grid(True, alpha=0.3)
-    if len(series) <= 12:
-        ax.legend(fontsize="small")
+    handles = lines
+    if many:
+        order = sorted(range(len(lines)), key=lambda i: -finite_vals[i])[:LEGEND_TOP]
+        handles = [lines[i] for i in sorted(order)]
+        handles.append(Line2D([], [], linestyle="none", label=f"+{len(lines) - len(order)} more (the table lists all)"))
+    if bad_x:
+        handles = handles + [ax.collections[-1]]
+    if handles:
+        ax.legend(handles=handles, fontsize="small", **({"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+                                                       if many else {}))
     fig.tight_layout()
     return fig
 
@@ -107,7 +187,8 @@ def run(args) -> int:
     trial = open_trial(args.trial)
     series = collect(trial, args.tensor, args.reduction, args.abs, mode, args.max_lines,
                      speak=lambda line: say(f"smdebug plot: {line}"))
-    fig = figure(series, f"{trial.name}: {args.tensor or 'losses'}", by_mode_step=mode is not None)
+    fig = figure(series, f"{trial.name}: {args.tensor or 'losses'}", by_mode_step=mode is not None, log=args.log,
+                 smooth=args.smooth)
     with writing(out):
         fig.savefig(out)
     print(f"wrote {out}: {len(series)} line(s), {sum(len(s.values) for s in series)} points")

@@ -103,38 +103,107 @@ def _png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _norm_plots(trial, collection: str, title: str) -> str | None:
-    from smdebug.cli.plot import figure
+MAX_NORM_LINES = 200  # tensors of a collection drawn in its chart (the table lists them all)
+
+
+def _norm_series(trial, collection: str) -> list:
+    """The L2 norm of each tensor of ``collection`` over the steps (TRAIN, else GLOBAL)."""
     from smdebug.cli.series import NotPlottable, tensor_series
 
     if collection not in trial.collections():
-        return None
-    names = trial.tensor_names(collection=collection)[:20]
+        return []
     modes = [m for m in trial.modes() if m.name in ("TRAIN", "GLOBAL")] or trial.modes() or [ModeKeys.GLOBAL]
     series = []
-    for n in names:
-        for m in modes[:1]:
-            try:
-                s = tensor_series(trial, n, m, "l2")
-            except NotPlottable as exc:
-                say(f"smdebug report: skipped {exc}")
-                continue
-            if s is not None:
-                s.label = n
-                series.append(s)
-    if not series:
-        return None
-    return _png(figure(series, title, by_mode_step=False))
+    for n in trial.tensor_names(collection=collection):
+        try:
+            s = tensor_series(trial, n, modes[0], "l2")
+        except NotPlottable as exc:
+            say(f"smdebug report: skipped {exc}")
+            continue
+        if s is not None:
+            s.label = n
+            series.append(s)
+    return series
 
 
-def _loss_plot(trial) -> str | None:
-    from smdebug.cli.plot import collect, figure
+def _chart(sid: str, series: list, title: str) -> str:
+    """The chart of ``series`` with two toggles, log scale and TensorBoard's smoothing: four
+    pictures, the one shown chosen by CSS from the two checkboxes (no script needed)."""
+    from smdebug.cli.plot import figure
+
+    imgs = []
+    for log in (False, True):
+        for smooth in (False, True):
+            alt = sid + (" log" if log else "") + (" smoothed" if smooth else "")
+            png = _png(figure(series, title, by_mode_step=False, log=log, smooth=smooth))
+            imgs.append(f"<img class='v{int(log)}{int(smooth)}' alt='{alt}' src='{png}'>")
+    return (f"<div class='chart'><input type='checkbox' class='log' id='{sid}-log'><label for='{sid}-log'>log scale"
+            f"</label> <input type='checkbox' class='smooth' id='{sid}-smooth'><label for='{sid}-smooth'>smoothed"
+            f"</label>{''.join(imgs)}</div>")
+
+
+def _norms_table(sid: str, series: list) -> str:
+    """One row per tensor: its norm at the first and last step, smallest, largest, and the first step
+    where it was NaN or infinite; sortable (click a heading) and filtered by a regex."""
+    import math
+
+    from smdebug.cli.plot import natural_key
+    from smdebug.rules.finding import show_value
+
+    rows = []
+    for s in sorted(series, key=lambda s: natural_key(s.label)):
+        finite = [v for v in s.values if math.isfinite(v)]
+        bad = next((st for st, v in zip(s.steps, s.values) if not math.isfinite(v)), None)
+        cells = [(s.label, None), (show_value(s.values[0]), s.values[0]), (show_value(s.values[-1]), s.values[-1]),
+                 (show_value(min(finite)) if finite else "-", min(finite) if finite else None),
+                 (show_value(max(finite)) if finite else "-", max(finite) if finite else None),
+                 ("-" if bad is None else str(bad), bad)]
+        rows.append("<tr>" + "".join(
+            f"<td{'' if v is None or not math.isfinite(v) else f' data-v={v!r}'}>{html.escape(str(t))}</td>"
+            for t, v in cells) + "</tr>")
+    head = "".join(f"<th title='sort'>{h}</th>" for h in ("tensor", "first", "last", "min", "max",
+                                                            "first NaN/inf step"))
+    return (f"<p><input type='search' class='filter' data-table='{sid}-table' placeholder='filter tensors (regex)'> "
+            f"{len(series)} tensors; click a heading to sort</p><table id='{sid}-table' class='sortable'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+# the norm tables: sorted by a click on a heading, rows filtered by the regex typed above them
+_SCRIPT = """<script>
+document.querySelectorAll('table.sortable').forEach(function (t) {
+  t.querySelectorAll('th').forEach(function (th, i) {
+    th.addEventListener('click', function () {
+      var rows = Array.from(t.tBodies[0].rows), up = th.dataset.up !== '1';
+      rows.sort(function (a, b) {
+        var x = a.cells[i], y = b.cells[i];
+        var u = x.dataset.v, w = y.dataset.v;
+        var c = (u !== undefined && w !== undefined) ? u - w : x.textContent.localeCompare(y.textContent, undefined, {numeric: true});
+        return up ? c : -c;
+      });
+      th.dataset.up = up ? '1' : '0';
+      rows.forEach(function (r) { t.tBodies[0].appendChild(r); });
+    });
+  });
+});
+document.querySelectorAll('input.filter').forEach(function (f) {
+  f.addEventListener('input', function () {
+    var re; try { re = new RegExp(f.value, 'i'); } catch (e) { return; }
+    Array.from(document.getElementById(f.dataset.table).tBodies[0].rows).forEach(function (r) {
+      r.style.display = re.test(r.cells[0].textContent) ? '' : 'none';
+    });
+  });
+});
+</script>"""
+
+
+def _loss_chart(trial) -> str | None:
+    from smdebug.cli.plot import collect
 
     try:
         series = collect(trial, speak=lambda line: say(f"smdebug report: {line}"))
     except CliError:
         return None
-    return _png(figure(series, "losses per mode", by_mode_step=False))
+    return _chart("losses", series, "losses per mode")
 
 
 def _section(sid: str, title: str, body: str) -> str:
@@ -239,6 +308,10 @@ h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bo
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
 th{background:#f4f4f4}.fired{color:#b00020;font-weight:bold}.ok{color:#1b7a1b}.error{color:#a66}
 img{max-width:100%;border:1px solid #eee}.meta{color:#555}
+.chart img{display:none}.chart label{margin-right:1em;cursor:pointer}
+.chart .log:not(:checked)~.smooth:not(:checked)~img.v00,.chart .log:checked~.smooth:not(:checked)~img.v10,
+.chart .log:not(:checked)~.smooth:checked~img.v01,.chart .log:checked~.smooth:checked~img.v11{display:block}
+table.sortable th{cursor:pointer}table.sortable td,#saved td{white-space:nowrap}
 ul.finding{margin:.2em 0;padding-left:1.2em}p.found{margin:.1em 0}code{background:#f6f6f6;padding:0 .2em}
 """
 
@@ -269,28 +342,32 @@ def render(trial, with_rules: bool = True) -> str:
     )
     parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", _section("summary", "Summary", summary),
              _section("nonfinite", "First non-finite value", _nonfinite_html(trial))]
-    loss = _loss_plot(trial)
-    parts.append(_section("losses", "Losses", f"<img alt='losses' src='{loss}'>" if loss else "<p>No losses were saved.</p>"))
+    loss = _loss_chart(trial)
+    parts.append(_section("losses", "Losses", loss or "<p>No losses were saved.</p>"))
     xgboost = _xgboost_sections(trial)
     for coll, title in (("gradients", "Gradient norms (L2) per layer"), ("weights", "Weight norms (L2) per layer")):
         if xgboost is not None:
             break  # boosted trees have no gradients or weights per layer: their page is below
-        img = _norm_plots(trial, coll, title)
-        parts.append(_section(coll, title, f"<img alt='{coll}' src='{img}'>" if img else f"<p>No {coll} were saved.</p>"))
+        series = _norm_series(trial, coll)
+        body = (_chart(coll, series[:MAX_NORM_LINES], title) + _norms_table(coll, series) if series
+                else f"<p>No {coll} were saved.</p>")
+        parts.append(_section(coll, title, body))
     if xgboost is not None:
         parts.append(_section("xgboost", "XGBoost training", "".join(xgboost)))
     if with_rules:
         parts.append(_section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
     parts.append(_section("collections", "Collections",
                           _table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
-    parts.append(_section("saved", "What was saved", _table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
+    saved = _table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
         (t["name"], len(t["steps"]), " ".join(f"{m}:{c}" for m, c in t["modes"].items()), "yes" if t["raw"] else "no",
          ", ".join(t["reductions"]) or "-", "x".join(map(str, t["shape"])) if t["shape"] else "-")
-        for t in info["tensors"]
-    ])))
+        for t in info["tensors"]])
+    if len(info["tensors"]) > 30:  # a long list stays folded: the charts and tables above come first
+        saved = f"<details><summary>{len(info['tensors'])} tensors</summary>{saved}</details>"
+    parts.append(_section("saved", "What was saved", saved))
     body = "\n".join(parts)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>smdebug report: "
-            f"{html.escape(info['trial'])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
+            f"{html.escape(info['trial'])}</title><style>{_CSS}</style></head><body>{body}{_SCRIPT}</body></html>")
 
 
 def _run_profile(args, out: str) -> int:
