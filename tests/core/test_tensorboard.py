@@ -378,3 +378,32 @@ def test_histogram_buckets_match_full_edge_numpy():
         limits, buckets = histogram_buckets(v)
         np.testing.assert_array_equal(limits, edges[nz[0] : nz[-1] + 2])
         np.testing.assert_array_equal(buckets, np.concatenate(([0], counts[nz[0] : nz[-1] + 1])))
+
+
+def test_a_hooks_files_one_per_mode_rewritten_then_rolled(tmp_path):
+    """TensorBoardFiles: a mode's steps go to one file, written every flush_s seconds (and on flush),
+    replaced by a new file after roll_s seconds or roll_records records; TensorBoard reads them all."""
+    from smdebug.core.output.tensorboard import TensorBoardFiles
+
+    now = [0.0]
+    files = TensorBoardFiles(str(tmp_path), open_store(str(tmp_path)), flush_s=5, roll_s=60, roll_records=1000,
+                             clock=lambda: now[0])
+    train = tmp_path / "TRAIN"
+    for step in range(10):  # 10 steps in 9 s: one file, written once the first 5 s passed
+        files.writer(ModeKeys.TRAIN, step).write_scalar("loss", float(step), step)
+        files.step_written(ModeKeys.TRAIN)
+        now[0] += 1.0
+    (first,) = list(train.iterdir())
+    assert first.name.startswith("000000000000_")
+    assert [e.value for e in _accumulate(first).Scalars("loss")] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    files.flush()
+    assert len(_accumulate(first).Scalars("loss")) == 10
+    now[0] += 60.0  # old enough: the next step closes it, the one after opens a new file
+    for step in (10, 11):
+        files.writer(ModeKeys.TRAIN, step).write_scalar("loss", float(step), step)
+        files.step_written(ModeKeys.TRAIN)
+    files.close()
+    names = sorted(p.name for p in train.iterdir())
+    assert len(names) == 2 and names[1].startswith("000000000011_")
+    steps = sorted(e.step for f in train.iterdir() for e in _accumulate(f).Scalars("loss"))
+    assert steps == list(range(12))

@@ -105,6 +105,8 @@ def test_tensorboard_scalars_and_histograms(tmp_path):
     for step, value in losses.items():
         assert scalars[("MSELoss_output_0", step)] == pytest.approx(value, rel=1e-6)
     assert "weights/Sequential_0.weight" in hist_tags
+    # one event file per mode for the whole (short) run, not one per saved step
+    assert [len(list(d.iterdir())) for d in sorted(tb.iterdir())] == [1, 1]
     # the trial itself is unaffected by the TensorBoard export
     assert create_trial(str(tmp_path / "run")).steps() == list(range(6))
 

@@ -163,16 +163,17 @@ def figure(series: list, title: str, by_mode_step: bool, *, log: bool = False, s
     ax.set_xlabel("mode step" if by_mode_step else "global step")
     ax.set_title(title + (" (log scale)" if log else "") + (" (smoothed)" if smooth else ""))
     ax.grid(True, alpha=0.3)
-    handles = lines
+    handles: list[Any] = list(lines)
     if many:
         order = sorted(range(len(lines)), key=lambda i: -finite_vals[i])[:LEGEND_TOP]
         handles = [lines[i] for i in sorted(order)]
         handles.append(Line2D([], [], linestyle="none", label=f"+{len(lines) - len(order)} more (the table lists all)"))
     if bad_x:
         handles = handles + [ax.collections[-1]]
-    if handles:
-        ax.legend(handles=handles, fontsize="small", **({"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
-                                                       if many else {}))
+    if handles and many:
+        ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif handles:
+        ax.legend(handles=handles, fontsize="small")
     fig.tight_layout()
     return fig
 

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from smdebug.core.output.records import LAZY_KINDS, PendingRecord, RecordKind
 from smdebug.core.output.writer import FileWriter
 from smdebug.core.tensors.adapter import NumpyAdapter, TensorAdapter
 from smdebug.exceptions import StorageError
+
+if TYPE_CHECKING:
+    from smdebug.core.output.tensorboard import TensorBoardFiles
 
 __all__ = ["StepRecords", "StepWriter", "SWITCH_INTERVAL_ENV"]
 
@@ -157,6 +161,7 @@ class StepWriter:
         self.store = store if store is not None else open_store(out_dir)
         self.consolidator = BucketConsolidator(self.store, worker)  # an index object per 1000 steps
         self.tb_store = open_store(tensorboard_dir) if tensorboard_dir else None
+        self._tb: TensorBoardFiles | None = None  # made at the first step with TensorBoard records
         self.errors: list[BaseException] = []  # failures that disable the hook
         self.failed_steps: list[int] = []  # steps the store could not take (storage errors)
         self._queue: BoundedHandoff | None = None
@@ -220,14 +225,16 @@ class StepWriter:
                     fw.write_shape(name, shape, mode=rec.mode, mode_step=rec.mode_step)
                 fw.close()
             if self.tb_store is not None and (rec.tb_scalars or rec.tb_histograms):
-                from smdebug.core.output.tensorboard import TensorBoardWriter
+                if self._tb is None:
+                    from smdebug.core.output.tensorboard import TensorBoardFiles
 
-                tb = TensorBoardWriter(self.tensorboard_dir, rec.mode, rec.step, store=self.tb_store)
+                    self._tb = TensorBoardFiles(self.tensorboard_dir or "", self.tb_store)
+                tb = self._tb.writer(rec.mode, rec.step)
                 for tag, value, wall_time in rec.tb_scalars:
                     tb.write_scalar(tag, value, rec.step, wall_time=wall_time)
                 for tag, values in rec.tb_histograms:
                     tb.write_histogram(tag, np.asarray(values), rec.step)
-                tb.close()
+                self._tb.step_written(rec.mode)
             if rec.held:
                 self.adapter.release(rec.held)
                 rec.held = []
@@ -243,11 +250,13 @@ class StepWriter:
             self.errors.append(exc)
 
     def flush(self) -> None:
-        """Wait until everything submitted is written."""
+        """Wait until everything submitted is written (the TensorBoard files too)."""
         if self._queue is not None:
             if self.gate is not None:
                 self.gate.set()
             self._queue.wait_until_done(self._alive)
+        if self._tb is not None:
+            self._tb.flush()
 
     def close(self) -> None:
         if self.gate is not None:
@@ -257,6 +266,8 @@ class StepWriter:
             self._queue.stop()
             thread.join()
         self.consolidator.close()
+        if self._tb is not None:
+            self._tb.close()
         if self._queue is not None and self._thread is not None:
             switch_interval.release()
         self._queue = None

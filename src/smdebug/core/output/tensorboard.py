@@ -1,4 +1,8 @@
-"""TensorBoard export: one event file per (mode, first step), scalars and histograms.
+"""TensorBoard export: event files per mode (each named after its first step), scalars and histograms.
+
+A hook's steps go to one file per mode (:class:`TensorBoardFiles`), rewritten with what it holds every
+few seconds and replaced by a new file after a minute or 10,000 records: TensorBoard reads every file of a
+folder, and a long run is a few files, not one per saved step.
 
 The file is named as smdebug 1.0.34 names it (``<MODE>/<step:012d>_<pid>_<host>.tfevents`` under
 the TensorBoard folder), records carry their real payload CRC (TensorBoard's reader drops a file's
@@ -22,7 +26,7 @@ from smdebug.core.output.locations import TENSORBOARD_PREFIX, tensorboard_key
 from smdebug.exceptions import SMDebugRuntimeError, SMDebugValueError
 from smdebug.storage import Store, open_store
 
-__all__ = ["TensorBoardWriter", "default_bins", "clean_tag", "histogram_buckets"]
+__all__ = ["TensorBoardWriter", "TensorBoardFiles", "default_bins", "clean_tag", "histogram_buckets"]
 
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")
 _DBL_MAX = float(np.finfo(np.float64).max)
@@ -159,8 +163,19 @@ class TensorBoardWriter:
             value = histogram_value(clean_tag(tag), v, limits, counts)
         self._add(encode_summary_event([value], step, wall_time))
 
+    @property
+    def records(self) -> int:
+        """Records held (the file_version event included)."""
+        return len(self._records)
+
     def flush(self) -> None:
-        """Records are held in memory until close; kept for API compatibility."""
+        """Write the file (atomically) with every record so far; the writer stays open."""
+        with self._lock:
+            if self._closed:
+                return
+            data = b"".join(self._records) if len(self._records) > 1 else b""
+        if data:
+            self._store.write(self._key, data)
 
     def close(self) -> None:
         """Write the file (atomically) if anything was recorded; later calls do nothing."""
@@ -171,3 +186,50 @@ class TensorBoardWriter:
             records, self._records = self._records, []
         if len(records) > 1:
             self._store.write(self._key, b"".join(records))
+
+
+class TensorBoardFiles:
+    """The TensorBoard files of one hook's steps: one open :class:`TensorBoardWriter` per mode, its
+    file rewritten (atomically, whole) at most every ``flush_s`` seconds and on :meth:`flush`, and
+    closed for a new one once it is ``roll_s`` seconds old or holds ``roll_records`` records."""
+
+    def __init__(self, tensorboard_dir: str, store: Store, *, flush_s: float = 5.0, roll_s: float = 60.0,
+                 roll_records: int = 10_000, clock=None):
+        import time
+
+        self.tensorboard_dir, self.store = tensorboard_dir, store
+        self.flush_s, self.roll_s, self.roll_records = flush_s, roll_s, roll_records
+        self._clock = clock or time.monotonic
+        self._open: dict = {}  # mode -> [writer, opened at, flushed at]
+
+    def writer(self, mode: ModeKeys, step: int) -> TensorBoardWriter:
+        """The open file of ``mode`` (a new one, named after ``step``, when there is none)."""
+        entry = self._open.get(mode)
+        if entry is None:
+            now = self._clock()
+            entry = self._open[mode] = [TensorBoardWriter(self.tensorboard_dir, mode, step, store=self.store), now, now]
+        return entry[0]
+
+    def step_written(self, mode: ModeKeys) -> None:
+        """After a step's records went to ``writer(mode, ...)``: write the file when it is due, and
+        close it when it is old or large enough."""
+        entry = self._open.get(mode)
+        if entry is None:
+            return
+        writer, opened, flushed = entry
+        now = self._clock()
+        if now - opened >= self.roll_s or writer.records >= self.roll_records:
+            writer.close()
+            del self._open[mode]
+        elif now - flushed >= self.flush_s:
+            writer.flush()
+            entry[2] = now
+
+    def flush(self) -> None:
+        for writer, *_ in list(self._open.values()):
+            writer.flush()
+
+    def close(self) -> None:
+        open_, self._open = self._open, {}
+        for writer, *_ in open_.values():
+            writer.close()
