@@ -127,3 +127,29 @@ def test_inputs_and_outputs_collections_on_demand(tmp_path):
     _train(hook, steps=1)
     assert set(create_trial(str(tmp_path / "plain")).collections()) == {
         "all", "default", "weights", "biases", "gradients", "losses"}
+
+
+def test_save_scalar_at_every_step_keeps_its_steps_in_tensorboard(tmp_path):
+    """Saved every 10th step, a scalar saved at every step: TensorBoard shows each value at its own
+    step (not ten points at each saved step); the trial keeps one value, the last, per saved step."""
+    import json
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = torch.nn.Linear(2, 2)
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), export_tensorboard=True, include_collections=["losses"],
+                    save_config=smd.SaveConfig(save_interval=10))
+    hook.register_module(model)
+    for step in range(25):
+        model(torch.ones(1, 2))
+        hook.save_scalar("acc", float(step))
+    hook.close()
+    (events,) = (tmp_path / "run" / "tensorboard" / "GLOBAL").iterdir()
+    acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("scalar/acc")] == [(s, float(s)) for s in range(25)]
+    trial = create_trial(str(tmp_path / "run"))
+    assert {s: float(v[0]) for s, v in trial.tensor("scalar/acc").values().items()} == {0: 0, 10: 10, 20: 20, 24: 24}
+    for index in (tmp_path / "run" / "index").rglob("*.json"):
+        names = [r["tensorname"] for r in json.loads(index.read_text())["tensor_payload"]]
+        assert names == ["scalar/acc"], (index.name, names)

@@ -332,7 +332,8 @@ class BaseHook:
                                      self._save_for_tensor)
 
     def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
-        """Save a scalar as 'scalar/<name>' with the next saved step (and to TensorBoard); at
+        """Save a scalar as 'scalar/<name>' with the next saved step (the trial keeps the last value
+        saved for a name until then; TensorBoard gets every value, at the step it was saved at); at
         close, scalars left over go with the last step, or with a step of their own when that
         step is already written. A name that is not a string or a value that is not one number
         raises SMDebugTypeError."""
@@ -342,7 +343,7 @@ class BaseHook:
     @guarded()
     def _add_scalar(self, name: str, arr: Any, wall_time: float) -> None:
         self._check_open(name)
-        self.buffer.add_scalar(name, arr, wall_time)
+        self.buffer.add_scalar(name, arr, wall_time, self.step if self.step >= 0 else None)
 
     @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name: str, tensor_value: Any,

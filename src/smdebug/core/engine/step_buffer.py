@@ -54,9 +54,10 @@ class StepBuffer:
         if tb_scalar:
             records.append(PendingRecord(_TB_SCALAR, name, snap))
 
-    def add_scalar(self, name: str, value, wall_time: float) -> None:
-        """A scalar (a one-element numpy array already) for the next saved step."""
-        self.scalars.append(PendingRecord(_SCALAR, name, value, wall_time=wall_time))
+    def add_scalar(self, name: str, value, wall_time: float, step: int | None = None) -> None:
+        """A scalar (a one-element numpy array already) for the next saved step; ``step``: the step
+        it was saved at (TensorBoard shows it there)."""
+        self.scalars.append(PendingRecord(_SCALAR, name, value, wall_time=wall_time, step=step))
 
     def number(self, base: str, count: int) -> int:
         """The first of ``count`` consecutive numbers for tensors named ``<base><i>`` this step."""

@@ -40,6 +40,7 @@ class PendingRecord:
     shape: tuple | None = None
     wall_time: float | None = None
     tags: tuple[str, ...] = ()  # REDUCTIONS: the reductions' tensor names, in the order of the values
+    step: int | None = None  # SCALAR: the global step save_scalar was called at (its TensorBoard step)
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,16 @@ switch_interval = _SwitchInterval()
 
 
 @dataclass
+class TensorBoardScalar:
+    """A scalar for TensorBoard: ``step`` None means the step it is written with."""
+
+    tag: str
+    value: float
+    wall_time: float | None = None
+    step: int | None = None
+
+
+@dataclass
 class StepRecords:
     """Everything one worker saves for one global step: the hook's records (values as the
     adapter left them), turned by :meth:`materialize` into what FileWriter and TensorBoardWriter
@@ -93,7 +103,7 @@ class StepRecords:
     records: list[PendingRecord] = field(default_factory=list)
     tensors: list = field(default_factory=list)  # (name, ndarray, wall_time or None), FileWriter.write_tensors
     shapes: list = field(default_factory=list)  # (name, shape tuple)
-    tb_scalars: list = field(default_factory=list)  # (tag, float, wall_time or None)
+    tb_scalars: list = field(default_factory=list)  # TensorBoardScalar
     tb_histograms: list = field(default_factory=list)  # (tag, ndarray)
     held: list = field(default_factory=list)  # buffers to give back to the adapter once written
 
@@ -131,7 +141,7 @@ class StepRecords:
                 self.shapes.append((r.name, r.shape))
             elif kind is RecordKind.SCALAR:
                 scalars.append((r.name, r.value, r.wall_time))
-                self.tb_scalars.append((r.name, float(r.value.ravel()[0]), r.wall_time))
+                self.tb_scalars.append(TensorBoardScalar(r.name, float(r.value.ravel()[0]), r.wall_time, r.step))
             else:
                 value = next(values)
                 if kind is RecordKind.TENSOR:
@@ -139,8 +149,11 @@ class StepRecords:
                 elif kind is RecordKind.HISTOGRAM:
                     self.tb_histograms.append((r.name, value))
                 else:
-                    tb_scalars.append((r.name, float(np.asarray(value).ravel()[0]), None))
+                    tb_scalars.append(TensorBoardScalar(r.name, float(np.asarray(value).ravel()[0])))
         self.tensors[:0] = tensors
+        if len(scalars) > 1:  # saved at several steps before this saved one: the trial keeps the last value
+            last = {sc[0]: i for i, sc in enumerate(scalars)}
+            scalars = [sc for i, sc in enumerate(scalars) if last[sc[0]] == i]
         self.tensors.extend(scalars)
         self.tb_scalars.extend(tb_scalars)
 
@@ -230,8 +243,8 @@ class StepWriter:
 
                     self._tb = TensorBoardFiles(self.tensorboard_dir or "", self.tb_store)
                 tb = self._tb.writer(rec.mode, rec.step)
-                for tag, value, wall_time in rec.tb_scalars:
-                    tb.write_scalar(tag, value, rec.step, wall_time=wall_time)
+                for sc in rec.tb_scalars:
+                    tb.write_scalar(sc.tag, sc.value, rec.step if sc.step is None else sc.step, wall_time=sc.wall_time)
                 for tag, values in rec.tb_histograms:
                     tb.write_histogram(tag, np.asarray(values), rec.step)
                 self._tb.step_written(rec.mode)
