@@ -102,3 +102,17 @@ def test_a_weight_gone_nan_is_named_first_and_written_once(tmp_path):
     assert len(names) == len(set(names))
     assert names.index("Sequential_0.weight") < names.index("1_output_0") < names.index(
         "CrossEntropyLoss_output_0")
+
+
+def test_a_second_run_into_a_finished_trials_folder_is_refused_in_one_line(tmp_path):
+    """The documented choice: one folder, one run (the guide says so); the old trial is kept."""
+    import pytest
+
+    from smdebug.exceptions import SMDebugRuntimeError
+
+    _train(tmp_path / "run", steps=2)
+    with pytest.raises(SMDebugRuntimeError) as exc:
+        smd.Hook(out_dir=str(tmp_path / "run"))
+    assert str(exc.value) == (f"{tmp_path / 'run'} holds a finished trial (training_job_end.ts exists): give the hook "
+                              "a new out_dir, so that two jobs' tensors are not mixed")
+    assert create_trial(str(tmp_path / "run")).steps() == [0]
