@@ -8,6 +8,7 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 import torch  # noqa: E402
+from hf_rows import Rows  # noqa: E402
 
 import smdebug.pytorch as smd  # noqa: E402
 from smdebug import modes  # noqa: E402
@@ -16,19 +17,6 @@ from smdebug.trials import create_trial  # noqa: E402
 
 LR = 0.1
 W = "BertForSequenceClassification_classifier.weight"
-
-
-class Rows(torch.utils.data.Dataset):
-    def __init__(self, n, seed):
-        g = torch.Generator().manual_seed(seed)
-        self.ids = torch.randint(0, 50, (n, 6), generator=g)
-        self.labels = torch.randint(0, 2, (n,), generator=g)
-
-    def __len__(self):
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.labels[i]}
 
 
 def _model():
