@@ -95,7 +95,9 @@ def test_report_lists_applicable_rules(tmp_path, flat_trial):
     page = out.read_text()
     assert "http://" not in page and "https://" not in page and "<script src" not in page
     assert page.count("<script") == 1  # the tables' sorting and filtering, inline
-    assert page.count("data:image/png;base64,") == 3 * 4  # losses, gradient norms, weight norms: log x smoothed
+    # losses, gradient norms, weight norms (each linear/log x raw/smoothed), then the histograms of
+    # the weights and gradients saved whole
+    assert page.count("data:image/png;base64,") == 3 * 4 + 2
     assert "<td>LossNotDecreasing</td><td class='fired'>fired</td>" in page
 
 
@@ -105,9 +107,11 @@ def test_report_opens_clean_in_chromium(tmp_path, chromium, flat_trial):
     assert main(["report", flat_trial, "-o", str(out)]) == 0
     state = chromium.open(out.as_uri())
     assert chromium.problems() == []
-    assert state["sections"] == ["summary", "nonfinite", "losses", "gradients", "weights", "rules", "collections", "saved"]
+    assert state["sections"] == ["summary", "nonfinite", "losses", "gradients", "weights", "histograms", "rules",
+                                 "collections", "saved"]
     shown = {(i["section"], i["alt"]) for i in state["images"] if i["complete"] and i["width"] > 300 and i["visible"]}
-    assert shown == {("losses", "losses"), ("gradients", "gradients"), ("weights", "weights")}
+    assert shown == {("losses", "losses"), ("gradients", "gradients"), ("weights", "weights"),
+                     ("histograms", "weights histograms"), ("histograms", "gradients histograms")}
     want = first_firing(flat_trial, "LossNotDecreasing", mode="TRAIN")
     assert f"LossNotDecreasing\tfired\t{want}" in state["text"]
     assert "gradient/Sequential_0.weight" in state["text"]

@@ -70,6 +70,7 @@ def test_the_readme_tours_report_says_what_was_saved(tmp_path, chromium):
     assert "No gradients were saved" not in text and "No weights were saved" not in text
     assert _visible(state, "gradients") == ["gradients"] and _visible(state, "weights") == ["weights"]
     assert "gradient/Sequential_0.weight" in text and "CrossEntropyLoss_output_0" in text
+    assert _visible(state, "histograms") == ["weights histograms", "gradients histograms"]
     _shot(chromium, tmp_path, "report-tour.png", height=1000)
 
 

@@ -25,8 +25,11 @@ def add(sub) -> None:
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--no-rules", action="store_true", help="leave the rules out")
     p.add_argument("--profile", action="store_true",
-                   help="TRIAL is a profiler folder: write the profiler report (steps, phases, system usage, "
-                        "the profiler rules' verdicts)")
+                   help="TRIAL is a profiler folder (or a folder whose profiler/ or profiler-output/ holds one): "
+                        "write the profiler report (steps, phases, system usage, the profiler rules' verdicts)")
+    p.add_argument("--param", action="append", default=[], metavar="RULE.NAME=VALUE",
+                   help="with --profile: a profiler rule's parameter, e.g. StepOutlier.n_outliers=0 (repeatable; "
+                        "as smdebug profile rules --param)")
     p.set_defaults(func=run)
 
 
@@ -196,6 +199,52 @@ document.querySelectorAll('input.filter').forEach(function (f) {
 </script>"""
 
 
+HISTOGRAM_PANELS = 12  # tensors whose values get a histogram (the first in natural order)
+
+
+def _histograms(trial) -> str | None:
+    """For the weights and gradients saved whole (raw values), a histogram of each tensor's values at
+    its first and last saved step, one panel per tensor (HISTOGRAM_PANELS at most, then how many more)."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from smdebug.cli.plot import natural_key
+
+    out = []
+    for coll in ("weights", "gradients"):
+        if coll not in trial.collections():
+            continue
+        names = sorted(trial.tensor_names(collection=coll), key=natural_key)
+        raw = []
+        for n in names:
+            t = trial.tensor(n)
+            steps = t.steps()
+            first = next((s for s in steps if t.saved(s)["raw"]), None)
+            if first is not None:
+                raw.append((n, t, first, next(s for s in reversed(steps) if t.saved(s)["raw"])))
+        if not raw:
+            continue
+        shown = raw[:HISTOGRAM_PANELS]
+        cols = min(4, len(shown))
+        rows = (len(shown) + cols - 1) // cols
+        fig = Figure(figsize=(3.2 * cols, 2.4 * rows), dpi=100)
+        for i, (n, t, first, last) in enumerate(shown):
+            ax = fig.add_subplot(rows, cols, i + 1)
+            for step, color in ((first, "#1f77b4"), (last, "#d62728")) if last != first else ((first, "#1f77b4"),):
+                v = np.asarray(t.value(step), dtype=np.float64).ravel()
+                v = v[np.isfinite(v)]
+                if v.size:
+                    ax.hist(v, bins=40, alpha=0.55, color=color, label=f"step {step}")
+            ax.set_title(n, fontsize="small")
+            ax.tick_params(labelsize="x-small")
+            ax.legend(fontsize="xx-small")
+        fig.tight_layout()
+        more = f"<p class='meta'>{len(raw) - len(shown)} more {coll} saved whole are not drawn.</p>" \
+            if len(raw) > len(shown) else ""
+        out.append(f"<h3>{coll}</h3><img alt='{coll} histograms' src='{_png(fig)}'>{more}")
+    return "".join(out) or None
+
+
 def _loss_chart(trial) -> str | None:
     from smdebug.cli.plot import collect
 
@@ -354,6 +403,11 @@ def render(trial, with_rules: bool = True) -> str:
         parts.append(_section(coll, title, body))
     if xgboost is not None:
         parts.append(_section("xgboost", "XGBoost training", "".join(xgboost)))
+    else:
+        hists = _histograms(trial)
+        if hists:
+            parts.append(_section("histograms", "Distributions of the values saved whole (first and last step)",
+                                  hists))
     if with_rules:
         parts.append(_section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
     parts.append(_section("collections", "Collections",
@@ -374,8 +428,10 @@ def _run_profile(args, out: str) -> int:
     from smdebug.analysis.profiler_report import profiler_report_html
     from smdebug.cli.profile import open_profile, run_profiler_rules
 
+    if args.no_rules and args.param:
+        raise CliError(f"--param {args.param[0]}: sets a profiler rule's parameter, and --no-rules runs none")
     trial = open_profile(args.trial)
-    reports = {} if args.no_rules else run_profiler_rules(trial)
+    reports = {} if args.no_rules else run_profiler_rules(trial, None, args.param)
     page = profiler_report_html(trial, reports)
     with writing(out), open(out, "w", encoding="utf-8") as fh:
         fh.write(page)
