@@ -166,3 +166,91 @@ def test_info_never_says_a_negative_recorded_time(tmp_path):
                             system_series=lambda: [], framework_events=lambda: empty, job_finished=lambda: True,
                             steps=lambda mode: [])
     assert summarize(trial)["duration_s"] is None
+
+
+# ---------------------------------------------------------------- report --profile --param, where the profile lies
+def test_report_profile_takes_the_rules_parameters(capsys, tmp_path):
+    """--param as `profile rules` takes it: with n_outliers=0 StepOutlier fires on the stalled step."""
+    root = str(tmp_path / "p")
+    write_profile(root, steps=121, ended=True)
+    out = tmp_path / "r.html"
+    assert main(["report", "--profile", root, "-o", str(out), "--param", "StepOutlier.n_outliers=0"]) == 0
+    page = out.read_text()
+    assert "Rules that fired: Dataloader, StepOutlier" in page and "n_outliers: 0" in page
+    assert main(["report", "--profile", root, "-o", str(out)]) == 0  # the defaults: one stall is no outlier
+    assert "Rules that fired: Dataloader (" in out.read_text()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
+    (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
+    (["--param", "StepOutlier.stddev=-1"], "stddev"),
+    (["--no-rules", "--param", "StepOutlier.stddev=2"], "--param StepOutlier.stddev=2: sets a profiler rule's "
+                                                         "parameter, and --no-rules runs none"),
+])
+def test_report_profile_bad_params_exit_2(profile, tmp_path, extra, needle):
+    proc = subprocess.run([sys.executable, "-m", "smdebug", "report", "--profile", profile, "-o",
+                           str(tmp_path / "r.html"), *extra], capture_output=True, text=True)
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("sub", ["profiler", "profiler-output"])
+def test_a_folder_holding_the_profile_is_read_there(capsys, tmp_path, sub):
+    """An out_dir (its profile in profiler/, ProfilerConfig's default) or a SageMaker job's folder
+    (profiler-output/) is read where the profile is, and stderr says so."""
+    write_profile(tmp_path / "job" / sub)
+    job = str(tmp_path / "job")
+    out = tmp_path / "r.html"
+    assert main(["report", "--profile", job, "-o", str(out), "--no-rules"]) == 0
+    err = capsys.readouterr().err
+    assert f"{job} holds no profile itself: reading {job}/{sub}" in err and "Step time over the run" in out.read_text()
+    assert main(["profile", "info", job]) == 0
+    assert f"profile: {job}/{sub}" in capsys.readouterr().out
+
+
+def test_report_without_profile_on_a_profile_suggests_profile(tmp_path):
+    """`smdebug report PROFILE` (no --profile) fails opening a tensor trial: the helper report's run
+    calls says to add --profile, for the profiler's folder and for the out_dir that holds it."""
+    from types import SimpleNamespace
+
+    from smdebug.cli.common import CliError
+    from smdebug.cli.profile import open_report_trial
+
+    write_profile(tmp_path / "out" / "profiler")
+    for path in (tmp_path / "out" / "profiler", tmp_path / "out"):
+        args = SimpleNamespace(trial=str(path), output="r.html", param=[])
+        with pytest.raises(CliError) as exc:
+            open_report_trial(args)
+        msg = str(exc.value)
+        assert "is not an smdebug trial" in msg and "it holds a profile" in msg
+        assert f"add --profile (smdebug report --profile {path} -o r.html)" in msg
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CliError) as exc:  # no profile either: the trial's own error, no hint
+        open_report_trial(SimpleNamespace(trial=str(tmp_path / "empty"), output="r.html", param=[]))
+    assert "--profile" not in str(exc.value)
+    with pytest.raises(CliError, match="--param StepOutlier.stddev=2: sets a profiler rule's parameter, for the "
+                                       r"profiler report \(add --profile\)"):
+        open_report_trial(SimpleNamespace(trial=str(tmp_path / "out"), output="r.html", param=["StepOutlier.stddev=2"]))
+
+
+def test_rules_say_once_that_a_rule_judged_nothing(tmp_path, capsys, caplog):
+    """A CPU-only profile: the GPU rules' verdicts say "no GPU data"; the rules' own "evaluated no
+    tensor" warnings, a second line for each before the verdicts, are not printed."""
+    import logging
+
+    root = str(tmp_path / "p")
+    write_profile(root, steps=121, gpus=0, ended=True)
+    for cmd in (["profile", "rules", root], ["report", "--profile", root, "-o", str(tmp_path / "r.html")]):
+        proc = subprocess.run([sys.executable, "-m", "smdebug", *cmd], capture_output=True, text=True)
+        assert proc.returncode in (0, 1), proc.stderr
+        assert "evaluated no tensor" not in proc.stderr, proc.stderr
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        assert main(["profile", "rules", root]) == 1  # (Dataloader fires)
+    assert "evaluated no tensor" not in caplog.text
+    lines = capsys.readouterr().out.splitlines()
+    assert "LowGPUUtilization: no GPU data: the profile holds no GPU metrics in 1 windows, so this GPU rule could " \
+           "not judge anything" in lines
+    assert sum(line.startswith(("LowGPUUtilization", "FIRED LowGPUUtilization")) for line in lines) == 1
+    assert logging.getLogger("smdebug").filters == []  # (the command's filter is gone after the run)

@@ -13,8 +13,11 @@ walk-through's, its "Trace info" page said: ``slice_drop_overlapping_complete_ev
 
 What goes in:
 
-* **System metrics** — one counter track (``ph: "C"``) per series, named ``<name> <dimension>``
-  (``cpu3 CPUUtilization``, ``gpu0 GPUMemoryUtilization``), in the process ``system <node>``.
+* **System metrics** — one counter track (``ph: "C"``) per series, in the process ``system <node>``,
+  named once (:func:`counter_name`: ``cpu3 CPUUtilization``, ``gpu0 GPUMemoryUtilization``,
+  ``MemoryUsedPercent``, ``JobCPUDemand``, ``ReceiveBytesPerSecond``), its one argument named by its
+  unit (``%``, ``bytes/s``, ``ops/s``): Perfetto names a counter track ``<name> <argument>``, so it
+  reads ``cpu3 CPUUtilization %`` (it read ``cpu3 CPUUtilization CPUUtilization``).
   A series with more samples than ``max_counter_points`` is averaged over equal buckets down to
   that many points; ``otherData["downsampled"]`` names every series that was, with its counts.
 * **Framework events** — one process per framework process (``framework <rank>-<host>``), one
@@ -28,11 +31,15 @@ What goes in:
   ``torch.profiler <its name> [<process>]`` (``torch.profiler Spans [...]`` by Kineto's pid when it
   has no name) and sorted after ours (Kineto's ``process_sort_index`` is dropped); flow ids are
   renumbered 1, 2, ... over the files (integers: Perfetto reads a string id as hexadecimal).
+  Kineto's global instant events (``Record Window End``...) become instants of a thread
+  ``torch.profiler markers`` of the file's first process, and a thread without a name is named
+  ``thread <tid>``: Perfetto shows global instants on a track with no name, "Unnamed SliceTrack",
+  above every process.
   Epoch-sized float microseconds step by 0.25 us, so an operator's end rounded less than 1 us past
   its parent's is moved back to it (``_nest``).
 * **Rule verdicts** (optional) — in the process ``profiler rules``, one thread per rule that
   fired, a slice over each window it fired in (``Verdict.fired_windows`` of our rules' reports), or
-  a global instant event at the end when the report does not say where (1.0.34's reports).
+  an instant event of that thread at the end when the report does not say where (1.0.34's reports).
 
 Nodes: system metrics name the node ``algo-<n>``; framework files name the process
 ``<rank>-<host>``. A process whose host is a system node goes with that node; otherwise, when the
@@ -52,7 +59,7 @@ import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = ["build_timeline", "timeline_nodes", "node_of", "kineto_files", "DETAILED_PREFIX"]
+__all__ = ["build_timeline", "timeline_nodes", "node_of", "kineto_files", "counter_name", "counter_arg", "DETAILED_PREFIX"]
 
 DETAILED_PREFIX = "framework/pytorch/detailed_profiling/"
 _KINETO_NAME = re.compile(r"(?P<node>[^/_]+)_(?P<start>\d+)_(?P<end>\d+)\.pt\.trace\.json$")
@@ -154,12 +161,38 @@ def _bucket_mean(ts: np.ndarray, vals: np.ndarray, points: int) -> tuple:
     return ts[starts[keep]], sums / counts[keep]
 
 
+_DEVICE = re.compile(r"^(cpu|gpu)\d+$")
+# a counter's value is named by its unit (Perfetto names a counter track "<event name> <arg name>")
+_COUNTER_ARG = {"%": "%", "B/s": "bytes/s", "IOPS": "ops/s", "": "value"}
+
+
+def counter_name(s) -> str:
+    """The counter track of a system series: ``cpu3 CPUUtilization`` for a device,
+    ``JobCPUDemand`` for the job's rows, else the metric's name (``MemoryUsedPercent``, ``IOPS``,
+    ``ReceiveBytesPerSecond``: network rows' dimension, ``Algorithm``, names nothing)."""
+    if _DEVICE.match(s.name or ""):
+        return f"{s.name} {s.dimension}" if s.dimension else s.name
+    if s.type == "job" and s.dimension:
+        return s.dimension
+    if s.dimension and s.dimension not in (s.name, "Algorithm"):
+        return f"{s.name} {s.dimension}"
+    return s.name or s.dimension
+
+
+def counter_arg(s) -> str:
+    """The name of a counter event's one argument: the series' unit (``%``, ``bytes/s``,
+    ``ops/s``; ``value`` when unknown), so that Perfetto's track reads ``cpu0 CPUUtilization %``
+    (the metric named once) and chrome://tracing's counter ``cpu0 CPUUtilization`` has the series ``%``."""
+    from smdebug.analysis.profiler_report.units import metric_unit
+
+    return _COUNTER_ARG[metric_unit(s.name, s.dimension, s.type)]
+
+
 def _counters(series, max_points: int, downsampled: dict) -> list[dict]:
     out = []
     for s in series:
         ts, vals = s.timestamp_us, np.asarray(s.value, dtype=np.float64)
-        track = f"{s.name} {s.dimension}" if s.dimension and s.dimension != s.name else s.name
-        key = s.dimension or s.name
+        track, key = counter_name(s), counter_arg(s)
         if len(ts) > max_points:
             downsampled[track] = {"samples": int(len(ts)), "points": int(max_points)}
             ts, vals = _bucket_mean(ts, vals, max_points)
@@ -258,8 +291,29 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_id
                 # integers: Perfetto reads a string id as hexadecimal and drops the flow when it is not
                 e["id"] = flow_ids.setdefault((n, e["id"]), len(flow_ids) + 1)
         out["events"].append(e)
+    _markers(out)
     _nest(out["events"])
     return out
+
+
+MARKERS_TID = "torch.profiler markers"
+
+
+def _markers(out: dict) -> None:
+    """Kineto's global instant events ("Record Window End", "Iteration Start: ...") as instants of
+    a thread of the file's first process, ``torch.profiler markers``: a global instant has no
+    process, and Perfetto draws such events on a track with no name ("Unnamed SliceTrack") above
+    everything else."""
+    marks = [e for e in out["events"] if e["ph"] in ("i", "I") and e.get("s") == "g"]
+    if not marks:
+        return
+    if out["shown"]:
+        pid = min(out["shown"])
+    else:  # a file of markers only: the process of the first, named after them
+        pid = marks[0]["pid"]
+        out["shown"][pid] = "markers"
+    for e in marks:
+        e.update(pid=pid, tid=MARKERS_TID, s="t")
 
 
 def _nest(events: list[dict]) -> None:
@@ -305,14 +359,32 @@ def _kineto(trial, files: list[dict], first_pid: int, origin_us: int) -> list[di
             # sorted after ours by their pid; one without a name is named by its Kineto pid ("Spans")
             meta = _meta(pid, f"torch.profiler {kineto_pid} [{f['fw_node']}]", pid)
             events += meta[1:] if pid in named else meta
+        events += _thread_names(events)
         out += events
         next_pid += len(kin["pids"])
     return out
 
 
+def _thread_names(events: list[dict]) -> list[dict]:
+    """``thread_name`` metadata for the threads of ``events`` that have none (a thread is named by
+    its tid when that is a string, as Kineto's ``Trace PyTorch Profiler``; an integer tid
+    becomes ``thread <tid>``: Perfetto showed such a thread with no name)."""
+    named = {(e["pid"], e.get("tid")) for e in events if e["ph"] == "M" and e.get("name") == "thread_name"}
+    out, seen = [], set()
+    for e in events:
+        key = (e["pid"], e.get("tid"))
+        if e["ph"] == "M" or key in named or key in seen:
+            continue
+        seen.add(key)
+        tid = e.get("tid")
+        out.append({"ph": "M", "name": "thread_name", "pid": e["pid"], "tid": tid, "ts": 0,
+                    "args": {"name": tid if isinstance(tid, str) and tid else f"thread {tid}"}})
+    return out
+
+
 def _verdicts(rule_reports: dict, at_us: int) -> list[dict]:
     """A slice per window in which a rule fired (its report's ``Verdict.fired_windows``), one
-    thread per rule; a rule that fired without saying where: an instant event at ``at_us``."""
+    thread per rule; a rule that fired without saying where: an instant event of its thread at ``at_us``."""
     out = []
     fired = [(rule, rep) for rule, rep in sorted((rule_reports or {}).items())
              if int(rep.get("RuleTriggered", 0) or 0) > 0 or (rep.get("Verdict") or {}).get("fired_windows")]
@@ -325,8 +397,8 @@ def _verdicts(rule_reports: dict, at_us: int) -> list[dict]:
         for start, end in windows:
             out.append({"ph": "X", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
                         "ts": int(start), "dur": max(int(end) - int(start), 0), "args": args})
-        if not windows:
-            out.append({"ph": "i", "s": "g", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
+        if not windows:  # on the rule's own (named) thread: a global instant would sit on a track of no name
+            out.append({"ph": "i", "s": "t", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
                         "ts": at_us, "args": args})
     if out:
         out = _meta(_RULES_PID, "profiler rules", _RULES_PID) + out

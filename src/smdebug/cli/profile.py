@@ -11,11 +11,12 @@ anything, else 0 (by default GPU rules without GPU data are listed, not failed).
 
 from __future__ import annotations
 
+import logging
 import os
 
 from smdebug.cli.common import CliError, add_trial_argument, check_at_least, check_writable, emit_json, say, writing
 
-__all__ = ["add", "open_profile", "run_profiler_rules"]
+__all__ = ["add", "open_profile", "find_profile", "open_report_trial", "run_profiler_rules", "PROFILE_SUBFOLDERS"]
 
 def add(sub) -> None:
     p = sub.add_parser("profile", help="a profiled job: what was recorded, one timeline, the profiler rules")
@@ -49,8 +50,33 @@ def add(sub) -> None:
     rules.set_defaults(func=run_rules)
 
 
+# where a profile lies under a folder that holds none itself: an out_dir's ``profiler`` (ProfilerConfig's
+# default local_path, <out_dir>/profiler) and a SageMaker job's ``profiler-output``
+PROFILE_SUBFOLDERS = ("profiler", "profiler-output")
+
+
+def _join(path: str, sub: str) -> str:
+    return f"{path.rstrip('/')}/{sub}"
+
+
+def find_profile(path: str) -> str | None:
+    """The profiler folder at ``path``: ``path`` itself when it holds profiler data (system/ or
+    framework/ files), else its ``profiler`` or ``profiler-output`` folder that does; None."""
+    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.storage import is_remote
+
+    for candidate in (path, *(_join(path, sub) for sub in PROFILE_SUBFOLDERS)):
+        if candidate != path and not is_remote(path) and not os.path.isdir(os.path.expanduser(candidate)):
+            continue
+        if ProfilerTrial(candidate).has_data():
+            return candidate
+    return None
+
+
 def open_profile(path: str):
-    """The profiler trial at ``path``, or a CliError saying why there is none."""
+    """The profiler trial at ``path``, or a CliError saying why there is none. A folder that holds
+    no profile but whose ``profiler`` (an out_dir) or ``profiler-output`` (a SageMaker job) folder
+    does is read there, and a line on stderr says so."""
     from smdebug.profiler.reading.trial import ProfilerTrial
     from smdebug.storage import is_remote
 
@@ -62,22 +88,49 @@ def open_profile(path: str):
             raise CliError(f"{path}: no such folder")
         if not os.path.isdir(local):
             raise CliError(f"{path}: not a folder (give the profiler's folder)")
-    trial = ProfilerTrial(path)
-    if not trial.has_data():
-        raise CliError(f"{path} holds no profiler data: no system/ or framework/ files (give the profiler's "
-                       "folder: ProfilerConfig's local_path, <out_dir>/profiler by default, or a job's "
-                       "profiler-output)")
-    return trial
+    found = find_profile(path)
+    if found is None:
+        raise CliError(f"{path} holds no profiler data: no system/ or framework/ files, nor a profiler/ or "
+                       "profiler-output/ folder with them (give the profiler's folder: ProfilerConfig's local_path, "
+                       "<out_dir>/profiler by default, or a job's profiler-output)")
+    if found != path:
+        say(f"smdebug profile: {path} holds no profile itself: reading {found}")
+    return ProfilerTrial(found)
+
+
+def open_report_trial(args):
+    """``smdebug report TRIAL`` without ``--profile``: the tensor trial (``open_trial``); when
+    ``TRIAL`` is no tensor trial but holds a profile (itself or in ``profiler/``,
+    ``profiler-output/``), a CliError that says to add ``--profile``. ``--param`` (the profiler
+    rules' parameters) without ``--profile`` is an error too."""
+    from smdebug.cli.common import open_trial
+
+    if getattr(args, "param", None):
+        raise CliError(f"--param {args.param[0]}: sets a profiler rule's parameter, for the profiler report "
+                       "(add --profile)")
+    try:
+        return open_trial(args.trial)
+    except CliError as exc:
+        try:
+            found = find_profile(args.trial) if args.trial and args.trial.strip() else None
+        except Exception:  # noqa: BLE001 - the hint is a bonus: the trial's own error stands
+            found = None
+        if found is None:
+            raise
+        where = "" if found == args.trial else f" (in {found})"
+        raise CliError(f"{exc}; it holds a profile{where}: for the profiler report add --profile "
+                       f"(smdebug report --profile {args.trial} -o {args.output})") from None
 
 
 # ---------------------------------------------------------------- info
 def summarize(trial) -> dict:
     import numpy as np
 
-    from smdebug.analysis.profiler_report.stats import MODES
+    from smdebug.analysis.profiler_report.stats import MODES, end_timestamp
     from smdebug.analysis.profiler_timeline import kineto_files
 
-    first, last = trial.first_timestamp, trial.get_latest_timestamp()
+    # the newest record of any stream: the system samples may stop before the last steps, or after
+    first, last = trial.first_timestamp, end_timestamp(trial)
     series = trial.system_series()
     events = trial.framework_events()
     nodes: dict = {}
@@ -99,7 +152,8 @@ def summarize(trial) -> dict:
             steps[mode] = {"steps": len(spans), "first": int(spans.step.min()), "last": int(spans.step.max()),
                            "mean_ms": float(np.mean(d)) / 1e3, "max_ms": float(np.max(d)) / 1e3}
     return {
-        "path": trial.path, "first_timestamp_us": first, "latest_timestamp_us": last,
+        "path": trial.path, "first_timestamp_us": first, "latest_timestamp_us": trial.get_latest_timestamp(),
+        "end_timestamp_us": last,
         "duration_s": None if first is None or last is None or last < first else (last - first) / 1e6,
         "job_finished": trial.job_finished(),
         "nodes": {k: {"series": v["series"], "samples": v["samples"],
@@ -242,9 +296,8 @@ def run_profiler_rules(trial, names: list | None = None, param_specs: list | Non
             raise CliError(f"--rule {n!r}: no such profiler rule (rules: {', '.join(known)})")
     chosen = names or known
     params = _parse_params(param_specs or [], chosen, known)
-    if not trial.job_finished():
-        say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was "
-            "written so far")
+    running = not trial.job_finished()
+    if running:
         trial = _AsWritten(trial)
     rules = {}
     for name in chosen:
@@ -252,8 +305,30 @@ def run_profiler_rules(trial, names: list | None = None, param_specs: list | Non
             rules[name] = classes[name](trial, **params.get(name, {}))
         except RuleConfigurationError as exc:
             raise CliError(str(exc)) from None
-    judge_together(list(rules.values()))
+    if running:  # (once the parameters are known to be right: a bad one is the only line)
+        say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was "
+            "written so far")
+    quiet = _SaidByTheVerdicts(rules)
+    logger = logging.getLogger("smdebug")
+    logger.addFilter(quiet)
+    try:
+        judge_together(list(rules.values()))
+    finally:
+        logger.removeFilter(quiet)
     return {name: rule.report for name, rule in rules.items()}
+
+
+class _SaidByTheVerdicts(logging.Filter):
+    """Drops the rules' "<rule>: evaluated no tensor ..." warnings (judge_together's, for a rule that
+    judged nothing) while the command runs them: its verdict ("no GPU data", "no data") says the
+    same, and each printed a second line for the same rule before the verdicts."""
+
+    def __init__(self, rules):
+        super().__init__()
+        self.prefixes = tuple(f"{name}: evaluated no tensor" for name in rules)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno == logging.WARNING and record.getMessage().startswith(self.prefixes))
 
 
 def run_rules(args) -> int:

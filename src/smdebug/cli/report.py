@@ -15,7 +15,7 @@ import html
 import io
 import time
 
-from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, open_trial, say, writing
+from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, say, writing
 from smdebug.modes import ModeKeys
 
 
@@ -444,7 +444,9 @@ def run(args) -> int:
     needs_extra("matplotlib", "plot")
     if args.profile:
         return _run_profile(args, out)
-    trial = open_trial(args.trial)
+    from smdebug.cli.profile import open_report_trial
+
+    trial = open_report_trial(args)  # a profiler folder: says to add --profile
     page = render(trial, with_rules=not args.no_rules)
     with writing(out), open(out, "w", encoding="utf-8") as fh:
         fh.write(page)

@@ -21,8 +21,11 @@ STALL_US = 400_000
 
 class SynthTrial:
     def __init__(self, path, steps: int = 12, node: str = "algo-1", fw_node: str = "algo-1-0", cores: int = 2,
-                 gpus: int = 1, kineto: bool = True, t0: int = T0, file_node: str = "0-algo-1"):
-        """``fw_node``: the process as the readers name it; ``file_node``: as part 1's file names do."""
+                 gpus: int = 1, kineto: bool = True, t0: int = T0, file_node: str = "0-algo-1",
+                 all_metrics: bool = False):
+        """``fw_node``: the process as the readers name it; ``file_node``: as part 1's file names do;
+        ``all_metrics``: also every other metric the profiler writes (I/O wait per core, disk and
+        network bytes/s, the job's CPU and memory), with values of many digits (12345678.901...)."""
         self.path = str(path)
         self.file_node = file_node
         self.node = node
@@ -58,6 +61,18 @@ class SynthTrial:
         self._series.append(Series(node, "memory", "MemoryUsedPercent", "", ts,
                                    np.linspace(20, 25, len(ts))))
         self._series.append(Series(node, "i/o", "IOPS", "", ts, np.full(len(ts), 1.5)))
+        if all_metrics:
+            noisy = np.linspace(0, 1, len(ts)) * 0.020855000000000002
+            for c in range(cores):
+                self._series.append(Series(node, "cpu", f"cpu{c}", "I/OWaitPercentage", ts, 5.555555555555555 + noisy))
+            for name, scale in (("ReadThroughputInBytesPerSecond", 12345678.901234), ("WriteThroughputInBytesPerSecond",
+                                                                                      987.654321)):
+                self._series.append(Series(node, "i/o", name, "", ts, scale * (1 + noisy)))
+            for name, scale in (("ReceiveBytesPerSecond", 2345678901.2345), ("TransmitBytesPerSecond", 45678.9012345)):
+                self._series.append(Series(node, "network", name, "Algorithm", ts, scale * (1 + noisy)))
+            self._series.append(Series(node, "job", "cpu", "JobCPUDemand", ts, 104.23456789 + noisy))
+            self._series.append(Series(node, "job", "cpu", "JobCPUUtilization", ts, 13.123456789 + noisy))
+            self._series.append(Series(node, "job", "memory", "JobMemoryUsedPercent", ts, 2.4123456789 + noisy))
         if kineto:
             self.kineto = write_kineto(self.path, file_node, t0 + 1_000_000 + 3 * STEP_US, 2)
 
@@ -109,15 +124,16 @@ def write_kineto(root: str, fw_node: str, start_us: int, steps: int) -> str:
     return path
 
 
-def write_profile(root, steps: int = 12, gpus: int = 1, ended: bool = False) -> SynthTrial:
+def write_profile(root, steps: int = 12, gpus: int = 1, ended: bool = False, all_metrics: bool = False) -> SynthTrial:
     """The synthetic profile written to ``root`` by part 1's writers (TimelineWriter, the system
     metrics' JSON lines), times just after now; returns the SynthTrial it was made from, which
-    ProfilerTrial(root) must read back."""
+    ProfilerTrial(root) must read back. ``all_metrics``: see SynthTrial."""
     from smdebug.profiler.locations import system_file
     from smdebug.profiler.system import format_rows
     from smdebug.profiler.timeline import TimelineWriter, now_us
 
-    synth = SynthTrial(root, steps=steps, gpus=gpus, t0=(now_us() // 1_000_000 + 2) * 1_000_000)
+    synth = SynthTrial(root, steps=steps, gpus=gpus, t0=(now_us() // 1_000_000 + 2) * 1_000_000,
+                       all_metrics=all_metrics)
     ev = synth._events
     writer = TimelineWriter(str(root), synth.file_node)
     for i in range(len(ev)):

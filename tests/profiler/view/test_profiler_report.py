@@ -77,7 +77,7 @@ def test_the_report_renders_every_section_in_chromium(tmp_path, chromium):
     assert "GPUMemoryIncrease\tno GPU data" in text and "no GPU data: the profile holds no GPU metrics" in text
     assert "fired (1 time)" in text and "looked at no data" in text and "no issue" in text
     assert "checkpoint, garbage collection" in text  # StepOutlier's fix is there
-    assert "n_outliers=10" not in text and "n_outliers:10" in text
+    assert "n_outliers=10" not in text and "n_outliers: 10" in text  # its parameters, read as values
     assert f"\n{STALL_STEP}\talgo-1-0" in text  # the stalled step heads the slowest steps
     assert "12 batches fetched" in text
 

@@ -35,7 +35,7 @@ def test_the_trace_is_valid_and_holds_every_source(tmp_path):
     cpu0 = [e for e in ev if e["name"] == "cpu0 CPUUtilization"]
     want = trial.system_series(None, None, dimension="CPUUtilization")[0]
     assert [e["ts"] + base_of(trace) for e in cpu0] == want.timestamp_us.tolist()
-    assert np.allclose([e["args"]["CPUUtilization"] for e in cpu0], want.value)
+    assert np.allclose([e["args"]["%"] for e in cpu0], want.value)  # the value named by its unit
     # framework events: one per row, one thread per phase, step numbers in args
     fw = [e for e in ev if e["ph"] == "X" and e["pid"] == 100]
     assert len(fw) == len(trial.framework_events(None, None))
@@ -88,7 +88,7 @@ def test_long_series_are_averaged_down_and_say_so(tmp_path):
     assert len(cpu0) == 10
     assert trace["otherData"]["downsampled"]["cpu0 CPUUtilization"] == {"samples": n, "points": 10}
     full = trial.system_series(None, None, dimension="CPUUtilization")[0].value
-    assert np.isclose(np.mean([e["args"]["CPUUtilization"] for e in cpu0]), full.mean(), rtol=0.05)
+    assert np.isclose(np.mean([e["args"]["%"] for e in cpu0]), full.mean(), rtol=0.05)
 
 
 def test_nodes_of_a_local_run_and_of_a_cluster():

@@ -22,24 +22,37 @@ import numpy as np
 
 from smdebug.analysis.profiler_report import charts, stats
 from smdebug.analysis.profiler_report.page import CSS, fmt_ms, fmt_s, img, rules_section, section, table, verdict_of
+from smdebug.analysis.profiler_report.units import (
+    fmt_at,
+    fmt_clock,
+    fmt_count,
+    fmt_metric,
+    fmt_percent,
+    metric_unit,
+    sig,
+)
 
 __all__ = ["render_profiler_report", "write_report", "profiler_report_html"]
 
 
 def _summary(trial, job: stats.JobSummary, fw_nodes: list, sys_nodes: list, rule_reports: dict) -> str:
-    rows = [("job start (first record)", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(job.start_us / 1e6))),
-            ("job end (last record)", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(job.end_us / 1e6))),
+    rows = [("job start (first record)", fmt_clock(job.start_us)),
+            ("job end (last record)", f"{fmt_clock(job.end_us)} ({fmt_at(job.end_us, job.start_us)})"),
             ("total", fmt_s(job.total_s)),
             ("initialization (start to first step)", fmt_s(job.initialization_s)),
-            ("training loop (first to last step)", fmt_s(job.training_loop_s)),
-            ("finalization (last step to end)", fmt_s(job.finalization_s)),
-            ("steps", ", ".join(f"{m}: {n}" for m, n in job.steps.items()) or "none recorded"),
+            ("training loop (first step's start to last step's end)", fmt_s(job.training_loop_s)),
+            ("finalization (last step's end to end)", fmt_s(job.finalization_s)),
+            ("steps", ", ".join(f"{m}: {fmt_count(n)}" for m, n in job.steps.items()) or "none recorded"),
             ("nodes (system metrics)", ", ".join(sys_nodes) or "none"),
             ("framework processes", ", ".join(fw_nodes) or "none")]
     fired = [n for n, r in sorted((rule_reports or {}).items()) if verdict_of(r)[1] == "fired"]
     glance = (f"<p class='fired'>Rules that fired: {html.escape(', '.join(fired))} (see "
               "<a href='#rules'>what to fix</a>).</p>" if fired else "")
-    return section("summary", "Training job summary", glance + table(["", ""], rows, tid="job-summary"))
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in job.notes)
+    notes = f"<ul class='meta' id='summary-notes'>{notes}</ul>" if notes else ""
+    lead = ("<p class='meta'>Times in this report are after the job's start (its first record): "
+            "<code>+12.3 s</code>. The three phases add up to the total.</p>")
+    return section("summary", "Training job summary", glance + lead + table(["", ""], rows, tid="job-summary") + notes)
 
 
 def _step_section(steps: dict, origin: int) -> str:
@@ -60,7 +73,7 @@ def _phase_section(phases: dict | None, mode: str | None) -> str:
     if phases is None:
         return section("phases", "Time per step by phase", "<p class='nodata'>No steps: nothing to break down.</p>")
     total = float(np.sum(phases["total"]))
-    rows = [(p, fmt_s(float(np.sum(phases[p])) / 1e6), f"{100 * float(np.sum(phases[p])) / total:.1f} %" if total else "-")
+    rows = [(p, fmt_s(float(np.sum(phases[p])) / 1e6), fmt_percent(100 * float(np.sum(phases[p])) / total) if total else "-")
             for p in (*stats.PHASES, "other")]
     note = ("<p class='meta'>An event counts in the step in which it starts (clipped to the step's end); "
             "'other' is the step time no recorded phase covers.</p>")
@@ -72,8 +85,8 @@ def _phase_section(phases: dict | None, mode: str | None) -> str:
 def _slow_section(slow: list, origin: int) -> str:
     if not slow:
         return section("slowest-steps", "The slowest steps", "<p class='nodata'>No steps were recorded.</p>")
-    rows = [(s["step"], s["node"], fmt_s((s["start_us"] - origin) / 1e6), fmt_ms(s["duration_us"]),
-             f"{s['times_median']:.1f}x",
+    rows = [(str(s["step"]), s["node"], fmt_at(s["start_us"], origin), fmt_ms(s["duration_us"]),
+             f"{sig(s['times_median'])}x",
              "; ".join(f"{t['phase']} / {t['name']}: {fmt_ms(t['us'])}" for t in s["top"]) or "no event recorded in it")
             for s in slow]
     return section("slowest-steps", "The slowest steps and what ran in them", table(
@@ -82,7 +95,7 @@ def _slow_section(slow: list, origin: int) -> str:
 
 def _timeline_section(trial, slow: list, series: list) -> str:
     from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
-    from smdebug.analysis.profiler_timeline import build_timeline, node_of
+    from smdebug.analysis.profiler_timeline import build_timeline, node_of, timeline_nodes
     from smdebug.exceptions import SMDebugValueError
 
     title = "The slowest step on the timeline"
@@ -93,7 +106,13 @@ def _timeline_section(trial, slow: list, series: list) -> str:
     lo, hi = s["start_us"] - margin, s["start_us"] + s["duration_us"] + margin
     node = node_of(s["node"], sorted({x.node_id for x in series}))
     try:
-        trace = build_timeline(trial, node=node, start_us=lo, end_us=hi)
+        # the nodes of the window (a process goes with the only system node there is: in a window
+        # without system samples, that may be no node of the whole profile's)
+        shown = timeline_nodes(trial, lo, hi)
+        pick: str | None = node
+        if node not in shown:
+            pick = node_of(s["node"], shown) if shown else None
+        trace = build_timeline(trial, node=pick, start_us=lo, end_us=hi)
     except SMDebugValueError as exc:
         return section("timeline", title, f"<p class='nodata'>The timeline could not be drawn: {html.escape(str(exc))}</p>")
     lead = (f"<p>Step {s['step']} of {html.escape(s['node'])} ({fmt_ms(s['duration_us'])}) with a tenth of its "
@@ -110,12 +129,16 @@ def _loader_section(dl: dict) -> str:
         return section("dataloader", "Data loader", "<p class='nodata'>No data-loader events were recorded "
                        "(no DataLoaderIter events: the loader was not instrumented or not used).</p>")
     share = dl["share_of_step_time"]
-    lead = (f"<p>{f['count']:,} batches fetched, {fmt_s(f['total_s'])} in all"
-            + (f", {100 * share:.1f} % of the step time" if share is not None else "") + ".</p>")
-    rows = [("batch fetch (ms)", f["count"], f["mean_ms"], f["p50_ms"], f["p95_ms"], f["max_ms"])]
+    lead = (f"<p>{fmt_count(f['count'])} batches fetched, {fmt_s(f['total_s'])} in all"
+            + (f", {fmt_percent(100 * share)} of the step time" if share is not None else "") + ".</p>")
+
+    def row(label, x):
+        return (label, x["count"], *(fmt_s(x[k] / 1e3) for k in ("mean_ms", "p50_ms", "p95_ms", "max_ms")))
+
+    rows = [row("batch fetch", f)]
     w = dl["worker_batches"]
     if w["count"]:
-        rows.append(("batch built by a worker (ms)", w["count"], w["mean_ms"], w["p50_ms"], w["p95_ms"], w["max_ms"]))
+        rows.append(row("batch built by a worker", w))
     body = lead + table(["", "count", "mean", "p50", "p95", "max"], rows, tid="loader-stats")
     if dl["loaders"]:
         body += table(["loader", "num_workers", "pin_memory"],
@@ -137,15 +160,22 @@ def _mean_or_each(items: list, node: str, label: str) -> list:
 
 
 def _panels(series: list, node: str) -> dict:
+    """The system chart's panels of one node, each of one unit (its title says which)."""
     mine = [s for s in series if s.node_id == node]
+
+    def unit(s):
+        return metric_unit(stats.metric_of(s), "", s.type)
+
     return {
-        "CPU %": _mean_or_each([s for s in mine if s.dimension == "CPUUtilization"], node, "cores"),
-        "GPU %": [(s.name, s) for s in mine if s.dimension == "GPUUtilization"],
-        "GPU memory %": [(s.name, s) for s in mine if s.dimension == "GPUMemoryUtilization"],
-        "memory %": [(stats.metric_of(s), s) for s in mine if s.type == "memory"],
-        "I/O wait %": _mean_or_each([s for s in mine if s.dimension == "I/OWaitPercentage"], node, "cores"),
-        "I/O": [(stats.metric_of(s), s) for s in mine if s.type == "i/o"],
-        "network": [(stats.metric_of(s), s) for s in mine if s.type == "network"][:8],
+        "CPU (%)": _mean_or_each([s for s in mine if s.dimension == "CPUUtilization"], node, "cores"),
+        "GPU (%)": [(s.name, s) for s in mine if s.dimension == "GPUUtilization"],
+        "GPU memory (%)": [(s.name, s) for s in mine if s.dimension == "GPUMemoryUtilization"],
+        "memory (%)": [(stats.metric_of(s), s) for s in mine if s.type == "memory" and unit(s) == "%"],
+        "the job (%)": [(stats.metric_of(s), s) for s in mine if s.type == "job" and unit(s) == "%"],
+        "I/O wait (%)": _mean_or_each([s for s in mine if s.dimension == "I/OWaitPercentage"], node, "cores"),
+        "disk I/O (IOPS)": [(stats.metric_of(s), s) for s in mine if s.type == "i/o" and unit(s) == "IOPS"],
+        "disk I/O (bytes/s)": [(stats.metric_of(s), s) for s in mine if s.type == "i/o" and unit(s) == "B/s"],
+        "network (bytes/s)": [(stats.metric_of(s), s) for s in mine if s.type == "network" and unit(s) == "B/s"][:8],
     }
 
 
@@ -154,7 +184,8 @@ def _system_sections(series: list, origin: int, end: int) -> str:
     if not nodes:
         none = "<p class='nodata'>No system metrics were recorded (the system monitor did not run).</p>"
         return section("system", "System usage", none) + section("heatmaps", "Heat maps", none)
-    rows = [(r["node"], r["metric"], r["unit"], r["max"], r["p99"], r["p95"], r["p50"], r["min"], r["samples"])
+    rows = [(r["node"], r["metric"], r["unit"] or "-",
+             *(fmt_metric(r[k], r["symbol"]) for k in ("max", "p99", "p95", "p50", "min")), r["samples"])
             for r in stats.system_stats(series)]
     body = table(["node", "metric", "unit", "max", "p99", "p95", "p50", "min", "samples"], rows, tid="system-stats")
     heat = ""
@@ -175,7 +206,7 @@ def _system_sections(series: list, origin: int, end: int) -> str:
 def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
     """The report's HTML (see the module's docstring)."""
     rule_reports = dict(rule_reports or {})
-    first, last = trial.first_timestamp, trial.get_latest_timestamp()
+    first, last = trial.first_timestamp, stats.end_timestamp(trial)
     if first is None or last is None:
         from smdebug.exceptions import SMDebugValueError
 
@@ -185,7 +216,7 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
     series = trial.system_series(first, last)
     events = trial.framework_events(first, last)
     steps = stats.all_steps(trial)
-    job = stats.job_summary(trial, steps)
+    job = stats.job_summary(trial, steps, series, events)
     mode = "TRAIN" if "TRAIN" in steps else next(iter(steps), None)
     phases = stats.phases_per_step(steps[mode], events) if mode else None
     fw_nodes = sorted({str(n) for n in events.node_id})
@@ -195,13 +226,13 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
         f"<p class='meta'>{html.escape(str(trial.path))} &middot; written "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
         _summary(trial, job, fw_nodes, sorted({s.node_id for s in series}), rule_reports),
-        rules_section(rule_reports, first),
-        _step_section(steps, first),
+        rules_section(rule_reports, job.start_us),
+        _step_section(steps, job.start_us),
         _phase_section(phases, mode),
-        _slow_section(slow, first),
+        _slow_section(slow, job.start_us),
         _timeline_section(trial, slow, series),
         _loader_section(stats.dataloader_stats(events, phases)),
-        _system_sections(series, first, last),
+        _system_sections(series, job.start_us, job.end_us),
     ]
     body = "\n".join(parts)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Profiler report: "

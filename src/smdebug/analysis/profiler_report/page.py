@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import html
-import json
 
 import numpy as np
 
 from smdebug.analysis.profiler_report.advice import advice_for
+from smdebug.analysis.profiler_report.evidence import evidence_html
+from smdebug.analysis.profiler_report.units import fmt_count, fmt_duration, fmt_param, fmt_us, parse_params, sig
 
 __all__ = ["section", "table", "CSS", "rules_section", "verdict_of", "fmt_s", "fmt_ms", "img"]
 
@@ -18,6 +19,8 @@ table{border-collapse:collapse;margin:.5em 0;font-size:.88em}td,th{border:1px so
 text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fired{color:#b00020;font-weight:bold}.ok{color:#1b7a1b}.nodata{color:#a66;font-weight:bold}
 img{max-width:100%;border:1px solid #eee}.meta{color:#555}.fix{background:#fff8e1}.evidence{font-size:.85em;color:#444}
+table.evidence{margin:.3em .3em .3em 0;display:inline-table;vertical-align:top}td.params{font-size:.85em}
+tr.rule>td{border-bottom:none}tr.rule-evidence>td{border-top:none;padding-bottom:.8em}tr.rule-evidence b{font-size:.8em;color:#666}
 ul.glance li{margin:.2em 0}
 """
 
@@ -27,10 +30,12 @@ def section(sid: str, title: str, body: str) -> str:
 
 
 def _cell(v) -> str:
-    if isinstance(v, float):
-        return f"<td class='num'>{'-' if not np.isfinite(v) else f'{v:,.2f}'}</td>"
-    if isinstance(v, (int, np.integer)):
-        return f"<td class='num'>{int(v):,}</td>"
+    """A table cell: a float to three significant figures, an int as a count (pass identifiers,
+    such as step numbers, as strings), ``Raw`` as it is, anything else escaped."""
+    if isinstance(v, (float, np.floating)):
+        return f"<td class='num'>{sig(float(v))}</td>"
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return f"<td class='num'>{fmt_count(int(v))}</td>"
     if isinstance(v, Raw):
         return f"<td class='{v.cls}'>{v.html}</td>"
     return f"<td>{html.escape('-' if v is None else str(v))}</td>"
@@ -56,17 +61,13 @@ def img(src: str, alt: str) -> str:
 
 
 def fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.2f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.2f} s"
+    """A duration in seconds, to three significant figures in the unit that suits it."""
+    return fmt_duration(seconds)
 
 
 def fmt_ms(us: float) -> str:
-    return f"{us / 1e3:,.1f} ms"
+    """A duration in microseconds (the name is older than the unit it picks: ``20.9 ms``, ``1.5 s``)."""
+    return fmt_us(us)
 
 
 def _verdict(report: dict) -> dict:
@@ -91,38 +92,12 @@ def verdict_of(report: dict) -> tuple[str, str]:
     return "no issue", "ok"
 
 
-def _params(p) -> str:
-    if isinstance(p, dict):
-        return ", ".join(f"{k}={v}" for k, v in p.items())
-    return str(p or "-").replace("\n", ", ")
-
-
-def _evidence(report: dict, origin_us: int | None) -> str:
-    details = report.get("Details")
-    items = []
-    v = _verdict(report)
-    if v.get("message"):
-        items.append(f"<li>{html.escape(str(v['message']))}</li>")
-    windows = v.get("fired_windows") or []
-    if windows and origin_us is not None:
-        shown = ", ".join(f"{(a - origin_us) / 1e6:.1f}-{(b - origin_us) / 1e6:.1f} s" for a, b in windows[:8])
-        more = f" and {len(windows) - 8} more" if len(windows) > 8 else ""
-        items.append(f"<li>fired in the windows {shown}{more} (time since the job started)</li>")
-    viol = report.get("Violations")
-    if viol is not None:
-        items.append(f"<li>violations: {html.escape(str(viol))}, datapoints: "
-                     f"{html.escape(str(report.get('Datapoints', '-')))}</li>")
-    if isinstance(details, dict):
-        for k, v in list(details.items())[:12]:
-            text = json.dumps(v, default=str) if not isinstance(v, str) else v
-            if len(text) > 240:
-                text = text[:240] + " ..."
-            items.append(f"<li><b>{html.escape(str(k))}</b>: {html.escape(text)}</li>")
-        if len(details) > 12:
-            items.append(f"<li>... and {len(details) - 12} more entries in the rule's report</li>")
-    elif details:
-        items.append(f"<li>{html.escape(str(details)[:400])}</li>")
-    return f"<ul class='evidence'>{''.join(items)}</ul>" if items else "-"
+def _params(rule: str, p) -> str:
+    """The rule's parameters, one a line, each value as what it means (``scan_interval_us: 60 s``)."""
+    pairs = parse_params(p)
+    if not pairs:
+        return "-"
+    return "<br>".join(f"{html.escape(name)}: {html.escape(fmt_param(rule, name, value))}" for name, value in pairs)
 
 
 def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
@@ -136,14 +111,20 @@ def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
         name, rep = item
         return (verdict_of(rep)[1] != "fired", -int(rep.get("RuleTriggered", 0) or 0), name)
 
-    rows = []
+    headers = ["rule", "verdict", "what it checks", "what to do", "parameters"]
+    body = []
     for name, rep in sorted(rule_reports.items(), key=order):
         verdict, cls = verdict_of(rep)
         check, fix = advice_for(name, rep)
-        rows.append((name, Raw(html.escape(verdict), cls), Raw(_evidence(rep, origin_us)), check,
-                     Raw(html.escape(fix), "fix" if cls == "fired" else ""), _params(rep.get("RuleParameters"))))
+        cells = (name, Raw(html.escape(verdict), cls), check, Raw(html.escape(fix), "fix" if cls == "fired" else ""),
+                 Raw(_params(name, rep.get("RuleParameters")), "params"))
+        # the evidence under the verdict, the row's whole width: its tables need the room
+        body.append(f"<tr class='rule'>{''.join(_cell(c) for c in cells)}</tr>"
+                    f"<tr class='rule-evidence'><td colspan='{len(headers)}'><b>evidence</b>"
+                    f"{evidence_html(name, rep, origin_us)}</td></tr>")
     fired = sum(1 for _, rep in rule_reports.items() if verdict_of(rep)[1] == "fired")
     lead = (f"<p>{fired} of {len(rule_reports)} rules fired.</p>" if fired
             else f"<p class='ok'>None of the {len(rule_reports)} rules fired.</p>")
-    return section("rules", "Rules: verdicts and what to fix", lead + table(
-        ["rule", "verdict", "evidence", "what it checks", "what to do", "parameters"], rows, tid="rule-verdicts"))
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    return section("rules", "Rules: verdicts and what to fix", lead + (
+        f"<table id='rule-verdicts'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"))

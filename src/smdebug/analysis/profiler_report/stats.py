@@ -9,14 +9,15 @@ clipped to that step's end; "other" is the rest of the step (time between the re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from smdebug.analysis.profiler_report.units import fmt_at, fmt_us, metric_unit, unit_word
 from smdebug.profiler.reading.frames import phase_mask
 
 __all__ = ["PHASES", "MODES", "JobSummary", "job_summary", "all_steps", "phases_per_step", "slowest_steps",
-           "system_stats", "metric_of", "heat_map", "dataloader_stats", "STAT_UNITS"]
+           "system_stats", "metric_of", "heat_map", "dataloader_stats", "STAT_UNITS", "end_timestamp"]
 
 MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
 # report phase -> the framework phases (1.0.34's event_phase) that make it
@@ -27,7 +28,9 @@ PHASES = {
     "optimizer": ("Optimizer",),
 }
 _DEVICE = re.compile(r"^(cpu|gpu)\d+$")
-STAT_UNITS = {"cpu": "percent", "gpu": "percent", "memory": "percent", "i/o": "percent", "network": "bytes"}
+# the unit of a type's usual metrics, in words (a metric's own unit: units.metric_unit; "i/o" holds IOPS
+# and bytes/s, so it has none of its own)
+STAT_UNITS = {"cpu": "percent", "gpu": "percent", "memory": "percent", "i/o": "", "network": "bytes/s", "job": "percent"}
 
 
 def _steps_of(trial, mode: str):
@@ -46,37 +49,78 @@ def all_steps(trial) -> dict:
 
 @dataclass
 class JobSummary:
+    """The job's phases, computed so that they add up: ``start_us`` is the earliest record (or step),
+    ``end_us`` the newest of any stream (or step end), so initialization, training loop and
+    finalization are never negative and never longer than the total. ``notes`` say where the data
+    is partial (no end marker, streams that stop at different times, no steps)."""
+
     start_us: int
     end_us: int
     first_step_us: int | None
-    last_step_us: int | None
+    last_step_us: int | None  # the end of the last step
     steps: dict  # mode -> number of steps
+    notes: list = field(default_factory=list)
 
     @property
     def initialization_s(self) -> float | None:
-        return None if self.first_step_us is None else (self.first_step_us - self.start_us) / 1e6
+        return None if self.first_step_us is None else max(self.first_step_us - self.start_us, 0) / 1e6
 
     @property
     def training_loop_s(self) -> float | None:
         if self.first_step_us is None or self.last_step_us is None:
             return None
-        return (self.last_step_us - self.first_step_us) / 1e6
+        return max(self.last_step_us - self.first_step_us, 0) / 1e6
 
     @property
     def finalization_s(self) -> float | None:
-        return None if self.last_step_us is None else (self.end_us - self.last_step_us) / 1e6
+        return None if self.last_step_us is None else max(self.end_us - self.last_step_us, 0) / 1e6
 
     @property
     def total_s(self) -> float:
-        return (self.end_us - self.start_us) / 1e6
+        return max(self.end_us - self.start_us, 0) / 1e6
 
 
-def job_summary(trial, steps: dict) -> JobSummary:
-    starts = [int(s.start_us.min()) for s in steps.values()]
-    ends = [int(s.end_us.max()) for s in steps.values()]
-    return JobSummary(int(trial.first_timestamp), int(trial.get_latest_timestamp()),
-                      min(starts) if starts else None, max(ends) if ends else None,
-                      {m: len(s) for m, s in steps.items()})
+def end_timestamp(trial) -> int | None:
+    """The newest data of any stream (``get_end_timestamp``; ``get_latest_timestamp`` for a trial
+    without it): the report covers everything recorded, not only the span every stream covers."""
+    latest = trial.get_latest_timestamp()
+    if latest is None:  # no data
+        return None
+    fn = getattr(trial, "get_end_timestamp", None)
+    end = fn() if fn is not None else None
+    return latest if end is None else max(end, latest)
+
+
+def job_summary(trial, steps: dict, series: list | None = None, events=None) -> JobSummary:
+    """The job's phases from the trial's bounds and its steps (see :class:`JobSummary`); with
+    ``series`` and ``events`` (what the report read) the notes also say when the system metrics and
+    the framework events end far apart."""
+    starts = [int(s.start_us.min()) for s in steps.values() if len(s)]
+    ends = [int(s.end_us.max()) for s in steps.values() if len(s)]
+    first, last = trial.first_timestamp, end_timestamp(trial)
+    start = int(min([first] + starts if first is not None else starts))
+    end = int(max([last] + ends if last is not None else ends))
+    end = max(end, start)
+    notes = []
+    finished = getattr(trial, "job_finished", None)
+    if callable(finished) and not finished():
+        notes.append("the profile has no end marker (the job is still running, or stopped before the profiler "
+                     "closed): the times cover what was written so far")
+    if not steps:
+        notes.append("no step was recorded, so the job cannot be split into initialization, training loop and "
+                     "finalization")
+    sys_end = max((int(s.timestamp_us[-1]) for s in series or [] if len(s)), default=None)
+    fw_end = int(events.end_us.max()) if events is not None and len(events) else None
+    if sys_end is not None and fw_end is not None:
+        gap = abs(sys_end - fw_end)
+        if gap > max(1_000_000, (end - start) // 20):
+            notes.append(f"the system metrics end at {fmt_at(sys_end, start)} and the framework events at "
+                         f"{fmt_at(fw_end, start)} ({fmt_us(gap)} apart): one stream stopped earlier "
+                         "(the end is the later one)")
+    elif steps and sys_end is None:
+        notes.append("no system metrics were recorded: the times come from the framework events alone")
+    return JobSummary(start, end, min(starts) if starts else None, max(ends) if ends else None,
+                      {m: len(s) for m, s in steps.items()}, notes)
 
 
 def _phase_mask(events, names) -> np.ndarray:
@@ -139,14 +183,18 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
 
 
 def metric_of(s) -> str:
-    """A series' metric: its dimension for a device (``cpu3`` -> ``CPUUtilization``), else its name
-    (``MemoryUsedPercent``, ``ReadThroughputInBytesPerSecond``)."""
-    return s.dimension if _DEVICE.match(s.name) and s.dimension else s.name
+    """A series' metric: its dimension (``cpu3`` -> ``CPUUtilization``, the job's ``cpu`` ->
+    ``JobCPUDemand``), else its name (``MemoryUsedPercent``, ``ReadThroughputInBytesPerSecond``;
+    network rows' dimension, ``Algorithm``, names no metric)."""
+    if s.dimension and s.dimension != "Algorithm" and (_DEVICE.match(s.name) or s.type == "job" or s.name in ("cpu", "memory")):
+        return s.dimension
+    return s.name if s.name else s.dimension
 
 
 def system_stats(series: list) -> list[dict]:
     """One row per (node, type, dimension): max, p99, p95, p50, min over all devices' samples (as
-    1.0.34's report), and the number of samples."""
+    1.0.34's report), the number of samples, and the metric's unit (``unit`` in words: "percent",
+    "bytes/s", "operations/s"; ``symbol``: "%", "B/s", "IOPS"; see units.metric_unit)."""
     groups: dict = {}
     for s in series:
         groups.setdefault((s.node_id, s.type, metric_of(s)), []).append(np.asarray(s.value, dtype=np.float64))
@@ -157,7 +205,8 @@ def system_stats(series: list) -> list[dict]:
         if not len(v):
             continue
         p99, p95, p50 = np.percentile(v, [99, 95, 50])
-        rows.append({"node": node, "type": typ, "metric": dim, "unit": STAT_UNITS.get(typ, ""),
+        symbol = metric_unit(dim, "", typ)
+        rows.append({"node": node, "type": typ, "metric": dim, "unit": unit_word(symbol), "symbol": symbol,
                      "max": float(v.max()), "p99": float(p99), "p95": float(p95), "p50": float(p50),
                      "min": float(v.min()), "samples": int(len(v))})
     return rows

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import html
 
+from smdebug.analysis.profiler_report.units import fmt_bytes_rate, fmt_us, sig
+
 __all__ = ["timeline_svg"]
 
 _LABEL_W = 250
@@ -38,6 +40,17 @@ def _names(events: list) -> tuple:
 
 def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
+
+
+def _with_unit(v: float, arg: str) -> str:
+    """A counter's value with the unit its argument names (``%``, ``bytes/s``, ``ops/s``)."""
+    if arg == "%":
+        return f"{sig(v)} %"
+    if arg == "bytes/s":
+        return fmt_bytes_rate(v)
+    if arg == "ops/s":
+        return f"{sig(v)} IOPS"
+    return sig(v)
 
 
 def _depths(slices: list) -> list:
@@ -70,11 +83,13 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
 
     lanes: dict = {}
     counters: dict = {}
+    units: dict = {}  # counter -> the name of its value (the timeline names it by its unit: %, bytes/s)
     for e in data:
         if e["ph"] == "C":
             if lo <= e["ts"] <= hi:
-                for v in list(e["args"].values())[:1]:
+                for arg, v in list(e["args"].items())[:1]:
                     counters.setdefault((e["pid"], e["name"]), []).append((e["ts"], float(v)))
+                    units[(e["pid"], e["name"])] = arg
         elif e["ph"] in ("X", "i", "I") and e["ts"] <= hi and e["ts"] + e.get("dur", 0) >= lo:
             lanes.setdefault((e["pid"], e["tid"]), []).append(e)
     parts, y = [], 22
@@ -114,7 +129,8 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
         vmax = max(max(v for _, v in pts), 1e-9)
         poly = " ".join(f"{x(t):.1f},{y + _COUNTER_H - v / vmax * (_COUNTER_H - 4):.1f}" for t, v in pts)
         parts.append(f"<text x='12' y='{y + 15}' class='lbl'>{html.escape(_short(name, 38))}</text>"
-                     f"<text x='{width - 12}' y='{y + 10}' class='tick' text-anchor='end'>max {vmax:.4g}</text>"
+                     f"<text x='{width - 12}' y='{y + 10}' class='tick' text-anchor='end'>max "
+                     f"{html.escape(_with_unit(vmax, units.get((pid, name), '')))}</text>"
                      f"<polyline points='{poly}' fill='none' stroke='#4e79a7' stroke-width='1.2'/>")
         y += _COUNTER_H + 4
     ticks = []
@@ -122,7 +138,7 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
         t = lo + span * i / 5
         anchor = "end" if i == 5 else "middle"
         ticks.append(f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='14' y2='{y}' class='grid'/>"
-                     f"<text x='{x(t):.1f}' y='11' class='tick' style='text-anchor:{anchor}'>{(t - lo) / 1e3:.1f} ms</text>")
+                     f"<text x='{x(t):.1f}' y='11' class='tick' style='text-anchor:{anchor}'>{fmt_us(t - lo)}</text>")
     note = "" if drawn == total else (f"<text x='4' y='{y + 14}' class='lbl'>{drawn:,} of {total:,} slices drawn "
                                       f"(deeper than {max_depth} levels or beyond {max_slices:,} left out)</text>")
     height = y + (22 if note else 6)

@@ -38,13 +38,26 @@ from smdebug.rules.builtin.base import BuiltinRule, Param
 from smdebug.rules.params import as_float, as_int, bounded
 from smdebug.storage import open_store
 
-__all__ = ["ProfilerRule", "WindowData", "WindowSource", "fetch_window", "judge_together", "scan_param", "percent_param", "count_param", "STATUSES"]
+__all__ = ["ProfilerRule", "WindowData", "WindowSource", "fetch_window", "judge_together", "scan_param", "percent_param",
+           "count_param", "count_text", "STATUSES"]
 
 STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no data")
 READ_AHEAD_US = 3_600_000_000  # what a WindowSource reads in one query: an hour of the profile
 
 
 MIN_SCAN_INTERVAL_US = 100_000  # a window is one pass over the profile's files: 1 µs windows take minutes
+
+
+def count_text(n: int) -> str:
+    """A count in a verdict's message: as it is below 10,000 (``2400``), else to three significant
+    figures (``216k``, ``1.73M``), as the profiler report shows counts."""
+    n = int(n)
+    if abs(n) < 10_000:
+        return str(n)
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale * 0.9995 or suffix == "k":
+            return f"{float(f'{n / scale:.3g}'):g}{suffix}"
+    return str(n)
 
 
 def scan_param() -> Param:
@@ -298,9 +311,10 @@ class ProfilerRule(BuiltinRule, register=False):
             status, msg = "no data", f"no data: {self.selection()} ({self.windows_judged} windows)"
         elif not self.enough_data():
             status = "not enough data"
-            msg = f"not enough data: {r['Datapoints']} datapoints; the rule judges after {self.enough_data_means()}"
+            msg = (f"not enough data: {count_text(r['Datapoints'])} datapoints; the rule judges after "
+                   f"{self.enough_data_means()}")
         else:
-            status, msg = "no issue", f"no issue in {r['Datapoints']} datapoints"
+            status, msg = "no issue", f"no issue in {count_text(r['Datapoints'])} datapoints"
         return {"status": status, "message": msg, "windows_judged": self.windows_judged,
                 "fired_windows": list(self.fired_windows)}  # [start, end] lists, never changed once added
 

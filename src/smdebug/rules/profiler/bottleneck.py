@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
+from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, count_text, percent_param, scan_param
 from smdebug.rules.profiler.host import JOB_CPU, HostReading, cpu_samples, iowait_samples, mean_over_cores
 from smdebug.rules.profiler.stats import snapshot_ids
 
@@ -60,10 +60,12 @@ class _Bottleneck(HostReading, ProfilerRule, register=False):
             self.report["RuleTriggered"] += 1
             busy = getattr(self, self.busy_param)
             if self.gpus_seen:
-                self.reason = (f"{self.bottlenecks} of {n} samples ({ratio:.1f}% > {self.threshold}%) had a GPU below "
+                self.reason = (f"{count_text(self.bottlenecks)} of {count_text(n)} samples ({ratio:.1f}% > "
+                               f"{self.threshold}%) had a GPU below "
                                f"{self.gpu_threshold}% while a core's {self.busy_dimension} was above {busy}%")
             else:
-                self.reason = (f"no GPU seen; {self.host_what}: in {self.bottlenecks} of {n} samples ({ratio:.1f}% > "
+                self.reason = (f"no GPU seen; {self.host_what}: in {count_text(self.bottlenecks)} of {count_text(n)} "
+                               f"samples ({ratio:.1f}% > "
                                f"{self.threshold}%) {', '.join(sorted(self.host_metrics))} was above {busy}%. "
                                f"What to do: {self.host_fix}")
             return True
@@ -156,7 +158,7 @@ class CPUBottleneck(_Bottleneck):
         others = self.report["Details"].get("host_busy_not_job", 0)
         if not others:
             return ""
-        return (f"; in {others} of those samples the cores were above {self.cpu_threshold}%, busy with other "
+        return (f"; in {count_text(others)} of those samples the cores were above {self.cpu_threshold}%, busy with other "
                 "processes than this job")
 
 

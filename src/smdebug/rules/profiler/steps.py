@@ -7,12 +7,26 @@ import numpy as np
 from smdebug.exceptions import RuleConfigurationError
 from smdebug.rules.builtin.base import Param
 from smdebug.rules.params import as_float, as_str, bounded, optional
-from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, percent_param, scan_param
+from smdebug.rules.profiler.base import ProfilerRule, WindowData, count_param, count_text, percent_param, scan_param
 from smdebug.rules.profiler.stats import CountMedian, loaders_per_second, outlier_mask, percentile, phase_mask
 
 __all__ = ["StepOutlier", "Dataloader", "MIN_STEPS"]
 
 MIN_STEPS = 100  # 1.0.34 judged a phase's steps only once it had more than 100
+
+
+def _dur(seconds: float) -> str:
+    """A step's duration to three significant figures: ``500 ms``, ``1.91 s``, ``2.5 min``."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    return f"{seconds / 60:.3g} min"
+
+
+def _times(ratio: float) -> str:
+    """``4.84x``, ``17x``, ``1234x``."""
+    return f"{ratio:.0f}x" if ratio >= 1000 or ratio != ratio or ratio == float("inf") else f"{ratio:.3g}x"
 
 
 def _step_phase(phase: str, mode) -> bool:
@@ -62,6 +76,65 @@ class StepOutlier(ProfilerRule):
     def enough_data_means(self) -> str:
         return f"more than {MIN_STEPS} steps of one phase on one node"
 
+    def verdict(self) -> dict:
+        """As every rule's, with a message that says why the slowest step is or is not an outlier
+        by this rule's test, or how many steps were seen when that is too few to judge."""
+        v = super().verdict()
+        if v["status"] in ("no issue", "not enough data") and getattr(self, "steps", None) and self._caught_up():
+            v["message"] = self._explain(v["status"]) or v["message"]
+        return v
+
+    def _caught_up(self) -> bool:
+        """Whether the window just judged is the last the trial holds now: the message is worked
+        out then (it reads every step), not after each window of a long profile read offline."""
+        if self.last_timestamp is None:
+            return True
+        latest = self.source.latest()
+        return latest is None or latest < self.last_timestamp + self.scan_interval_us
+
+    def _explain(self, status: str) -> str:
+        n = sum(len(st["d"]) for st in self.steps.values())
+        cached = getattr(self, "_explained", None)
+        if cached is not None and cached[0] == (status, n):
+            return cached[1]
+        # the (node, phase) whose slowest step is the most times its median
+        worst = None
+        for (node, phase), st in sorted(self.steps.items()):
+            d = st["d"]
+            if not len(d):
+                continue
+            i = int(np.argmax(d))
+            med = float(np.median(d))
+            ratio = float(d[i]) / med if med > 0 else float("inf")
+            if worst is None or ratio > worst[0]:
+                worst = (ratio, node, phase, st, i)
+        if worst is None:
+            return ""
+        ratio, node, phase, st, i = worst
+        d = st["d"]
+        slowest = (f"the slowest step, {int(st['n'][i])} of {node} {phase} ({_dur(d[i] / 1e6)}, "
+                   f"{_times(ratio)} the median)")
+        if status == "not enough data":
+            most = max(len(x["d"]) for x in self.steps.values())
+            msg = (f"not enough data: the rule judges after more than {MIN_STEPS} steps of one phase on one node: "
+                   f"{count_text(most)} so far; {slowest}, is not judged yet")
+        else:
+            out = outlier_mask(d, self.stddev)
+            if self.min_ratio:
+                out &= d >= self.min_ratio * np.median(d)
+            n_out = int(out.sum())
+            limit = d.mean() + self.stddev * d.std()
+            test = (f"longer than mean + stddev={self.stddev:g} standard deviations of the {count_text(len(d))} steps = "
+                    f"{_dur(limit / 1e6)}"
+                    + (f", and at least min_ratio={self.min_ratio:g} times the median" if self.min_ratio else ""))
+            if not out[i]:
+                msg = (f"no issue: {slowest}, is not an outlier by StepOutlier's test: an outlier takes {test}")
+            else:
+                msg = (f"no issue: {slowest}, is an outlier ({test}), but StepOutlier fires only on more than "
+                       f"n_outliers={self.n_outliers} outlier steps, and {phase} of {node} has {count_text(n_out)}")
+        self._explained = ((status, n), msg)
+        return msg
+
     def judge(self, data: WindowData) -> bool:
         ev = data.events
         added = ev is not None and len(ev) > 0
@@ -85,8 +158,10 @@ class StepOutlier(ProfilerRule):
                 self.report["RuleTriggered"] += 1
                 d = st["d"] / 1e6
                 worst = int(np.argmax(np.where(out, st["d"], -1)))
+                med = float(np.median(d))
+                times = f", {_times(d[worst] / med)} the median" if med > 0 else ""
                 met.append(f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
-                           f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s")
+                           f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s{times}")
         if met or summarise:  # the details of everything so far: when it fires, and once per look at the data
             for node, phase, st, out, n_out in judged:
                 d = st["d"] / 1e6
@@ -158,6 +233,10 @@ class Dataloader(ProfilerRule):
 
     def enough_data(self) -> bool:
         return len(self.per_second) > self.patience
+
+    def enough_data_means(self) -> str:
+        n = len(getattr(self, "per_second", {}))
+        return f"more than patience={self.patience} seconds with data loading ({n} so far)"
 
     def verdict(self) -> dict:
         v = super().verdict()

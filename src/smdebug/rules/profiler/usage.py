@@ -94,6 +94,16 @@ def _sum_per_time(series: list) -> np.ndarray:
     return total
 
 
+def _minutes(minutes: float) -> str:
+    """``1.5 s``, ``45 s``, ``12.5 min`` (three significant figures)."""
+    seconds = max(minutes * 60, 0.0)
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    return f"{minutes:.3g} min"
+
+
 class MaxInitializationTime(ProfilerRule):
     """Fires when training has not started ``threshold`` minutes after the profile began: no step
     event (``Step:ModeKeys.*``) yet while the data already spans more than ``threshold`` minutes
@@ -120,6 +130,20 @@ class MaxInitializationTime(ProfilerRule):
 
     def enough_data(self) -> bool:
         return True
+
+    def verdict(self) -> dict:
+        """As every rule's; "no issue" says when the first step began against the threshold."""
+        v = super().verdict()
+        first = getattr(self, "first_step_us", None)
+        if v["status"] == "no issue" and getattr(self, "seen_data", False):
+            start = self.base_trial.first_timestamp
+            if first is not None and start is not None:
+                v["message"] = (f"no issue: the first step began {_minutes((first - start) / 60e6)} after the "
+                                f"profile's start, within threshold={self.threshold:g} min")
+            elif self.last_timestamp is not None and start is not None:
+                v["message"] = (f"no issue: no step yet after {_minutes((self.last_timestamp - start) / 60e6)} of "
+                                f"data, within threshold={self.threshold:g} min")
+        return v
 
     def judge(self, data: WindowData) -> bool:
         d = self.report["Details"]
