@@ -101,7 +101,7 @@ test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installe
 # tests/conftest.py, --framework-free). Its virtualenv needs no framework; `make test` adds them.
 $(VENV)/.check: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[dev,plot,cli,export]'
+	$(PY) -m pip install -q -e '.[dev,plot,cli,export,profiler]'
 	touch $@
 
 check: $(VENV)/.check

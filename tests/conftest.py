@@ -145,6 +145,8 @@ _CHILD_NEEDS = {
     "rules/test_rule_realtime.py::test_invoke_rule_follows_a_running_training": "torch",
     "cli/test_cli_watch_s3.py::test_watch_follows_a_running_job_and_stops_it": "torch",
     "compat/test_1034_quirks.py::test_star_import_brings_collection_keys[smdebug.pytorch.": "torch",
+    "integrations/test_optional_engines.py::test_smdebug_imports_no_engine": "torch",
+    "reliability/test_backtracking_regex.py::test_hook_answers_at_once": "torch",
 }
 
 
