@@ -18,21 +18,9 @@ from smdebug.integrations.huggingface import SMDebugCallback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch", "scripts"))
 from gloo_exit import end_gloo  # noqa: E402
+from hf_rows import Rows  # noqa: E402  (this script's folder is on sys.path: it is run by path)
 
 LR = 0.1
-
-
-class Rows(torch.utils.data.Dataset):
-    def __init__(self, n, seed):
-        g = torch.Generator().manual_seed(seed)
-        self.ids = torch.randint(0, 50, (n, 6), generator=g)
-        self.labels = torch.randint(0, 2, (n,), generator=g)
-
-    def __len__(self):
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.labels[i]}
 
 
 def main():
