@@ -11,7 +11,7 @@ import time
 from smdebug.core.output.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key, is_chief_worker
 from smdebug.storage import Store
 
-__all__ = ["close_hook", "close_line", "end_training_run", "mark_end_of_training", "write_held", "END_OF_JOB_WAIT_ENV"]
+__all__ = ["SavedSteps", "close_hook", "close_line", "end_training_run", "mark_end_of_training", "write_held", "END_OF_JOB_WAIT_ENV"]
 
 logger = logging.getLogger("smdebug")
 END_OF_JOB_WAIT_ENV = "SMDEBUG_END_OF_JOB_WAIT"
@@ -112,6 +112,32 @@ def close_hook(hook) -> None:
         _say_close_line(hook)
 
 
+class SavedSteps:
+    """What the close line says of the steps a hook handed to its writer, in bounded memory: how
+    many, the first few and the last, and the names of what they held."""
+
+    SHOWN = 12
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[int] = []  # the first SHOWN + 1 steps
+        self.last = -1
+        self.names: set[str] = set()
+
+    def add(self, step: int, names) -> None:
+        self.count += 1
+        if len(self.first) <= self.SHOWN:
+            self.first.append(step)
+        self.last = step
+        self.names.update(names)
+
+    def text(self) -> str:
+        """``0, 33-36``, or ``0..6400`` past SHOWN steps."""
+        from smdebug.core.engine.nonfinite import steps_text
+
+        return steps_text(self.first) if self.count <= self.SHOWN else f"{self.first[0]}..{self.last}"
+
+
 def close_line(hook) -> tuple[str, bool]:
     """The one line a hook writes at close: steps trained, steps saved, what was saved; and whether
     it is a warning (an empty trial: it names what to add)."""
@@ -120,8 +146,8 @@ def close_line(hook) -> tuple[str, bool]:
     planner = hook.planner
     colls = ", ".join(sorted(c.name for c in planner.to_save)) or "none"
     trained = max(hook.step, -1) + 1 - (hook.resumed_from + 1 if hook.resumed_from is not None else 0)
-    saved = hook._saved_steps
-    if not saved:
+    saved = hook._saved
+    if not saved.count:
         line = f"smdebug: {trained} steps trained, nothing saved to {hook.out_dir}: the trial is empty"
         if planner.prepared and not planner.to_save:
             return line + ". Name what to save: include_collections=['weights', 'gradients', 'losses'].", True
@@ -132,13 +158,12 @@ def close_line(hook) -> tuple[str, bool]:
                     "saves every 500th step (SaveConfig(save_interval=1) saves every step); check "
                     "include_collections / include_regex")
         return f"{line}: {'; '.join(tips)}.", True
-    shown = steps_text(saved) if len(saved) <= 12 else f"{saved[0]}..{saved[-1]}"
-    tensors = len(hook._saved_names)
-    line = (f"smdebug: {trained} steps trained, {len(saved)} saved (steps {shown}; {_schedule(hook)}), "
+    tensors = len(saved.names)
+    line = (f"smdebug: {trained} steps trained, {saved.count} saved (steps {saved.text()}; {_schedule(hook)}), "
             f"{tensors} tensors of collections {colls}, in {hook.out_dir}")
     watch = hook.nonfinite
     if watch.first_step is not None:
-        full = [s for s in saved if watch.forcing(s)]
+        full = [s for s in range(watch.seen_at, watch.seen_at + watch.after + 1) if s <= saved.last]
         line += (f"; first non-finite value: {watch.first_name} at step {watch.first_step}"
                  + (f", saved in full at steps {steps_text(full)}" if full else ""))
     return line, False

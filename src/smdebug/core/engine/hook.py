@@ -23,7 +23,7 @@ from smdebug.core.config.reduction_config import ReductionConfig
 from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.engine import active_hook
 from smdebug.core.engine.arguments import check_mode, check_save_tensor, scalar_value
-from smdebug.core.engine.end_of_job import close_hook, end_training_run, write_held
+from smdebug.core.engine.end_of_job import SavedSteps, close_hook, end_training_run, write_held
 from smdebug.core.engine.guard import guarded, propagate_default
 from smdebug.core.engine.module_tensors import ModuleTensors, tensors_in
 from smdebug.core.engine.nonfinite import NonFiniteWatch, VerdictWait, is_finite_number
@@ -122,8 +122,7 @@ class BaseHook:
         self.stop_watcher = StopRequestWatcher(self.store)
         self.nonfinite = NonFiniteWatch()  # the first NaN/inf loss: that step and the next few saved in full
         self._verdicts = VerdictWait.from_env()  # under smdebug run: the live rules' progress
-        self._saved_steps: list[int] = []  # the global steps handed to the writer (the close line)
-        self._saved_names: set[str] = set()  # ... and the names of what they held
+        self._saved = SavedSteps()  # the steps handed to the writer, for the close line
         self._training_ended = False  # see _end_training_run
         self._resume_checked = False  # see _resume
         self.resumed_from: int | None = None  # the last step the folder held of this worker
@@ -267,8 +266,7 @@ class BaseHook:
         rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
             self.last_saved_step = self._handed_step = rec.step
-            self._saved_steps.append(rec.step)
-            self._saved_names.update(r.name for r in rec.records)
+            self._saved.add(rec.step, (r.name for r in rec.records))
             writer.submit(rec)
             if self._state_file is not None:
                 self._state_file.write(self)
