@@ -12,7 +12,7 @@ TORCH := torch==2.13.0
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[dev,docs,pytorch,fast,xgboost,tensorflow,plot,cli,export,profiler,dask,huggingface,lightning,traceviewer,perfetto]'
+	$(PY) -m pip install -q -e '.[dev,docs,pytorch,fast,xgboost,tensorflow,plot,cli,export,profiler,dask,huggingface,lightning,jax,traceviewer,perfetto]'
 	touch $@
 
 # smdebug 1.0.34 in its own virtualenv (it needs numpy < 2), for compatibility tests and benchmarks

@@ -1,4 +1,5 @@
-"""The background writer lowers Python's thread switch interval while it runs, and gives it back."""
+"""Python's thread switch interval: left alone by default; lowered while a background writer runs
+when $SMDEBUG_GIL_SWITCH_INTERVAL asks, and given back."""
 
 from __future__ import annotations
 
@@ -24,7 +25,15 @@ def default_interval(monkeypatch):
     sys.setswitchinterval(before)
 
 
-def test_lowered_while_a_writer_runs_and_restored_after(tmp_path):
+def test_left_alone_by_default(tmp_path):
+    w = StepWriter(str(tmp_path / "a"), "worker_0")
+    assert sys.getswitchinterval() == pytest.approx(0.005)  # a library does not change it unasked
+    w.close()
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+
+
+def test_lowered_while_a_writer_runs_and_restored_after(tmp_path, monkeypatch):
+    monkeypatch.setenv(SWITCH_INTERVAL_ENV, "0.001")
     a = StepWriter(str(tmp_path / "a"), "worker_0")
     assert sys.getswitchinterval() == pytest.approx(0.001)
     b = StepWriter(str(tmp_path / "b"), "worker_0")
@@ -36,13 +45,14 @@ def test_lowered_while_a_writer_runs_and_restored_after(tmp_path):
     assert sys.getswitchinterval() == pytest.approx(0.005)
 
 
-def test_inline_writer_leaves_it_alone(tmp_path):
+def test_inline_writer_leaves_it_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv(SWITCH_INTERVAL_ENV, "0.001")
     w = StepWriter(str(tmp_path / "a"), "worker_0", background=False)
     assert sys.getswitchinterval() == pytest.approx(0.005)
     w.close()
 
 
-@pytest.mark.parametrize("value, expected", [("0", 0.005), ("0.0002", 0.0002), ("0.5", 0.005), ("soon", 0.001)])
+@pytest.mark.parametrize("value, expected", [("0", 0.005), ("0.0002", 0.0002), ("0.5", 0.005), ("soon", 0.005)])
 def test_environment_variable(tmp_path, monkeypatch, value, expected):
     monkeypatch.setenv(SWITCH_INTERVAL_ENV, value)
     w = StepWriter(str(tmp_path / "a"), "worker_0")
@@ -51,14 +61,16 @@ def test_environment_variable(tmp_path, monkeypatch, value, expected):
     assert sys.getswitchinterval() == pytest.approx(0.005)
 
 
-def test_a_value_set_by_the_program_meanwhile_is_kept(tmp_path):
+def test_a_value_set_by_the_program_meanwhile_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv(SWITCH_INTERVAL_ENV, "0.001")
     w = StepWriter(str(tmp_path / "a"), "worker_0")
     sys.setswitchinterval(0.002)
     w.close()
     assert sys.getswitchinterval() == pytest.approx(0.002)
 
 
-def test_a_training_hook_lowers_it_until_close(tmp_path):
+def test_a_training_hook_lowers_it_until_close(tmp_path, monkeypatch):
+    monkeypatch.setenv(SWITCH_INTERVAL_ENV, "0.001")
     model = nn.Linear(4, 2)
     hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
                     include_collections=["weights"])

@@ -2,7 +2,8 @@
 
 ``rule_configs.exploding_tensor()`` is ``{"DebugRuleConfiguration": {"RuleConfigurationName":
 "ExplodingTensor", "RuleParameters": {"rule_to_invoke": "ExplodingTensor"}}}`` plus, for nine rules, the
-``CollectionConfigurations`` the rule asks the hook to save (docs/zero-code-change.md section B.4).
+``CollectionConfigurations`` the rule asks the hook to save (docs/guide/zero-code-change.md,
+"Configuring it the ways you already have").
 No rule has a default parameter there: the defaults are the rule classes'.
 """
 

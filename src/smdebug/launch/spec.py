@@ -1,6 +1,6 @@
 """The job spec: one normalised form of every way a user configures a debugged job.
 
-The model is the CreateTrainingJob subset in PascalCase (docs/zero-code-change.md section C.2):
+The model is the CreateTrainingJob subset in PascalCase (docs/guide/zero-code-change.md, "Configuring it the ways you already have"):
 ``DebugHookConfig`` (written into the job as ``debughookconfig.json``, the file the hooks read),
 ``DebugRuleConfigurations`` (one rule job each) and ``TensorBoardOutputConfig``. Collections are
 merged into one entry per name, the user's over a rule's defaults (:meth:`SpecBuilder.add_collection`:

@@ -49,7 +49,8 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     10 rounds unless ``save_config`` says otherwise):
 
     - ``metrics``: ``<evals name>-<metric>`` (``train-logloss``, ``validation-auc``), the value of
-      the round; ``losses``: the same names but ``*-auc`` and ``*-map``;
+      the round; ``losses``: the same names but the metrics that grow (``*-auc``, ``*-aucpr``, ``*-map``,
+      ``*-ndcg``, ``*-pre``, also with ``@n``; ``smdebug.core.metric_names``);
     - ``hyperparameters``: ``hyperparameters/<key>`` of ``hyperparameters``;
     - ``predictions`` / ``labels``: ``booster.predict(validation_data)`` and its labels;
     - ``feature_importance``: ``feature_importance/<weight|gain|cover|total_gain|total_cover>/<feature>``,

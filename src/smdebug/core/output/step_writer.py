@@ -36,16 +36,19 @@ _REDUCTIONS = RecordKind.REDUCTIONS
 
 logger = logging.getLogger("smdebug")
 SWITCH_INTERVAL_ENV = "SMDEBUG_GIL_SWITCH_INTERVAL"
-_DEFAULT_SWITCH_INTERVAL = 0.001
+_DEFAULT_SWITCH_INTERVAL = 0.0  # leave it alone unless $SMDEBUG_GIL_SWITCH_INTERVAL asks
 
 
 class _SwitchInterval:
-    """While a background writer runs, Python's thread switch interval is at most 1 ms (default
-    5 ms): when the writer holds the GIL and the training thread wants it back, training waits
-    at most that long. Measured on the hook benchmark (reductions): 1.18x -> 1.10x the hookless
-    step time.
-    ``$SMDEBUG_GIL_SWITCH_INTERVAL`` sets another value in seconds; 0 leaves it alone. The
-    previous value comes back when the last writer closes, unless someone changed it since."""
+    """Python's thread switch interval while a background writer runs, when the user asks for it.
+
+    A library leaves its host's interpreter settings alone unless asked: by default nothing
+    changes. ``$SMDEBUG_GIL_SWITCH_INTERVAL`` (seconds, e.g. ``0.001``) lowers the interval
+    (Python's default is 5 ms) while a writer runs: when the writer holds the GIL and the training
+    thread wants it back, training waits at most that long. Measured on the hook benchmark
+    (reductions): 1.18x -> 1.10x the hookless step time with 0.001. It is never raised above the
+    current value, and the previous value comes back when the last writer closes, unless someone
+    changed it since."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -72,7 +75,7 @@ class _SwitchInterval:
     def release(self) -> None:
         with self._lock:
             self._users = max(self._users - 1, 0)
-            if self._users == 0 and self._saved is not None:
+            if self._users == 0 and self._saved is not None and self._set is not None:  # (set together)
                 if abs(sys.getswitchinterval() - self._set) < 1e-9:
                     sys.setswitchinterval(self._saved)
                 self._saved = self._set = None

@@ -270,7 +270,8 @@ class Overfit(_LossRule):
     phase)) / |mean(TRAIN)|`` is computed per tensor name and both buffers are cleared; the
     rule fires there when ``patience`` checks in a row had ``r > ratio_threshold``. Without
     modes (XGBoost), ``train-<metric>`` is compared with ``validation-<metric>`` (also
-    ``valid-``, ``eval-``, ``test-``) at each step, auc and map excluded. Loss tensors:
+    ``valid-``, ``eval-``, ``test-``) at each step, the metrics that grow excluded (auc, aucpr, map,
+    ndcg, pre; ``smdebug.core.metric_names.INCREASING_METRICS``). Loss tensors:
     ``tensor_regex`` if given, else the ``losses`` collection, else every scalar tensor.
     Global steps below ``start_step`` are ignored.
 
