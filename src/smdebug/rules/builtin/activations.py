@@ -10,6 +10,7 @@ regex a PyTorch user passes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,9 @@ class _LayerActivityRule(BuiltinRule):
 
     inactive_word = "inactive"  # how a firing names the units that are not active
     active_phrase = "active"  # what active means, for a firing
+    tensor_regex: list[re.Pattern[str]]  # parameters of the subclasses (their ``params``)
+    threshold_inactivity: float
+    threshold_layer: float
 
     def _check_thresholds(self) -> Any:
         _check_percent(self, "threshold_inactivity")
@@ -152,6 +156,10 @@ class DeadRelu(_LayerActivityRule):
         Param("threshold_inactivity", as_float, "1.0"),
         Param("threshold_layer", as_float, "50.0"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    tensor_regex: list[re.Pattern]
+    threshold_inactivity: float
+    threshold_layer: float
     hook_collections = (HookCollection("relu_output", {"include_regex": ".*relu_output", "save_interval": "500"}),)
 
     def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
@@ -201,6 +209,17 @@ class SaturatedActivation(_LayerActivityRule):
         Param("threshold_tanh", optional(as_float_list), None),
         Param("threshold_sigmoid", optional(as_float_list), None),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
+    threshold_tanh_min: float
+    threshold_tanh_max: float
+    threshold_sigmoid_min: float
+    threshold_sigmoid_max: float
+    threshold_inactivity: float
+    threshold_layer: float
+    threshold_tanh: list[float] | None
+    threshold_sigmoid: list[float] | None
 
     def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
                  **params: Any) -> None:
@@ -267,6 +286,11 @@ class CheckInputImages(BuiltinRule):
         Param("regex", as_regex, ".*hybridsequential0_input_0"),
         Param("channel", as_int, "1"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold_mean: float
+    threshold_samples: int
+    regex: re.Pattern
+    channel: int
     hook_collections = (
         HookCollection("input_image", {"include_regex": ".*hybridsequential0_input_0", "save_interval": "500"}),
     )
@@ -368,6 +392,10 @@ class NLPSequenceRatio(BuiltinRule):
         Param("token_values", as_int_list, "0"),
         Param("token_thresholds_percent", as_float_list, "50"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    tensor_regex: list[re.Pattern]
+    token_values: list[int]
+    token_thresholds_percent: list[float]
     hook_collections = (
         HookCollection("input_sequence", {"include_regex": ".*embedding0_input_0", "save_interval": "500"}),
     )

@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from smdebug.exceptions import RuleConfigurationError, TensorUnavailableForStep
 from smdebug.rules.builtin.reading import StepReader
@@ -70,8 +70,6 @@ class BuiltinRule(Rule):
 
     tensors_evaluated: Any  # tensor values judged so far (see evaluated()); None for a rule that judges none
 
-    if TYPE_CHECKING:  # the declared parameters are attributes set in __init__ (see ``params``)
-        def __getattr__(self, name: str) -> Any: ...
 
     def __init_subclass__(cls, register: bool | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -178,6 +176,8 @@ class SelectingRule(ReadingRule):
     """A rule over ``collection_names`` ∪ ``tensor_regex``; neither given means every tensor."""
 
     warn_on_all = False  # AllZero etc. "must specify" a selection: say so once when none is given
+    collection_names: list[str]  # parameters of the subclasses (their ``params``)
+    tensor_regex: list[re.Pattern[str]]
 
     def _check_selection(self) -> Any:
         if self.warn_on_all and not self.collection_names and not self.tensor_regex:

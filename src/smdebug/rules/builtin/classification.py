@@ -9,6 +9,7 @@ int; NaN or infinite values become -1, which no class matches.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -112,6 +113,14 @@ class Confusion(BuiltinRule):
         Param("min_diag", _fraction, "0.9", "smallest acceptable ratio on the diagonal"),
         Param("max_off_diag", _fraction, "0.1", "largest acceptable ratio off the diagonal"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    category_no: int | None
+    labels: str | None
+    predictions: str | None
+    labels_collection: str | None
+    predictions_collection: str | None
+    min_diag: float
+    max_off_diag: float
     hook_collections = _LABEL_COLLECTIONS
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -241,6 +250,13 @@ class ClassImbalance(BuiltinRule):
         Param("labels_regex", as_regex, ".*labels", "labels tensors"),
         Param("predictions_regex", as_regex, ".*predictions", "predictions tensors"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold_imbalance: float
+    threshold_misprediction: float
+    samples: int
+    argmax: bool
+    labels_regex: re.Pattern
+    predictions_regex: re.Pattern
     hook_collections = _LABEL_COLLECTIONS
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:

@@ -46,6 +46,10 @@ class StalledTrainingRule(BuiltinRule):
         Param("stop_training_on_fire", as_bool, "False"),
         Param("training_job_name_prefix", optional(as_str), None),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
+    stop_training_on_fire: bool
+    training_job_name_prefix: str | None
     evaluates_tensors = False  # it watches the clock, not tensors
 
     def __init__(self, base_trial: Any, action_str: Any = "", other_trials: Any = None, *, clock: Any = None, sleep: Any = None, **params: Any) -> None:

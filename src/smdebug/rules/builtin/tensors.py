@@ -15,6 +15,7 @@ or the tensors were saved only as reductions the rule cannot use (with the reduc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -136,6 +137,8 @@ class VanishingGradient(ReadingRule):
 
     report_needs = {"collection": "gradients"}  # what smdebug report needs saved to run it
     params = (Param("threshold", as_float, "0.0000001", "mean |gradient| below which it has vanished"),)
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
     hook_collections = (HookCollection("gradients", {"save_interval": "500"}),)
 
     def invoke_at_step(self, step: int) -> bool:
@@ -189,6 +192,10 @@ class ExplodingTensor(SelectingRule):
 
     report_needs = {}  # what smdebug report needs saved to run it
     params = (_COLLECTIONS, _REGEX, Param("only_nan", as_bool, "False", "True: NaN only; False: NaN and ±Inf"))
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
+    only_nan: bool
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
@@ -241,6 +248,10 @@ class AllZero(SelectingRule):
     """
 
     params = (_COLLECTIONS, _REGEX, Param("threshold", _percent, "100", "percent of zeros that fires"))
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
+    threshold: float
     warn_on_all = True
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -288,6 +299,11 @@ class TensorVariance(SelectingRule):
         Param("max_threshold", optional(as_float), None, "variance above which the rule fires"),
         Param("min_threshold", optional(as_float), None, "variance below which the rule fires"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
+    max_threshold: float | None
+    min_threshold: float | None
     warn_on_all = True
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -345,6 +361,9 @@ class SimilarAcrossRuns(SelectingRule):
     """
 
     params = (_COLLECTIONS, _REGEX)
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
     uses_other_trials = True
 
     def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,

@@ -105,6 +105,15 @@ class LossNotDecreasing(_LossRule):
         Param("mode", optional(as_mode), None),
         Param("strict", as_bool, "False"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
+    use_losses_collection: bool
+    num_steps: int
+    diff_percent: float
+    increase_threshold_percent: float
+    mode: Any | None
+    strict: bool
     hook_collections = (HookCollection(LOSSES, {"save_interval": "500"}),)
 
     @classmethod
@@ -292,6 +301,11 @@ class Overfit(_LossRule):
         Param("patience", as_int, "1"),
         Param("ratio_threshold", as_float, "0.1"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    tensor_regex: list[re.Pattern]
+    start_step: int
+    patience: int
+    ratio_threshold: float
 
     def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
                  **params: Any) -> None:
@@ -461,6 +475,10 @@ class Overtraining(_LossRule):
         Param("patience_validation", as_int, "10"),
         Param("delta", as_float, "0.01"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    patience_train: int
+    patience_validation: int
+    delta: float
 
     def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
                  **params: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,6 +74,8 @@ class TreeDepth(BuiltinRule):
 
     report_needs = {"regex": "^trees/"}  # what smdebug report needs saved to run it
     params = (Param("depth", _non_negative_int, "4", "largest acceptable tree depth"),)
+    # the parameters, parsed when the rule is built (see ``params``)
+    depth: int
     hook_collections = (HookCollection("trees"),)
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -127,6 +130,10 @@ class FeatureImportanceOverweight(BuiltinRule):
         Param("nfeatures", _positive_int, "3", "number of largest features"),
         Param("tensor_regex", as_regex, ".*feature_importance/weight", "importance tensors"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
+    nfeatures: int
+    tensor_regex: re.Pattern
     hook_collections = (HookCollection("feature_importance", {"save_interval": "500"}),)
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -206,6 +213,8 @@ class CreateXgboostReport(BuiltinRule):
     """
 
     params = (Param("output_path", optional(as_str), None, "folder under which rule-output/ is written"),)
+    # the parameters, parsed when the rule is built (see ``params``)
+    output_path: str | None
     hook_collections = (
         HookCollection("metrics", {"save_interval": "5"}),
         HookCollection("feature_importance", {"save_interval": "5"}),

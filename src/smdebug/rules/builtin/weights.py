@@ -9,6 +9,7 @@ that walking the steps in order reads each value once. Every worker is checked o
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +128,11 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
         Param("small_threshold", as_float, "0.00000001", "ratio below which the rule fires"),
         Param("epsilon", _non_negative, "0.000000001", "added to the weight norm"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    num_steps: int | None
+    large_threshold: float
+    small_threshold: float
+    epsilon: float
     hook_collections = (HookCollection("weights", {"save_interval": "500"}),)
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -215,6 +221,13 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
         Param("atol", _non_negative, "1e-08", "numpy.allclose atol"),
         Param("equal_nan", as_bool, "False", "numpy.allclose equal_nan"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    collection_names: list[str]
+    tensor_regex: list[re.Pattern]
+    num_steps: int
+    rtol: float
+    atol: float
+    equal_nan: bool
     warn_on_all = True
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
@@ -315,6 +328,12 @@ class PoorWeightInitialization(ReadingRule):
         Param("patience", _positive_int, "5", "analyzed steps without loss improvement that fire"),
         Param("steps", _positive_int, "10", "how many saved steps are analyzed"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    activation_inputs_regex: list[re.Pattern]
+    threshold: float
+    distribution_range: float
+    patience: int
+    steps: int
     hook_collections = (HookCollection("relu_input", {"include_regex": ".*relu_input", "save_interval": "500"}),)
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
