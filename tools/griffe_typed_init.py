@@ -1,33 +1,43 @@
-"""A griffe extension for the documentation site (mkdocs.yml): a class whose ``__init__`` is written
-twice, a typed one under ``if TYPE_CHECKING:`` for type checkers and a ``(*args, **kwargs)`` one
-that runs (the hooks: their run-time ``__init__.__signature__`` is the typed one, which
-tests/docs/test_types.py holds them to), is documented with the typed one's parameters, names,
-kinds, annotations and defaults, instead of ``*args, **kwargs``; each of those parameters that the
-class's docstring does not describe gets its meaning from smdebug.core.config.hook_options.OPTION_DOCS
-(written once for every hook)."""
+"""A griffe extension for the documentation site (mkdocs.yml): a hook's ``__init__`` is written
+``@hook_init(SomeHookOptions) def __init__(self, *args, **kwargs)`` (smdebug.core.config.hook_options:
+the options are declared once, as a dataclass). Its page shows the parameters of that declaration
+(names, kinds, annotations, defaults: what ``inspect.signature`` gives at run time) instead of
+``*args, **kwargs``, and each parameter the class's docstring does not describe gets its meaning from
+smdebug.core.config.hook_options.OPTION_DOCS (written once for every hook)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from typing import Any
 
-from griffe import Extension, Function, Kind
+from griffe import Extension, Function, Kind, Parameter, ParameterKind, Parameters
+
+_KINDS = {
+    inspect.Parameter.POSITIONAL_ONLY: ParameterKind.positional_only,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: ParameterKind.positional_or_keyword,
+    inspect.Parameter.VAR_POSITIONAL: ParameterKind.var_positional,
+    inspect.Parameter.KEYWORD_ONLY: ParameterKind.keyword_only,
+    inspect.Parameter.VAR_KEYWORD: ParameterKind.var_keyword,
+}
 
 
 class TypedInit(Extension):
-    def __init__(self) -> None:
-        super().__init__()
-        self._typed: dict[str, Any] = {}  # class path -> the parameters of its TYPE_CHECKING __init__
-
     def on_function_instance(self, *, func: Function, **kwargs: Any) -> None:
         parent = func.parent
         if func.name != "__init__" or parent is None or parent.kind is not Kind.CLASS:
             return
-        if not func.runtime:  # defined under `if TYPE_CHECKING:` (griffe's visitor marks it so)
-            self._typed[parent.path] = func.parameters
-        elif parent.path in self._typed:
-            func.parameters = self._typed.pop(parent.path)
-            _describe_options(parent, [p.name for p in func.parameters if p.name != "self"])
-
+        if not any(str(d.value).startswith("hook_init(") for d in func.decorators):
+            return
+        cls = getattr(importlib.import_module(parent.module.path), parent.name)
+        signature = inspect.signature(cls.__init__)  # hook_init's: the options dataclass's fields
+        func.parameters = Parameters(*(
+            Parameter(p.name, kind=_KINDS[p.kind],
+                      annotation=None if p.annotation is inspect.Parameter.empty else str(p.annotation),
+                      default=None if p.default is inspect.Parameter.empty else repr(p.default))
+            for p in signature.parameters.values()
+        ))
+        _describe_options(parent, [n for n in signature.parameters if n != "self"])
 
     def on_class_members(self, *, cls: Any, **kwargs: Any) -> None:
         """A hook that takes BaseHook's ``__init__`` as it is (the MXNet hook): its options too."""

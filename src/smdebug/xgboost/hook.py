@@ -6,16 +6,15 @@ The only module of smdebug.xgboost that uses BaseHook: what is saved comes from
 
 from __future__ import annotations
 
-import inspect
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xgboost as xgb
 
 from smdebug.core.config.collection import CollectionKeys as CK
-from smdebug.core.config.hook_options import HookOptions, options_signature
+from smdebug.core.config.hook_options import HookOptions, hook_init
 from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
@@ -26,15 +25,23 @@ from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 
 if TYPE_CHECKING:
-    from smdebug.core.config.reduction_config import ReductionConfig
+    pass
 
 __all__ = ["Hook"]
 
 logger = logging.getLogger("smdebug")
 DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: SaveConfig's 500)
 JSON_DEFAULT_VALUES: dict[str, Any] = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
-_EXTRA = tuple(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-               for name in ("hyperparameters", "train_data", "validation_data", "profiler_config"))
+
+
+@dataclass(kw_only=True)
+class XGBoostHookOptions(HookOptions):
+    """The XGBoost hook's options: every hook's, and its own (keyword-only)."""
+
+    hyperparameters: dict[str, Any] | None = None
+    train_data: Any = None
+    validation_data: Any = None
+    profiler_config: Any = None
 
 
 class Hook(BaseHook, xgb.callback.TrainingCallback):
@@ -84,27 +91,15 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     collection_defaults = XGBOOST_COLLECTIONS  # tensors are numpy arrays: core's NumpyAdapter (the default)
 
-    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
-        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
-                     tensorboard_dir: str | None = None, dry_run: bool = False,
-                     reduction_config: ReductionConfig | None = None,
-                     save_config: SaveConfig | dict[Any, Any] | None = None,
-                     include_regex: str | list[str] | None = None,
-                     include_collections: str | list[str] | None = None, save_all: bool = False,
-                     include_workers: str = "one", *,
-                     hyperparameters: dict[str, Any] | None = None, train_data: Any = None,
-                     validation_data: Any = None, profiler_config: Any = None) -> None: ...
-
-    def __init__(self, *args: Any, hyperparameters: Any = None, train_data: Any = None, validation_data: Any = None, profiler_config: Any = None,  # type: ignore[no-redef]
-                 **kwargs: Any) -> None:
+    @hook_init(XGBoostHookOptions)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        o = XGBoostHookOptions.from_call(type(self).__name__, args, kwargs)
         # checked before the hook exists: a bad argument leaves no folder and no active hook behind
-        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
-        self.hyperparameters = dict(hyperparameters) if hyperparameters else None
-        self.train_data = extract.as_dmatrix(train_data, "train_data")
-        self.validation_data = extract.as_dmatrix(validation_data, "validation_data")
-        super().__init__(*args, **kwargs)
-
-    __init__.__signature__ = options_signature(_EXTRA)  # type: ignore[attr-defined]
+        self._profiler_config = o.profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
+        self.hyperparameters = dict(o.hyperparameters) if o.hyperparameters else None
+        self.train_data = extract.as_dmatrix(o.train_data, "train_data")
+        self.validation_data = extract.as_dmatrix(o.validation_data, "validation_data")
+        super().__init__(**o.kwargs())
 
     def _configure(self, o: HookOptions) -> None:
         if o.reduction_config is not None:

@@ -2,21 +2,31 @@
 
 :class:`HookOptions` is the signature of ``smdebug.<framework>.Hook(...)`` (BaseHook takes it),
 what ``create_from_json_file`` builds from SageMaker's JSON (core.config.hook_config.HookSettings
-extends it) and what the environment configures. A framework's Hook adds only its own extra
-arguments, as keyword arguments before ``**options``.
+extends it) and what the environment configures. A framework's Hook declares only its own extra
+arguments, as keyword-only fields of a dataclass extending HookOptions, and its ``__init__`` says
+so with :func:`hook_init`: type checkers (through a ParamSpec), ``inspect.signature`` and the
+documentation site (tools/griffe_typed_init.py) all read that one declaration.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from smdebug.core.config.reduction_config import ReductionConfig
 from smdebug.core.config.save_config import SaveConfig
 
-__all__ = ["HookOptions", "OPTION_DOCS", "options_signature", "tensorboard_dir_for"]
+__all__ = ["HookOptions", "OPTION_DOCS", "hook_init", "options_signature", "tensorboard_dir_for"]
+
+_P = ParamSpec("_P")
+_CALLEE = re.compile(r"^[\w.]+\(\):? ")  # "XGBoostHookOptions.__init__() " at the start of a TypeError
+
+
+_O = TypeVar("_O", bound="HookOptions")
 
 
 @dataclass
@@ -33,16 +43,16 @@ class HookOptions:
     include_workers: str = "one"
 
     def kwargs(self) -> dict:
-        """The options as keyword arguments of a Hook."""
+        """The options common to every hook (HookOptions' fields) as keyword arguments of a Hook."""
         return {f.name: getattr(self, f.name) for f in fields(HookOptions)}
 
     @classmethod
-    def from_call(cls, owner: str, args: tuple, kwargs: dict) -> HookOptions:
+    def from_call(cls: type[_O], owner: str, args: tuple, kwargs: dict) -> _O:
         """The options of ``owner(*args, **kwargs)``; a TypeError names ``owner`` otherwise."""
         try:
             return cls(*args, **kwargs)
         except TypeError as exc:
-            raise TypeError(f"{owner}(): {str(exc).partition('(): ')[2] or exc}") from None
+            raise TypeError(f"{owner}(): {_CALLEE.sub('', str(exc))}") from None
 
 
 # what each option means, written once: the documentation site gives every hook's page these
@@ -73,11 +83,25 @@ OPTION_DOCS = {
 }
 
 
-def options_signature(extra: tuple[inspect.Parameter, ...] = ()) -> inspect.Signature:
-    """``(self, out_dir=None, ..., include_workers='one', <extra>)`` for a Hook's ``__init__``."""
+def options_signature(options: Callable[..., Any] = HookOptions) -> inspect.Signature:
+    """``(self, out_dir=None, ..., include_workers='one', *, <extras>)``: a Hook's ``__init__`` that
+    takes ``options`` (HookOptions or a dataclass extending it)."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += list(inspect.signature(HookOptions).parameters.values())
-    return inspect.Signature(params + list(extra))
+    return inspect.Signature(params + list(inspect.signature(options).parameters.values()))
+
+
+def hook_init(options: Callable[_P, Any]) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, _P], None]]:
+    """``@hook_init(MyHookOptions)`` on ``def __init__(self, *args, **kwargs)``: the hook takes the
+    fields of ``options`` (HookOptions, or a dataclass extending it with keyword-only fields), and
+    builds them with ``MyHookOptions.from_call(...)``. Type checkers check calls against those
+    fields; ``inspect.signature`` gives them; ``__init__.__hook_options__`` is ``options``."""
+
+    def declare(init: Callable[..., None]) -> Callable[Concatenate[Any, _P], None]:
+        init.__signature__ = options_signature(options)  # type: ignore[attr-defined]
+        init.__hook_options__ = options  # type: ignore[attr-defined]
+        return init
+
+    return declare
 
 
 def tensorboard_dir_for(export_tensorboard: Any, tensorboard_dir: Any, out_dir: str) -> str | None:

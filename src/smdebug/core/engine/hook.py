@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from smdebug.core.config.collection import Collection, CollectionKeys
 from smdebug.core.config.collection_defaults import CollectionDefaults
-from smdebug.core.config.hook_options import HookOptions, options_signature, tensorboard_dir_for
+from smdebug.core.config.hook_options import HookOptions, hook_init, tensorboard_dir_for
 from smdebug.core.config.reduction_config import ReductionConfig
 from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.engine import active_hook
@@ -52,21 +52,11 @@ class BaseHook:
     collection_defaults = CollectionDefaults(created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None})
     make_adapter = NumpyAdapter
 
-    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
-        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
-                     tensorboard_dir: str | None = None, dry_run: bool = False,
-                     reduction_config: ReductionConfig | None = None,
-                     save_config: SaveConfig | dict[Any, Any] | None = None,
-                     include_regex: str | list[str] | None = None,
-                     include_collections: str | list[str] | None = None, save_all: bool = False,
-                     include_workers: str = "one") -> None: ...
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[no-redef]
+    @hook_init(HookOptions)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._configure(HookOptions.from_call(type(self).__name__, args, kwargs))
         active_hook.set_hook(self)
         active_hook.close_at_exit(self)
-
-    __init__.__signature__ = options_signature()  # type: ignore[attr-defined]
 
     def _configure(self, o: HookOptions) -> None:
         from smdebug.storage import is_remote, open_store
