@@ -75,4 +75,6 @@ def hooks() -> None:
     hook.save_tensor("labels", np.zeros(3), collections_to_write=["labels"])
     assert_type(hook.get_collection("weights"), Collection)
     assert_type(smd.Hook.create_from_json_file(), smd.Hook | None)
+    assert_type(smd.get_hook(), smd.Hook | None)
+    assert_type(smd_xgb.get_hook(create_if_not_exists=True), smd_xgb.Hook | None)
     assert_type(smd_xgb.Hook(out_dir="xgb", hyperparameters={"max_depth": 3}), smd_xgb.Hook)
