@@ -17,11 +17,14 @@ from smdebug.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.exceptions import TensorUnavailableForStep
 from smdebug.rules import Rule, RuleRun, invoke_rule
 from smdebug.trials import Tensor, Trial, create_trial
+from smdebug.trials.profiler_trial import ProfilerTrial
 
 
 def tour(path: str) -> None:
     trial = create_trial(path)
     assert_type(trial, Trial)
+    assert_type(create_trial(path, profiler=True), ProfilerTrial)
+    assert_type(create_trial(path, None, True), ProfilerTrial)
     assert_type(trial.steps(), list[int])
     assert_type(trial.steps(mode=modes.TRAIN), list[int])
     assert_type(trial.tensor_names(collection="losses"), list[str])

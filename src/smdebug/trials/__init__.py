@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from smdebug.core.output.consolidate import consolidate
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
@@ -11,6 +11,9 @@ from smdebug.storage import is_remote, open_store
 from smdebug.trials.reader import StepValue, ValueKey
 from smdebug.trials.tensor import Tensor
 from smdebug.trials.trial import Trial
+
+if TYPE_CHECKING:
+    from smdebug.trials.profiler_trial import ProfilerTrial
 
 __all__ = ["create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor", "ValueKey", "StepValue"]
 
@@ -32,10 +35,38 @@ class S3Trial(Trial):
 DEFAULT_PROFILER_OUTPUT_DIR = "/opt/ml/processing/outputs/"
 
 
+@overload
+def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None,
+                 profiler: Literal[False] = False, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
+                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
+                 **kwargs: Any) -> Trial: ...
+
+
+@overload
+def create_trial(path: str | os.PathLike[str] | None, name: str | None, profiler: Literal[True],
+                 output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
+                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
+                 **kwargs: Any) -> ProfilerTrial: ...
+
+
+@overload
+def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, *,
+                 profiler: Literal[True], output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
+                 **kwargs: Any) -> ProfilerTrial: ...
+
+
+@overload
 def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, profiler: bool = False,
                  output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
                  range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> Trial:
+                 **kwargs: Any) -> Trial | ProfilerTrial: ...
+
+
+def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, profiler: bool = False,
+                 output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
+                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
+                 **kwargs: Any) -> Trial | ProfilerTrial:
     """Open the trial at a local path or ``s3://bucket/prefix``.
 
     ``name`` defaults to the last component of the path. ``profiler=True`` opens the job's
@@ -65,7 +96,8 @@ def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = 
     return Trial(name, open_store(path), range_steps=range_steps, **kwargs)
 
 
-def create_profiler_trial(path: str, name: str | None, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, **kwargs: Any) -> Any:
+def create_profiler_trial(path: str, name: str | None, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+                          **kwargs: Any) -> ProfilerTrial:
     """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here):
     :class:`smdebug.trials.profiler_trial.ProfilerTrial` over ``<path>/system`` and
     ``<path>/framework``; ``output_dir`` is where profiler rules write their reports."""
