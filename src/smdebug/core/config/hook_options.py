@@ -83,7 +83,7 @@ OPTION_DOCS = {
 }
 
 
-def options_signature(options: Callable[..., Any] = HookOptions) -> inspect.Signature:
+def options_signature(options: Callable[..., Any] | tuple[inspect.Parameter, ...] = HookOptions) -> inspect.Signature:
     """``(self, out_dir=None, ..., include_workers='one', *, <extras>)``: a Hook's ``__init__`` that
     takes ``options`` (HookOptions or a dataclass extending it)."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
