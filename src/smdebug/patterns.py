@@ -38,7 +38,7 @@ def _first_line_has(target: str, not_prefix: str) -> str:
     ``target`` and which does not start with ``not_prefix`` (``target[0]`` must not occur in
     ``not_prefix``, so that the two cannot overlap)."""
     assert target[0] not in not_prefix
-    out = None
+    out = ""
     for k in reversed(range(len(not_prefix))):
         c = re.escape(not_prefix[k])
         alts = [re.escape(target), f"[^{c}\\n][^\\n]*{re.escape(target)}"] + ([c + out] if out else [])
@@ -101,10 +101,7 @@ class PatternError(SMDebugValueError, re.error):
     """
 
     def __init__(self, message: str, pattern=None):
-        Exception.__init__(self, message)
-        self.msg = message
-        self.pattern = pattern
-        self.pos = self.lineno = self.colno = None
+        re.error.__init__(self, message, pattern)  # msg, pattern; pos, lineno and colno None
 
 
 def compile(pattern, *, arg: str):

@@ -127,7 +127,11 @@ def open_trial(path: str, wait: float = 0.0, *, clock=None, sleep=None, speak=No
         if waited >= wait:
             why = f"{path}: no such folder" if problem else not_a_trial
             raise CliError(f"{why}, after waiting {wait:g} s (--wait)")
-        remind(lambda s, what=what: f"waiting for {path}: {what} ({s:.0f} s of --wait {wait:g} s)")
+
+        def message(s: float, what: str = what) -> str:
+            return f"waiting for {path}: {what} ({s:.0f} s of --wait {wait:g} s)"
+
+        remind(message)
         sleep(max(min(poll_interval(), wait - waited), 0.0))
 
 

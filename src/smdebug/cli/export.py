@@ -105,7 +105,7 @@ def rows(trial, regex=None, mode=None, raw_max_size=1, speak=say):
 
 
 def to_columns(row_iter) -> dict:
-    cols = {c: [] for c in COLUMNS}
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
     for r in row_iter:
         for c, v in zip(COLUMNS, r):
             cols[c].append(v)

@@ -95,17 +95,20 @@ class ConsolidatedEntries:
     offsets: np.ndarray  # int64, n_files + 1: file i's entries are offsets[i]:offsets[i + 1]
 
 
-def _bad(where, what: str) -> IndexReaderException:
+def _bad(where: object, what: str) -> IndexReaderException:
     return IndexReaderException(f"{where}: consolidated index: {what}")
 
 
-def encode_consolidated(worker: str, bucket: int, files: list) -> bytes:
+def encode_consolidated(worker: str, bucket: int, files: list[FileIndex]) -> bytes:
     """The object for one worker's bucket; ``files`` is a list of :class:`FileIndex`."""
     files = sorted(files, key=lambda f: f.step)
-    layouts: dict = {}
-    events: dict = {}
-    layout_ids, event_ids = [], []
-    starts, lengths, crcs = [], [], []
+    layouts: dict[tuple, int] = {}
+    events: dict[str, int] = {}
+    layout_ids: list[int] = []
+    event_ids: list[int] = []
+    starts: list[int] = []
+    lengths: list[int] = []
+    crcs: list[int] = []
     for f in files:
         lkey = (tuple(f.tags), tuple(f.shapes))
         layout_ids.append(layouts.setdefault(lkey, len(layouts)))
@@ -149,7 +152,7 @@ def encode_consolidated(worker: str, bucket: int, files: list) -> bytes:
     return b"".join((fixed, head, entries))
 
 
-def head_size(buf: bytes, where) -> int:
+def head_size(buf: bytes, where: object) -> int:
     """Bytes from the object's start through its head (so a reader knows whether it has them)."""
     if len(buf) < PREFIX_BYTES:
         raise _bad(where, f"truncated ({len(buf)} bytes)")
@@ -159,7 +162,7 @@ def head_size(buf: bytes, where) -> int:
     return PREFIX_BYTES + head_len
 
 
-def decode_head(buf: bytes, where) -> ConsolidatedHead:
+def decode_head(buf: bytes, where: object) -> ConsolidatedHead:
     """The head, from a prefix of the object holding at least :func:`head_size` bytes."""
     end = head_size(buf, where)
     _m, head_len, head_crc, entries_len, entries_crc = _FIXED.unpack_from(buf, 0)
@@ -204,7 +207,7 @@ def decode_head(buf: bytes, where) -> ConsolidatedHead:
                             event_ids, n_entries, end, entries_len, entries_crc)
 
 
-def object_tag(obj: bytes, where="<bytes>") -> int:
+def object_tag(obj: bytes, where: object = "<bytes>") -> int:
     """CRC32C of the object's fixed prefix and head: names the object in its key."""
     return crc32c(bytes(obj[: head_size(obj, where)]))
 
@@ -212,13 +215,13 @@ def object_tag(obj: bytes, where="<bytes>") -> int:
 _HEADS_MAGIC = b"SMDCIH01"
 
 
-def encode_heads(parts: list) -> bytes:
+def encode_heads(parts: list[bytes]) -> bytes:
     """Several objects' prefixes (fixed part and head, as :func:`object_tag` covers) in one object."""
     body = b"".join(struct.pack("<I", len(p)) + bytes(p) for p in parts)
     return _HEADS_MAGIC + struct.pack("<II", len(parts), crc32c(body)) + body
 
 
-def decode_heads(buf: bytes, where) -> list:
+def decode_heads(buf: bytes, where: object) -> list[bytes]:
     """The prefixes :func:`encode_heads` gathered; IndexReaderException when damaged."""
     if len(buf) < 16 or buf[:8] != _HEADS_MAGIC:
         raise _bad(where, "not a heads object")
@@ -226,7 +229,8 @@ def decode_heads(buf: bytes, where) -> list:
     body = bytes(buf[16:])
     if crc32c(body) != crc:
         raise _bad(where, "heads object CRC32C mismatch (truncated or corrupt)")
-    out, off = [], 0
+    out: list[bytes] = []
+    off = 0
     for _ in range(n):
         if off + 4 > len(body):
             raise _bad(where, "heads object truncated")
@@ -236,7 +240,7 @@ def decode_heads(buf: bytes, where) -> list:
     return out
 
 
-def decode_entries(head: ConsolidatedHead, blob: bytes, where) -> ConsolidatedEntries:
+def decode_entries(head: ConsolidatedHead, blob: bytes, where: object) -> ConsolidatedEntries:
     """The entries section (``blob``: the object's bytes from ``head.entries_offset``)."""
     if len(blob) < head.entries_len:
         raise _bad(where, f"truncated in its entries ({len(blob)} of {head.entries_len} bytes)")

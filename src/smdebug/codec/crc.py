@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from crc32c import crc32c as _crc32c
+
+if TYPE_CHECKING:
+    import numpy as np
+    from typing_extensions import Buffer
 
 __all__ = ["crc32c", "masked_crc32c", "masked_crc32c_bytes", "EVENTS_FOOTER"]
 
@@ -12,7 +17,12 @@ _MASK_DELTA = 0xA282EAD8
 
 # crc32c(data, value=0): the CRC32C of a bytes-like object, continuing from ``value``; the C
 # function itself (no Python call around it: the writer calls it once or more per record).
-crc32c = _crc32c
+if TYPE_CHECKING:
+    # the C function takes any buffer, a contiguous array's memory too (numpy's stubs declare
+    # ndarray.__buffer__ for Python >= 3.12 only; this package supports 3.10)
+    def crc32c(data: Buffer | np.ndarray, value: int = 0) -> int: ...
+else:
+    crc32c = _crc32c
 
 
 def mask(crc: int) -> int:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smdebug.codec.crc import EVENTS_FOOTER, crc32c, mask, masked_crc32c_bytes
 from smdebug.codec.tensor import DT, decode_tensor, dtype_code, encode_tensor, tensor_content, tensor_head
-from smdebug.codec.wire import I32, I64, LEN, VARINT, double, iter_fields, key, ld, varint
+from smdebug.codec.wire import I32, I64, LEN, VARINT, Span, double, iter_fields, key, ld, varint
 from smdebug.exceptions import EventFileCorrupt
 from smdebug.modes import ModeKeys
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "SummaryValue",
@@ -122,7 +127,7 @@ def scalar_value(tag: str, value: float) -> bytes:
     return ld(1, tag.encode("utf-8")) + key(2, I32) + _F32.pack(float(value))
 
 
-def histogram_value(tag: str, values: np.ndarray, bucket_limits, bucket_counts) -> bytes:
+def histogram_value(tag: str, values: ArrayLike, bucket_limits: ArrayLike, bucket_counts: ArrayLike) -> bytes:
     """A ``HistogramProto`` summary value (TensorBoard's histograms plugin reads these)."""
     v = np.asarray(values, dtype=np.float64).ravel()
     histo = b"".join(
@@ -148,9 +153,9 @@ def encode_file_version_event(wall_time: float | None = None) -> bytes:
     return double(1, wt) + ld(3, b"brain.Event:2")
 
 
-def _decode_metadata(buf: bytes, span) -> tuple[ModeKeys, int | None]:
+def _decode_metadata(buf: bytes, span: Span) -> tuple[ModeKeys, int | None]:
     mode = ModeKeys.GLOBAL
-    mode_step = None
+    mode_step: int | None = None
     for f, wt, v in iter_fields(buf, span[0], span[1]):
         if f != 1 or wt != LEN:
             continue
@@ -170,7 +175,7 @@ def _decode_metadata(buf: bytes, span) -> tuple[ModeKeys, int | None]:
     return mode, mode_step
 
 
-def _decode_value(buf: bytes, span, step: int) -> SummaryValue:
+def _decode_value(buf: bytes, span: Span, step: int) -> SummaryValue:
     sv = SummaryValue(tag="")
     for f, wt, v in iter_fields(buf, span[0], span[1]):
         if f == 1 and wt == LEN:
@@ -188,7 +193,7 @@ def _decode_value(buf: bytes, span, step: int) -> SummaryValue:
     return sv
 
 
-def _decode_histogram(buf: bytes, span) -> dict:
+def _decode_histogram(buf: bytes, span: Span) -> dict:
     h: dict = {"bucket_limit": [], "bucket": []}
     names = {1: "min", 2: "max", 3: "num", 4: "sum", 5: "sum_squares"}
     for f, wt, v in iter_fields(buf, span[0], span[1]):
@@ -208,7 +213,7 @@ def _decode_histogram(buf: bytes, span) -> dict:
 def decode_event(payload: bytes) -> Event:
     """Any Event; summaries are decoded, other kinds (graphs, run metadata) are skipped."""
     ev = Event()
-    summary = None
+    summary: Span | None = None
     for f, wt, v in iter_fields(payload):
         if f == 1 and wt == I64:
             ev.wall_time = _F64.unpack(v)[0]
@@ -233,9 +238,14 @@ class _StepLayout:
 
     LARGE = 4096  # contents of more bytes than this are separate chunks
 
-    def __init__(self, tags, arrays, step: int, metadata: bytes):
+    def __init__(self, tags: Sequence[str], arrays: Sequence[np.ndarray], step: int, metadata: bytes):
         buf = bytearray()
-        wt, st, md, small, self.large, self.lengths = [], [], [], [], [], []
+        wt: list[int] = []  # where each record's wall time lies in buf
+        st: list[int] = []  # its step
+        md: list[int] = []  # its mode metadata
+        small: list[np.ndarray] = []  # the positions of the small contents' bytes
+        self.large: list[tuple[int, int]] = []  # (position in buf, record number) of each large content
+        self.lengths: list[int] = []
         for tag, arr in zip(tags, arrays):
             head, content, tail = encode_tensor_record_chunks(tag, arr, step, metadata, 0.0)
             start = len(buf)
@@ -255,19 +265,20 @@ class _StepLayout:
         self.wt_idx = (np.asarray(wt)[:, None] + np.arange(8)).ravel()
         self.st_idx = (np.asarray(st)[:, None] + np.arange(len(varint(step)))).ravel()
         self.md_idx = (np.asarray(md)[:, None] + np.arange(len(metadata))).ravel()
-        self.small_idx = np.concatenate(small) if small else None
+        self.small_idx: np.ndarray | None = np.concatenate(small) if small else None
         large = {i for _pos, i in self.large}
         self.small_arrays = [i for i in range(len(self.lengths)) if i not in large]  # whose bytes go in buf
         self.n = len(self.lengths)
 
-    def fill(self, arrays, wall_times, step: int, metadata: bytes) -> list:
+    def fill(self, arrays: Sequence[np.ndarray], wall_times: Sequence[float], step: int, metadata: bytes) -> list:
         b = self.template.copy()
         b[self.wt_idx] = np.asarray(wall_times, dtype="<f8").view(np.uint8)
         b[self.st_idx] = np.tile(np.frombuffer(varint(int(step)), dtype=np.uint8), self.n)
         b[self.md_idx] = np.tile(np.frombuffer(metadata, dtype=np.uint8), self.n)
         if self.small_idx is not None:
             b[self.small_idx] = np.frombuffer(_small_contents([arrays[i] for i in self.small_arrays]), dtype=np.uint8)
-        chunks, prev = [], 0
+        chunks: list = []
+        prev = 0
         for pos, i in self.large:
             chunks.append(b[prev:pos])
             chunks.append(tensor_content(arrays[i]))
@@ -285,10 +296,13 @@ def _small_contents(arrays: list) -> bytes:
         return b"".join([a.tobytes() for a in arrays])  # tobytes: C order
 
 
-_LAYOUTS: dict = {}
+_LAYOUTS: dict[tuple, _StepLayout] = {}
 
 
-def encode_step_records(tags, arrays, step: int, metadata: bytes, wall_times=None) -> tuple[list, list[int]] | None:
+def encode_step_records(
+    tags: Sequence[str], arrays: Sequence[np.ndarray], step: int, metadata: bytes,
+    wall_times: Sequence[float | None] | None = None,
+) -> tuple[list, list[int]] | None:
     """Many records of one step as file chunks, and each record's length; None where the
     records need the one-by-one path (string or big-endian tensors).
 
@@ -306,9 +320,10 @@ def encode_step_records(tags, arrays, step: int, metadata: bytes, wall_times=Non
         if len(_LAYOUTS) >= 64:
             _LAYOUTS.clear()
         layout = _LAYOUTS[key] = _StepLayout(tags, arrays, step, metadata)
+    walls: list[float]
     if wall_times is None:
-        wall_times = [time.time()] * layout.n
+        walls = [time.time()] * layout.n
     else:
         now = time.time()
-        wall_times = [now if w is None else float(w) for w in wall_times]
-    return layout.fill(arrays, wall_times, step, metadata), layout.lengths
+        walls = [now if w is None else float(w) for w in wall_times]
+    return layout.fill(arrays, walls, step, metadata), layout.lengths

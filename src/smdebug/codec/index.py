@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import orjson
@@ -41,7 +42,7 @@ class IndexBuilder:
 
     __slots__ = ("mode", "mode_step", "event_file_name", "tags", "starts", "lengths", "crcs", "shapes")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.mode: ModeKeys | None = None  # None: nothing written yet
         self.mode_step = 0
         self.event_file_name: str | None = None
@@ -77,7 +78,7 @@ class IndexBuilder:
         self.lengths.extend(lengths)
         return start
 
-    def add_shape(self, name: str, original_name: str, shape) -> None:
+    def add_shape(self, name: str, original_name: str, shape: Iterable[int]) -> None:
         self.shapes.append((name, original_name, tuple(int(d) for d in shape)))
 
     @property

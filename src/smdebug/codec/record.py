@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Hashable
 
 import numpy as np
 
@@ -45,7 +46,7 @@ def decode_tensor_record(payload: bytes) -> np.ndarray:
     return _general(payload)
 
 
-def _general(payload) -> np.ndarray:
+def _general(payload: bytes) -> np.ndarray:
     ev = decode_event(payload)
     for sv in ev.values:
         if sv.tensor is not None:
@@ -53,7 +54,7 @@ def _general(payload) -> np.ndarray:
     raise EventFileCorrupt("record holds no tensor")
 
 
-def _varint(p, pos: int) -> tuple[int, int]:
+def _varint(p: bytes, pos: int) -> tuple[int, int]:
     """One or two bytes inline (nearly every length here); longer ones through the checked reader."""
     b = p[pos]
     if b < 0x80:
@@ -69,10 +70,10 @@ def _varint(p, pos: int) -> tuple[int, int]:
 _METADATA = re.compile(rb"\x0a(.)\x0a\x09mode_step\x12(.)(-?[0-9]{1,20})\x0a\x09\x0a\x04mode\x12\x01[1-4]", re.S)
 
 
-_PLAIN: set = set()  # metadata bytes found plain (a step's records share theirs)
+_PLAIN: set[bytes] = set()  # metadata bytes found plain (a step's records share theirs)
 
 
-def _plain_metadata(p, start: int, end: int) -> bool:
+def _plain_metadata(p: bytes, start: int, end: int) -> bool:
     """Whether ``p[start:end]`` is empty or smdebug's mode metadata with every length right."""
     if start == end:
         return True
@@ -94,11 +95,11 @@ class _Template:
 
     __slots__ = ("marker", "dtype", "shape", "count", "c_len")
 
-    def __init__(self, marker, dtype, shape, count, c_len):
+    def __init__(self, marker: bytes, dtype: np.dtype, shape: tuple[int, ...], count: int, c_len: int) -> None:
         self.marker, self.dtype, self.shape, self.count, self.c_len = marker, dtype, shape, count, c_len
 
 
-def _with_template(p, first: int, size: int, t: _Template):
+def _with_template(p: bytes, first: int, size: int, t: _Template) -> np.ndarray | None:
     """The tensor of the payload ``p[first:size]`` laid out as ``t`` says, every length checked
     (a view into ``p``); None if it is not laid out so."""
     if size - first < 12 or p[first] != 0x09:
@@ -128,7 +129,7 @@ def _with_template(p, first: int, size: int, t: _Template):
     return np.frombuffer(p, dtype=t.dtype, count=t.count, offset=c).reshape(t.shape)
 
 
-def _shape(p, pos: int, s_end: int, shape: list) -> int:
+def _shape(p: bytes, pos: int, s_end: int, shape: list[int]) -> int:
     """Parse TensorShapeProto{dim{size, name}} into ``shape``; the end position, or -1."""
     while pos < s_end:
         if p[pos] != 0x12:
@@ -149,7 +150,7 @@ def _shape(p, pos: int, s_end: int, shape: list) -> int:
     return pos
 
 
-def _short_parse(p, first: int = 0, size: int | None = None):
+def _short_parse(p: bytes, first: int = 0, size: int | None = None) -> tuple[np.ndarray, _Template | None] | None:
     """(tensor, template or None) of the payload ``p[first:size]`` when it is an Event{wall_time,
     step, summary{value{tag, tensor, metadata}}} whose TensorProto holds dtype, shape and raw
     content only; None otherwise (then the general decoder reads it, or says what is wrong)."""
@@ -159,7 +160,7 @@ def _short_parse(p, first: int = 0, size: int | None = None):
         return None
 
 
-def _parse(p, first: int, size: int | None):
+def _parse(p: bytes, first: int, size: int | None) -> tuple[np.ndarray, _Template | None] | None:
     if size is None:
         size = len(p)
     if size - first < 12 or p[first] != 0x09:
@@ -175,7 +176,7 @@ def _parse(p, first: int, size: int | None):
     if end != size:
         return None
     start = pos
-    fields = []
+    fields: list[int] = []
     t_start = t_end = -1
     while pos < end:
         k = p[pos]
@@ -231,16 +232,16 @@ class RecordDecoder:
     tensor position of a record layout), so that each later record of a key costs a few byte
     comparisons. One decoder serves a trial; it holds no bytes, only the templates."""
 
-    def __init__(self):
-        self._templates: dict = {}
-        self._headers: dict = {}  # record length -> its 12 header bytes (payload length, its masked CRC)
+    def __init__(self) -> None:
+        self._templates: dict[Hashable, _Template] = {}
+        self._headers: dict[int, bytes] = {}  # record length -> its 12 header bytes (payload length, its masked CRC)
 
     @property
     def learnt(self) -> int:
         """How many templates the decoder has learnt (the short path's use shows here)."""
         return len(self._templates)
 
-    def decode(self, buf, off: int, length: int, key, where, at: int) -> np.ndarray:
+    def decode(self, buf: bytes, off: int, length: int, key: Hashable, where: object, at: int) -> np.ndarray:
         """The tensor of the record of ``length`` bytes at ``buf[off:]`` (bytes), which lies at
         byte ``at`` of the file ``where`` names; a defect raises EventFileCorrupt naming both."""
         head = self._headers.get(length)
@@ -272,7 +273,7 @@ class RecordDecoder:
         except EventFileCorrupt as exc:
             raise EventFileCorrupt(f"{where}: record at byte {at}: {exc}") from None
 
-    def _learn(self, key, template) -> None:
+    def _learn(self, key: Hashable, template: _Template | None) -> None:
         if template is None or key is None:
             return
         if len(self._templates) >= _MAX_TEMPLATES:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from smdebug.codec.crc import crc32c
 
 __all__ = ["payload_crcs", "HEADER_BYTES", "FOOTER_BYTES"]
@@ -10,10 +12,13 @@ HEADER_BYTES = 12  # u64 length + u32 masked CRC of the length
 FOOTER_BYTES = 4
 
 
-def payload_crcs(chunks, starts, lengths) -> list[int]:
+def payload_crcs(chunks: Iterable, starts: Sequence[int], lengths: Sequence[int]) -> list[int]:
     """The CRC32C of the payload of each record ``[start, start + length)`` of the file made of
     ``chunks`` (bytes-like pieces, concatenated). Records must be given in file order."""
-    views, offs, ends, pos = [], [], [], 0
+    views: list[memoryview] = []
+    offs: list[int] = []
+    ends: list[int] = []
+    pos = 0
     for c in chunks:
         v = memoryview(c)
         if v.format != "B" or v.ndim != 1:
@@ -23,7 +28,7 @@ def payload_crcs(chunks, starts, lengths) -> list[int]:
             offs.append(pos)
             pos += v.nbytes
             ends.append(pos)
-    out = []
+    out: list[int] = []
     ci, last = 0, len(views)
     for s, n in zip(starts, lengths):
         a, b = s + HEADER_BYTES, s + n - FOOTER_BYTES

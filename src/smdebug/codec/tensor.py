@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
-from smdebug.codec.wire import I32, I64, LEN, VARINT, iter_fields, key, ld, packed_varints, varint
+from smdebug.codec.wire import I32, I64, LEN, VARINT, Span, iter_fields, key, ld, packed_varints, varint
 from smdebug.exceptions import EventFileCorrupt, SMDebugTypeError
 
 __all__ = ["DT", "encode_tensor", "decode_tensor", "to_numpy", "dtype_code"]
@@ -76,7 +77,7 @@ def numpy_dtype(code: int) -> np.dtype:
     return dt
 
 
-_CODE_BY_DTYPE: dict = {}
+_CODE_BY_DTYPE: dict[np.dtype, int] = {}
 
 
 def dtype_code(dtype: np.dtype) -> int:
@@ -96,7 +97,7 @@ def dtype_code(dtype: np.dtype) -> int:
     return code
 
 
-def to_numpy(data) -> np.ndarray:
+def to_numpy(data: object) -> np.ndarray:
     """What smdebug saves for a value: arrays as they are, scalars as shape (1,)."""
     if isinstance(data, np.ndarray):
         return data
@@ -107,7 +108,7 @@ def to_numpy(data) -> np.ndarray:
     raise SMDebugTypeError(f"cannot save a value of type {type(data).__name__} as a tensor")
 
 
-def _shape_proto(shape) -> bytes:
+def _shape_proto(shape: Iterable[int]) -> bytes:
     return b"".join(ld(2, (key(1, VARINT) + varint(int(d))) if d else b"") for d in shape)
 
 
@@ -119,7 +120,7 @@ def tensor_head(arr: np.ndarray) -> bytes:
     return b"".join((key(1, VARINT), varint(code), ld(2, _shape_proto(arr.shape)), key(4, LEN), varint(arr.nbytes)))
 
 
-def tensor_content(arr: np.ndarray):
+def tensor_content(arr: np.ndarray) -> np.ndarray:
     """``tensor_content``'s bytes: C order, little-endian. A C-contiguous little-endian array's
     own memory (a flat uint8 view, no copy); otherwise one copy, in that order."""
     if arr.dtype.byteorder == ">":
@@ -162,11 +163,11 @@ def _reshape(a: np.ndarray, shape: list[int]) -> np.ndarray:
         raise EventFileCorrupt(f"cannot shape {a.size} values as {shape}: {exc}") from None
 
 
-def decode_tensor(buf: bytes, span: tuple[int, int]) -> np.ndarray:
+def decode_tensor(buf: bytes, span: Span) -> np.ndarray:
     """A TensorProto inside ``buf[span]`` to an ndarray."""
     dtype = 0
     shape: list[int] = []
-    content = None
+    content: bytes | None = None
     strings: list[bytes] = []
     vals: dict[int, list] = {}
     for f, wt, v in iter_fields(buf, span[0], span[1]):

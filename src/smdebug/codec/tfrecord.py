@@ -23,7 +23,7 @@ def frame(payload: bytes, payload_crc: bool = False) -> bytes:
     return b"".join((header, masked_crc32c_bytes(header), payload, footer))
 
 
-def unframe(buf: bytes, offset: int = 0, where: str = "<bytes>", base: int = 0) -> tuple[bytes, int]:
+def unframe(buf: bytes, offset: int = 0, where: object = "<bytes>", base: int = 0) -> tuple[bytes, int]:
     """Decode the record starting at ``offset``; return (payload, offset of the next record).
 
     The footer may be either smdebug's constant or the payload's own CRC. Any defect raises
@@ -56,7 +56,7 @@ def unframe(buf: bytes, offset: int = 0, where: str = "<bytes>", base: int = 0) 
     return payload, stop + 4
 
 
-def iter_records(buf: bytes, where: str = "<bytes>") -> Iterator[tuple[int, bytes]]:
+def iter_records(buf: bytes, where: object = "<bytes>") -> Iterator[tuple[int, bytes]]:
     """Every record of a whole file, as (offset, payload)."""
     offset = 0
     end = len(buf)

@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import Any, TypeAlias
 
 from smdebug.exceptions import EventFileCorrupt
 
-__all__ = ["varint", "key", "ld", "iter_fields", "VARINT", "I64", "LEN", "I32"]
+__all__ = ["varint", "key", "ld", "iter_fields", "VARINT", "I64", "LEN", "I32", "Span", "FieldValue"]
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
+
+#: A (start, stop) slice of the buffer a message is decoded from.
+Span: TypeAlias = tuple[int, int]
+#: The value :func:`iter_fields` gives for a field, which its wire type decides: an ``int``
+#: (VARINT), the raw ``bytes`` (I64: 8 of them, I32: 4) or the field's :data:`Span` (LEN). No
+#: static type follows a value's type from the integer beside it without a check per field on the
+#: decoders' hot path, so this is the codec's one ``Any``: each decoder tests the wire type and
+#: hands the value on to typed code (``Span`` parameters, ``struct`` unpacking).
+FieldValue: TypeAlias = Any
+
 _D = struct.Struct("<d")
 
 
@@ -46,6 +57,7 @@ def double(field: int, value: float) -> bytes:
 
 
 def read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``buf[pos:end]`` and the position after it."""
     result = 0
     shift = 0
     while True:
@@ -61,7 +73,7 @@ def read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
             raise EventFileCorrupt("varint longer than 10 bytes")
 
 
-def iter_fields(buf: bytes, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, int, object]]:
+def iter_fields(buf: bytes, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, int, FieldValue]]:
     """Yield (field number, wire type, value) over a message in ``buf[pos:end]``.
 
     Varints give an int, fixed64/fixed32 give the raw 8/4 bytes, length-delimited fields give
@@ -69,6 +81,7 @@ def iter_fields(buf: bytes, pos: int = 0, end: int | None = None) -> Iterator[tu
     """
     if end is None:
         end = len(buf)
+    value: FieldValue
     while pos < end:
         tag, pos = read_varint(buf, pos, end)
         field, wt = tag >> 3, tag & 7
@@ -97,9 +110,9 @@ def iter_fields(buf: bytes, pos: int = 0, end: int | None = None) -> Iterator[tu
         yield field, wt, value
 
 
-def packed_varints(buf: bytes, span: tuple[int, int]) -> list[int]:
+def packed_varints(buf: bytes, span: Span) -> list[int]:
     pos, end = span
-    out = []
+    out: list[int] = []
     while pos < end:
         v, pos = read_varint(buf, pos, end)
         out.append(v)

@@ -51,7 +51,7 @@ def as_float(value: Any) -> float:
         try:
             out = float(value)
         except OverflowError:
-            raise ValueError(f"expected a number a float can hold, got an int of {value.bit_length()} bits") from None
+            raise ValueError(f"expected a number a float can hold, got an int of {int(value).bit_length()} bits") from None
     elif isinstance(value, str):
         try:
             out = float(value.strip())
@@ -97,7 +97,9 @@ def split_top_level(s: str) -> list[str]:
     """``s`` split at the commas outside ``{}``, ``[]`` and ``()`` and not escaped with a backslash:
     ``"Seq.{1,3}, loss"`` -> ``["Seq.{1,3}", " loss"]``. An escaped comma (``\\,``) stays in its
     item as written (``re`` reads ``\\,`` as a comma). Inside ``[...]`` only ``]`` closes."""
-    parts, depth, start, i = [], [], 0, 0
+    parts: list[str] = []
+    depth: list[str] = []  # the closing brackets awaited, innermost last
+    start = i = 0
     while i < len(s):
         c = s[i]
         if c == "\\":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from smdebug.storage.base import Store
 
 __all__ = ["Store", "open_store", "is_remote"]
@@ -34,7 +36,7 @@ def _open_remote(url: str) -> Store:
     return FsspecStore(url)
 
 
-def open_store(url) -> Store:
+def open_store(url: str | os.PathLike[str]) -> Store:
     """A Store for a local folder or a URL (``s3://bucket/prefix`` and other fsspec URLs)."""
     url = str(url).strip() if not hasattr(url, "__fspath__") else url.__fspath__()
     if is_remote(url):

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import builtins  # the class's method `list` hides the type in its body
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = ["Store"]
 
@@ -56,7 +61,7 @@ class Store(ABC):
     def write(self, key: str, data: bytes) -> None:
         """Write a whole object; readers never see a partial one."""
 
-    def write_chunks(self, key: str, chunks: Sequence) -> None:
+    def write_chunks(self, key: str, chunks: Sequence[Buffer]) -> None:
         """Write an object given as contiguous bytes-like pieces (bytes, memoryviews, numpy
         arrays: a tensor's own memory); backends may avoid joining them. Here they are joined
         into one bytes object: one copy of each piece."""
@@ -66,7 +71,7 @@ class Store(ABC):
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:
         """Keys under ``prefix`` (recursively), sorted, only those greater than ``start_after``."""
 
-    def list_folders(self, prefix: str) -> list[str]:
+    def list_folders(self, prefix: str) -> builtins.list[str]:
         """Names of the folders directly under ``prefix`` (a folder, ending in '/'), sorted."""
         cut = len(prefix)
         return sorted({k[cut:].split("/", 1)[0] for k in self.list(prefix) if "/" in k[cut:]})

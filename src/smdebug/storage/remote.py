@@ -6,9 +6,14 @@ Imported only when such a URL is opened, so ``import smdebug`` pulls in no cloud
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from smdebug.exceptions import ObjectNotFound, StorageError
 from smdebug.storage.base import Store
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+    from typing_extensions import Buffer
 
 __all__ = ["FsspecStore", "join_key"]
 
@@ -28,7 +33,7 @@ class FsspecStore(Store):
 
     """Any fsspec filesystem, through its generic (batched where fsspec offers it) calls."""
 
-    def __init__(self, url: str, fs=None):
+    def __init__(self, url: str, fs: AbstractFileSystem | None = None) -> None:
         self.url = url.rstrip("/")
         protocol, _, rest = self.url.partition("://")
         self.protocol = protocol
@@ -54,6 +59,7 @@ class FsspecStore(Store):
         """Our error for a backend error: ObjectNotFound for a missing object or bucket."""
         if isinstance(exc, StorageError):
             return exc
+        err: StorageError
         if isinstance(exc, FileNotFoundError):
             err = ObjectNotFound(f"{self.describe(key)} does not exist")
         else:
@@ -110,12 +116,13 @@ class FsspecStore(Store):
         except Exception:  # noqa: BLE001 - one object at a time
             return super().read_ranges_many(requests)
         for i, v in zip(owner, got):
-            if isinstance(out[i], Exception):
+            slot = out[i]
+            if isinstance(slot, Exception):
                 continue
             if isinstance(v, BaseException):
                 out[i] = self._wrap(requests[i][0], v, "read")
             else:
-                out[i].append(bytes(v))
+                slot.append(bytes(v))
         return out
 
     # ----------------------------------------------------------------- writes
@@ -125,7 +132,7 @@ class FsspecStore(Store):
         except Exception as exc:  # noqa: BLE001
             raise self._wrap(key, exc, "write") from exc
 
-    def write_chunks(self, key: str, chunks: Sequence) -> None:
+    def write_chunks(self, key: str, chunks: Sequence[Buffer]) -> None:
         self.write(key, b"".join(chunks))
 
     def delete(self, key: str) -> None:

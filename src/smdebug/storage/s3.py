@@ -14,10 +14,12 @@ made at all, so an unreachable endpoint fails within seconds.
 from __future__ import annotations
 
 import asyncio
+import builtins  # the class's method `list` hides the type in its body
 import os
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, TypeVar
 
 import botocore.exceptions as bce
 import fsspec.asyn
@@ -27,6 +29,8 @@ from smdebug.exceptions import ObjectNotFound, SMDebugValueError, StorageError
 from smdebug.storage.remote import FsspecStore, join_key
 
 __all__ = ["S3Store", "endpoint_from_env"]
+
+_T = TypeVar("_T")
 
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 60
@@ -53,7 +57,10 @@ def endpoint_from_env() -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
-def retry_delay(attempts: int, response=None, caught_exception=None, **_) -> float | None:
+def retry_delay(
+    attempts: int, response: tuple[Any, dict | None] | None = None, caught_exception: BaseException | None = None,
+    **_: object,
+) -> float | None:
     """botocore ``needs-retry`` handler: seconds to wait before the next attempt, or None.
 
     ``attempts`` is the number made so far. Throttling backs off ``rand * min(2**(n-1), 20)`` s
@@ -86,7 +93,7 @@ def retry_delay(attempts: int, response=None, caught_exception=None, **_) -> flo
 class _S3FileSystem(s3fs.S3FileSystem):
     """s3fs with our retry policy installed on every client it creates."""
 
-    async def set_session(self, refresh=False, kwargs={}):  # noqa: B006 - s3fs's signature
+    async def set_session(self, refresh: bool = False, kwargs: dict = {}) -> Any:  # noqa: B006 - s3fs's signature
         client = await super().set_session(refresh=refresh, kwargs=kwargs)
         if not getattr(client, "_smdebug_retries", False):
             event = f"needs-retry.{client.meta.service_model.service_id.hyphenize()}"
@@ -160,16 +167,16 @@ class S3Store(FsspecStore):
         err.__cause__ = exc
         return err
 
-    def _run(self, func, *args, **kwargs):
+    def _run(self, func: Callable[..., Coroutine[Any, Any, _T]], *args: Any, **kwargs: Any) -> _T:
         return fsspec.asyn.sync(self.fs.loop, func, *args, **kwargs)
 
-    def _do(self, key: str, verb: str, func, *args, **kwargs):
+    def _do(self, key: str, verb: str, func: Callable[..., Coroutine[Any, Any, _T]], *args: Any, **kwargs: Any) -> _T:
         try:
             return self._run(func, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - translated at the boundary
             raise self._wrap(key, exc, verb) from exc
 
-    async def _call(self, method: str, **kwargs):
+    async def _call(self, method: str, **kwargs: Any) -> Any:
         return await self.fs._call_s3(method, Bucket=self.bucket, **kwargs)
 
     async def _get(self, key: str, rng: tuple[int, int] | None = None) -> bytes:
@@ -196,10 +203,10 @@ class S3Store(FsspecStore):
         raise AssertionError("unreachable")
 
     @staticmethod
-    async def _gather(coros) -> list:
+    async def _gather(coros: Iterable[Awaitable[_T]]) -> builtins.list[_T | BaseException]:
         sem = asyncio.Semaphore(MAX_CONCURRENCY)
 
-        async def one(coro):
+        async def one(coro: Awaitable[_T]) -> _T:
             async with sem:
                 return await coro
 
@@ -213,7 +220,7 @@ class S3Store(FsspecStore):
         if not keys:
             return []
 
-        async def run():
+        async def run() -> list[bytes | BaseException]:
             return await self._gather(self._get(k) for k in keys)
 
         try:
@@ -233,7 +240,7 @@ class S3Store(FsspecStore):
     ) -> list[list[bytes] | Exception]:
         flat = [(i, key, r) for i, (key, ranges) in enumerate(requests) for r in ranges]
 
-        async def run():
+        async def run() -> list[bytes | BaseException]:
             return await self._gather(self._get(key, r) for _, key, r in flat)
 
         try:
@@ -252,7 +259,7 @@ class S3Store(FsspecStore):
         return out
 
     # ----------------------------------------------------------------- writes
-    def write(self, key: str, data) -> None:
+    def write(self, key: str, data: bytes) -> None:
         data = data if isinstance(data, (bytes, bytearray)) else bytes(data)
         self._do(key, "write", self.fs._pipe_file, f"{self.bucket}/{self._k(key)}", data)
 
@@ -273,7 +280,7 @@ class S3Store(FsspecStore):
             s3_prefix = s3_prefix[:-1]  # 'a/b' lists the object a/b and a/b/...
         cut = len(self.prefix) + 1 if self.prefix else 0
 
-        async def run():
+        async def run() -> list[str]:
             keys: list[str] = []
             kw = {"Prefix": s3_prefix}
             if start_after is not None:
@@ -300,12 +307,12 @@ class S3Store(FsspecStore):
             keys = [k for k in keys if k > start_after]
         return keys
 
-    def list_folders(self, prefix: str) -> list[str]:
+    def list_folders(self, prefix: str) -> builtins.list[str]:
         """One ListObjectsV2 with Delimiter '/' per 1000 folders."""
         base = prefix.strip("/")
         s3_prefix = self._k(base) + "/" if base else (self.prefix + "/" if self.prefix else "")
 
-        async def run():
+        async def run() -> list[str]:
             names: list[str] = []
             kw = {"Prefix": s3_prefix, "Delimiter": "/"}
             while True:
@@ -327,7 +334,7 @@ class S3Store(FsspecStore):
             root = self.prefix + "/" if self.prefix else ""
             return bool(self._do(key, "check", self._call, "list_objects_v2", Prefix=root, MaxKeys=1).get("KeyCount"))
 
-        async def head():
+        async def head() -> bool:
             try:
                 await self._call("head_object", Key=self._k(key))
                 return True

@@ -103,7 +103,7 @@ class ValueParser:
     def save_modes(self, section: str, params: dict, known: set[str]) -> dict[ModeKeys, dict]:
         """Per mode, the save keys given: the mode's prefixed key wins over the plain one."""
         base: dict[str, Any] = {}
-        per_mode: dict[ModeKeys, dict[str, Any]] = {m: {} for m in ModeKeys}
+        per_mode: dict[ModeKeys | None, dict[str, Any]] = {m: {} for m in ModeKeys}  # (get(None): None)
         for key, value in params.items():
             prefix, dot, name = key.partition(".")
             target = per_mode.get(PREFIXES.get(prefix)) if dot else base

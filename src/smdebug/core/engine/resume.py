@@ -125,6 +125,7 @@ def resume_numbering(hook) -> StateFile | None:
     point = find_resume_point(hook.store, hook.worker)
     saved = state.point() if state is not None else None
     if saved is not None and (point is None or saved.step > point.step):
+        assert state is not None  # saved comes from it
         logger.info("smdebug: %s: continuing after step %d", state.path, saved.step)
         point = saved
     if point is not None:

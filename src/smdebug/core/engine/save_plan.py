@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from smdebug.core.config.collection import (
@@ -65,7 +66,7 @@ class Planner:
         self._tensor_colls: dict[str, frozenset] = {}
         self._plans: dict = {}  # (name, collections) -> SavePlan
         self._step_plans: dict = {}  # name -> SavePlan or None, for the collections of this step
-        self._step_plans_for: frozenset | None = None  # ... which are these
+        self._step_plans_for: AbstractSet | None = None  # ... which are these
         self.epoch = 0  # counts the times the step plans were dropped: a plan seen in an epoch holds in it
         self.force = False  # this step saves every collection, whatever its schedule (core.engine.nonfinite)
 

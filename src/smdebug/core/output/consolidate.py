@@ -101,7 +101,7 @@ class BucketConsolidator:
         if b == self._bucket:
             return
         if self._bucket is not None:
-            self._guard(self._flush)
+            self._guard(self._flush, self._bucket)
         self._bucket, self._files = b, {}
         # an object left by an earlier run into this folder would hide what we now write
         self._guard(_delete_objects, self.store, b, self.worker)
@@ -113,11 +113,11 @@ class BucketConsolidator:
             self.before_write(step)
         self._files[step] = file_index_from_parsed(step, self.worker, parsed, index_key(step, self.worker))
 
-    def _flush(self) -> None:
+    def _flush(self, b: int) -> None:
+        """Write the consolidated object of bucket ``b``, the current one."""
         files, self._files = list(self._files.values()), {}
         if not files:
             return
-        b = self._bucket
         listed = set()
         for k in self.store.list(index_bucket_key(b * 1000)):
             sw = parse_index_key(k)
@@ -141,7 +141,7 @@ class BucketConsolidator:
     def close(self) -> None:
         """The writer is done: the current bucket is complete."""
         if self._bucket is not None:
-            self._guard(self._flush)
+            self._guard(self._flush, self._bucket)
         self._bucket = None
 
 
@@ -176,7 +176,7 @@ def consolidate(path, *, include_incomplete: bool = False) -> ConsolidateReport:
         sw = parse_index_key(k)
         if sw is not None:
             groups.setdefault((bucket_of(sw[0]), sw[1]), []).append((k, sw[0]))
-    last = {}
+    last: dict[str, int] = {}
     for b, w in groups:
         last[w] = max(last.get(w, -1), b)
     report = ConsolidateReport()

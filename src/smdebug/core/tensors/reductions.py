@@ -4,6 +4,8 @@ thread, from moments by the numba kernel where it is ready: :func:`host_reductio
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +46,7 @@ def as_numeric(value) -> np.ndarray | None:
         except (TypeError, ValueError):
             return None
     return None
-_NUMPY_OPS = {
+_NUMPY_OPS: dict[str, Callable[..., Any]] = {
     "min": np.min,
     "max": np.max,
     "mean": np.mean,
