@@ -129,7 +129,7 @@ def chromium(tmp_path):
 # `pytest --framework-free` (make check) runs what a clone of the repo alone can run in well under a
 # minute: no framework, no smdebug 1.0.34, no moto, no browser. A test that needs one is skipped
 # and says which (the summary counts them); nothing is passed without running.
-_BLOCKED = ("torch", "tensorflow", "keras", "xgboost", "mxnet", "moto")
+_BLOCKED = ("torch", "tensorflow", "keras", "xgboost", "mxnet", "jax", "flax", "optax", "moto")
 _NEEDS = {
     "peer": "smdebug 1.0.34's virtualenv (.venv-peer)",
     "moto_server": "a moto S3 server",

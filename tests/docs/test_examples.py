@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)$")
-FRAMEWORKS = ("torch", "tensorflow", "keras", "xgboost", "mxnet")
+FRAMEWORKS = ("torch", "tensorflow", "keras", "xgboost", "mxnet", "jax")
 
 
 @dataclass
