@@ -95,7 +95,8 @@ def test_src_is_within_the_mypy_baseline_and_the_documented_modules_are_strict()
 
 
 HOOKS = [("smdebug.core.engine.hook", "BaseHook", None), ("smdebug.pytorch.hook", "Hook", "torch"),
-         ("smdebug.tensorflow.keras", "KerasHook", "tensorflow"), ("smdebug.xgboost.hook", "Hook", "xgboost")]
+         ("smdebug.tensorflow.keras", "KerasHook", "tensorflow"), ("smdebug.xgboost.hook", "Hook", "xgboost"),
+         ("smdebug.jax.hook", "Hook", "jax")]
 
 
 @pytest.mark.parametrize(("module", "cls", "framework"), HOOKS, ids=[f"{m}.{c}" for m, c, _ in HOOKS])
