@@ -5,6 +5,10 @@
 debughookconfig.json, as one more callback, unless the call already has an smdebug hook among its
 callbacks or the script made its own hook. The hook stays open across calls and marks the end of
 training when the process exits. One line on stderr says what was attached.
+
+On Keras' torch backend every Keras layer is a ``torch.nn.Module``: PyTorch's own zero-code-change
+(installed when Keras imported torch) would attach a second hook to the first layer that runs.
+Keras' attach owns such a job: it tells PyTorch's to attach nothing in this process.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class _Attach:
 
         if callbacks is not None and not isinstance(callbacks, (list, tuple)):
             return None  # fit's own call of evaluate for validation passes its CallbackList: already hooked
+        _quiet_torch_attach()
         callbacks = list(callbacks or [])
         if any(isinstance(c, smd.KerasHook) for c in callbacks):
             return None
@@ -51,6 +56,15 @@ class _Attach:
             sys.stderr.write(f"smdebug: attached to {type(model).__name__} {model.name!r} (Keras fit/evaluate/"
                              f"predict) via zero-code-change; saving to {hook.out_dir}\n")
         return [*callbacks, self.hook]
+
+
+def _quiet_torch_attach() -> None:
+    """On the torch backend: PyTorch's zero-code-change attaches nothing (see the module's docstring)."""
+    if keras.backend.backend() != "torch":
+        return
+    torch_state = getattr(sys.modules.get("smdebug.launch.zcc_torch"), "_installed", None)
+    if torch_state is not None and getattr(torch_state, "hook", None) is None:
+        torch_state.done = True  # its "nothing more to do in this process"
 
 
 def _wrap(state, original):
@@ -74,6 +88,7 @@ def install():
     if _installed is not None:
         return _installed
     state = _installed = _Attach()
+    _quiet_torch_attach()
     for name in ("fit", "evaluate", "predict"):
         setattr(keras.Model, name, _wrap(state, getattr(keras.Model, name)))
     return state

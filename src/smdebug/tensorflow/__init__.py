@@ -1,6 +1,8 @@
 """TensorFlow 2 / Keras 3 support: ``import smdebug.tensorflow as smd; hook = smd.KerasHook(out_dir=...)``.
 
-Importing this package imports TensorFlow and Keras; ``import smdebug`` alone does not.
+The hook works on each of Keras 3's backends (``KERAS_BACKEND`` = tensorflow, jax, torch).
+Importing this package imports Keras, and TensorFlow only when Keras runs on it; ``import
+smdebug`` alone imports neither.
 """
 
 from smdebug import modes

@@ -2,11 +2,20 @@
 
 Keras 3 callbacks never see gradients or layer activations: they exist only inside the traced
 train step. We build, next to the model's own train (test) function, an *instrumented* one whose
-step also returns what the wrapped ``optimizer.apply`` and layer ``call`` methods saw, as extra
-entries of its output dict (works with ``jit_compile`` on and off, since nothing leaves the graph
-but outputs). :class:`DualFunction` runs the instrumented function only on steps the hook will
-save and removes the extra entries before Keras sees the logs, so progress bars, History and
-EarlyStopping are unchanged. Both functions share the model's variables and optimizer.
+step also hands out what the wrapped ``optimizer.apply`` and layer ``call`` methods saw.
+:class:`DualFunction` runs the instrumented function only on steps the hook will save and hands
+the values to the hook, so progress bars, History and EarlyStopping are unchanged. Both functions
+share the model's variables and optimizer. How the values leave the step depends on the backend:
+
+- TensorFlow (``tf.function``, ``jit_compile`` on or off): as extra entries of the step's output
+  dict, removed before Keras sees the logs;
+- jax (a jitted pure step, ``(state, data) -> (logs, state)``): through ``jax.debug.callback``
+  into :class:`HostValues` (layer outputs live inside ``jax.grad``'s trace, where no output can
+  reach them); the callbacks exist only in the instrumented function;
+- torch (eager): the step's values themselves, detached and copied, as extra output entries.
+
+Values Keras makes while it builds a model (``compute_output_spec``, also inside a step that
+builds a subclassed model) are never captured (:func:`backends.is_symbolic`).
 
 Nothing here knows about the hook: ``wants_capture()`` and ``receive(dict)`` are the callbacks.
 """
@@ -17,27 +26,75 @@ import functools
 import threading
 from collections.abc import Callable
 
-__all__ = ["PREFIX", "Stash", "DualFunction", "install", "uninstall"]
+import numpy as np
+
+from smdebug.tensorflow import backends
+
+__all__ = ["PREFIX", "Stash", "HostValues", "DualFunction", "install", "uninstall"]
 
 PREFIX = "__smdebug__/"
+_ALONE = object()  # a step function that returns its logs alone (TF, torch), not (logs, state) (jax)
+
+
+class HostValues:
+    """Values a jitted jax step sent out with ``jax.debug.callback`` (shared by all threads)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._values: dict = {}
+
+    def put(self, key: str, value) -> None:
+        with self._lock:
+            self._values[key] = np.array(value, copy=True)
+
+    def take(self) -> dict:
+        """What the last step sent, once every callback of it has run."""
+        import jax
+
+        jax.effects_barrier()
+        with self._lock:
+            out, self._values = self._values, {}
+        return out
 
 
 class Stash(threading.local):
-    """What the wrapped methods saw while an instrumented step was traced (one per thread:
-    MirroredStrategy traces each replica in its own thread)."""
+    """What the wrapped methods saw while an instrumented step ran or was traced (one per thread:
+    MirroredStrategy traces each replica in its own thread; ``host`` is shared)."""
 
-    def __init__(self):
+    def __init__(self, host: HostValues | None = None):
         self.active = False
         self.items: dict = {}
+        self.seen: set = set()
+        self.host = host if host is not None else HostValues()
 
     def put(self, name: str, value) -> None:
-        if self.active:
-            key = name
-            i = 1
-            while key in self.items:  # a layer called twice in one step
-                key = f"{name}_{i}"
-                i += 1
-            self.items[key] = value
+        if not self.active or backends.is_symbolic(value):
+            return
+        key = name
+        i = 1
+        while key in self.seen:  # a layer called twice in one step
+            key = f"{name}_{i}"
+            i += 1
+        self.seen.add(key)
+        if backends.name() == "jax":
+            import jax
+
+            jax.debug.callback(functools.partial(self.host.put, key), value)
+        else:
+            self.items[key] = backends.for_stash(value)
+
+
+def _split(result):
+    """A step function's result as (its logs dict or None, the rest)."""
+    if isinstance(result, dict):
+        return result, _ALONE
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], dict):
+        return result[0], result[1]
+    return None, None
+
+
+def _join(logs, rest):
+    return logs if rest is _ALONE else (logs, rest)
 
 
 class DualFunction:
@@ -45,41 +102,49 @@ class DualFunction:
 
     _smdebug = True
 
-    def __init__(self, plain, instrumented, wants_capture: Callable[[], bool], receive: Callable[[dict], None]):
+    def __init__(self, plain, instrumented, wants_capture: Callable[[], bool], receive: Callable[[dict], None],
+                 host: HostValues | None = None):
         self.plain = plain
         self.instrumented = instrumented
         self.wants_capture = wants_capture
         self.receive = receive
+        self.host = host
 
-    def __call__(self, iterator):
+    def __call__(self, *args):
         if not self.wants_capture():
-            return self.plain(iterator)
-        logs = self.instrumented(iterator)
-        if not isinstance(logs, dict):
-            return logs
-        logs = dict(logs)
-        extra = {k[len(PREFIX) :]: logs.pop(k) for k in [k for k in logs if k.startswith(PREFIX)]}
+            return self.plain(*args)
+        result = self.instrumented(*args)
+        logs, rest = _split(result)
+        extra: dict = {}
+        if logs is not None:
+            logs = dict(logs)
+            extra = {k[len(PREFIX) :]: logs.pop(k) for k in [k for k in logs if k.startswith(PREFIX)]}
+            result = _join(logs, rest)
+        if self.host is not None:
+            extra.update(self.host.take())
         self.receive(extra)
-        return logs
+        return result
 
 
-def _instrumented_step(step_fn, stash: Stash, inputs_name: str | None):
+def _instrumented_step(step_fn, stash: Stash):
     @functools.wraps(step_fn)
-    def step(data):
-        stash.items = {}
+    def step(*args):
+        stash.items, stash.seen = {}, set()
         stash.active = True
         try:
-            logs = step_fn(data)
+            result = step_fn(*args)
         finally:
             stash.active = False
-        captured, stash.items = stash.items, {}
-        if not isinstance(logs, dict):
-            return logs
-        captured = _gather_replicas(captured)
+        captured, stash.items, stash.seen = stash.items, {}, set()
+        logs, rest = _split(result)
+        if logs is None or not captured:
+            return result
+        if backends.is_tensorflow():
+            captured = _gather_replicas(captured)
         out = dict(logs)
         for k, v in captured.items():
             out[PREFIX + k] = v
-        return out
+        return _join(out, rest)
 
     return step
 
@@ -110,17 +175,27 @@ def _wrap_apply(optimizer, stash: Stash, name_of: Callable) -> None:
 
     @functools.wraps(orig)
     def apply(grads, trainable_variables=None):
-        if stash.active and trainable_variables is not None:
-            import tensorflow as tf
-
-            for g, v in zip(grads, trainable_variables):
+        if stash.active:
+            # on jax, stateless_apply calls apply(grads): the variables are the optimizer's own
+            variables = trainable_variables if trainable_variables is not None else getattr(
+                optimizer, "_trainable_variables", None)
+            for g, v in zip(grads, variables or ()):
                 if g is not None:
-                    stash.put(name_of(v), tf.convert_to_tensor(g))
+                    stash.put(name_of(v), _dense(g))
         return orig(grads, trainable_variables)
 
     apply._smdebug = True
     apply._smdebug_orig = orig
     optimizer.apply = apply
+
+
+def _dense(g):
+    """A TF gradient as a dense tensor (an embedding's IndexedSlices too); others as they are."""
+    if backends.is_tensorflow():
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(g)
+    return g
 
 
 def _wrap_layer(layer, stash: Stash) -> None:
@@ -170,21 +245,32 @@ def install(model, stash: Stash, *, gradients: bool, layers: bool, grad_name: Ca
         current = getattr(model, attr, None)
         if getattr(current, "_smdebug", False):
             continue
-        make = getattr(model, f"make_{kind}_function")
-        step_attr = f"{kind}_step"
-        setattr(model, attr, None)
-        make(force=True)
-        plain = getattr(model, attr)
-        orig_step = getattr(model, step_attr)
-        setattr(model, step_attr, _instrumented_step(orig_step, stash, None))
-        try:
-            make(force=True)
-            instrumented = getattr(model, attr)
-        finally:
-            delattr(model, step_attr)  # the class's own step again
+        plain, instrumented = _dual(model, kind, stash)
         mode = "TRAIN" if kind == "train" else "EVAL"
         setattr(model, attr, DualFunction(plain, instrumented, functools.partial(wants_capture, mode),
-                                          functools.partial(receive, mode)))
+                                          functools.partial(receive, mode),
+                                          host=stash.host if backends.name() == "jax" else None))
+
+
+def _dual(model, kind: str, stash: Stash) -> tuple:
+    """The model's own ``<kind>_function`` and an instrumented one. TF and jax bind the step
+    method when they make the function (an instance attribute ``train_step`` is traced into the
+    second one); torch runs its function eagerly and looks the step up at each call, so there
+    the instrumented function is the plain one run with the stash open."""
+    attr, step_attr = f"{kind}_function", f"{kind}_step"
+    make = getattr(model, f"make_{kind}_function")
+    setattr(model, attr, None)
+    make(force=True)
+    plain = getattr(model, attr)
+    if backends.name() == "torch":
+        return plain, _instrumented_step(plain, stash)
+    setattr(model, step_attr, _instrumented_step(getattr(model, step_attr), stash))
+    try:
+        make(force=True)
+        instrumented = getattr(model, attr)
+    finally:
+        delattr(model, step_attr)  # the class's own step again
+    return plain, instrumented
 
 
 def uninstall(model) -> None:

@@ -13,19 +13,22 @@ them. What is saved, and where the names come from:
   steps that save them;
 - in a custom loop: ``hook.wrap_tape(tf.GradientTape())`` saves the loss, the weights before the
   update and the gradients of each ``tape.gradient`` call (eager loops only).
+
+The same on Keras' jax and torch backends, under the same names (what differs is in
+``backends.py``; custom loops and MirroredStrategy are TensorFlow's only).
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import keras
 import numpy as np
 
 from smdebug.core.config.collection import CollectionKeys
-from smdebug.core.config.hook_options import options_signature
+from smdebug.core.config.hook_options import HookOptions, hook_init
 from smdebug.core.engine.arguments import check_save_tensor
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.held_step import complete_held
@@ -33,18 +36,12 @@ from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
-from smdebug.tensorflow import capture, names, stop, tape
-from smdebug.tensorflow.adapter import KerasAdapter, as_tensor
-from smdebug.tensorflow.adapter import numpy_of as _numpy
+from smdebug.tensorflow import backends, capture, names, stop, tape
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
 from smdebug.tensorflow.profiling import keras_profiling_for
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
 from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
-
-if TYPE_CHECKING:
-    from smdebug.core.config.reduction_config import ReductionConfig
-    from smdebug.core.config.save_config import SaveConfig
 
 __all__ = ["KerasHook"]
 
@@ -59,6 +56,13 @@ def _save(hook: BaseHook, name: str, coll: str | None, value: Any) -> None:
     hook._save_for_tensor(name, value)
 
 
+@dataclass(kw_only=True)
+class KerasHookOptions(HookOptions):
+    """The KerasHook's options: every hook's, and its own (keyword-only)."""
+
+    profiler_config: Any = None
+
+
 class KerasHook(keras.callbacks.Callback, BaseHook):
     """Saves a Keras model's tensors while it trains: ``model.fit(..., callbacks=[hook])``.
 
@@ -68,25 +72,14 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     """
 
     collection_defaults = TF_COLLECTIONS
-    make_adapter = KerasAdapter
+    make_adapter = staticmethod(backends.make_adapter)  # TF tensors on TensorFlow, numpy arrays on jax/torch
 
-    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
-        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
-                     tensorboard_dir: str | None = None, dry_run: bool = False,
-                     reduction_config: ReductionConfig | None = None,
-                     save_config: SaveConfig | dict[Any, Any] | None = None,
-                     include_regex: str | list[str] | None = None,
-                     include_collections: str | list[str] | None = None, save_all: bool = False,
-                     include_workers: str = "one", *,
-                     profiler_config: Any = None) -> None: ...
-
-    def __init__(self, *args: Any, profiler_config: Any = None, **kwargs: Any) -> None:  # type: ignore[no-redef]
+    @hook_init(KerasHookOptions)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        o = KerasHookOptions.from_call(type(self).__name__, args, kwargs)
         keras.callbacks.Callback.__init__(self)
-        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
-        BaseHook.__init__(self, *args, **kwargs)
-
-    __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
-        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),))
+        self._profiler_config = o.profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
+        BaseHook.__init__(self, **o.kwargs())
 
     def _configure(self, options: Any) -> None:
         self._options = options
@@ -95,7 +88,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._replicas: list = []  # Replica hooks of the other devices (MirroredStrategy, "all")
         self._n_replicas = 1
         self._chief = True
-        self._stash = capture.Stash()
+        self._stash = capture.Stash(capture.HostValues())  # one HostValues for every thread (jax)
         self._variables: list = []  # Watched model variables, read at the end of a saved step
         self._model_vars: list = []  # ModelVariables of each registered model
         self._optimizer_vars: dict = {}  # id(optimizer) -> its Watched variables
@@ -104,6 +97,9 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._in_fit = False
         self._stop_pending = None  # a stop request seen, not acted on yet (see stop.py)
         self._capture_colls: set = set()  # collections whose regexes match gradients or layers
+        cannot = backends.limits()
+        if cannot:  # one warning, when the hook is made
+            logger.warning("smdebug: on Keras' %s backend the KerasHook cannot save %s", backends.name(), "; ".join(cannot))
 
     # ---------------------------------------------------------------- collections
     def _wants(self, coll: str) -> bool:
@@ -116,12 +112,12 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def _save(self, name: str, coll: str | None, value: Any, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
         if per_replica:
-            value = _numpy(value)
+            value = backends.to_numpy(value)
             _save(self, name, coll, value[0])
             for i, h in enumerate(self._replicas, start=1):
                 _save(h, name, coll, value[i])
         else:
-            value = as_tensor(value)
+            value = backends.as_value(value)
             for h in (self, *self._replicas):
                 _save(h, name, coll, value)
 
@@ -240,9 +236,12 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         """Save the variables that a collection due at this step holds (by name or regex)."""
         plan_at = self.planner.plan_at_step
         mode, step = self.mode, self.mode_steps[self.mode]
-        for w in watched:
-            if plan_at(w.name, mode, step) is not None:
-                self._save(w.name, None, w.var)
+        due = [w for w in watched if plan_at(w.name, mode, step) is not None]
+        if due:
+            for m in self._models:  # on jax, the step's state back into the variables first
+                backends.sync_state(m)
+        for w in due:
+            self._save(w.name, None, w.var)
 
     # ---------------------------------------------------------------- callback
     @guarded()
@@ -352,7 +351,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     # ---------------------------------------------------------------- user tensors
     @guarded(check=check_save_tensor)
     def save_tensor(self, tensor_name: Any, tensor_value: Any, collections_to_write: Any = CollectionKeys.DEFAULT) -> None:
-        super().save_tensor(tensor_name, _numpy(tensor_value), collections_to_write)
+        super().save_tensor(tensor_name, backends.to_numpy(tensor_value), collections_to_write)
 
     def _write_held(self) -> None:
         for h in (self, *self._replicas):

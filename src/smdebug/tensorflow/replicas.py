@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import worker_name
-from smdebug.tensorflow.adapter import KerasAdapter
+from smdebug.tensorflow.backends import make_adapter
 from smdebug.tensorflow.collection import TF_COLLECTIONS
 
 __all__ = ["Replica", "tf_config_worker"]
@@ -28,7 +28,7 @@ class Replica(BaseHook):
     as the hook, under the device's worker name. Built by the hook, never the active hook."""
 
     collection_defaults = TF_COLLECTIONS
-    make_adapter = KerasAdapter  # the hook hands its replicas the same TF tensors
+    make_adapter = staticmethod(make_adapter)  # the hook hands its replicas the same TF tensors
 
     def __init__(self, options, device: str, workers: int):
         self._configure(options)

@@ -23,8 +23,8 @@ from smdebug.core.config.collection import CollectionKeys as _K
 from smdebug.core.engine.guard import guarded
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
-from smdebug.tensorflow import names, stop
-from smdebug.tensorflow.adapter import numpy_of
+from smdebug.tensorflow import backends, names, stop
+from smdebug.tensorflow.backends import to_numpy
 
 __all__ = ["wrap_tape", "wrap_optimizer"]
 
@@ -47,7 +47,7 @@ def _tape_record(hook: Any, target: Any, sources: Any, grads: Any) -> None:
 
     if not hook._due() or not hasattr(target, "numpy"):
         return
-    if np.size(numpy_of(target)) == 1:
+    if np.size(to_numpy(target)) == 1:
         hook._save("loss", _K.LOSSES, target)
     for v, g in zip(tf.nest.flatten(sources), tf.nest.flatten(grads)):
         if g is None or not hasattr(v, "path"):
@@ -66,6 +66,9 @@ def _optimizer_applied(hook: Any, optimizer: Any) -> None:
 
 
 def wrap_tape(hook, tape):
+    if not backends.is_tensorflow():
+        raise SMDebugTypeError(f"wrap_tape needs Keras' TensorFlow backend (a tf.GradientTape); Keras runs on "
+                               f"{backends.name()}: use model.fit with the hook as a callback")
     import tensorflow as tf
 
     if not isinstance(tape, tf.GradientTape):
@@ -91,6 +94,18 @@ def wrap_tape(hook, tape):
     return tape
 
 
+def _eager() -> bool:
+    """Whether an update just applied has real values (not inside a tf.function, a jax trace or a
+    stateless scope)."""
+    if backends.is_tensorflow():
+        import tensorflow as tf
+
+        return tf.executing_eagerly()
+    from keras.src.backend.common.stateless_scope import in_stateless_scope
+
+    return not in_stateless_scope()
+
+
 def wrap_optimizer(hook, optimizer):
     """Have ``optimizer`` tell ``hook`` when it has applied an update eagerly; returns it."""
     apply = getattr(optimizer, "apply", None)
@@ -102,9 +117,7 @@ def wrap_optimizer(hook, optimizer):
     @functools.wraps(apply)
     def wrapped(*args, **kwargs):
         out = apply(*args, **kwargs)
-        import tensorflow as tf
-
-        if tf.executing_eagerly():
+        if _eager():
             _optimizer_applied(hook, optimizer)
         return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -50,7 +51,7 @@ class BaseHook:
     OUTPUT_TENSOR_SUFFIX = "_output_"
     INIT_STEP = -1
     collection_defaults = CollectionDefaults(created={CollectionKeys.ALL: None, CollectionKeys.DEFAULT: None})
-    make_adapter = NumpyAdapter
+    make_adapter: Callable[[], TensorAdapter] = NumpyAdapter  # an adapter class, or a function picking one
 
     @hook_init(HookOptions)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
