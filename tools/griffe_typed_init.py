@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from griffe import Class, Extension, Function, Kind, Parameter, ParameterKind, Parameters
+from griffe import Class, Extension, Kind, Parameter, ParameterKind, Parameters
 
 
 def _fields(options: Class) -> list[Parameter]:

@@ -49,11 +49,12 @@ def _check_once(out_dir, trainer):
     # the Trainer's logged losses, one at each step
     logged = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     loss = trial.tensor("scalar/loss")
-    assert loss.steps(mode=modes.TRAIN) == steps
+    assert loss.steps(mode=modes.TRAIN) == steps and loss.steps(mode=modes.EVAL) == []
     np.testing.assert_allclose([loss.value(s, mode=modes.TRAIN)[0] for s in steps], logged, rtol=1e-5)
     evals = [e["eval_loss"] for e in trainer.state.log_history if "eval_loss" in e]
     saved = trial.tensor("scalar/eval_loss")
-    np.testing.assert_allclose([saved.value(s)[0] for s in saved.steps()], evals, rtol=1e-5)
+    assert saved.steps(mode=modes.EVAL) == [1, 3] and saved.steps(mode=modes.TRAIN) == []  # each evaluation's last batch
+    np.testing.assert_allclose([saved.value(s, mode=modes.EVAL)[0] for s in (1, 3)], evals, rtol=1e-5)
 
 
 def _twice_warnings(caplog):

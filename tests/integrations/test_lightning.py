@@ -145,3 +145,49 @@ def test_steps_the_hook_does_not_save_cost_the_callback_no_tensor_operation(tmp_
     trial = create_trial(str(tmp_path / "run"))
     saved = [trial.tensor(f"loss_output_{i}").value(s, mode=modes.TRAIN) for s in (0, 3) for i in (0, 1)]
     np.testing.assert_allclose(np.ravel(saved), module.losses[0:2] + module.losses[6:8], rtol=1e-6)
+
+
+class WithLossModule(Regressor):
+    """A module whose loss is a submodule named ``loss``: its outputs are saved as loss_output_<i>."""
+
+    def __init__(self):
+        super().__init__()
+        self.loss = nn.MSELoss()
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = self.loss(self(x), y)
+        self.losses.append(loss.item())
+        self.log("train_loss", loss, on_step=False, on_epoch=True)
+        return loss
+
+
+def test_epoch_logs_go_in_the_mode_that_logged_them_and_each_loss_is_saved_once(tmp_path):
+    """2 epochs of 2 optimizer steps, a validation batch after each (Lightning ends the training
+    epoch after it), then a test batch; save_interval=3 saves TRAIN step 0 and 3 and EVAL step 0."""
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=3),
+                    include_collections=["losses"])
+    module = WithLossModule()
+    trainer = pl.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                         callbacks=[SMDebugCallback(hook)], default_root_dir=str(tmp_path))
+    trainer.fit(module, _loader(8, 1), _loader(4, 2))
+    trainer.test(module, _loader(4, 3), verbose=False)
+    hook.close()
+    trial = create_trial(str(tmp_path / "run"))
+
+    def where(name):
+        t = trial.tensor(name)
+        return {m.name: t.steps(mode=m) for m in (modes.TRAIN, modes.EVAL, modes.PREDICT) if t.steps(mode=m)}
+
+    # each epoch's train_loss at the epoch's last TRAIN step (held open across the validation)
+    assert where("scalar/train_loss") == {"TRAIN": [1, 3]}
+    assert where("scalar/val_loss") == {"EVAL": [0, 1]}  # each validation's one batch
+    assert where("scalar/test_loss") == {"EVAL": [2]}
+    np.testing.assert_allclose([trial.tensor("scalar/train_loss").value(s, mode=modes.TRAIN)[0] for s in (1, 3)],
+                               [np.mean(module.losses[0:2]), np.mean(module.losses[2:4])], rtol=1e-5)
+    # the loss module's output is the loss, once per step: no second loss_output_<i> from the callback
+    assert trial.tensor_names(collection="losses") == ["loss_output_0"]
+    assert where("loss_output_0") == {"TRAIN": [0, 3]}
+    np.testing.assert_allclose([trial.tensor("loss_output_0").value(s, mode=modes.TRAIN) for s in (0, 3)],
+                               [module.losses[0], module.losses[3]], rtol=1e-6)

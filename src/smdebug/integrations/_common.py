@@ -1,11 +1,15 @@
-"""What both trainer callbacks do with the PyTorch hook."""
+"""What both trainer callbacks do with the PyTorch hook: attach it to the trainer's model, start the
+steps the trainer counts, and save what the trainer logs in the mode that produced it."""
 
 from __future__ import annotations
 
 import logging
 import numbers
+from typing import Any
 
 from smdebug.core.engine.arguments import check_type
+from smdebug.core.engine.guard import guarded
+from smdebug.core.engine.held_step import HeldStep, complete_held, hold_step
 from smdebug.modes import ModeKeys
 from smdebug.pytorch.hook import Hook
 
@@ -15,16 +19,48 @@ logger = logging.getLogger("smdebug")
 
 
 class TrainerHook:
-    """The hook, the model it watches, the modes whose steps the trainer starts."""
+    """The hook, the model it watches, and the TRAIN step held open while the trainer evaluates.
 
-    def __init__(self, hook, owner: str):
+    A trainer reports the logs of a training step or epoch (``train_loss``) after the evaluation
+    that follows it: the TRAIN step is held open across the EVAL steps (core.engine.held_step) and
+    written once, with those logs, when training goes on or ends. Logged values are saved at the
+    step they were logged at, in their mode, whatever the save schedule (as Keras' epoch logs):
+    they never wait for a later saved step, which could be of another mode.
+
+    One per hook (``Hook.trainer_driver``), shared by the callbacks given that hook; its methods
+    run under the hook's guard (an error disables the hook, training goes on)."""
+
+    def __init__(self, hook):
+        self.hook = hook
+        self.model = None
+        self.held: HeldStep | None = None  # the TRAIN step held open while the trainer evaluates
+        self.callbacks: Any = None  # what a trainer's callbacks of this hook share (integrations.huggingface)
+
+    @classmethod
+    def of(cls, hook, owner: str) -> TrainerHook:
+        """The driver of ``hook`` (None: the hook of the SageMaker / JSON config), made at its first
+        callback; ``owner`` names the callback in the error for a hook of another kind."""
         if hook is None:
             from smdebug.pytorch import get_hook
 
-            hook = get_hook(create_if_not_exists=True)  # the SageMaker / config-file hook
+            hook = get_hook(create_if_not_exists=True)
         check_type(owner, "hook", hook, Hook, "a smdebug.pytorch.Hook")
-        self.hook = hook
-        self.model = None
+        if hook.trainer_driver is None:
+            hook.trainer_driver = cls(hook)
+        return hook.trainer_driver
+
+    # the guard reads these (core.engine.guard): an error here disables the hook itself
+    @property
+    def disabled(self) -> bool:
+        return self.hook.disabled
+
+    @disabled.setter
+    def disabled(self, value: bool) -> None:
+        self.hook.disabled = value
+
+    @property
+    def propagate_errors(self) -> bool:
+        return self.hook.propagate_errors
 
     def attach(self, model, train_steps_only: bool) -> None:
         """Register ``model`` (once); the trainer starts the TRAIN steps (and, if not
@@ -47,15 +83,67 @@ class TrainerHook:
         hook = self.hook
         return not hook.disabled and hook.step >= 0 and hook.prepared_collections and hook.saving_this_step()
 
-    def begin_step(self, mode, mode_step: int | None = None) -> None:
-        if self.hook.mode != mode:
-            self.hook.set_mode(mode)
+    @guarded()
+    def begin_step(self, mode, mode_step: int | None = None, hold: bool = False) -> None:
+        """Start a step of ``mode`` (numbered ``mode_step``, the trainer's count, if given); a TRAIN
+        step held open across an evaluation is written first. ``hold``: see :meth:`switch_mode`."""
+        self.switch_mode(mode, hold)
+        if mode == ModeKeys.TRAIN:
+            self.release()
         self.hook.begin_trainer_step(mode_step)
 
-    def save_metrics(self, metrics: dict, prefix: str = "") -> None:
-        """The trainer's logged numbers, as scalars (``scalar/<name>``), with the current step."""
-        for name, value in metrics.items():
-            if hasattr(value, "item") and getattr(value, "numel", lambda: 1)() == 1:
-                value = value.item()
-            if isinstance(value, numbers.Real) and not isinstance(value, bool):
-                self.hook.save_scalar(prefix + name, float(value))
+    @guarded()
+    def switch_mode(self, mode, hold: bool = False) -> None:
+        """The trainer goes on in ``mode``. ``hold``: an evaluation inside training, after which
+        the trainer logs the training step's values: the current TRAIN step is held open until
+        training goes on (:meth:`begin_step`), ends (:meth:`release`), or the hook closes or
+        stops (``Hook.trainer_driver``)."""
+        hook = self.hook
+        if hook.mode == mode:
+            return
+        if hold and hook.mode == ModeKeys.TRAIN and self.held is None and hook.step >= 0:
+            self.held = hold_step(hook)
+        hook.set_mode(mode)
+
+    @guarded()
+    def release(self) -> None:
+        """Write the TRAIN step held open across an evaluation, if any (training goes on or ends)."""
+        self._complete(None)
+
+    def _complete(self, add) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            complete_held(self.hook, held, add)
+
+    @guarded()
+    def save_metrics(self, metrics: dict, mode) -> None:
+        """What the trainer logged for ``mode``, as scalars (``scalar/<name>``), at the step they
+        belong to, whatever the save schedule: the current step when it is of ``mode``; for
+        TRAIN, else the TRAIN step held open across an evaluation; else a step of ``mode`` of
+        their own (a log with no step of its mode to go with, e.g. after an empty evaluation)."""
+        values = {name: v for name, v in ((n, _number(v)) for n, v in metrics.items()) if v is not None}
+        if not values:
+            return
+        hook = self.hook
+        if mode == ModeKeys.TRAIN and self.held is not None and hook._rec_mode != mode:
+            self._complete(lambda: self._save_in_step(values))
+            return
+        if hook._rec_mode != mode or hook.step < 0:  # no step of ``mode`` is current (a step records in its mode)
+            self.switch_mode(mode)
+            hook.begin_trainer_step()
+        self._save_in_step(values)
+
+    def _save_in_step(self, values: dict) -> None:
+        hook = self.hook
+        for name, value in values.items():
+            hook.save_scalar(name, value)
+        hook._step_saves = True  # the current step is written, with these scalars if nothing else
+
+
+def _number(value) -> float | None:
+    """A logged value as a float: a real number or a one-element tensor; None for anything else."""
+    if hasattr(value, "item") and getattr(value, "numel", lambda: 1)() == 1:
+        value = value.item()
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return None

@@ -6,11 +6,17 @@ workers), unwraps DistributedDataParallel / DataParallel / FullyShardedDataParal
 ``fully_shard`` changes the model in place, so it is the model) so that tensor names equal
 those of ``hook.register_module(model)`` on the bare model (torch.compile's OptimizedModule is
 unwrapped by the hook itself), and registers it on the hook made from the job's
-debughookconfig.json. Loss modules (``nn.modules.loss._Loss``) are registered when first called;
-a loss computed with a function (``F.cross_entropy``) is recorded as ``loss`` when ``backward()``
-is called on a scalar, unless a loss module was registered; under AMP's GradScaler the loss
-recorded is the one ``scaler.scale(loss)`` was given (unscaled), not the scaled tensor backward runs
-on. At the first optimizer step the
+debughookconfig.json.
+
+The loss, in this order: loss modules (``nn.modules.loss._Loss``) are registered when first
+called, but for one the root's forward builds and calls itself (called while the root's forward
+runs, and no submodule of it: a Hugging Face model builds a new ``CrossEntropyLoss`` at every
+call); else a one-element ``loss`` in the root's output (``output.loss`` or ``output["loss"]``, as
+Hugging Face models return it) is recorded as ``loss`` at every step, in every mode (a forward hook
+on the root); else a loss computed with a function (``F.cross_entropy``) is recorded as ``loss``
+when ``backward()`` is called on a scalar. Under AMP's GradScaler the loss recorded at backward is
+the one ``scaler.scale(loss)`` was given (unscaled), not the scaled tensor backward runs on. At
+the first optimizer step the
 root's parameters are checked against the optimizer's. The global hook does nothing while dynamo
 traces (no extra recompiles) and, after the first optimizer step, does no more than follow the root's mode.
 A script that makes its own hook keeps it: nothing is attached then. One line on stderr says what was attached.
@@ -69,6 +75,7 @@ class _Attach:
         self.loss_step = None
         self.checked_optimizer = False
         self.scaled = None  # (weakref to scaler.scale's last scalar output, the loss it scaled)
+        self.in_root = False  # the root's forward is running (from its pre-hook to its forward hook)
         self.set_mode = None  # the attached hook's own set_mode, while the mode follows the root's
 
     # ------------------------------------------------------------ root discovery
@@ -76,12 +83,15 @@ class _Attach:
         if torch.compiler.is_compiling():  # first: dynamo folds it and guards on nothing of ours
             return
         if module is self.root:
+            self.in_root = True
             self._follow_mode()
             return
         if self.done:
             return
         if self.hook is not None:
             if isinstance(module, nn.modules.loss._Loss) and module not in self.loss_modules:
+                if self.in_root and module not in self.hook.module_tensors.names:
+                    return  # built by the root's forward: its output's `loss` is the loss (root_output)
                 self.loss_modules.add(module)
                 self.hook.register_loss(module)
             return
@@ -110,6 +120,7 @@ class _Attach:
             return  # the hook logged why and disabled itself
         self._fast_stop_checks(hook)
         self.hook, self.root, self.done = hook, target, False
+        target.register_forward_hook(self.root_output)
         self._watch_set_mode(hook)
         self._follow_mode()
         inner = getattr(target, "_orig_mod", target)
@@ -119,6 +130,8 @@ class _Attach:
                          f"saving to {hook.out_dir}\n")
         if target is module:
             # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
+            # (a forward hook fires from this call on)
+            self.in_root = True
             hook.start_step()
 
     # ------------------------------------------------------------ modes
@@ -151,6 +164,22 @@ class _Attach:
             watcher.interval = min(watcher.interval, float(interval))
 
     # ------------------------------------------------------------ losses and the optimizer
+    def root_output(self, module, args, output) -> None:
+        """The root's forward hook: a one-element ``loss`` in its output is the step's loss, unless
+        a loss module is registered. Never breaks training (an error stops recording the loss)."""
+        self.in_root = False
+        hook = self.hook
+        if hook is None or len(self.loss_modules) or hook.step < 0 or torch.compiler.is_compiling():
+            return
+        try:
+            loss = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
+            if isinstance(loss, torch.Tensor) and loss.numel() == 1 and self.loss_step != hook.step:
+                self.loss_step = hook.step
+                hook.record_tensor_value("loss", loss.detach())
+        except Exception as exc:
+            self.hook = None
+            logger.error("smdebug: recording the model output's loss failed (%s); the loss is no longer recorded", exc)
+
     def on_backward(self, tensor) -> None:
         hook = self.hook
         if hook is None or len(self.loss_modules) or tensor.dim() != 0 or hook.step < 0:

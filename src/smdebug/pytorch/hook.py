@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from smdebug.core.config.collection import CollectionKeys
-from smdebug.core.config.hook_options import options_signature
+from smdebug.core.config.hook_options import HookOptions, hook_init
 from smdebug.core.engine.arguments import check_type
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
@@ -24,10 +23,6 @@ from smdebug.pytorch.collection import PYTORCH_COLLECTIONS
 from smdebug.pytorch.grad_capture import CaptureCheck
 from smdebug.pytorch.profiling import profiling_for
 from smdebug.pytorch.sharded import ShardedTensors, is_dtensor, is_fsdp_module, plain_class_name
-
-if TYPE_CHECKING:
-    from smdebug.core.config.reduction_config import ReductionConfig
-    from smdebug.core.config.save_config import SaveConfig
 
 __all__ = ["Hook", "CollectionKeys"]
 
@@ -55,6 +50,14 @@ def _end_of_backward(ref: Any) -> None:
 
 def _queue_end_of_backward(ref: Any) -> None:
     torch.autograd.Variable._execution_engine.queue_callback(lambda: _end_of_backward(ref))
+
+
+@dataclass(kw_only=True)
+class TorchHookOptions(HookOptions):
+    """The PyTorch hook's options: every hook's, and its own (keyword-only)."""
+
+    profiler_config: Any = None
+    gather_sharded: bool = False
 
 
 @dataclass
@@ -90,26 +93,13 @@ class Hook(BaseHook):
     collection_defaults = PYTORCH_COLLECTIONS
     make_adapter = TorchAdapter
 
-    if TYPE_CHECKING:  # the signature type checkers see: __init__.__signature__'s (tests/docs/test_types.py)
-        def __init__(self, out_dir: str | None = None, export_tensorboard: bool = False,
-                     tensorboard_dir: str | None = None, dry_run: bool = False,
-                     reduction_config: ReductionConfig | None = None,
-                     save_config: SaveConfig | dict[Any, Any] | None = None,
-                     include_regex: str | list[str] | None = None,
-                     include_collections: str | list[str] | None = None, save_all: bool = False,
-                     include_workers: str = "one", *,
-                     profiler_config: Any = None, gather_sharded: bool = False) -> None: ...
-
-    def __init__(self, *args: Any, profiler_config: Any = None, gather_sharded: bool = False,  # type: ignore[no-redef]
-                 **kwargs: Any) -> None:
-        self._profiler_config = profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
-        check_type("Hook", "gather_sharded", gather_sharded, bool, "True or False")
-        self._gather_sharded = gather_sharded
-        super().__init__(*args, **kwargs)
-
-    __init__.__signature__ = options_signature(  # type: ignore[attr-defined]
-        (inspect.Parameter("profiler_config", inspect.Parameter.KEYWORD_ONLY, default=None),
-         inspect.Parameter("gather_sharded", inspect.Parameter.KEYWORD_ONLY, default=False)))
+    @hook_init(TorchHookOptions)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        o = TorchHookOptions.from_call(type(self).__name__, args, kwargs)
+        check_type("Hook", "gather_sharded", o.gather_sharded, bool, "True or False")
+        self._profiler_config = o.profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
+        self._gather_sharded = o.gather_sharded
+        super().__init__(**o.kwargs())
 
     def _configure(self, options: Any) -> None:
         super()._configure(options)
@@ -127,6 +117,9 @@ class Hook(BaseHook):
         # optimizer step under gradient accumulation) and gradients are saved before the optimizer step
         self._steps_by_trainer: frozenset = frozenset()
         self._grads_by_trainer = False
+        # smdebug.integrations: the trainer callbacks' shared driver (integrations._common.TrainerHook);
+        # at close and on a stop request, its release() writes the TRAIN step it holds open
+        self.trainer_driver: Any = None
         self._loss_modules: weakref.WeakSet = weakref.WeakSet()  # registered losses: the non-finite watch reads them
         self._late_losses: list[LateCheck] = []  # CUDA losses whose check is read a step late
         self._capture = CaptureCheck(self)  # a capture of a tensor changed meanwhile is dropped (grad_capture.py)
@@ -407,7 +400,16 @@ class Hook(BaseHook):
                 self._seen_nonfinite(late.name, False, late.step)
         self._late_losses = keep
 
+    def _write_held(self) -> None:
+        self._write_trainer_held()
+        super()._write_held()
+
+    def _write_trainer_held(self) -> None:
+        if self.trainer_driver is not None and not self._closed:
+            self.trainer_driver.release()  # guarded
+
     def close(self) -> None:
+        self._write_trainer_held()
         if self.writes and not self._closed:
             self._sharded.flush(self.store, self.worker)  # the gradients' shards, recorded after the last step
         super().close()

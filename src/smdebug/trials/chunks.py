@@ -46,12 +46,14 @@ class Chunk:
     def set_entries(self, entries: ConsolidatedEntries) -> None:
         self._entries = entries
 
-    def _ready(self) -> None:
+    def _ready(self) -> ConsolidatedEntries | None:
+        """The entries, read when first needed; None once the chunk answers from the per-step files."""
         if self._entries is None and self._files is None:
             try:
                 self._entries = self._load(self)
             except IndexReaderException as exc:
                 self._files = self._fallback(self, exc)
+        return self._entries if self._files is None else None
 
     def use_per_step(self, why: str) -> None:
         """Answer from the per-step index files from now on (the object is stale: ``why``)."""
@@ -63,6 +65,7 @@ class Chunk:
         return self._files is not None
 
     def _per_step(self, row: int):
+        assert self._files is not None  # called once the chunk fell back
         step = int(self.steps[row])
         f = self._files.get(step)
         if f is None:
@@ -77,8 +80,7 @@ class Chunk:
         return f
 
     def event_key(self, row: int) -> str | None:
-        self._ready()
-        if self._files is not None:
+        if self._ready() is None:
             return self._per_step(row).event_key
         ev = int(self.head.event_ids[row])
         if ev == EVENT_STANDARD:
@@ -86,20 +88,20 @@ class Chunk:
         return None if ev == EVENT_NONE else self.head.event_names[ev]
 
     def location(self, row: int, pos: int, where) -> tuple[int, int]:
-        self._ready()
-        if self._files is not None:
+        e = self._ready()
+        if e is None:
             return self._per_step(row).location(pos, where)
-        i = int(self._entries.offsets[row]) + pos
-        start, length = int(self._entries.starts[i]), int(self._entries.lengths[i])
+        i = int(e.offsets[row]) + pos
+        start, length = int(e.starts[i]), int(e.lengths[i])
         if start < 0 or length < 16:
             raise IndexReaderException(f"{self.where}: bad record location start={start} length={length}")
         return start, length
 
     def crc(self, row: int, pos: int) -> int | None:
-        self._ready()
-        if self._files is not None:
+        e = self._ready()
+        if e is None:
             return self._per_step(row).crc(pos)
-        c = int(self._entries.crcs[int(self._entries.offsets[row]) + pos])
+        c = int(e.crcs[int(e.offsets[row]) + pos])
         return None if c < 0 else c
 
     def nbytes(self) -> int:

@@ -83,12 +83,10 @@ OPTION_DOCS = {
 }
 
 
-def options_signature(options: Callable[..., Any] | tuple[inspect.Parameter, ...] = HookOptions) -> inspect.Signature:
+def options_signature(options: Callable[..., Any] = HookOptions) -> inspect.Signature:
     """``(self, out_dir=None, ..., include_workers='one', *, <extras>)``: a Hook's ``__init__`` that
     takes ``options`` (HookOptions or a dataclass extending it)."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    if isinstance(options, tuple):  # TRANSITION: extra parameters after HookOptions' (being removed)
-        return inspect.Signature(params + list(inspect.signature(HookOptions).parameters.values()) + list(options))
     return inspect.Signature(params + list(inspect.signature(options).parameters.values()))
 
 
