@@ -137,7 +137,7 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     @classmethod
     def create_from_json_file(cls, json_file_path: Any = None) -> Any:
         """A hook configured by SageMaker's hook JSON (save_interval 10 where it gives none)."""
-        from smdebug.core.config.hook_config import create_hook
+        from smdebug.core.engine.from_json import create_hook
 
         return create_hook(cls, json_file_path, default_values=JSON_DEFAULT_VALUES)
 

@@ -125,7 +125,7 @@ class BaseHook:
         """A hook configured by SageMaker's hook JSON: ``json_file_path``, else
         $SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json; None when no
         file applies."""
-        from smdebug.core.config.hook_config import create_hook
+        from smdebug.core.engine.from_json import create_hook
 
         return create_hook(cls, json_file_path)
 
