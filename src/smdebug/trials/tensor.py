@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -22,7 +22,8 @@ from smdebug.exceptions import (
 from smdebug.trials.reader import Pick
 
 if TYPE_CHECKING:
-    from smdebug.trials.trial import Trial
+    from smdebug.trials.index_state import IndexState
+    from smdebug.trials.reader import RecordReader
 
 __all__ = ["Tensor"]
 
@@ -32,10 +33,34 @@ def _owned(v: np.ndarray) -> np.ndarray:
     return v if v.flags.writeable else v.copy()
 
 
+class TrialView(Protocol):
+    """What a Tensor asks of the trial it belongs to (a :class:`smdebug.trials.Trial`; named here so
+    that this module does not import the trial's, which imports this one)."""
+
+    loaded_all_steps: bool
+    _index: IndexState
+    _reader: RecordReader
+
+    def maybe_refresh(self, name: str | None = None) -> None: ...
+
+    def steps(self, mode: ModeKeys | None = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]: ...
+
+    def has_passed_step(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> StepState: ...
+
+    def tensor(self, tname: str) -> Tensor: ...
+
+    def _is_complete(self, g: int) -> bool: ...
+
+    def _global_step_currently(self, mode: ModeKeys | None, mode_step: int) -> Any: ...
+
+    def _check_step_readable(self, step: int, worker: str | None = None,
+                             mode: ModeKeys | None = ModeKeys.GLOBAL) -> None: ...
+
+
 class Tensor:
     """Obtained from ``trial.tensor(name)``; every query refreshes the trial first (unless off)."""
 
-    def __init__(self, name: str, trial: Trial, cache: bool = False) -> None:
+    def __init__(self, name: str, trial: TrialView, cache: bool = False) -> None:
         self.name = name
         self.trial = trial
         self.cache = cache

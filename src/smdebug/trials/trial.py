@@ -1,11 +1,12 @@
 """Trial: steps, modes, workers, collections and tensors of one training job's output (its options:
-trials.options; when a step can be read: trials.availability)."""
+trials.options)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,11 +26,12 @@ from smdebug.core.tensor import StepState
 from smdebug.exceptions import (
     IndexReaderException,
     MissingCollectionFiles,
+    NoMoreData,
     ObjectNotFound,
+    StepUnavailable,
     TensorUnavailable,
 )
 from smdebug.storage import Store
-from smdebug.trials.availability import check_step_readable, has_passed_step, wait_for_steps
 from smdebug.trials.consolidated import Coverage, drop_stale, open_consolidated
 from smdebug.trials.held import HeldValues, hold
 from smdebug.trials.index_state import IndexState
@@ -297,7 +299,14 @@ class Trial:
 
     def has_passed_step(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> StepState:
         """AVAILABLE (complete), NOT_YET_AVAILABLE (may still come) or UNAVAILABLE (never will)."""
-        return has_passed_step(self, step, mode)
+        all_steps = self.steps(mode=mode, show_incomplete_steps=True)
+        i = bisect_left(all_steps, step)
+        if i < len(all_steps):
+            g = self._global_step_currently(mode, all_steps[i])
+            if all_steps[i] > step:
+                return StepState.UNAVAILABLE if self.last_complete_step >= g else StepState.NOT_YET_AVAILABLE
+            return StepState.AVAILABLE if self._is_complete(g) else StepState.NOT_YET_AVAILABLE
+        return StepState.UNAVAILABLE if self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
 
     def wait_for_steps(self, required_steps: Iterable[int], mode: ModeKeys = ModeKeys.GLOBAL,
                        timeout: float | None = None) -> None:
@@ -305,13 +314,55 @@ class Trial:
 
         ``timeout`` (seconds, default none) bounds the wait with a TimeoutError.
         """
-        wait_for_steps(self, required_steps, mode, timeout)
+        from smdebug.core.utils import refresh
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with refresh(self):
+            for step in required_steps:
+                while True:
+                    state = self.has_passed_step(step, mode)
+                    if state == StepState.AVAILABLE:
+                        break
+                    if state == StepState.UNAVAILABLE:
+                        if not self.loaded_all_steps:
+                            raise StepUnavailable(step, mode)
+                        avail = self._all_steps(mode)
+                        last = avail[-1] if avail else -1
+                        if step < last:
+                            raise StepUnavailable(step, mode)
+                        raise NoMoreData(step, mode, last)
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
+                    time.sleep(self.poll_interval)
 
     # ------------------------------------------------------------------ values
     def _check_step_readable(self, step: int, worker: str | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
-        """Raise the error of an unreadable index file that holds, or may hold, this step
-        (:func:`smdebug.trials.availability.check_step_readable`)."""
-        check_step_readable(self, step, worker, mode)
+        """Raise the error of an unreadable index file of this step (and worker, if given). A step
+        of another mode is matched by global step when known; when not, any unreadable index
+        file of a global step the trial has not mapped may hold it, and the error says so."""
+        mode = mode or ModeKeys.GLOBAL
+        g = step if mode == ModeKeys.GLOBAL else self._global_step_currently(mode, step)
+        unknown = []
+        for key, msg in self.bad_index_files.items():
+            s, w = parse_index_key(key)  # type: ignore[misc]  # a listed index key parses
+            if worker is not None and w != worker:
+                continue
+            if s == g:
+                raise IndexReaderException(msg)
+            if g is None and s not in self._index.global_to_mode and self._may_hold(mode, step, s):
+                unknown.append(msg)
+        if unknown:
+            raise IndexReaderException(
+                f"step {step} of mode {mode.name} is in no readable index file, and {len(unknown)} index file(s) "
+                f"of this trial cannot be read (it may be in one): {unknown[0]}")
+
+    def _may_hold(self, mode: ModeKeys, mode_step: int, g: int) -> bool:
+        """Whether global step ``g`` can be ``mode_step`` of ``mode``, given the steps of that mode known
+        (mode steps grow with global steps)."""
+        m2g = self._index.mode_to_global.get(mode, {})
+        below = [gg for ms, gg in m2g.items() if ms < mode_step]
+        above = [gg for ms, gg in m2g.items() if ms > mode_step]
+        return (not below or max(below) < g) and (not above or min(above) > g)
 
     def _stale_chunks(self, files: list[Any]) -> bool:
         """After a failed read of records of ``files``: see :func:`trials.consolidated.drop_stale`."""
