@@ -140,6 +140,11 @@ class ObjectNotFound(StorageError, FileNotFoundError):
     """The named file or object does not exist."""
 
 
+class NotAFile(StorageError):
+    """A local key names something that is not a regular file (a FIFO, a device, a folder): it is
+    not read, so that a reader never blocks on it or reads without end."""
+
+
 class StepUnavailable(SMDebugError):
     def __init__(self, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
         self.step = step

@@ -6,10 +6,11 @@ import builtins  # the class's method `list` hides the type in its body
 import contextlib
 import itertools
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from smdebug.exceptions import ObjectNotFound, StorageError
+from smdebug.exceptions import NotAFile, ObjectNotFound, StorageError
 from smdebug.storage.base import Store
 
 if TYPE_CHECKING:
@@ -63,18 +64,27 @@ def _write_fully(fd: int, data: Buffer) -> None:
         v = v[os.write(fd, v[:MAX_WRITE]) :]
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
 @contextlib.contextmanager
 def _reading(path: str) -> Iterator[tuple[int, os.stat_result]]:
-    """A file opened for reading: its descriptor and its ``fstat``; a missing file raises
-    ObjectNotFound, any other failure (opening or reading) StorageError naming the file."""
+    """A regular file opened for reading: its descriptor and its ``fstat``; a missing file raises
+    ObjectNotFound, anything but a regular file NotAFile (opened without blocking, so that a FIFO
+    planted at the key is refused, not waited on), any other failure StorageError naming the file."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         raise ObjectNotFound(f"{path} does not exist") from None
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc}") from exc
     try:
-        yield fd, os.fstat(fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAFile(f"{path} is not a regular file ({stat.filemode(st.st_mode)})")
+        yield fd, st
+    except NotAFile:
+        raise
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc}") from exc
     finally:
@@ -129,19 +139,13 @@ class LocalStore(Store):
             return n, (st.st_size, st.st_mtime_ns)
 
     def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        path = self._path(key)
         out: list[bytes] = [b""] * len(ranges)
-        try:
-            with open(path, "rb", buffering=0) as f:
-                size = os.fstat(f.fileno()).st_size
-                for i in sorted(range(len(ranges)), key=lambda j: ranges[j][0]):
-                    start, length = ranges[i]
-                    # never more than the file holds: os.pread allocates the length asked for
-                    out[i] = os.pread(f.fileno(), max(min(length, size - start), 0), start) if start < size else b""
-        except FileNotFoundError:
-            raise ObjectNotFound(f"{path} does not exist") from None
-        except OSError as exc:
-            raise StorageError(f"cannot read {path}: {exc}") from exc
+        with _reading(self._path(key)) as (fd, st):
+            size = st.st_size
+            for i in sorted(range(len(ranges)), key=lambda j: ranges[j][0]):
+                start, length = ranges[i]
+                # never more than the file holds: os.pread allocates the length asked for
+                out[i] = os.pread(fd, max(min(length, size - start), 0), start) if start < size else b""
         return out
 
     def write(self, key: str, data: bytes) -> None:

@@ -17,14 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import stat
 import time
 from dataclasses import dataclass
 
 from smdebug.core.output.locations import STOP_REQUEST_KEY
-from smdebug.exceptions import ObjectNotFound, StorageError
-from smdebug.storage.local import LocalStore
+from smdebug.exceptions import NotAFile, ObjectNotFound, StorageError
 
 __all__ = ["StopRequest", "StopRequestWatcher", "write_stop_request", "read_stop_request"]
 
@@ -101,45 +98,15 @@ def write_stop_request(store, rule: str, step: int, reason: str = "") -> StopReq
     return req
 
 
-def _read_local(path: str) -> bytes:
-    """At most MAX_REQUEST_BYTES + 1 bytes of a regular file, opened without blocking (a FIFO)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ObjectNotFound(f"{path} does not exist") from None
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from exc
-    chunks: list[bytes] = []
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
-            left = MAX_REQUEST_BYTES + 1
-            while left > 0:
-                chunk = os.read(fd, left)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from exc
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(mode):
-        raise NotARequest(f"{path} is not a regular file ({stat.filemode(mode)})")
-    return b"".join(chunks)
-
-
 def read_stop_request(store) -> StopRequest | None:
     """The request in ``store``, or None when there is none (reads at most MAX_REQUEST_BYTES + 1
     bytes; NotARequest when a local one is not a regular file)."""
     try:
-        if isinstance(store, LocalStore):
-            data = _read_local(store.describe(STOP_REQUEST_KEY))
-        else:
-            data = store.read_ranges(STOP_REQUEST_KEY, [(0, MAX_REQUEST_BYTES + 1)])[0]
+        data = store.read_ranges(STOP_REQUEST_KEY, [(0, MAX_REQUEST_BYTES + 1)])[0]
     except ObjectNotFound:
         return None
+    except NotAFile as exc:  # a local FIFO or device at the key: refused by the store, never waited on
+        raise NotARequest(str(exc)) from None
     return StopRequest.from_json(data, store.describe(STOP_REQUEST_KEY))
 
 
