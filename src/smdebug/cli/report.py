@@ -15,6 +15,7 @@ import html
 import io
 import time
 
+from smdebug.analysis.page_kit import document, img, section, table
 from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, say, writing
 from smdebug.modes import ModeKeys
 
@@ -139,13 +140,13 @@ def _chart(sid: str, series: list, title: str) -> str:
         for smooth in (False, True):
             alt = sid + (" log" if log else "") + (" smoothed" if smooth else "")
             png = _png(figure(series, title, by_mode_step=False, log=log, smooth=smooth))
-            imgs.append(f"<img class='v{int(log)}{int(smooth)}' alt='{alt}' src='{png}'>")
+            imgs.append(img(png, alt, f"v{int(log)}{int(smooth)}"))
     return (f"<div class='chart'><input type='checkbox' class='log' id='{sid}-log'><label for='{sid}-log'>log scale"
             f"</label> <input type='checkbox' class='smooth' id='{sid}-smooth'><label for='{sid}-smooth'>smoothed"
             f"</label>{''.join(imgs)}</div>")
 
 
-def _norms_table(sid: str, series: list) -> str:
+def _normstable(sid: str, series: list) -> str:
     """One row per tensor: its norm at the first and last step, smallest, largest, and the first step
     where it was NaN or infinite; sortable (click a heading) and filtered by a regex."""
     import math
@@ -241,7 +242,7 @@ def _histograms(trial) -> str | None:
         fig.tight_layout()
         more = f"<p class='meta'>{len(raw) - len(shown)} more {coll} saved whole are not drawn.</p>" \
             if len(raw) > len(shown) else ""
-        out.append(f"<h3>{coll}</h3><img alt='{coll} histograms' src='{_png(fig)}'>{more}")
+        out.append(f"<h3>{html.escape(coll)}</h3>{img(_png(fig), f'{coll} histograms')}{more}")
     return "".join(out) or None
 
 
@@ -253,16 +254,6 @@ def _loss_chart(trial) -> str | None:
     except CliError:
         return None
     return _chart("losses", series, "losses per mode")
-
-
-def _section(sid: str, title: str, body: str) -> str:
-    return f"<section id='{sid}'><h2>{html.escape(title)}</h2>{body}</section>"
-
-
-def _table(headers, rows) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _where(step, mode, mode_step, worker) -> str:
@@ -386,42 +377,41 @@ def render(trial, with_rules: bool = True) -> str:
         f"<p class='meta'>{html.escape(info['path'])} &middot; training {ended} &middot; "
         f"{len(info['steps'])} steps &middot; workers: {html.escape(', '.join(info['workers']))} &middot; "
         f"written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
-        + _table(["mode", "steps", "first", "last"],
+        + table(["mode", "steps", "first", "last"],
                  [(m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()])
     )
-    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", _section("summary", "Summary", summary),
-             _section("nonfinite", "First non-finite value", _nonfinite_html(trial))]
+    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", section("summary", "Summary", summary),
+             section("nonfinite", "First non-finite value", _nonfinite_html(trial))]
     loss = _loss_chart(trial)
-    parts.append(_section("losses", "Losses", loss or "<p>No losses were saved.</p>"))
+    parts.append(section("losses", "Losses", loss or "<p>No losses were saved.</p>"))
     xgboost = _xgboost_sections(trial)
     for coll, title in (("gradients", "Gradient norms (L2) per layer"), ("weights", "Weight norms (L2) per layer")):
         if xgboost is not None:
             break  # boosted trees have no gradients or weights per layer: their page is below
         series = _norm_series(trial, coll)
-        body = (_chart(coll, series[:MAX_NORM_LINES], title) + _norms_table(coll, series) if series
+        body = (_chart(coll, series[:MAX_NORM_LINES], title) + _normstable(coll, series) if series
                 else f"<p>No {coll} were saved.</p>")
-        parts.append(_section(coll, title, body))
+        parts.append(section(coll, title, body))
     if xgboost is not None:
-        parts.append(_section("xgboost", "XGBoost training", "".join(xgboost)))
+        parts.append(section("xgboost", "XGBoost training", "".join(xgboost)))
     else:
         hists = _histograms(trial)
         if hists:
-            parts.append(_section("histograms", "Distributions of the values saved whole (first and last step)",
+            parts.append(section("histograms", "Distributions of the values saved whole (first and last step)",
                                   hists))
     if with_rules:
-        parts.append(_section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
-    parts.append(_section("collections", "Collections",
-                          _table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
-    saved = _table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
+        parts.append(section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
+    parts.append(section("collections", "Collections",
+                          table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
+    saved = table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
         (t["name"], len(t["steps"]), " ".join(f"{m}:{c}" for m, c in t["modes"].items()), "yes" if t["raw"] else "no",
          ", ".join(t["reductions"]) or "-", "x".join(map(str, t["shape"])) if t["shape"] else "-")
         for t in info["tensors"]])
     if len(info["tensors"]) > 30:  # a long list stays folded: the charts and tables above come first
         saved = f"<details><summary>{len(info['tensors'])} tensors</summary>{saved}</details>"
-    parts.append(_section("saved", "What was saved", saved))
+    parts.append(section("saved", "What was saved", saved))
     body = "\n".join(parts)
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>smdebug report: "
-            f"{html.escape(info['trial'])}</title><style>{_CSS}</style></head><body>{body}{_SCRIPT}</body></html>")
+    return document(f"smdebug report: {info['trial']}", body, _CSS, _SCRIPT)
 
 
 def _run_profile(args, out: str) -> int:

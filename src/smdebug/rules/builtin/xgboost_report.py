@@ -8,14 +8,13 @@ pyplot state or GUI backend is touched.
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from smdebug.analysis.page_kit import document, png_img, section, table
 from smdebug.rules.builtin.classification import class_ids, confusion_matrix
 
 __all__ = [
@@ -158,8 +157,7 @@ def _figure(width: Any = 6.4, height: Any = 3.6) -> Any:
 def _img(fig: Any, alt: str) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+    return png_img(buf.getvalue(), alt, "plot")
 
 
 def _plot_labels(data: ReportData) -> str:
@@ -257,18 +255,7 @@ p.note{color:#666}"""
 
 
 def _table(header: list | None, rows: list) -> str:
-    esc = html.escape
-    head = "".join(f"<th{' class=l' if i == 0 else ''}>{esc(str(h))}</th>" for i, h in enumerate(header or ()))
-    head = f"<thead><tr>{head}</tr></thead>" if header else ""
-    body = "".join(
-        "<tr>" + "".join(f"<td{' class=l' if i == 0 else ''}>{esc(str(v))}</td>" for i, v in enumerate(r)) + "</tr>"
-        for r in rows
-    )
-    return f"<table>{head}<tbody>{body}</tbody></table>"
-
-
-def _section(sid: str, title: str, body: str) -> str:
-    return f'<section id="{sid}"><h2>{html.escape(title)}</h2>\n{body}\n</section>'
+    return table(header, rows, first_cls="l")
 
 
 def _classification(data: ReportData) -> list:
@@ -281,8 +268,8 @@ def _classification(data: ReportData) -> list:
     total = int(s["support"].sum())
     rows += [[avg, *(f"{v:.4f}" for v in s[avg]), total] for avg in ("micro", "macro", "weighted")]
     out = [
-        _section("confusion-matrix", f"Confusion matrix (step {data.prediction_step})", _plot_confusion(c)),
-        _section(
+        section("confusion-matrix", f"Confusion matrix (step {data.prediction_step})", _plot_confusion(c)),
+        section(
             "classification-scores",
             "Precision, recall and F1",
             f"<p>Accuracy {s['accuracy']:.4f} on {total} validation samples.</p>"
@@ -291,11 +278,11 @@ def _classification(data: ReportData) -> list:
     ]
     if len(data.scores.steps) > 0:
         plot = _plot_scores(data.scores, "Accuracy per class over steps", "accuracy (diagonal of the confusion matrix)")
-        out.append(_section("accuracy-per-class", "Accuracy per class over steps", plot))
+        out.append(section("accuracy-per-class", "Accuracy per class over steps", plot))
     preds = np.asarray(data.predictions)
     if data.problem == BINARY and preds.ndim == 1 and preds.min() >= 0 and preds.max() <= 1:
         fpr, tpr, auc = roc_curve(data.labels, preds)  # type: ignore[arg-type]  # labels saved with predictions
-        out.append(_section("roc", "ROC curve", f"<p>Area under the ROC curve: {auc:.4f}</p>" + _plot_roc(fpr, tpr, auc)))
+        out.append(section("roc", "ROC curve", f"<p>Area under the ROC curve: {auc:.4f}</p>" + _plot_roc(fpr, tpr, auc)))
     return out
 
 
@@ -306,11 +293,11 @@ def _regression(data: ReportData) -> list:
         [["mean absolute error", f"{np.abs(res).mean():.6g}"], ["root mean squared error", f"{np.sqrt((res**2).mean()):.6g}"],
          ["mean residual", f"{res.mean():.6g}"]],
     )
-    out = [_section("residuals", f"Residuals (step {data.prediction_step})",
+    out = [section("residuals", f"Residuals (step {data.prediction_step})",
                     summary + _plot_residuals(data.labels, data.predictions))]
     if len(data.scores.steps) > 0:
         plot = _plot_scores(data.scores, "Absolute validation error per label bin", "mean absolute error")
-        out.append(_section("error-per-label-bin", "Absolute validation error per label bin over steps", plot))
+        out.append(section("error-per-label-bin", "Absolute validation error per label bin over steps", plot))
     return out
 
 
@@ -318,13 +305,9 @@ def render_report(data: ReportData) -> str:
     """The report as one HTML document."""
     steps = f"{data.steps[0]} to {data.steps[-1]} ({len(data.steps)} saved)" if data.steps else "none"
     summary = [["trial", data.trial_path], ["steps", steps], ["problem", data.problem or "unknown (no predictions)"]]
-    parts = [_section("summary", "Summary", _table(None, summary)), *report_sections(data)]
+    parts = [section("summary", "Summary", _table(None, summary)), *report_sections(data)]
     body = "\n".join(parts)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>XGBoost training report</title><style>{_CSS}</style></head>\n"
-        f"<body><h1>XGBoost training report</h1>\n{body}\n</body></html>\n"
-    )
+    return document("XGBoost training report", f"<h1>XGBoost training report</h1>\n{body}\n", _CSS)
 
 
 def report_sections(data: ReportData) -> list:
@@ -332,20 +315,20 @@ def report_sections(data: ReportData) -> list:
     in its page for an XGBoost trial."""
     parts: list = []
     if data.hyperparameters:
-        parts.append(_section("hyperparameters", "Hyperparameters",
+        parts.append(section("hyperparameters", "Hyperparameters",
                               _table(["name", "value"], sorted(data.hyperparameters.items()))))
     if data.labels is not None:
-        parts.append(_section("labels-distribution", "Distribution of true labels", _plot_labels(data)))
+        parts.append(section("labels-distribution", "Distribution of true labels", _plot_labels(data)))
     by_metric: dict = {}
     for s in data.metrics:
         by_metric.setdefault(s.name.split("-", 1)[-1], []).append(s)
     if by_metric:
         plots = "".join(_plot_metric(m, sorted(ss, key=lambda s: s.name)) for m, ss in sorted(by_metric.items()))
-        parts.append(_section("metrics", "Loss and metrics per step (train and validation)", plots))
+        parts.append(section("metrics", "Loss and metrics per step (train and validation)", plots))
     if any(k in data.importance for k in IMPORTANCE_SHOWN):
         kinds = [k for k in IMPORTANCE_SHOWN if k in data.importance]
         plots = "".join(_plot_importance(k, data.importance[k], data.importance_step) for k in kinds)
-        parts.append(_section("feature-importance", "Feature importance", plots))
+        parts.append(section("feature-importance", "Feature importance", plots))
     if data.labels is not None and data.predictions is not None:
         parts += _regression(data) if data.problem == REGRESSION else _classification(data)
     else:
