@@ -5,6 +5,7 @@ statuses (ProfilerRuleEvaluationStatuses), its output under rule-output/<name>/,
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -175,8 +176,9 @@ def test_a_killed_job_ends_every_profiler_rule_job_and_a_rule_that_judged_nothin
     assert statuses["ProfilerReport"]["RuleEvaluationStatus"] == "NoIssuesFound", statuses
     gpu = statuses["LowGPUUtilization"]  # no GPU here: it judged nothing, and says so
     assert gpu["RuleEvaluationStatus"] == "Error"
-    assert gpu["StatusDetails"].startswith("ClientError: the rule evaluated nothing in 1 windows of "
-                                           f"{Path(result.run_dir, 'profiler-output')}: no GPU data")
+    # (the windows it judged while the job ran: the part of its first window written by then, then the rest)
+    assert re.match(rf"ClientError: the rule evaluated nothing in \d+ windows of "
+                    rf"{re.escape(str(Path(result.run_dir, 'profiler-output')))}: no GPU data", gpu["StatusDetails"])
     root = Path(result.run_dir, "profiler-output")
     assert (root / "system" / "training_job_end.ts").exists() and (root / "framework" / "training_job_end.ts").exists()
 
@@ -209,4 +211,6 @@ def test_step_outlier_for_train_judges_the_training_steps_of_a_zero_code_change_
     report = json.loads(Path(result.run_dir, "rule-output", "StepOutlier", "report.json").read_text())
     (details,) = report["Report"]["Details"]["step_details"].values()
     assert details["phase"] == "Step:ModeKeys.TRAIN" and details["step_numbers"] == [stall_at]
-    assert report["Report"]["Datapoints"] == 110  # the training steps, none of the 22 evaluation steps
+    # the training steps judged when it fired (it judges them as they come: at the stall, or up to the
+    # end), none of the 22 evaluation steps
+    assert stall_at + 1 <= report["Report"]["Datapoints"] <= 110

@@ -83,7 +83,7 @@ def test_events_are_written_in_batches_and_at_the_flush_interval(tmp_path):
     t0 = now_us()
     for s in range(3):
         w.complete("P", "e", t0 + s, t0 + s + 1)
-    assert not tmp.exists() and w.events_written == 0  # queued
+    assert tmp.read_bytes().count(b"\"ph\":\"X\"") == 0 and w.events_written == 0  # queued (the file is open)
     w.complete("P", "e", t0 + 3, t0 + 4)  # the fourth fills the batch
     assert w.events_written == 4 and tmp.read_bytes().count(b'"ph":"X"') == 4
     w.complete("P", "e", t0 + 4, t0 + 5)

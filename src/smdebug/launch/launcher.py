@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from smdebug.launch.guard import Guard, mark_end_of_training
 from smdebug.launch.nodes import StopFollower, resolve_node_rank
-from smdebug.launch.profiler_jobs import PROFILER_POLL, ProfilerRuleJob
+from smdebug.launch.profiler_jobs import PROFILER_POLL, ProfilerRuleJob, live_rotation, training_marked_ended
 from smdebug.launch.profiling import PROFILER_CONFIG_ENV
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
@@ -76,8 +76,8 @@ class LaunchResult:
 
 def end_status(rc: int, *, stop_requested: bool, interrupted: bool) -> str:
     """TrainingJobStatus at the end: ``Stopped`` when a rule's StopTraining or a signal to the launcher
-    stopped the command while it ran, else ``Completed`` (exit 0) or ``Failed``. A signal that comes
-    once the command has ended does not change it: the training had ended."""
+    stopped the command while it ran, else ``Completed`` (exit 0) or ``Failed``. A signal, or a rule
+    firing, that comes once the command has ended does not change it: the training had ended."""
     if stop_requested or interrupted:
         return "Stopped"
     return "Completed" if rc == 0 else "Failed"
@@ -134,6 +134,7 @@ class Launcher:
         self._proc: subprocess.Popen | None = None
         self._stop = threading.Event()
         self._stop_step: int | None = None
+        self._job_ended = False  # the command has ended: a StopTraining then stops nothing
         self._interrupted = False  # a signal came while the command ran
         self._signal: int | None = None  # the first SIGINT / SIGTERM to the launcher
         # what the main thread waits for: ("signal", N) from the handler (SimpleQueue.put is reentrant),
@@ -189,7 +190,8 @@ class Launcher:
         """The job's profilerconfig.json, when profiling was asked for (the hooks read it)."""
         if not self.spec.profiler:
             return None
-        return self._write("profilerconfig.json", json.dumps(self.spec.profiler, indent=2, sort_keys=True) + "\n")
+        doc = live_rotation(self.spec.profiler, [j._cls for j in self.profiler_jobs])
+        return self._write("profilerconfig.json", json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     def child_env(self, config_path: str) -> dict:
         env = dict(os.environ)
@@ -243,18 +245,27 @@ class Launcher:
             self._echo(f"rule {job.name}: {job.status}: {first}")
 
     def _stop_requested(self, job, step: int) -> None:
-        self._request_stop(job.name, step, job.where_fired(step))
+        fired_at = getattr(job, "fired_at", None)  # a profiler rule: when it fired
+        ended = fired_at is not None and training_marked_ended(self.spec.out_dir, self.profiler_dir, fired_at)
+        self._request_stop(job.name, step, job.where_fired(step), ended=ended)
 
     def _follow_stop(self, req) -> None:
         """Another node's rule asked training to stop (node rank > 0)."""
         self._request_stop(req.rule, req.step)
 
-    def _request_stop(self, rule: str, step: int, where: str | None = None) -> None:
+    def _request_stop(self, rule: str, step: int, where: str | None = None, ended: bool = False) -> None:
+        """``ended``: training had ended when the rule fired (its end was marked)."""
         with self._lock:
-            if self._stop.is_set():
-                return
-            self._stop_step = step
-            self._stop.set()
+            late = self._job_ended or ended  # nothing to stop: the job ends Completed (or Failed), not Stopped
+            if not late:
+                if self._stop.is_set():
+                    return
+                self._stop_step = step
+                self._stop.set()
+        if late:
+            self._echo(f"rule {rule} found an issue at {where or f'step {step}'} after training had ended: "
+                       "StopTraining had nothing to stop")
+            return
         self._echo(f"rule {rule} found an issue at {where or f'step {step}'}: StopTraining (SIGTERM in "
                    f"{self.stop_grace:g} s if the job has not stopped)")
         self.board.update(job_status="Stopping", secondary="Stopping", StopRequest={"Rule": rule, "Step": step})
@@ -314,6 +325,8 @@ class Launcher:
         try:
             rc = self._wait_job(proc)
         finally:
+            with self._lock:  # a rule that fires from now on found its issue after training ended
+                self._job_ended = True
             if self.follower is not None:
                 self.follower.stop()
         self._reap_group()

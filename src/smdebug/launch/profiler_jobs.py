@@ -9,7 +9,10 @@ or its snake_case spelling (``profiler_report``, ``step_outlier``, ``cpu_bottlen
 looks NAME up among the debugger rules first, then among the profiler rules (no name is both).
 
 Each rule job opens the profiler trial on the job's profiler folder and runs the rule window by
-window (:mod:`smdebug.rules.profiler.base`) until the job's end markers appear. Its status follows
+window (:mod:`smdebug.rules.profiler.base`) until the job's end markers appear, judging the part of
+a window already written every 0.25 s (``live_step_us``) rather than waiting for the window's end;
+when a rule reads framework events, the job's hooks finish a timeline file each second
+(:func:`live_rotation`). Its status follows
 the rule's verdict: ``IssuesFound`` when it fired, ``NoIssuesFound`` after a "no issue" verdict,
 and ``Error`` ("evaluated nothing") when the rule judged nothing (no data, no GPU data, or not
 enough data for it to judge). Its output goes to ``rule-output/<RuleConfigurationName>/``:
@@ -30,7 +33,8 @@ from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import LaunchConfigError, RuleSpec, rule_spec
 
 __all__ = ["profiler_rule_classes", "resolve_profiler_rule", "profiler_rule_from_flag", "profiler_rule_dict",
-           "is_profiler_rule_object", "check_profiler_rule", "ProfilerRuleJob", "PROFILER_POLL"]
+           "is_profiler_rule_object", "check_profiler_rule", "ProfilerRuleJob", "PROFILER_POLL", "live_rotation",
+           "training_marked_ended"]
 
 logger = logging.getLogger("smdebug")
 
@@ -156,6 +160,7 @@ class ProfilerRuleJob(RuleJob):
         self.profiler_dir = profiler_dir
         self.stop_out_dir = stop_out_dir
         self.fired_window: list | None = None
+        self.fired_at: float | None = None  # time.time() when the rule fired, before its actions ran
         super().__init__(spec, profiler_dir, output_dir, run_name, **kwargs)
 
     def _check(self):
@@ -171,7 +176,9 @@ class ProfilerRuleJob(RuleJob):
 
         trial = create_trial(self.profiler_dir, profiler=True,
                              output_dir=os.path.join(self.output_dir, "profiler-output"))
-        kwargs = {"stop_out_dir": self.stop_out_dir}
+        from smdebug.rules.profiler.base import LIVE_STEP_US
+
+        kwargs = {"stop_out_dir": self.stop_out_dir, "live_step_us": LIVE_STEP_US}  # judged as the data comes
         if self.spec.rule_to_invoke.strip() == "ProfilerReport":
             kwargs["output_dir"] = os.path.join(self.output_dir, "profiler-output")
         rule = self._cls(trial, action_str=self.spec.parameters.get("action_json", ""), **kwargs,
@@ -188,6 +195,7 @@ class ProfilerRuleJob(RuleJob):
             run = invoke_rule(rule, raise_eval_cond=True)
         except RuleEvaluationConditionMet as exc:
             self.fired_step = exc.step
+            self.fired_at = getattr(rule, "fired_at", None)
             fired = rule.report["Verdict"]["fired_windows"] if rule is not None else []
             self.fired_window = fired[-1] if fired else None
             reason = getattr(rule, "reason", "")
@@ -221,6 +229,24 @@ class ProfilerRuleJob(RuleJob):
         return out
 
 
+# RotateFileCloseIntervalInSeconds of a job whose live profiler rules read framework events: shorter than
+# the writer's flush interval (1 s), so that each flush finishes the file
+LIVE_ROTATE_S = "0.5"
+
+
+def live_rotation(profiler: dict, rule_classes) -> dict:
+    """The profilerconfig.json to write: when a live rule reads framework events (StepOutlier,
+    Dataloader, MaxInitializationTime, ProfilerReport...) and the user did not set
+    ``RotateFileCloseIntervalInSeconds``, the hooks finish a timeline file about every second (1.0.34's
+    default, 60 s, keeps the events of a step out of the rule's sight for up to a minute, and a
+    short job's for all its life)."""
+    params = profiler.get("ProfilingParameters") or {}
+    if not any(getattr(c, "reads_framework", False) for c in rule_classes) or any(
+            k.lower() == "rotatefilecloseintervalinseconds" for k in params):
+        return profiler
+    return {**profiler, "ProfilingParameters": {**params, "RotateFileCloseIntervalInSeconds": LIVE_ROTATE_S}}
+
+
 def _sub_verdicts(rule) -> str:
     """ProfilerReport's rules' verdicts, for StatusDetails."""
     subs = getattr(rule, "rules", None)
@@ -243,3 +269,24 @@ def write_end_markers(profiler_dir: str) -> None:
                 store.write(key, b"")
     except Exception as exc:
         logger.error("smdebug: could not mark the end of training in %s: %s", profiler_dir, exc)
+
+
+def training_marked_ended(out_dir: str, profiler_dir: str | None, before: float) -> bool:
+    """Whether the job's hook or profiler marked the end of training (``training_job_end.ts`` in the
+    trial, or the profiler's end markers) before the time ``before`` (a rule's firing): it had
+    closed, and its process may still be exiting. A marker written later may be the hook's answer to
+    the rule's stop request. Local folders only (an object store's markers are not timed here)."""
+    from smdebug.core.output.locations import END_OF_JOB
+    from smdebug.profiler.locations import END_MARKER
+    from smdebug.storage import is_remote
+
+    paths = [os.path.join(out_dir, END_OF_JOB)] if not is_remote(out_dir) else []
+    if profiler_dir is not None and not is_remote(profiler_dir):
+        paths += [os.path.join(profiler_dir, s, END_MARKER) for s in ("system", "framework")]
+    for path in paths:
+        try:
+            if os.path.getmtime(path) < before:
+                return True
+        except OSError:
+            continue
+    return False

@@ -12,8 +12,10 @@ A file is a JSON array, one event a line::
 
 ``ts`` is microseconds after the base (the first line, the writer's creation time, the same in all
 its files); ``pid`` is the index of the event's phase ("process" row of a trace viewer), announced
-once per file. The file is written as ``<root>/framework/<node>_pythontimeline.json.tmp`` and, when it
-is rotated (larger than ``max_bytes`` or open longer than ``close_interval_s``) or closed, renamed to
+once per file. The file is written as ``<root>/framework/<node>_pythontimeline.json.tmp`` (the first one
+from the writer's creation, so that a live reader knows events are coming and from when: it
+bounds what a live rule takes from the finished files; one that gets no event is removed, not
+finished) and, when it is rotated (larger than ``max_bytes`` or open longer than ``close_interval_s``) or closed, renamed to
 ``<root>/framework/pevents/<YYYYMMDDHH>/<last_end_us>_<node>_pythontimeline.json`` where
 ``last_end_us`` is the largest event end in the file. Unlike 1.0.34, a name already taken is never
 overwritten (the time is moved on by a microsecond) and no event is dropped at rotation. ``on_file``
@@ -89,7 +91,10 @@ class TimelineWriter:
         self.events_written = 0
         self.files: list[str] = []  # final paths, in order
         self._pid = os.getpid()  # the process that finishes the files
+        self._file_events = 0  # events in the file open now
         _live.add(self)
+        with self._lock:  # open at once: a live reader knows from now on that events are coming
+            self._open(self.clock())
 
     # ------------------------------------------------------------------ public
     def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:
@@ -111,9 +116,12 @@ class TimelineWriter:
         """Write the queued events and hand them to the operating system."""
         with self._lock:
             self._drain()
+            now = self.clock()
+            if self._f is not None and self._file_events and now - self._opened_at > self.close_interval_s:
+                self._finish()  # old enough: its events are seen now, not after the next flush
             if self._f is not None:
                 self._f.flush()
-            self._flushed_at = self.clock()
+            self._flushed_at = now
 
     def close(self) -> None:
         if self._pid != os.getpid():
@@ -134,7 +142,8 @@ class TimelineWriter:
             if not self.healthy:
                 self.dropped += 1
                 continue
-            if self._f is not None and (self._size > self.max_bytes or now - self._opened_at > self.close_interval_s):
+            if self._f is not None and self._file_events and (
+                    self._size > self.max_bytes or now - self._opened_at > self.close_interval_s):
                 self._finish()
             if self._f is None and not self._open(now):
                 self.dropped += 1
@@ -156,6 +165,7 @@ class TimelineWriter:
             self._f.write(out)
             self._size += len(out)
             self.events_written += 1
+            self._file_events += 1
             if end > self._last_end_us:
                 self._last_end_us = int(end)
 
@@ -185,7 +195,9 @@ class TimelineWriter:
         head += b",\n" + orjson.dumps({"name": "process_sort_index", "ph": "M", "pid": 0,
                                        "args": {"sort_index": 0}})
         f.write(head)
+        f.flush()  # the time base, for a reader that looks before the first events
         self._f = f
+        self._file_events = 0
         self._size = len(head)
         self._opened_at = now
         self._announced = set()
@@ -195,6 +207,13 @@ class TimelineWriter:
     def _finish(self) -> None:
         f, self._f = self._f, None
         if f is None:
+            return
+        if not self._file_events:  # opened ahead and never written to: no empty file
+            f.close()
+            try:
+                os.remove(self._tmp)
+            except OSError:
+                pass
             return
         f.write(b"\n]\n")
         f.close()

@@ -279,30 +279,24 @@ def _bases(fx: np.ndarray, line: np.ndarray, nfiles: int, meta: Meta) -> np.ndar
 
 
 def _phases(fx: np.ndarray, line: np.ndarray, ev_pid: np.ndarray, nfiles: int, meta: Meta) -> tuple[np.ndarray, list]:
-    """Each event's phase (its pid's process name announced first in its file, before it, else
-    "Unknown") as codes into a list of names."""
+    """Each event's phase as codes into a list of names: the name of the latest ``process_name``
+    line of its pid before it in its file ("Unknown" when there is none, or when that line has no
+    name), as 1.0.34's parser names it. Lines are numbered across the batch, in file order, so the
+    latest announcement of the pid before the event is found by one search over (pid, line)."""
     phases = ["Unknown", *meta.ann_names]
     codes = np.zeros(len(line), dtype=np.int64)
     if not len(meta.ann_file) or not len(line):
         return codes, phases
-    low, high = int(ev_pid.min()), int(ev_pid.max())
-    sel = (meta.ann_pid >= low) & (meta.ann_pid <= high)
-    f, p, li, code = meta.ann_file[sel], meta.ann_pid[sel], meta.ann_line[sel], meta.ann_name[sel] + 1
-    if not len(f):
-        return codes, phases
-    span = high - low + 1
-    if span * nfiles <= 1 << 22:  # a dense (file, pid) table: the usual few pids
-        key, table_key = fx * span + (ev_pid - low), f * span + (p - low)
-        at = np.full(span * nfiles, -1, dtype=np.int64)
-        at[table_key[::-1]] = np.arange(len(table_key) - 1, -1, -1)  # the last write wins: each key's first line
-        hit = at[key]
-    else:
-        order = np.argsort(f * (1 << 40) + (p - low), kind="stable")  # each key's first line first
-        table_key, key = (f * (1 << 40) + (p - low))[order], fx * (1 << 40) + (ev_pid - low)
-        pos = np.minimum(np.searchsorted(table_key, key), len(table_key) - 1)
-        hit = np.where(table_key[pos] == key, order[pos], -1)
-    hc = np.maximum(hit, 0)
-    return np.where((hit >= 0) & (li[hc] < line), code[hc], 0), phases
+    pids = np.array(sorted(set(meta.ann_pid.tolist())), dtype=np.int64)
+    span = int(max(int(meta.ann_line.max()), int(line.max()))) + 1
+    a_rank = np.searchsorted(pids, meta.ann_pid)
+    a_key = a_rank * span + meta.ann_line
+    order = np.argsort(a_key, kind="stable")
+    e_rank = np.minimum(np.searchsorted(pids, ev_pid), len(pids) - 1)
+    pos = np.searchsorted(a_key[order], e_rank * span + line, side="left") - 1  # the last one before
+    j = order[np.maximum(pos, 0)]
+    ok = (pids[e_rank] == ev_pid) & (pos >= 0) & (a_rank[j] == e_rank) & (meta.ann_file[j] == fx)
+    return np.where(ok, meta.ann_name[j] + 1, 0), phases
 
 
 def _args_into(ev: _Lines, t: Templates, piece: _Piece, fx: np.ndarray, put, arena: Arena, cut: slice) -> None:

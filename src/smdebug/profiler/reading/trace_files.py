@@ -3,8 +3,10 @@
 
 Decoding follows 1.0.34's ``TraceEventParser`` so that both see the same events with the same
 values: ``ts`` is relative to the file's ``start_time_since_epoch_in_micros`` (its first
-``process_name`` line); a ``pid`` names a phase through its ``process_name`` metadata ("Unknown"
-when none was announced); complete events (``ph: "X"``) and ``B``/``E`` pairs (matched per pid; a
+``process_name`` line); a ``pid`` names a phase through the latest ``process_name`` line of that
+pid before the event ("Unknown" when none was announced, or when that line has no ``args.name``:
+1.0.34's PyTorch files announce pid 0 first without a name, in the header line that sets the time
+base, then again as ``Forward-SubModuleInternal``); complete events (``ph: "X"``) and ``B``/``E`` pairs (matched per pid; a
 negative span is dropped) become rows, instant and counter events are not framework events for
 1.0.34 and are skipped here too. The row's ``pid``/``tid`` are ``args.pid``/``args.thread_id``
 when present, else the phase's pid and the event's ``tid`` (1.0.34 hashed a salted string for
@@ -113,7 +115,7 @@ def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None =
                 b_name, b_args, b_pid, b_tid = ev["name"], ev.get("args"), ev["pid"], ev.get("tid", 0)
             elif ph == "M":
                 meta_args = ev.get("args") or {}
-                if ev.get("name") == "process_name" and ev.get("pid") not in names:
+                if ev.get("name") == "process_name":  # the latest announcement names the pid from here on
                     names[ev.get("pid")] = meta_args.get("name", "Unknown")
                 if "start_time_since_epoch_in_micros" in meta_args:
                     base = meta_args["start_time_since_epoch_in_micros"]

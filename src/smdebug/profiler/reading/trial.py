@@ -46,7 +46,7 @@ from smdebug.profiler.reading.file_list import FileList
 from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans
 from smdebug.profiler.reading.system_files import SystemChunk, parse_system_file, system_file_info
 from smdebug.profiler.reading.trace_bulk import parse_trace_batch
-from smdebug.profiler.reading.trace_files import parse_trace_file, trace_file_info
+from smdebug.profiler.reading.trace_files import node_id_from_trace_name, parse_trace_file, trace_file_info
 from smdebug.storage import is_remote, open_store
 from smdebug.storage.local import LocalStore  # (see below)
 
@@ -63,6 +63,10 @@ MARGIN_US = 3 * MINUTE_US  # 1.0.34's TIME_BUFFER_DEFAULT
 STEP_LOOKBACK_FILES = 4  # a node's newest framework files searched for its newest step event
 AHEAD_FILES = 64  # at most, parsed ahead of a rule walking through the run
 BATCH_BYTES = 4 << 20  # framework files read together, about (larger batches run out of the caches)
+
+
+_OPEN_TIMELINE = re.compile(r"framework/[^/]+_[a-z_]*timeline\.json\.tmp")
+_BASE = re.compile(rb'"start_time_since_epoch_in_micros"\s*:\s*(\d+)')
 
 
 @functools.lru_cache(maxsize=4096)  # the same names in every query
@@ -89,6 +93,8 @@ class ProfilerTrial:
         self._first: int | None = None
         self._read_on: dict[str, tuple[int, int]] = {}  # node -> (index a sequential query reads next, files read ahead)
         self._batch = FileBatch()  # framework files are read into its buffer, reused from batch to batch
+        self._open_timelines: dict[str, str] = {}  # node -> its timeline being written (framework/<node>_*.tmp)
+        self._open_bases: dict[str, int | None] = {}  # such a file's key -> its time base (its first line)
         self.refresh()
         if not self.has_data():
             if not is_remote(path) and not os.path.exists(path):
@@ -105,6 +111,8 @@ class ProfilerTrial:
         present = {k for keys in listed.values() for k in keys} if len(self._system) or len(self._framework) else None
         self._system.update(listed.get("system", ()), present)
         self._framework.update(listed.get("framework", ()), present)
+        self._open_timelines = {node_id_from_trace_name("0_" + k.rsplit("/", 1)[-1]): k
+                                for k in listed.get("framework", ()) if _OPEN_TIMELINE.fullmatch(k)}
         if self._store.remote:
             for key in self._system.first_per_node(newest=True):
                 if key in self._system.opened:
@@ -329,6 +337,30 @@ class ProfilerTrial:
                     latest = end if latest is None else min(latest, end)
                     break
         return latest
+
+    def get_framework_horizon(self) -> int | None:
+        """The time (µs) from which framework events may still be missing from the listed files
+        because a node's first timeline is still being written
+        (``framework/<node>_pythontimeline.json.tmp``, not read, its events after its time base):
+        the earliest such base; None when no node is in that state. A live rule takes the events
+        that start before it, and the others once they are there (their time has been judged on
+        the system metrics meanwhile)."""
+        by_node = self._framework.by_node()
+        bases = [b for node, key in self._open_timelines.items()
+                 if node not in by_node and (b := self._open_base(key)) is not None]
+        return min(bases) if bases else None
+
+    def _open_base(self, key: str) -> int | None:
+        """The time base (µs) in the first line of a timeline being written (the writer's start:
+        every event in it starts later); None when it cannot be read yet."""
+        if key not in self._open_bases or self._open_bases[key] is None:
+            try:
+                head = self._store.read_ranges(key, [(0, 256)])[0]
+                m = _BASE.search(head)
+                self._open_bases[key] = int(m.group(1)) if m else None
+            except Exception:  # noqa: BLE001 - renamed since it was listed: its events are in a listed file
+                self._open_bases[key] = None
+        return self._open_bases[key]
 
     def get_latest_timestamp(self) -> int | None:
         """The time (µs) up to which every node's streams have data: the smallest over nodes and

@@ -6,6 +6,7 @@
 - ``steps``: StepOutlier, Dataloader
 - ``report``: ProfilerReport (runs the others, writes ``profiler-reports/<Rule>.json``)
 - ``host``: what CPUBottleneck, IOBottleneck and GPUMemoryIncrease read on a job without a GPU
+- ``base`` (what every rule shares, the window driver) and ``windows`` (what a window holds)
 
 They register in the built-in rules' registry (``smdebug.rules.builtin.get_rule_class``) marked
 ``profiler_rule = True``, and run window by window over a profiler trial through

@@ -4,12 +4,20 @@ A profiler rule is a :class:`~smdebug.rules.builtin.base.BuiltinRule` (same regi
 actions and :func:`~smdebug.rules.invoke_rule`) whose "step" is a window counter, as 1.0.34's:
 invocation ``k`` judges the ``k``-th window of ``scan_interval_us`` microseconds from the trial's
 first timestamp. A window is half-open, ``[start_us, end_us)``, so a sample on a boundary is
-judged once (1.0.34's windows were inclusive at both ends). While the job runs, a window is judged
+judged once (1.0.34's windows were inclusive at both ends). The data a window holds is complete
 once the trial holds data past its end (and, where a node's framework events hold steps, a step
 that ends past it: an event is written when it ends, so a stalled step comes after the events
-inside it: ``get_complete_timestamp``); when the job has ended, the last partial window is judged
-and the next invocation raises :class:`~smdebug.exceptions.NoMoreProfilerData`, which ends
-``invoke_rule`` normally.
+inside it: ``get_complete_timestamp``). With ``live_step_us`` (keyword-only, not a rule
+parameter; ``smdebug run`` gives ``LIVE_STEP_US``, 0.25 s), a rule does not wait for the end of a
+window while the job runs: the part of it that is complete, cut at a multiple of ``live_step_us``,
+is judged as a window of its own, and the next starts there, so the rule judges data about a second
+after it is written whatever its ``scan_interval_us`` (rules accumulate their data across windows,
+so their verdicts do not depend on where windows end; a profile read after the job, or without
+``live_step_us``, is cut into full windows). Framework events that start in a window judged while
+a node's first timeline file was still being written come in the first window judged once they are
+there (``WindowSource.window``): none is lost to a window judged early. When
+the job has ended, the last partial window is judged and the next invocation raises
+:class:`~smdebug.exceptions.NoMoreProfilerData`, which ends ``invoke_rule`` normally.
 
 The trial is anything with the profiler trial's methods: ``first_timestamp`` (µs, None before any
 data), ``get_latest_timestamp()`` (and ``get_complete_timestamp()`` where it has one), ``job_finished()``, ``refresh()``, ``system_series(start_us,
@@ -26,26 +34,24 @@ GPU rule over a profile without GPU metrics, says so: it is never a silent "no i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from smdebug.exceptions import NoMoreProfilerData, RuleConfigurationError, RuleEvaluationConditionMet
-from smdebug.profiler.reading.frames import FrameworkEvents
 from smdebug.rules.actions import Firing
 from smdebug.rules.builtin.base import BuiltinRule, Param
 from smdebug.rules.params import as_float, as_int, bounded
+from smdebug.rules.profiler.windows import WindowData, WindowSource, fetch_window
 from smdebug.storage import open_store
 
 __all__ = ["ProfilerRule", "WindowData", "WindowSource", "fetch_window", "judge_together", "scan_param", "percent_param",
            "count_param", "count_text", "STATUSES"]
 
 STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no data")
-READ_AHEAD_US = 3_600_000_000  # what a WindowSource reads in one query: an hour of the profile
 
 
-MIN_SCAN_INTERVAL_US = 100_000  # a window is one pass over the profile's files: 1 µs windows take minutes
+MIN_SCAN_INTERVAL_US = 100_000
+LIVE_STEP_US = 250_000  # smdebug run's live_step_us: the part of a window already complete is judged, cut at this step  # a window is one pass over the profile's files: 1 µs windows take minutes
 
 
 def count_text(n: int) -> str:
@@ -73,90 +79,6 @@ def count_param(name: str, default: str, doc: str = "", lo: int = 0) -> Param:
     return Param(name, bounded(as_int, lo), default, doc)
 
 
-@dataclass
-class WindowData:
-    """What one window holds: the system series and the framework events that start in it."""
-
-    start_us: int
-    end_us: int  # exclusive
-    series: list
-    events: FrameworkEvents | None = None
-    _picked: dict = field(default_factory=dict, repr=False, compare=False)  # metric()/by_type(), once each
-
-    def metric(self, dimension: str, type: str | None = None) -> list:
-        """The non-empty series of one dimension (and type), in (node, name) order."""
-        key = ("metric", dimension, type)
-        if key not in self._picked:
-            out = [s for s in self.series if s.dimension == dimension and (type is None or s.type == type) and len(s)]
-            self._picked[key] = sorted(out, key=lambda s: (s.node_id, s.name))
-        return list(self._picked[key])
-
-    def by_type(self, type: str) -> list:
-        key = ("type", type)
-        if key not in self._picked:
-            self._picked[key] = sorted((s for s in self.series if s.type == type and len(s)),
-                                       key=lambda s: (s.node_id, s.name))
-        return list(self._picked[key])
-
-    def part(self, start_us: int, end_us: int) -> WindowData:
-        """The window ``[start_us, end_us)`` inside this one (views of its arrays, no copy)."""
-        series = [p for s in self.series if len(p := s.window(start_us, end_us - 1))]
-        events = None
-        if self.events is not None:
-            lo, hi = np.searchsorted(self.events.start_us, [start_us, end_us], side="left")
-            events = self.events.take(np.arange(lo, hi))
-        return WindowData(start_us, end_us, series, events)
-
-
-def fetch_window(trial, start_us: int, end_us: int, *, framework: bool) -> WindowData:
-    """The window ``[start_us, end_us)`` of the trial: one query of its files."""
-    series = [s.window(start_us, end_us - 1) for s in trial.system_series(start_us, end_us - 1)]
-    events = None
-    if framework:
-        ev = trial.framework_events(start_us, end_us - 1)
-        events = ev.take((ev.start_us >= start_us) & (ev.start_us < end_us))
-    return WindowData(start_us, end_us, series, events)
-
-
-class WindowSource:
-    """Where a rule's windows come from: one per rule, or one shared by rules judged together
-    (ProfilerReport's sub-rules, :func:`judge_together`).
-
-    Between two refreshes of the trial its answers do not change (its file list, and each file
-    once parsed, are fixed until then), so the source reads ``READ_AHEAD_US`` of data in one query
-    and cuts the following windows out of it, and keeps the trial's latest timestamp, until it
-    refreshes the trial (the rule waits for data, or the job ended): a long profile read offline
-    costs one query an hour instead of one a window (each lists the files, concatenates and sorts).
-    """
-
-    def __init__(self, trial):
-        self.trial = trial
-        self._ahead: WindowData | None = None
-        self._latest: tuple | None = None  # (the trial's latest timestamp,) until the next refresh
-
-    def refresh(self) -> None:
-        """Refresh the trial; what was read ahead is dropped."""
-        self.trial.refresh()
-        self._ahead = None
-        self._latest = None
-
-    def latest(self) -> int | None:
-        """The trial's ``get_complete_timestamp()`` (else ``get_latest_timestamp()``), asked once
-        between two refreshes: a window is judged once every event starting in it can be there."""
-        if self._latest is None:
-            fn = getattr(self.trial, "get_complete_timestamp", None) or self.trial.get_latest_timestamp
-            self._latest = (fn(),)
-        return self._latest[0]
-
-    def window(self, start_us: int, end_us: int, *, framework: bool) -> WindowData:
-        """The window ``[start_us, end_us)``, what :func:`fetch_window` gives."""
-        a = self._ahead
-        if a is None or start_us < a.start_us or end_us > a.end_us or (framework and a.events is None):
-            a = self._ahead = fetch_window(self.trial, start_us, max(end_us, start_us + READ_AHEAD_US),
-                                           framework=framework)
-        return a.part(start_us, end_us)
-
-
 class ProfilerRule(BuiltinRule, register=False):
     """Base of the profiler rules: ``RuleName(profiler_trial, action_str="", **params)``.
 
@@ -164,7 +86,9 @@ class ProfilerRule(BuiltinRule, register=False):
     framework events and ``needs_gpu`` when they judge GPU metrics, and implement
     :meth:`judge` (one window -> True when the condition is met in it) and may override
     :meth:`enough_data` and :meth:`describe_inputs`. ``sleep`` (keyword-only, not a rule
-    parameter) replaces ``time.sleep`` between two looks at a running job, for tests.
+    parameter) replaces ``time.sleep`` between two looks at a running job, for tests;
+    ``live_step_us`` (keyword-only) judges the complete part of a window while the job runs (see
+    the module's docstring).
 
     Actions run as for the debugger rules. The StopTraining action (without a SageMaker job
     prefix) writes its stop request where a hook looks for one: ``stop_out_dir`` (keyword-only,
@@ -180,8 +104,11 @@ class ProfilerRule(BuiltinRule, register=False):
     needs_gpu: ClassVar[bool] = False
     inputs: ClassVar[str] = "system metrics"  # what the rule reads, for messages
     poll_s: ClassVar[float] = 1.0
+    patience: int  # parameters every profiler rule has (scan_param)
+    scan_interval_us: int
 
-    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None, **params):
+    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None,
+                 live_step_us=None, **params):
         if not callable(getattr(base_trial, "system_series", None)) or not callable(
                 getattr(base_trial, "framework_events", None)):
             what = "None" if base_trial is None else f"a {type(base_trial).__name__}"
@@ -190,6 +117,7 @@ class ProfilerRule(BuiltinRule, register=False):
                                          "profiler's folder (<out_dir>/profiler, or a job's profiler-output)")
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self.stop_out_dir = stop_out_dir
+        self.live_step_us = live_step_us
         self.report["RuleParameters"] = "\n".join(f"{p.name}:{getattr(self, p.name)}" for p in self.params)
         self.sleep = sleep or time.sleep
         self.source = WindowSource(base_trial)  # ProfilerReport and judge_together share theirs
@@ -232,6 +160,7 @@ class ProfilerRule(BuiltinRule, register=False):
     def fire(self, step, end_of_rule: bool = False) -> None:
         """Run the actions and raise RuleEvaluationConditionMet(rule, step) (the window number)."""
         exc = RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=end_of_rule)
+        self.fired_at = time.time()  # before the actions (a launcher tells a late firing by it)
         if len(self._actions):
             self._actions.invoke(Firing(self.rule_name, step, f"{exc}: {self.reason}", self.action_target()))
         raise exc
@@ -285,6 +214,11 @@ class ProfilerRule(BuiltinRule, register=False):
             latest = self.source.latest()
             if latest is not None and latest >= end:
                 return self._first_start(start), end
+            step = self.live_step_us
+            if step and latest is not None and (cut := int(latest) // step * step) > start:
+                # live_step_us: the job runs and the window is not complete yet: judge what is, so
+                # that the rule acts within a second of the data being there, not at the window's end
+                return self._first_start(start), cut
             if trial.job_finished():
                 self.source.refresh()  # what was written before the end marker
                 # all of it: the streams end at different times (system samples every interval_ms

@@ -43,6 +43,9 @@ class _Bottleneck(HostReading, ProfilerRule, register=False):
     busy_param = ""
     inputs = "GPUUtilization and per-core CPU metrics"
     host_what = ""  # the host's condition, for messages
+    threshold: float  # parameters of the subclasses (their ``params``)
+    gpu_threshold: float
+    patience: int
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -142,6 +145,12 @@ class CPUBottleneck(_Bottleneck):
         count_param("patience", "1000"),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
+    gpu_threshold: float
+    cpu_threshold: float
+    patience: int
+    scan_interval_us: int
 
     def host_samples(self, data: WindowData) -> list:
         samples = cpu_samples(data)
@@ -189,6 +198,12 @@ class IOBottleneck(_Bottleneck):
         count_param("patience", "1000"),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
+    gpu_threshold: float
+    io_threshold: float
+    patience: int
+    scan_interval_us: int
 
     def host_samples(self, data: WindowData) -> list:
         return iowait_samples(data)

@@ -43,6 +43,7 @@ class Tail:
 class _GPURule(ProfilerRule, register=False):
     needs_gpu = True
     inputs = "GPU metrics (GPUUtilization, GPUMemoryUtilization)"
+    window: int  # a parameter of the subclasses (their ``params``)
 
     def _collect(self, store: dict, data: WindowData, dimension: str) -> None:
         for s in data.metric(dimension, "gpu"):
@@ -66,6 +67,12 @@ class LowGPUUtilization(_GPURule):
         count_param("patience", "1000"),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold_p95: float
+    threshold_p5: float
+    window: int
+    patience: int
+    scan_interval_us: int
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -119,6 +126,13 @@ class BatchSize(_GPURule):
         count_param("window", "500", lo=1),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    cpu_threshold_p95: float
+    gpu_threshold_p95: float
+    gpu_memory_threshold_p95: float
+    patience: int
+    window: int
+    scan_interval_us: int
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -193,6 +207,11 @@ class GPUMemoryIncrease(HostReading, _GPURule):
         count_param("window", "10", lo=1),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    increase: float
+    patience: int
+    window: int
+    scan_interval_us: int
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -248,6 +267,10 @@ class LoadBalancing(_GPURule):
         count_param("patience", "1000"),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
+    patience: int
+    scan_interval_us: int
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

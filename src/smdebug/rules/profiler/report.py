@@ -66,14 +66,17 @@ class ProfilerReport(ProfilerRule):
     """
 
     params = (scan_param(), Param("nb_path", optional(as_str), None, "ignored (1.0.34's notebook path)"))
+    # the parameters, parsed when the rule is built (see ``params``)
+    scan_interval_us: int
+    nb_path: str | None
     reads_framework = True
     inputs = "the profile (system metrics and framework events)"
 
     def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None,
-                 output_dir=None, **params):
+                 output_dir=None, live_step_us=None, **params):
         overrides, rest = split_overrides(params)
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, sleep=sleep,
-                         stop_out_dir=stop_out_dir, **rest)
+                         stop_out_dir=stop_out_dir, live_step_us=live_step_us, **rest)
         self.overrides = overrides
         self.report["RuleParameters"] = "\n".join(
             [f"scan_interval_us:{self.scan_interval_us}"]

@@ -57,6 +57,12 @@ class StepOutlier(ProfilerRule):
         scan_param(),
         Param("min_ratio", bounded(as_float, 0), "0", "an outlier lasts at least this many median steps (0: off)"),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    stddev: float
+    mode: str | None
+    n_outliers: int
+    scan_interval_us: int
+    min_ratio: float
     reads_framework = True
     inputs = "framework step events (Step:ModeKeys.*)"
 
@@ -216,6 +222,11 @@ class Dataloader(ProfilerRule):
         count_param("patience", "10"),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    min_threshold: float
+    max_threshold: float
+    patience: int
+    scan_interval_us: int
     reads_framework = True
     inputs = "data-loader framework events (DataLoaderWorker, DataLoaderIter) and CPU metrics"
 
@@ -230,6 +241,7 @@ class Dataloader(ProfilerRule):
         self.durations = np.zeros(0)
         self.new_durations: list = []  # arrays of the windows since durations was last brought up to date
         self.fired = False
+        self._carry = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # (start_us, pid) of the last second seen
 
     def enough_data(self) -> bool:
         return len(self.per_second) > self.patience
@@ -267,7 +279,14 @@ class Dataloader(ProfilerRule):
         m = (ev.phase == "DataLoaderWorker") | (ev.phase == "DataLoaderIter")
         loading = ev.take(m)
         self.count(len(loading))
-        for sec, n in loaders_per_second(loading.start_us, loading.pid).items():
+        # the events of the last second seen go along into the next window: a second cut by a window's
+        # end (a live rule judges the part of a window already written) counts its loaders once
+        starts = np.concatenate([self._carry[0], loading.start_us.astype(np.int64)])
+        pids = np.concatenate([self._carry[1], loading.pid.astype(np.int64)])
+        if len(starts):
+            last = starts >= int(starts.max()) // 1_000_000 * 1_000_000
+            self._carry = (starts[last], pids[last])
+        for sec, n in loaders_per_second(starts, pids).items():
             old = self.per_second.get(sec)
             if old is None or n > old:
                 self.per_second[sec] = n

@@ -44,6 +44,8 @@ class OverallSystemUsage(ProfilerRule):
     """
 
     params = (scan_param(),)
+    # the parameters, parsed when the rule is built (see ``params``)
+    scan_interval_us: int
     inputs = "system metrics"
 
     def __init__(self, *args, **kwargs):
@@ -119,6 +121,9 @@ class MaxInitializationTime(ProfilerRule):
         Param("threshold", bounded(as_float, above=0), "20", "minutes"),
         scan_param(),
     )
+    # the parameters, parsed when the rule is built (see ``params``)
+    threshold: float
+    scan_interval_us: int
     reads_framework = True
     inputs = "system metrics and framework step events"
 

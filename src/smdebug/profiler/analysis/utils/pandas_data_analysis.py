@@ -2,9 +2,12 @@
 the DataFrames of :class:`~smdebug.profiler.analysis.utils.profiler_data_to_pandas.PandasFrame`.
 
 What differs from 1.0.34, on purpose: an event outside every step keeps step -1 (1.0.34 raised
-IndexError); ``get_job_statistics`` measures initialization from the first system sample (1.0.34
-from the first system file's minute, which could make it exceed the job) and gives
-``training_loop_duration`` as a number (1.0.34: a one-row Series), None when there is no step 0;
+IndexError); ``get_job_statistics`` gives ``training_loop_duration`` and ``training_loop_%`` as
+numbers (1.0.34: one-row pandas Series holding the same values), None for the training-loop
+members when there is no step 0 (1.0.34 raised KeyError), and works without system metrics (from
+the framework events; 1.0.34 raised ValueError); its ``initialization`` is 1.0.34's: step 0's
+``start_time_us``, i.e. from the frame's ``start_time`` (the first system file's minute), so it can
+exceed the job's duration measured between the first and last system samples;
 invalid arguments raise :class:`~smdebug.exceptions.SMDebugTypeError` instead of logging and
 returning None.
 """
@@ -116,7 +119,7 @@ class PandasFrameAnalysis:
         stats["training_loop_start"] = first["start_time"]
         stats["training_loop_end"] = max(fw["end_time"])
         stats["training_loop_duration"] = int(fw["end_time_us"].max() - first["start_time_us"])
-        stats["initialization"] = int(first["start_time_us"] - job_start)
+        stats["initialization"] = int(first["start_time_us"])  # from the frame's start_time, as 1.0.34
         stats["finalization"] = int(job_end - fw["end_time_us"].max())
         for k, v in (("initialization_%", "initialization"), ("training_loop_%", "training_loop_duration"),
                      ("finalization_%", "finalization")):

@@ -9,10 +9,14 @@ duration_us, pid, framework_metric, step, worker_id, num_workers, pin_memory, pr
 ``*_us`` columns are relative to :attr:`PandasFrame.start_time`; ``timestamp``/``start_time``/
 ``end_time`` are UTC strings ``%Y-%m-%dT%H:%M:%S:%f``.
 
-What differs from 1.0.34, on purpose: ``start_time`` is the earliest sample or event of the job
-(1.0.34 took the first system file's minute, and 0 without system files, which made its frame walk
-from 1970 and never finish); "all" means all the data (1.0.34 stopped the framework events at the
-newest file's name and started them at the first system file's).
+``start_time`` is 1.0.34's: the time in the name of the first system-metrics file (the minute its
+samples belong to: a sample at hh:02:35.166657 has ``timestamp_us`` 35166657), so every ``*_us``
+column and ``PandasFrameAnalysis.get_job_statistics()`` agree with 1.0.34's.
+
+What differs from 1.0.34, on purpose: without system files ``start_time`` is the earliest framework
+event (1.0.34 took 0, which made its frame walk from 1970 and never finish); "all" means all the
+data (1.0.34 stopped the framework events at the newest file's name and started them at the first
+system file's).
 """
 
 from __future__ import annotations
@@ -68,9 +72,10 @@ class PandasFrame:
         self.step_time_mapping = {}
         self.system_metrics: list = []  # frames kept by cache_metrics=True
         self.framework_metrics: list = []
-        firsts = [t for t in (self.system_metrics_reader._trial.first_timestamp,
-                              self.framework_metrics_reader._trial.first_timestamp) if t is not None]
-        self.start_time = min(firsts) if firsts else 0
+        self.start_time = self.system_metrics_reader.get_timestamp_of_first_available_file()
+        if not self.start_time:  # no system files: 1.0.34 took 0 and never finished; the earliest event here
+            first = self.framework_metrics_reader._trial.first_timestamp
+            self.start_time = first if first is not None else 0
 
     # ------------------------------------------------------------------ whole job
     def get_all_system_metrics(self, selected_system_metrics=[]):  # noqa: B006 - 1.0.34's signature
