@@ -53,21 +53,36 @@ _KINDS = {"float": "number", "int": "whole number", "str": "string", "bool": "bo
 
 def rule_catalogue() -> str:
     from smdebug.rules.builtin import rule_classes
+    from smdebug.rules.profiler import profiler_rule_classes
 
-    classes = rule_classes()
-    out = [HEADER.format(what="the rule registry (smdebug.rules.builtin)"), "# Built-in rule catalogue\n\n",
+    classes, profiler = rule_classes(), profiler_rule_classes()
+    out = [HEADER.format(what="the rule registry (smdebug.rules.builtin, smdebug.rules.profiler)"),
+           "# Built-in rule catalogue\n\n",
            f"The {len(classes)} rules of `smdebug.rules.builtin`, built as `RuleName(base_trial, action_str=\"\", "
-           "**params)`. Parameters are strings as SageMaker passes them (a Python value of the right type is "
-           "accepted too); an unknown parameter or a value that does not parse raises "
-           "`RuleConfigurationError` when the rule is built. How to run them: [Rules](../rules.md).\n\n",
+           "**params)`, and the [profiler rules](#profiler-rules). Parameters are strings as SageMaker passes them "
+           "(a Python value of the right type is accepted too); an unknown parameter or a value that does not parse "
+           "raises `RuleConfigurationError` when the rule is built. How to run them: [Rules](../rules.md).\n\n",
            "| rule | what it checks |\n| --- | --- |\n"]
     for name, cls in classes.items():
         out.append(f"| [{name}](#{name.lower()}) | {_cell(cls.summary())} |\n")
+    out += _entries(classes, "smdebug.rules.builtin")
+    out.append(f"\n## Profiler rules\n\nThe {len(profiler)} rules of `smdebug.rules.profiler`, built as "
+               "`RuleName(profiler_trial, action_str=\"\", **params)` over a profile "
+               "(`create_trial(path, profiler=True)`), window by window; `smdebug profile rules` runs them. "
+               "Guide: [profiler rules](../guide/profiler-rules.md).\n\n| rule | what it checks |\n| --- | --- |\n")
+    for name, cls in profiler.items():
+        out.append(f"| [{name}](#{name.lower()}) | {_cell(cls.summary())} |\n")
+    out += _entries(profiler, "smdebug.rules.profiler")
+    return "".join(out)
+
+
+def _entries(classes: dict, module: str) -> list[str]:
+    out = []
     for name, cls in classes.items():
-        out.append(f"\n## {name}\n\n")
+        out.append(f"\n### {name}\n\n" if module.endswith("profiler") else f"\n## {name}\n\n")
         doc = inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0]
         out.append(" ".join(doc.split()) + "\n\n")
-        out.append(f"`from smdebug.rules.builtin import {name}`")
+        out.append(f"`from {module} import {name}`")
         if cls.uses_other_trials:
             out.append("; compares trials: pass `other_trials=[...]`")
         out.append("\n\n")
@@ -82,7 +97,7 @@ def rule_catalogue() -> str:
             out.append(", ".join(f"`{c.name}`" + (f" ({_cell(', '.join(f'{k}={v}' for k, v in c.parameters.items()))})"
                                                   if c.parameters else "") for c in cls.hook_collections))
             out.append(".\n")
-    return "".join(out)
+    return out
 
 
 def _action_row(action: argparse.Action) -> str:

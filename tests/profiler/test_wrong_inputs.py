@@ -10,7 +10,7 @@ import pytest
 
 from smdebug.core.writer import FileWriter
 from smdebug.exceptions import RuleConfigurationError, SMDebugTypeError, SMDebugValueError
-from smdebug.rules.builtin import get_rule_class
+from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class
 from smdebug.trials import create_trial
 
 

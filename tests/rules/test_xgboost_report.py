@@ -182,8 +182,8 @@ def test_report_of_metrics_only(tmp_path):
     ]
     text = page.read_text()
     assert page == tmp_path / "job" / "rule-output" / "CreateXgboostReport" / "xgboost_report.html"
-    assert 'id="metrics"' in text and "No predictions and labels were saved" in text
-    assert 'id="feature-importance"' not in text and 'id="confusion-matrix"' not in text
+    assert "id='metrics'" in text and "No predictions and labels were saved" in text
+    assert "id='feature-importance'" not in text and "id='confusion-matrix'" not in text
 
 
 def test_report_beside_an_s3_trial(bucket, boto_client):
@@ -196,7 +196,7 @@ def test_report_beside_an_s3_trial(bucket, boto_client):
     body = boto_client.get_object(Bucket=bucket, Key="job/rule-output/CreateXgboostReport/xgboost_report.html")
     text = body["Body"].read().decode()
     for section in COMMON_SECTIONS + ["confusion-matrix", "classification-scores", "accuracy-per-class", "roc"]:
-        assert f'<section id="{section}">' in text
+        assert f"<section id='{section}'>" in text
 
 
 def test_cli_rules_prints_where_the_report_is(tmp_path, capsys):
@@ -225,5 +225,5 @@ def test_smdebug_report_on_an_xgboost_trial_shows_the_xgboost_page(tmp_path):
     out = tmp_path / "report.html"
     assert main(["report", run.path, "-o", str(out), "--no-rules"]) == 0
     page = out.read_text()
-    assert "id='xgboost'" in page and 'id="feature-importance"' in page and 'id="confusion-matrix"' in page
+    assert "id='xgboost'" in page and "id='feature-importance'" in page and "id='confusion-matrix'" in page
     assert "id='gradients'" not in page and "id='weights'" not in page

@@ -183,7 +183,7 @@ def counter_arg(s) -> str:
     """The name of a counter event's one argument: the series' unit (``%``, ``bytes/s``,
     ``ops/s``; ``value`` when unknown), so that Perfetto's track reads ``cpu0 CPUUtilization %``
     (the metric named once) and chrome://tracing's counter ``cpu0 CPUUtilization`` has the series ``%``."""
-    from smdebug.analysis.profiler_report.units import metric_unit
+    from smdebug.analysis.units import metric_unit
 
     return _COUNTER_ARG[metric_unit(s.name, s.dimension, s.type)]
 

@@ -61,9 +61,7 @@ def rule_listing() -> str:
     from smdebug.rules.builtin import rule_classes
 
     lines = ["built-in rules (--rule NAME, then --param NAME=VALUE for the parameters below):"]
-    for name, cls in rule_classes().items():
-        if getattr(cls, "profiler_rule", False):
-            continue  # judged over a profile by `smdebug profile rules`
+    for name, cls in rule_classes().items():  # the profiler rules are `smdebug profile rules`'
         lines.append(f"  {name}: {cls.summary()}")
         params = ", ".join(f"{p.name}={p.default}" if p.default is not None else p.name for p in cls.params)
         lines.append(f"      parameters: {params or 'none'}")
@@ -147,12 +145,12 @@ class RuleRun:
 def build_rules(trial, specs, action_str: str = "") -> list:
     """RuleRun objects for ``[[name, {param: value}], ...]``; bad input -> CliError naming it."""
     from smdebug.exceptions import RuleConfigurationError
-    from smdebug.rules.builtin import get_rule_class
+    from smdebug.rules.config import find_rule_class
 
     runs = []
     for name, params in specs:
         try:
-            cls = get_rule_class(name)
+            cls = find_rule_class(name)
             if getattr(cls, "profiler_rule", False):
                 raise CliError(f"--rule {name}: a profiler rule, judged over the job's profiler data: "
                                f"smdebug profile rules PROFILE --rule {name}")

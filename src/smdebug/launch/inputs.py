@@ -229,7 +229,9 @@ def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, confi
     Profiling (:mod:`smdebug.launch.profiling`): ``profile`` (the defaults), ``profiler_config`` (a
     ProfilerConfig: dict, JSON text or file), ``profile_interval_ms``; its data goes to the config's
     LocalPath, else ``default_profiler_dir``, else ``profiler-output`` beside ``default_out_dir``."""
-    b = SpecBuilder()
+    from smdebug.launch.profiler_jobs import profiler_rule_spec
+
+    b = SpecBuilder(profiler_rule_spec)
     if job is not None:
         where = job if isinstance(job, str) else "job="
         b.add_request(load_json_file(job, "job file") if isinstance(job, str) else job, where)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from smdebug.launch.spec import MAX_MAP, MAX_RULES, LaunchConfigError, RuleSpec, parse_json, read_json_file, string_map
+from smdebug.launch.spec import MAX_MAP, LaunchConfigError, parse_json, read_json_file, string_map
 
-__all__ = ["PROFILER_CONFIG_ENV", "profiler_document", "read_profiler_config", "profiler_rule_spec"]
+__all__ = ["PROFILER_CONFIG_ENV", "profiler_document", "read_profiler_config"]
 
 PROFILER_CONFIG_ENV = "SMPROFILER_CONFIG_PATH"
 _KEYS = {"S3OutputPath", "ProfilingIntervalInMilliseconds", "ProfilingParameters", "DisableProfiler"}
@@ -66,19 +66,3 @@ def profiler_document(doc: dict | None, where: str, *, default_local_path: str, 
     if not os.path.isabs(params["LocalPath"]) and "://" not in params["LocalPath"]:
         params["LocalPath"] = os.path.abspath(params["LocalPath"])  # the job may change its working folder
     return out
-
-
-def profiler_rule_spec(value, where: str) -> RuleSpec:
-    """A ProfilerRuleConfiguration, checked: its rule must be one of smdebug's profiler rules, with
-    parameters the rule accepts (:func:`smdebug.launch.profiler_jobs.check_profiler_rule`)."""
-    from smdebug.launch.profiler_jobs import profiler_rule_spec as checked
-
-    return checked(value, where)
-
-
-def check_profiler_rules(rules, where: str) -> list:
-    if not isinstance(rules, list):
-        raise LaunchConfigError(f"{where}: ProfilerRuleConfigurations must be a list")
-    if len(rules) > MAX_RULES:
-        raise LaunchConfigError(f"{where}: {len(rules)} profiler rules; SageMaker allows at most {MAX_RULES}")
-    return [profiler_rule_spec(r, f"ProfilerRuleConfigurations[{i}] of {where}") for i, r in enumerate(rules)]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from smdebug.exceptions import SMDebugValueError
 
@@ -294,7 +296,10 @@ def check_hook_values(doc: dict, where: str) -> None:
 class SpecBuilder:
     """Collects hook settings, collections and rules from any input, then checks them as a whole."""
 
-    def __init__(self):
+    def __init__(self, profiler_rule_spec: Callable[[Any, str], RuleSpec] | None = None):
+        """``profiler_rule_spec(value, where)`` checks a ProfilerRuleConfiguration against the profiler
+        rules (smdebug.launch.profiler_jobs.profiler_rule_spec; given by the caller, which knows them)."""
+        self._profiler_rule_spec = profiler_rule_spec
         self.hook_parameters: dict = {}
         self._hook_where: str | None = None
         self.local_path: str | None = None
@@ -304,7 +309,7 @@ class SpecBuilder:
         self.rules: list[RuleSpec] = []
         self.tensorboard: dict | None = None
         self.name: str | None = None
-        self.profiler_config = None  # (document, where) of a request's ProfilerConfig
+        self.profiler_config: tuple[Any, str] | None = None  # (document, where) of a request's ProfilerConfig
         self.profiler_rules: list[RuleSpec] = []  # ProfilerRuleConfigurations, checked
 
     def add_hook_config(self, doc, where: str) -> None:
@@ -403,15 +408,19 @@ class SpecBuilder:
         if doc.get("ProfilerConfig") is not None:
             self.profiler_config = (doc["ProfilerConfig"], f"ProfilerConfig of {where}")
         if doc.get("ProfilerRuleConfigurations") is not None:
-            from smdebug.launch.profiling import check_profiler_rules
-
-            self.profiler_rules.extend(check_profiler_rules(doc["ProfilerRuleConfigurations"], where))
+            rules = doc["ProfilerRuleConfigurations"]
+            if not isinstance(rules, list):
+                raise LaunchConfigError(f"{where}: ProfilerRuleConfigurations must be a list")
+            if len(rules) > MAX_RULES:
+                raise LaunchConfigError(f"{where}: {len(rules)} profiler rules; SageMaker allows at most {MAX_RULES}")
+            for i, r in enumerate(rules):
+                self.add_profiler_rule(r, f"ProfilerRuleConfigurations[{i}] of {where}")
 
     def add_profiler_rule(self, value, where: str) -> RuleSpec:
         """A ProfilerRuleConfiguration dict (checked against the profiler rules)."""
-        from smdebug.launch.profiling import profiler_rule_spec
-
-        spec = profiler_rule_spec(value, where)
+        if self._profiler_rule_spec is None:
+            raise LaunchConfigError(f"{where}: this configuration takes no profiler rule")
+        spec = self._profiler_rule_spec(value, where)
         self.profiler_rules.append(spec)
         return spec
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from smdebug.rules.rule import Rule
     from smdebug.trials.trial import Trial
 
-__all__ = ["create_rule", "load_custom_rule", "unknown_parameters", "OTHER_TRIAL_KEYS", "SOURCE_KEY"]
+__all__ = ["create_rule", "find_rule_class", "load_custom_rule", "unknown_parameters", "OTHER_TRIAL_KEYS", "SOURCE_KEY"]
 
 logger = logging.getLogger("smdebug")
 
@@ -96,14 +96,22 @@ def _lookup(name: str, rule_classes: Any) -> Any:  # the class, or None
         table = dict(rule_classes) if isinstance(rule_classes, Mapping) else {c.__name__: c for c in rule_classes}
         if name in table:
             return table[name]
-    from smdebug.rules.builtin import get_rule_class, rule_classes
+    try:
+        return find_rule_class(name)  # raises with the list of built-in rules (and a hint)
+    except RuleConfigurationError as exc:
+        extra = f"; or one of {', '.join(table)}" if rule_classes is not None and table else ""
+        raise RuleConfigurationError(name, "rule_to_invoke", exc.message + extra) from None
 
-    if name not in rule_classes():
-        try:
-            get_rule_class(name)  # raises with the list of built-in rules (and a hint)
-        except RuleConfigurationError as exc:
-            extra = f"; or one of {', '.join(table)}" if rule_classes is not None and table else ""
-            raise RuleConfigurationError(name, "rule_to_invoke", exc.message + extra) from None
+
+def find_rule_class(name: str) -> type[Rule]:
+    """A rule of either kind by name: a built-in (debugger) rule, else a profiler rule
+    (SageMaker's ``rule_to_invoke`` names both)."""
+    from smdebug.rules.builtin import get_rule_class
+    from smdebug.rules.profiler import profiler_rule_classes
+
+    profiler = profiler_rule_classes()
+    if isinstance(name, str) and name in profiler:
+        return profiler[name]
     return get_rule_class(name)
 
 

@@ -15,7 +15,7 @@ import pytest
 from synth import STALL_STEP, SynthTrial, write_profile
 
 from smdebug.analysis.profiler_report import profiler_report_html
-from smdebug.analysis.profiler_report.units import fmt_duration, metric_unit, sig
+from smdebug.analysis.units import fmt_duration, metric_unit, sig
 
 # the unit each system metric the profiler writes is shown with (smdebug.profiler.system, job_metrics)
 UNITS = {"CPUUtilization": "%", "I/OWaitPercentage": "%", "GPUUtilization": "%", "GPUMemoryUtilization": "%",

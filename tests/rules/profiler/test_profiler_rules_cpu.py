@@ -26,8 +26,8 @@ from prof_runs import train  # noqa: E402
 
 from smdebug.profiler.reading.trial import ProfilerTrial  # noqa: E402
 from smdebug.rules import invoke_rule  # noqa: E402
-from smdebug.rules.builtin import get_rule_class  # noqa: E402
 from smdebug.rules.profiler import ProfilerReport  # noqa: E402
+from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class  # noqa: E402
 
 SECOND = 1_000_000
 ONE_S = str(SECOND)

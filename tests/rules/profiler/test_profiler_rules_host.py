@@ -9,7 +9,7 @@ import pytest
 from prof_rule_trials import SECOND, T0, Profile, series
 
 from smdebug.rules import invoke_rule
-from smdebug.rules.builtin import get_rule_class
+from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class
 
 N = 2400  # 240 s at 100 ms
 WAVE = 3 * np.sin(np.arange(N))  # deterministic jitter

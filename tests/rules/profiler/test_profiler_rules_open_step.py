@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from smdebug.profiler import TimelineWriter
 from smdebug.profiler.reading.trial import ProfilerTrial
-from smdebug.rules.builtin import get_rule_class
+from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class
 
 MS = 1000
 T0 = 1_790_000_000_000_000

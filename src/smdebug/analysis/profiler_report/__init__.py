@@ -22,7 +22,7 @@ import numpy as np
 
 from smdebug.analysis.profiler_report import charts, stats
 from smdebug.analysis.profiler_report.page import CSS, fmt_ms, fmt_s, img, rules_section, section, table, verdict_of
-from smdebug.analysis.profiler_report.units import (
+from smdebug.analysis.units import (
     fmt_at,
     fmt_clock,
     fmt_count,

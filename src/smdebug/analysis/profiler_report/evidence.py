@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import math
 
-from smdebug.analysis.profiler_report.units import (
+from smdebug.analysis.units import (
     fmt_at,
     fmt_bytes_rate,
     fmt_count,

@@ -8,7 +8,7 @@ import numpy as np
 
 from smdebug.analysis.profiler_report.advice import advice_for
 from smdebug.analysis.profiler_report.evidence import evidence_html
-from smdebug.analysis.profiler_report.units import fmt_count, fmt_duration, fmt_param, fmt_us, parse_params, sig
+from smdebug.analysis.units import fmt_count, fmt_duration, fmt_param, fmt_us, parse_params, sig
 
 __all__ = ["section", "table", "CSS", "rules_section", "verdict_of", "fmt_s", "fmt_ms", "img"]
 

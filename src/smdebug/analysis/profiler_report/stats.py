@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smdebug.analysis.profiler_report.units import fmt_at, fmt_us, metric_unit, unit_word
+from smdebug.analysis.units import fmt_at, fmt_us, metric_unit, unit_word
 from smdebug.profiler.reading.frames import phase_mask
 
 __all__ = ["PHASES", "MODES", "JobSummary", "job_summary", "all_steps", "phases_per_step", "slowest_steps",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import html
 
-from smdebug.analysis.profiler_report.units import fmt_bytes_rate, fmt_us, sig
+from smdebug.analysis.units import fmt_bytes_rate, fmt_us, sig
 
 __all__ = ["timeline_svg"]
 

@@ -2,7 +2,7 @@
 reader (:mod:`smdebug.profiler.reading.trace_bulk`).
 
 :class:`JoinedLines` holds the bytes of many files joined into one buffer and an unaligned 8-byte
-view of it. A line template (:class:`~smdebug.profiler.reading.trace_lines.LineTemplate`)
+view of it. A line template (:class:`LineTemplate`)
 describes a JSON object written on one line without escapes (its keys in order, the kind of each
 value, its separators); :meth:`JoinedLines.match` checks, for many lines at once, that each is
 exactly that object, and reads its values: the literal bytes are compared eight at a time, an
@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import mmap
 import re
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from smdebug.profiler.reading.trace_lines import LineTemplate
+__all__ = ["JoinedLines", "LineTemplate", "INT", "QINT", "STR", "LIT", "MARK", "clean_text"]
 
-__all__ = ["JoinedLines", "INT", "QINT", "STR", "LIT", "MARK", "clean_text"]
-
-# the steps of a line template (:class:`~smdebug.profiler.reading.trace_lines.LineTemplate`):
+# the steps of a line template (:class:`LineTemplate`):
 # a JSON integer, a string of digits read as an integer (``"17"``), a string; literal bytes, the
 # start of a nested object
 INT, QINT, STR = "int", "qint", "str"
@@ -45,6 +42,48 @@ _SEVENS = _U(0x7676767676767676)
 _QUOTES = _U(0x2222222222222222)
 _LOW = np.array([(1 << (8 * v)) - 1 for v in range(9)], dtype=np.uint64)  # the first v bytes
 _POW10 = np.array([10 ** k for k in range(19)], dtype=np.uint64)
+
+@dataclass
+class LineTemplate:
+    """A JSON object written on one line without escapes, as the steps that read it: literal bytes
+    (``("lit", b'{"name": "')``), values (``(INT | QINT | STR, key)``) and the start of a nested
+    object (``("mark", key)``), built by :meth:`of`."""
+
+    steps: list
+
+    @classmethod
+    def of(cls, fields: list, sep_kv: bytes, sep_item: bytes, tail: bytes = b"}") -> LineTemplate:
+        """The template of an object with ``fields`` (``[(key, INT | QINT | STR | b'"literal"' |
+        [nested fields])]``) and these separators, whose last value is followed by ``tail``
+        (``b"}"``: the object ends there; ``b', "args": '``: the template reads the start of a
+        longer line). The values of a nested object ``key`` are read as ``"key.inner"``."""
+        steps: list = []
+
+        def lit(text: bytes) -> None:
+            if steps and steps[-1][0] == LIT:
+                steps[-1] = (LIT, steps[-1][1] + text)
+            elif text:
+                steps.append((LIT, text))
+
+        def obj(fields: list, close: bytes, prefix: str = "") -> None:
+            lit(b"{")
+            for i, (key, kind) in enumerate(fields):
+                lit((b"" if i == 0 else sep_item) + b'"' + key.encode() + b'"' + sep_kv)
+                if isinstance(kind, bytes):
+                    lit(kind)
+                elif isinstance(kind, list):
+                    steps.append((MARK, prefix + key))
+                    obj(kind, b"}", f"{prefix}{key}.")
+                elif kind == INT:
+                    steps.append((INT, prefix + key))
+                else:
+                    lit(b'"')
+                    steps.append((kind, prefix + key))
+                    lit(b'"')
+            lit(close)
+
+        obj(fields, tail)
+        return cls(steps)
 
 
 def _run(flags: np.ndarray) -> np.ndarray:

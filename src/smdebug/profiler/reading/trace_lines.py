@@ -13,56 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-from smdebug.profiler.reading.byte_columns import INT, LIT, MARK, QINT, STR, JoinedLines
+from smdebug.profiler.reading.byte_columns import INT, QINT, STR, JoinedLines, LineTemplate
 
 __all__ = ["LineTemplate", "Templates", "TableShape", "Meta", "templates", "meta_line", "step_of", "int_or_minus_one"]
 
 _NEED = {"name", "ph", "pid", "ts", "dur"}
 _INT_KEYS = {"pid", "tid", "ts", "dur"}
 _ARG_INT_KEYS = {"pid", "thread_id"}
-
-
-@dataclass
-class LineTemplate:
-    """A JSON object written on one line without escapes, as the steps that read it: literal bytes
-    (``("lit", b'{"name": "')``), values (``(INT | QINT | STR, key)``) and the start of a nested
-    object (``("mark", key)``), built by :meth:`of`."""
-
-    steps: list
-
-    @classmethod
-    def of(cls, fields: list, sep_kv: bytes, sep_item: bytes, tail: bytes = b"}") -> LineTemplate:
-        """The template of an object with ``fields`` (``[(key, INT | QINT | STR | b'"literal"' |
-        [nested fields])]``) and these separators, whose last value is followed by ``tail``
-        (``b"}"``: the object ends there; ``b', "args": '``: the template reads the start of a
-        longer line). The values of a nested object ``key`` are read as ``"key.inner"``."""
-        steps: list = []
-
-        def lit(text: bytes) -> None:
-            if steps and steps[-1][0] == LIT:
-                steps[-1] = (LIT, steps[-1][1] + text)
-            elif text:
-                steps.append((LIT, text))
-
-        def obj(fields: list, close: bytes, prefix: str = "") -> None:
-            lit(b"{")
-            for i, (key, kind) in enumerate(fields):
-                lit((b"" if i == 0 else sep_item) + b'"' + key.encode() + b'"' + sep_kv)
-                if isinstance(kind, bytes):
-                    lit(kind)
-                elif isinstance(kind, list):
-                    steps.append((MARK, prefix + key))
-                    obj(kind, b"}", f"{prefix}{key}.")
-                elif kind == INT:
-                    steps.append((INT, prefix + key))
-                else:
-                    lit(b'"')
-                    steps.append((kind, prefix + key))
-                    lit(b'"')
-            lit(close)
-
-        obj(fields, tail)
-        return cls(steps)
 
 
 @dataclass

@@ -10,12 +10,12 @@ Rules are grouped by family in a few modules and imported only when first used:
 - ``classification``: Confusion, ClassImbalance
 - ``trees``: TreeDepth, FeatureImportanceOverweight, CreateXgboostReport
 
-The eleven profiler rules (:mod:`smdebug.rules.profiler`, ``profiler_rule = True``) register in
-the same registry and are imported with these.
-
 Nothing here lists them: each rule class registers itself when its module is imported
-(:mod:`smdebug.rules.builtin.base`), and :func:`rule_classes` imports every module of this
-package (and of its sub-packages) once. A new rule is one class in any of those modules.
+(:mod:`smdebug.rules.builtin.base`: one registry, each rule of a kind), and :func:`rule_classes`
+imports every module of this package (and of its sub-packages) once and gives the debugger rules.
+A new rule is one class in any of those modules. The eleven profiler rules are the other kind
+(``profiler_rule = True``): :func:`smdebug.rules.profiler.profiler_rule_classes` gives them, and
+:func:`smdebug.rules.config.find_rule_class` looks a name up among both kinds.
 """
 
 from __future__ import annotations
@@ -60,18 +60,16 @@ _loaded = False
 
 
 def rule_classes() -> dict[str, type[BuiltinRule]]:
-    """``{name: class}`` of every built-in rule, sorted by name (imports each module of the package once)."""
+    """``{name: class}`` of the 21 built-in (debugger) rules, sorted by name (imports each module
+    of the package once)."""
     global _loaded
     from smdebug.rules.builtin.base import registered_rules
 
     if not _loaded:
         for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):  # sub-packages too
             importlib.import_module(info.name)
-        profiler = importlib.import_module("smdebug.rules.profiler")  # the profiler rules (profiler_rule = True)
-        for info in pkgutil.walk_packages(profiler.__path__, prefix="smdebug.rules.profiler."):
-            importlib.import_module(info.name)
         _loaded = True
-    return dict(sorted(registered_rules().items()))
+    return {n: c for n, c in sorted(registered_rules().items()) if not c.profiler_rule}
 
 
 def rule_names() -> list[str]:
@@ -80,7 +78,8 @@ def rule_names() -> list[str]:
 
 
 def get_rule_class(name: str) -> type[BuiltinRule]:
-    """The class of built-in rule ``name`` (as documented, e.g. ``"VanishingGradient"``)."""
+    """The class of built-in rule ``name`` (as documented, e.g. ``"VanishingGradient"``); a
+    profiler rule's name is refused with where to find it."""
     from smdebug.exceptions import RuleConfigurationError
 
     classes = rule_classes()
@@ -88,7 +87,8 @@ def get_rule_class(name: str) -> type[BuiltinRule]:
     if cls is None:
         lowered = {n.lower(): n for n in classes}
         hint = lowered.get(str(name).lower())
-        more = f"; did you mean {hint!r}?" if hint else f"; built-in rules: {', '.join(classes)}"
+        more = f"; did you mean {hint!r}?" if hint else (f"; built-in rules: {', '.join(classes)} (profiler rules: "
+                                                         "smdebug.rules.profiler.get_profiler_rule_class)")
         raise RuleConfigurationError(str(name), None, f"no such built-in rule{more}")
     return cls
 

@@ -8,8 +8,8 @@
 - ``host``: what CPUBottleneck, IOBottleneck and GPUMemoryIncrease read on a job without a GPU
 - ``base`` (what every rule shares, the window driver) and ``windows`` (what a window holds)
 
-They register in the built-in rules' registry (``smdebug.rules.builtin.get_rule_class``) marked
-``profiler_rule = True``, and run window by window over a profiler trial through
+They register in the rules' registry (smdebug.rules.builtin.base) as the profiler kind
+(``profiler_rule = True``): :func:`profiler_rule_classes` gives them, and they run window by window over a profiler trial through
 :func:`smdebug.rules.invoke_rule` (see :mod:`smdebug.rules.profiler.base`). User guide:
 docs/guide/profiler-rules.md.
 """
@@ -21,6 +21,7 @@ import importlib
 __all__ = [
     "ProfilerRule",
     "profiler_rule_classes",
+    "get_profiler_rule_class",
     "BatchSize",
     "CPUBottleneck",
     "Dataloader",
@@ -38,10 +39,22 @@ _MODULES = ("gpu", "bottleneck", "usage", "steps", "report")
 
 
 def profiler_rule_classes() -> dict:
-    """``{name: class}`` of the profiler rules, sorted by name."""
-    from smdebug.rules.builtin import rule_classes
+    """``{name: class}`` of the eleven profiler rules, sorted by name (imports their modules once)."""
+    from smdebug.rules.builtin.base import registered_rules
 
-    return {n: c for n, c in rule_classes().items() if getattr(c, "profiler_rule", False)}
+    for module in _MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    return {n: c for n, c in sorted(registered_rules().items()) if c.profiler_rule}
+
+
+def get_profiler_rule_class(name: str):
+    """The class of profiler rule ``name`` (e.g. ``"StepOutlier"``)."""
+    from smdebug.exceptions import RuleConfigurationError
+
+    classes = profiler_rule_classes()
+    if name not in classes:
+        raise RuleConfigurationError(str(name), None, f"no such profiler rule; profiler rules: {', '.join(classes)}")
+    return classes[name]
 
 
 def __getattr__(name: str):

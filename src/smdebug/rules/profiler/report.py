@@ -21,9 +21,10 @@ HTML_RENDERER = "smdebug.analysis.profiler_report"
 
 
 def _sub_rule_classes() -> dict:
-    from smdebug.rules.builtin import get_rule_class
+    from smdebug.rules.profiler import profiler_rule_classes
 
-    return {name: get_rule_class(name) for name in SUB_RULES}
+    classes = profiler_rule_classes()
+    return {name: classes[name] for name in SUB_RULES}
 
 
 def split_overrides(params: dict) -> tuple:
