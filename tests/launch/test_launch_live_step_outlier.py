@@ -15,14 +15,15 @@ import pytest
 
 MLP = str(Path(__file__).parent / "scripts" / "mlp.py")
 STEPS, STEP_S, STALL_AT, STALL_S = 200, 0.1, 90, 1.5
-# an outlier lasts 5 median steps at least (min_ratio): the stall is 16 steps of a quiet host, still
-# 7 on a host so busy that steps take twice their time; a busy host's hiccups are shorter
+# an outlier lasts 8 median steps at least (min_ratio, as in the issue): the stall is 16 steps of a quiet
+# host, 14 in a full parallel test run (median step 0.11 s), whose hiccups (0.6 s seen: 6 median steps) stay
+# under it
 
 
 def _smdebug_run(tmp_path, name, stall: bool):
     run_dir, timeline = tmp_path / name, tmp_path / f"{name}.steps"
     cmd = [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(run_dir), "--rule",
-           "step_outlier:n_outliers=0:min_ratio=5", "--action", "stop", "--", sys.executable, MLP, "--steps",
+           "step_outlier:n_outliers=0:min_ratio=8", "--action", "stop", "--", sys.executable, MLP, "--steps",
            str(STEPS), "--step-time", str(STEP_S), "--timeline", str(timeline)]
     if stall:
         cmd += ["--stall-at", str(STALL_AT), "--stall", str(STALL_S)]

@@ -139,7 +139,8 @@ def test_per_collection_reduction_config(tmp_path):
         g.value(1)
     assert set(g.reduction_values(1)) == {("l2", False)}
     expected = torch.linalg.vector_norm(torch.from_numpy(recs[1].grads["gradient/Sequential_0.weight"]).reshape(-1))
-    assert scalar(g.reduction_value(1, "l2")) == float(expected)
+    # the moments kernel (numba, when another test has readied it) and torch sum in other orders
+    assert scalar(g.reduction_value(1, "l2")) == pytest.approx(float(expected), rel=1e-6)
     np.testing.assert_array_equal(trial.tensor("Sequential_0.weight").value(1), recs[1].params["Sequential_0.weight"])
 
 
