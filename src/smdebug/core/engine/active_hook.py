@@ -7,36 +7,36 @@ from __future__ import annotations
 import atexit
 import logging
 import weakref
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from smdebug.exceptions import SMDebugTypeError
 
-__all__ = ["get_hook", "set_hook", "del_hook", "bind", "close_at_exit", "HookSlot", "AnyHook"]
+if TYPE_CHECKING:
+    from smdebug.core.engine.hook import BaseHook
+
+__all__ = ["get_hook", "set_hook", "del_hook", "bind", "close_at_exit", "HookSlot"]
 
 logger = logging.getLogger("smdebug")
+_active = None
+_H = TypeVar("_H")
 
 
-@runtime_checkable
-class AnyHook(Protocol):
-    """What this slot needs of a hook (every smdebug hook is one; BaseHook is not imported here, so
-    that the hook's module and this one do not import each other)."""
+class HookSlot(Protocol, Generic[_H]):
+    """What :func:`bind` gives a framework package, typed with its Hook class (to type checkers:
+    ``smdebug.pytorch.get_hook()`` is a ``Hook | None``)."""
 
-    def close(self) -> None: ...
+    def get_hook(self, json_config_path: str | None = None, create_if_not_exists: bool = False) -> _H | None: ...
 
-    def save_tensor(self, tensor_name: str, tensor_value: Any, collections_to_write: Any = ...) -> None: ...
+    def set_hook(self, hook: _H) -> None: ...
 
-    def save_scalar(self, name: str, value: Any, sm_metric: bool = ..., timestamp: Any = ...) -> None: ...
-
-
-_H = TypeVar("_H", bound=AnyHook)
-_active: AnyHook | None = None
+    def del_hook(self) -> None: ...
 
 
-def get_hook(*, json_config_path: str | None = None, hook_class: Any = None,
-             create_if_not_exists: bool = False) -> Any:
-    """The active hook (None when there is none); with ``create_if_not_exists``, one made from
-    SageMaker's hook JSON if a config file applies. ``smdebug.<framework>.get_hook()`` is typed
-    with the framework's hook class (:class:`HookSlot`)."""
+def get_hook(*, json_config_path: str | None = None, hook_class: type[BaseHook] | None = None,
+             create_if_not_exists: bool = False) -> Any:  # the active BaseHook, or None
+    """The active hook; with ``create_if_not_exists``, one made from SageMaker's hook JSON if a
+    config file applies (None otherwise)."""
     global _active
     if hook_class is not None and _active is not None and not isinstance(_active, hook_class):
         logger.info("smdebug: the active hook is not a %s; replacing it", hook_class.__name__)
@@ -46,8 +46,10 @@ def get_hook(*, json_config_path: str | None = None, hook_class: Any = None,
     return _active
 
 
-def set_hook(custom_hook: AnyHook) -> None:
-    if not isinstance(custom_hook, AnyHook) or isinstance(custom_hook, type):
+def set_hook(custom_hook: BaseHook) -> None:
+    from smdebug.core.engine.hook import BaseHook
+
+    if not isinstance(custom_hook, BaseHook):
         raise SMDebugTypeError(f"custom_hook={custom_hook!r} must be a hook")
     global _active
     _active = custom_hook
@@ -58,32 +60,25 @@ def del_hook() -> None:
     _active = None
 
 
-class HookSlot(Generic[_H]):
-    """``get_hook`` / ``set_hook`` / ``del_hook`` of a framework package, typed with its Hook class."""
+def bind(hook_class: type[_H]) -> HookSlot[_H]:
+    """``get_hook`` / ``set_hook`` / ``del_hook`` for a framework package, bound to its Hook:
+    ``get_hook, set_hook, del_hook = vars(bind(Hook)).values()``."""
 
-    def __init__(self, hook_class: type[_H]) -> None:
-        self.hook_class = hook_class
+    def get_hook_for(json_config_path: str | None = None, create_if_not_exists: bool = False) -> Any:
+        """The active hook; with ``create_if_not_exists``, made from SageMaker's hook JSON."""
+        return get_hook(json_config_path=json_config_path, hook_class=cast(Any, hook_class),
+                        create_if_not_exists=create_if_not_exists)
 
-    def get_hook(self, json_config_path: str | None = None, create_if_not_exists: bool = False) -> _H | None:
-        """The active hook (None when there is none); with ``create_if_not_exists``, one made from
-        SageMaker's hook JSON (``$SMDEBUG_CONFIG_FILE_PATH`` / ``json_config_path``) if it applies."""
-        hook: _H | None = get_hook(json_config_path=json_config_path, hook_class=self.hook_class,
-                                   create_if_not_exists=create_if_not_exists)
-        return hook
-
-    def set_hook(self, hook: _H) -> None:
+    def set_hook_for(hook: Any) -> None:
         """Make ``hook`` the active hook."""
         set_hook(hook)
 
-    def del_hook(self) -> None:
+    def del_hook_for() -> None:
         """Forget the active hook."""
         del_hook()
 
-
-def bind(hook_class: type[_H]) -> HookSlot[_H]:
-    """``get_hook`` / ``set_hook`` / ``del_hook`` for a framework package, bound to its Hook:
-    ``_slot = bind(Hook); get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook``."""
-    return HookSlot(hook_class)
+    get_hook_for.__name__, set_hook_for.__name__, del_hook_for.__name__ = "get_hook", "set_hook", "del_hook"
+    return cast("HookSlot[_H]", SimpleNamespace(get_hook=get_hook_for, set_hook=set_hook_for, del_hook=del_hook_for))
 
 
 def _close(ref: Any) -> None:
@@ -92,6 +87,6 @@ def _close(ref: Any) -> None:
         hook.close()
 
 
-def close_at_exit(hook: AnyHook) -> None:
+def close_at_exit(hook: BaseHook) -> None:
     """Close ``hook`` at interpreter exit (if it still exists), so its last step is written."""
     atexit.register(_close, weakref.ref(hook))
