@@ -88,7 +88,8 @@ $(TRACE_VIEWER_POLYFILL):
 trace-viewer: $(TRACE_VIEWER_POLYFILL)
 
 test: $(VENV)/.installed $(PEER)/.installed $(PEER)/.xgboost $(MXVENV)/.installed chromium trace-viewer
-	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench examples tools
+	$(VENV)/bin/ruff format --check src tests bench examples tools
 	$(VENV)/bin/lint-imports
 	$(PY) tools/mypy_baseline.py
 	$(PY) tools/core_rooms.py --check
@@ -106,6 +107,7 @@ $(VENV)/.check: pyproject.toml
 
 check: $(VENV)/.check
 	$(VENV)/bin/ruff check src tests bench examples tools
+	$(VENV)/bin/ruff format --check src tests bench examples tools
 	$(VENV)/bin/lint-imports
 	$(PY) tools/mypy_baseline.py
 	$(PY) tools/core_rooms.py --check
@@ -113,6 +115,7 @@ check: $(VENV)/.check
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests bench examples tools
+	$(VENV)/bin/ruff format --check src tests bench examples tools
 	$(VENV)/bin/lint-imports
 	$(PY) tools/core_rooms.py --check
 

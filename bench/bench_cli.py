@@ -31,16 +31,21 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="bench_cli_")
     try:
         trial = os.path.join(tmp, "trial")
-        subprocess.run([sys.executable, str(HERE / "workload.py"), "write", trial, str(a.steps), str(a.workers),
-                        str(a.tensors)], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, str(HERE / "workload.py"), "write", trial, str(a.steps), str(a.workers), str(a.tensors)],
+            check=True,
+            capture_output=True,
+        )
         for cmd in (["info"], ["info", "--json"]):
             times = []
             for _ in range(a.repeat):
                 t0 = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "smdebug", *cmd, trial], check=True, capture_output=True)
                 times.append(time.perf_counter() - t0)
-            print(f"smdebug {' '.join(cmd):<12} {a.steps} steps x {a.workers} workers x {a.tensors} tensors: "
-                  f"median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f})")
+            print(
+                f"smdebug {' '.join(cmd):<12} {a.steps} steps x {a.workers} workers x {a.tensors} tensors: "
+                f"median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f})"
+            )
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "smdebug", "--help"], check=True, capture_output=True)
         print(f"smdebug --help: {time.perf_counter() - t0:.3f} s")

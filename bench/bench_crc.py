@@ -73,8 +73,9 @@ def direct_cost(size: int, tensors: int) -> str:
     from smdebug.codec.tfrecord import unframe
 
     arrays = [np.full(size, t, np.float32) for t in range(tensors)]
-    chunks, lengths = encode_step_records([f"t{t}" for t in range(tensors)], arrays, 5,
-                                          mode_metadata(ModeKeys.TRAIN, 5))
+    chunks, lengths = encode_step_records(
+        [f"t{t}" for t in range(tensors)], arrays, 5, mode_metadata(ModeKeys.TRAIN, 5)
+    )
     starts = [sum(lengths[:i]) for i in range(len(lengths))]
     n = 200 if size == 4 else 20
     w = min(timeit.repeat(lambda: payload_crcs(chunks, starts, lengths), number=n, repeat=3)) / n
@@ -111,9 +112,12 @@ def main() -> None:
                     shutil.rmtree(folder)
             mw, mo = min(w["with"]), min(w["without"])
             rw, ro = min(r["with"]), min(r["without"])
-            print(f"{label:>8} x {tensors} tensors, {steps} steps: writer {mo * 1e3:.2f} -> {mw * 1e3:.2f} ms/step "
-                  f"({(mw / mo - 1) * 100:+.1f}%), reader {ro * 1e3:.1f} -> {rw * 1e3:.1f} ms "
-                  f"({(rw / ro - 1) * 100:+.1f}%) [without -> with CRC, best of {args.repeat}]", flush=True)
+            print(
+                f"{label:>8} x {tensors} tensors, {steps} steps: writer {mo * 1e3:.2f} -> {mw * 1e3:.2f} ms/step "
+                f"({(mw / mo - 1) * 100:+.1f}%), reader {ro * 1e3:.1f} -> {rw * 1e3:.1f} ms "
+                f"({(rw / ro - 1) * 100:+.1f}%) [without -> with CRC, best of {args.repeat}]",
+                flush=True,
+            )
             print(f"{'':>8}   the CRC work alone: {direct_cost(size, tensors)}", flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)

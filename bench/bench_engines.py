@@ -59,8 +59,9 @@ def _save_config():
 def _torch_hook(out_dir, **kw):
     import smdebug.pytorch as smd
 
-    return smd.Hook(out_dir=out_dir, save_config=_save_config(), include_collections=["weights", "gradients",
-                                                                                      "losses"], **kw)
+    return smd.Hook(
+        out_dir=out_dir, save_config=_save_config(), include_collections=["weights", "gradients", "losses"], **kw
+    )
 
 
 # ------------------------------------------------------------------------------------------ dask
@@ -76,19 +77,33 @@ def bench_dask(repeat: int, tmp: str) -> dict:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40_000, 40), dtype=np.float32)
     y = (X[:, :5].sum(1) + 0.5 * rng.standard_normal(40_000) > 0).astype(np.float32)
-    params = {"objective": "binary:logistic", "tree_method": "hist", "max_depth": 6, "nthread": 1,
-              "eval_metric": ["logloss", "auc"]}
+    params = {
+        "objective": "binary:logistic",
+        "tree_method": "hist",
+        "max_depth": 6,
+        "nthread": 1,
+        "eval_metric": ["logloss", "auc"],
+    }
     times: dict = {"none": [], "hook": []}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         dtrain = xgb.dask.DaskDMatrix(client, da.from_array(X, chunks=(10_000, 40)), da.from_array(y, chunks=10_000))
         for r in range(-1, repeat):  # -1: a warm-up run of each configuration, not counted
             for config in times:
                 callbacks = []
                 if config == "hook":
-                    callbacks = [smdx.Hook(out_dir=f"{tmp}/dask-{r}", include_workers="all",
-                                           save_config=smdx.SaveConfig(save_interval=INTERVAL),
-                                           include_collections=["metrics", "feature_importance"])]
+                    callbacks = [
+                        smdx.Hook(
+                            out_dir=f"{tmp}/dask-{r}",
+                            include_workers="all",
+                            save_config=smdx.SaveConfig(save_interval=INTERVAL),
+                            include_collections=["metrics", "feature_importance"],
+                        )
+                    ]
                 t0 = time.perf_counter()
                 xgb.dask.train(client, params, dtrain, STEPS, evals=[(dtrain, "train")], callbacks=callbacks)
                 if r >= 0:
@@ -119,8 +134,9 @@ def _fsdp_rank(repeat: int, tmp: str) -> None:
             fully_shard(model)
             hook = None
             if config != "none":
-                hook = _torch_hook(f"{tmp}/fsdp-{config}-{r}", include_workers="all",
-                                   gather_sharded=(config == "gather"))
+                hook = _torch_hook(
+                    f"{tmp}/fsdp-{config}-{r}", include_workers="all", gather_sharded=(config == "gather")
+                )
                 hook.register_module(model)
             opt = torch.optim.SGD(model.parameters(), lr=0.01)
             g = torch.Generator().manual_seed(rank)
@@ -152,13 +168,30 @@ def bench_fsdp(repeat: int, tmp: str) -> dict:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
-    out = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", port,
-                          __file__, "--fsdp-rank", "--repeat", str(repeat), "--tmp", tmp],
-                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    out = subprocess.run(
+        [
+            torchrun,
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            port,
+            __file__,
+            "--fsdp-rank",
+            "--repeat",
+            str(repeat),
+            "--tmp",
+            tmp,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     line = [x for x in out.stdout.splitlines() if x.startswith("FSDP_TIMES ")]
     if out.returncode != 0 or not line:
         raise SystemExit(f"the FSDP run failed:\n{out.stderr[-3000:]}")
-    return json.loads(line[0][len("FSDP_TIMES "):])
+    return json.loads(line[0][len("FSDP_TIMES ") :])
 
 
 # ----------------------------------------------------------------------------------- huggingface
@@ -182,8 +215,15 @@ def bench_huggingface(repeat: int, tmp: str) -> dict:
         def __getitem__(self, i):
             return {"input_ids": self.ids[i], "labels": self.labels[i]}
 
-    config = transformers.BertConfig(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=256, max_position_embeddings=64, num_labels=2)
+    config = transformers.BertConfig(
+        vocab_size=1000,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        max_position_embeddings=64,
+        num_labels=2,
+    )
     times: dict = {"none": [], "hook": []}
     cpu: dict = {c: [] for c in times}
     for r in range(-1, repeat):  # -1: a warm-up run of each configuration, not counted
@@ -191,10 +231,17 @@ def bench_huggingface(repeat: int, tmp: str) -> dict:
             torch.manual_seed(0)
             model = transformers.BertForSequenceClassification(config)
             callbacks = [SMDebugCallback(_torch_hook(f"{tmp}/hf-{r}"))] if name == "hook" else []
-            args = transformers.TrainingArguments(output_dir=f"{tmp}/hf-out", per_device_train_batch_size=16,
-                                                  max_steps=STEPS, logging_steps=INTERVAL, report_to=[],
-                                                  save_strategy="no", use_cpu=True, disable_tqdm=True,
-                                                  dataloader_num_workers=0)
+            args = transformers.TrainingArguments(
+                output_dir=f"{tmp}/hf-out",
+                per_device_train_batch_size=16,
+                max_steps=STEPS,
+                logging_steps=INTERVAL,
+                report_to=[],
+                save_strategy="no",
+                use_cpu=True,
+                disable_tqdm=True,
+                dataloader_num_workers=0,
+            )
             trainer = transformers.Trainer(model=model, args=args, train_dataset=Rows(), callbacks=callbacks)
             t0, c0 = time.perf_counter(), time.process_time()
             trainer.train()
@@ -219,8 +266,11 @@ def _lightning_callbacks(name: str, out: str) -> list:
     if name in ("hook-never", "hook-loss"):
         interval = 10**9 if name == "hook-never" else INTERVAL
         colls = ["losses"] if name == "hook-loss" else ["weights", "gradients", "losses"]
-        return [SMDebugCallback(smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=interval),
-                                         include_collections=colls))]
+        return [
+            SMDebugCallback(
+                smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=interval), include_collections=colls)
+            )
+        ]
     return []
 
 
@@ -267,9 +317,16 @@ def bench_lightning(repeat: int, tmp: str, parts: bool = False) -> dict:
             out = f"{tmp}/pl-{r}"
             os.sync()  # the previous run's writeback does not land in this one's timing
             callbacks = _lightning_callbacks(name, out)
-            trainer = pl.Trainer(max_steps=LIGHTNING_STEPS, accelerator="cpu", devices=1, logger=False,
-                                 enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                                 callbacks=callbacks)
+            trainer = pl.Trainer(
+                max_steps=LIGHTNING_STEPS,
+                accelerator="cpu",
+                devices=1,
+                logger=False,
+                enable_checkpointing=False,
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                callbacks=callbacks,
+            )
             module = MLP()
             if name == "torch-hooks":
                 _noop_torch_hooks(module)
@@ -299,8 +356,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--lightning-parts", action="store_true",
-                    help="Lightning: also no-op torch hooks, a hook that saves nothing, one that saves the loss only")
+    ap.add_argument(
+        "--lightning-parts",
+        action="store_true",
+        help="Lightning: also no-op torch hooks, a hook that saves nothing, one that saves the loss only",
+    )
     ap.add_argument("--fsdp-rank", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -315,15 +375,21 @@ def main():
             results[engine] = {}
             for clock, times in measured.items():
                 base = statistics.median(times["none"])
-                results[engine][clock] = {c: {"median_s": statistics.median(t), "runs_s": t,
-                                              "ratio": statistics.median(t) / base} for c, t in times.items()}
+                results[engine][clock] = {
+                    c: {"median_s": statistics.median(t), "runs_s": t, "ratio": statistics.median(t) / base}
+                    for c, t in times.items()
+                }
                 for c, v in results[engine][clock].items():
-                    print(f"{engine:12s} {clock:4s} {c:11s} median {v['median_s']:.3f} s  ratio {v['ratio']:.3f}x  "
-                          f"runs {[round(x, 3) for x in v['runs_s']]}", flush=True)
+                    print(
+                        f"{engine:12s} {clock:4s} {c:11s} median {v['median_s']:.3f} s  ratio {v['ratio']:.3f}x  "
+                        f"runs {[round(x, 3) for x in v['runs_s']]}",
+                        flush=True,
+                    )
     print(f"machine at the end: {machine()}", flush=True)
     (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "engines.json").write_text(json.dumps({"steps": STEPS, "save_interval": INTERVAL,
-                                                           "repeat": args.repeat, "results": results}, indent=1))
+    (HERE / "out" / "engines.json").write_text(
+        json.dumps({"steps": STEPS, "save_interval": INTERVAL, "repeat": args.repeat, "results": results}, indent=1)
+    )
 
 
 if __name__ == "__main__":

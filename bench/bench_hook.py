@@ -46,28 +46,43 @@ def run(python: str, config: str, out_dir: str, steps: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if python == sys.executable:
         env["PYTHONPATH"] = str(REPO / "src")
-    p = subprocess.run([python, str(HERE / "hook_workload.py"), config, out_dir, str(steps)],
-                       capture_output=True, text=True, env=env, check=False)
+    p = subprocess.run(
+        [python, str(HERE / "hook_workload.py"), config, out_dir, str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if p.returncode != 0:
         raise SystemExit(f"{python} {config} failed:\n{p.stderr[-3000:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
     n = r["steps"]
-    return {"wall": (r["loop_s"] + r["close_s"]) / n, "train_cpu": r["train_cpu_s"] / n, "proc_cpu": r["proc_cpu_s"] / n}
+    return {
+        "wall": (r["loop_s"] + r["close_s"]) / n,
+        "train_cpu": r["train_cpu_s"] / n,
+        "proc_cpu": r["proc_cpu_s"] / n,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--warmup-rounds", type=int, default=1,
-                    help="untimed rounds of every configuration first (on a VM, the first runs pay for "
-                         "memory the host has not backed yet: a first raw run measured 2x a later one)")
+    ap.add_argument(
+        "--warmup-rounds",
+        type=int,
+        default=1,
+        help="untimed rounds of every configuration first (on a VM, the first runs pay for "
+        "memory the host has not backed yet: a first raw run measured 2x a later one)",
+    )
     args = ap.parse_args()
     peer = os.environ.get("SMDEBUG_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
     check = subprocess.run([peer, "-c", "import torch, smdebug.pytorch"], capture_output=True, text=True, check=False)
     if check.returncode != 0:
-        raise SystemExit(f"SMDEBUG_PEER_PYTHON={peer} cannot import torch and smdebug 1.0.34's smdebug.pytorch "
-                         f"(see this script's docstring for a wrapper):\n{check.stderr[-1500:]}")
+        raise SystemExit(
+            f"SMDEBUG_PEER_PYTHON={peer} cannot import torch and smdebug 1.0.34's smdebug.pytorch "
+            f"(see this script's docstring for a wrapper):\n{check.stderr[-1500:]}"
+        )
     base = Path(tempfile.mkdtemp(prefix="smdebug-hookbench-"))
     impls = {"ours": sys.executable, "1.0.34": peer}
     res: dict = {}
@@ -82,15 +97,23 @@ def main() -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)  # the raw runs leave gigabytes
     print(f"\nmachine: at the start {start}; at the end {machine()}")
-    print(f"MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat} interleaved rounds")
+    print(
+        f"MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat} interleaved rounds"
+    )
     rows, med_all = [], {}
-    for measure, title in (("wall", "wall-clock step time"), ("train_cpu", "training-thread CPU time per step"),
-                           ("proc_cpu", "process CPU time per step (all threads)")):
+    for measure, title in (
+        ("wall", "wall-clock step time"),
+        ("train_cpu", "training-thread CPU time per step"),
+        ("proc_cpu", "process CPU time per step (all threads)"),
+    ):
         med = med_all[measure] = {k: statistics.median(x[measure] for x in v) for k, v in res.items()}
         print(f"\n{title}")
         print(f"{'configuration':<40}{'ours':>12}{'1.0.34':>12}")
-        for config, label in (("none", "no hook (ms/step)"), ("raw", "(a) raw tensors (ms/step)"),
-                              ("reductions", "(b) reductions only (ms/step)")):
+        for config, label in (
+            ("none", "no hook (ms/step)"),
+            ("raw", "(a) raw tensors (ms/step)"),
+            ("reductions", "(b) reductions only (ms/step)"),
+        ):
             print(f"{label:<40}{med[f'ours/{config}'] * 1e3:>12.2f}{med[f'1.0.34/{config}'] * 1e3:>12.2f}")
         for config, label in (("raw", "(a) raw: x hookless step"), ("reductions", "(b) reductions: x hookless step")):
             ours = med[f"ours/{config}"] / med["ours/none"]
@@ -98,8 +121,9 @@ def main() -> None:
             rows.append({"measure": measure, "configuration": label, "ours": ours, "smdebug_1_0_34": theirs})
             print(f"{label:<40}{ours:>11.2f}x{theirs:>11.2f}x")
     (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "hook.json").write_text(json.dumps({"machine": start, "median_s": med_all, "ratios": rows,
-                                                        "runs": res}, indent=1))
+    (HERE / "out" / "hook.json").write_text(
+        json.dumps({"machine": start, "median_s": med_all, "ratios": rows, "runs": res}, indent=1)
+    )
 
 
 if __name__ == "__main__":

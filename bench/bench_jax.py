@@ -50,8 +50,9 @@ def setup(width: int, steps: int):
 
     class MLP(nnx.Module):
         def __init__(self, rngs):
-            self.layers = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in
-                                    ((256, width), (width, width), (width, width), (width, 10))])
+            self.layers = nnx.List(
+                [nnx.Linear(a, b, rngs=rngs) for a, b in ((256, width), (width, width), (width, width), (width, 10))]
+            )
 
         def __call__(self, x):
             for layer in self.layers[:-1]:
@@ -60,8 +61,9 @@ def setup(width: int, steps: int):
 
     graphdef, params = nnx.split(MLP(nnx.Rngs(0)), nnx.Param)
     tx = optax.adam(1e-3)
-    config = smd.ReductionConfig(reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"],
-                                 save_raw_tensor=False)
+    config = smd.ReductionConfig(
+        reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"], save_raw_tensor=False
+    )
 
     @partial(jax.jit, static_argnames="save")
     def step(params, opt_state, x, y, save: bool):
@@ -90,8 +92,12 @@ def run(ctx, with_hook: bool, steps: int) -> tuple[float, float, float]:
     out_dir = tempfile.mkdtemp(prefix="bench-jax-")
     hook = None
     if with_hook:
-        hook = smd.Hook(out_dir=os.path.join(out_dir, "t"), save_config=smd.SaveConfig(save_interval=SAVE_INTERVAL),
-                        reduction_config=config, include_collections=["weights", "biases", "gradients", "losses"])
+        hook = smd.Hook(
+            out_dir=os.path.join(out_dir, "t"),
+            save_config=smd.SaveConfig(save_interval=SAVE_INTERVAL),
+            reduction_config=config,
+            include_collections=["weights", "biases", "gradients", "losses"],
+        )
     clock = time.thread_time  # the training thread's CPU time (waiting for the device costs none)
     in_hook = 0.0
     t0, c0 = time.perf_counter(), time.process_time()
@@ -137,15 +143,19 @@ def main() -> None:
             if with_hook:
                 in_hook.append(h)
     print(f"machine: {machine()}")
-    print(f"jitted MLP 256-{a.width}x3-10, batch 128, {a.steps} steps x {a.rounds} interleaved rounds; "
-          "median per step: wall clock, CPU time of the process (all threads)")
+    print(
+        f"jitted MLP 256-{a.width}x3-10, batch 128, {a.steps} steps x {a.rounds} interleaved rounds; "
+        "median per step: wall clock, CPU time of the process (all threads)"
+    )
     med = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in wall}
     for k, label in ((False, "no hook"), (True, f"hook, reductions on device every {SAVE_INTERVAL}th step")):
         (w, c), (w0, c0) = med[k], med[False]
         print(f"  {label:45s} {w * 1e3:8.3f} ms wall ({w / w0:.3f}x)  {c * 1e3:8.3f} ms CPU ({c / c0:.3f}x)")
     h = statistics.median(in_hook)
-    print(f"  training thread's CPU time in the hook's calls (begin_step, record, close), per step: {h * 1e6:.0f} us "
-          f"({h / med[False][0]:.1%} of the hookless step's wall time)")
+    print(
+        f"  training thread's CPU time in the hook's calls (begin_step, record, close), per step: {h * 1e6:.0f} us "
+        f"({h / med[False][0]:.1%} of the hookless step's wall time)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,9 +57,15 @@ def keras_model(steps: int) -> tuple:
     x = rng.standard_normal((128 * steps, 256)).astype("float32")
     y = rng.integers(0, 10, 128 * steps)
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(10)])
+    model = keras.Sequential(
+        [
+            keras.Input((256,)),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     model.compile(keras.optimizers.SGD(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model, x, y
 
@@ -74,11 +80,14 @@ def workload(config: str, out_dir: str, steps: int) -> dict:
         import smdebug.tensorflow as smd
 
         colls = ["weights", "biases", "gradients", "losses"]
-        kw: dict = {"include_collections": colls,
-                    "save_config": smd.SaveConfig(save_interval=100 if config == "raw100" else 1)}
+        kw: dict = {
+            "include_collections": colls,
+            "save_config": smd.SaveConfig(save_interval=100 if config == "raw100" else 1),
+        }
         if config == "reductions":
-            kw["reduction_config"] = smd.ReductionConfig(reductions=["min", "max", "mean", "std"],
-                                                         abs_reductions=["mean"], norms=["l2"])
+            kw["reduction_config"] = smd.ReductionConfig(
+                reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"]
+            )
         hook = smd.KerasHook(out_dir, **kw)
     last_end: list[float] = []
 
@@ -117,8 +126,13 @@ def run(config: str, out_dir: str, steps: int) -> dict:
     shutil.rmtree(out_dir, ignore_errors=True)
     os.sync()  # the previous run's writeback does not land in this one's timing
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, __file__, "--worker", config, out_dir, str(steps)],
-                       capture_output=True, text=True, env=env, check=False)
+    p = subprocess.run(
+        [sys.executable, __file__, "--worker", config, out_dir, str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if p.returncode != 0:
         raise SystemExit(f"{config} failed:\n{p.stderr[-3000:]}")
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -126,29 +140,42 @@ def run(config: str, out_dir: str, steps: int) -> dict:
 
 
 def report(res: dict, steps: int) -> dict:
-    med = {c: {k: statistics.median(r[k] for r in v) / steps for k in ("wall_s", "thread_cpu_s", "proc_cpu_s")}
-           for c, v in res.items()}
+    med = {
+        c: {k: statistics.median(r[k] for r in v) / steps for k in ("wall_s", "thread_cpu_s", "proc_cpu_s")}
+        for c, v in res.items()
+    }
     print(f"\n{'configuration':<30}{'wall ms':>9}{'ratio':>7}{'main CPU':>10}{'ratio':>7}{'proc CPU':>10}{'ratio':>7}")
     for c, label in CONFIGS.items():
         if c not in med:
             continue
         m, b = med[c], med["none"]
-        print(f"{label:<30}{m['wall_s'] * 1e3:9.2f}{m['wall_s'] / b['wall_s']:6.2f}x"
-              f"{m['thread_cpu_s'] * 1e3:10.2f}{m['thread_cpu_s'] / b['thread_cpu_s']:6.2f}x"
-              f"{m['proc_cpu_s'] * 1e3:10.2f}{m['proc_cpu_s'] / b['proc_cpu_s']:6.2f}x")
-    print("\nfit after its last batch (tf.data's teardown, left out of the wall times above), s: "
-          + ", ".join(f"{c} {statistics.median(r.get('teardown_s', 0.0) for r in v):.3f} "
-                      f"(max {max(r.get('teardown_s', 0.0) for r in v):.3f})" for c, v in res.items()))
+        print(
+            f"{label:<30}{m['wall_s'] * 1e3:9.2f}{m['wall_s'] / b['wall_s']:6.2f}x"
+            f"{m['thread_cpu_s'] * 1e3:10.2f}{m['thread_cpu_s'] / b['thread_cpu_s']:6.2f}x"
+            f"{m['proc_cpu_s'] * 1e3:10.2f}{m['proc_cpu_s'] / b['proc_cpu_s']:6.2f}x"
+        )
+    print(
+        "\nfit after its last batch (tf.data's teardown, left out of the wall times above), s: "
+        + ", ".join(
+            f"{c} {statistics.median(r.get('teardown_s', 0.0) for r in v):.3f} "
+            f"(max {max(r.get('teardown_s', 0.0) for r in v):.3f})"
+            for c, v in res.items()
+        )
+    )
     print("\nCPU ms per step by thread (median):")
     threads = {c: median_threads([r["threads_cpu_s"] for r in v]) for c, v in res.items()}
     for c, label in CONFIGS.items():
         if c not in threads:
             continue
         busy = {n: s for n, s in threads[c].items() if s / steps >= 5e-5}
-        print(f"  {label:<28} " + ", ".join(f"{n} {s / steps * 1e3:.2f}" for n, s in
-                                            sorted(busy.items(), key=lambda kv: -kv[1])))
-    return {"median_s_per_step": med, "threads_s_per_step": {c: {n: s / steps for n, s in t.items()}
-                                                              for c, t in threads.items()}}
+        print(
+            f"  {label:<28} "
+            + ", ".join(f"{n} {s / steps * 1e3:.2f}" for n, s in sorted(busy.items(), key=lambda kv: -kv[1]))
+        )
+    return {
+        "median_s_per_step": med,
+        "threads_s_per_step": {c: {n: s / steps for n, s in t.items()} for c, t in threads.items()},
+    }
 
 
 def main() -> None:
@@ -159,8 +186,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup-rounds", type=int, default=1)
-    ap.add_argument("--configs", default=",".join(CONFIGS),
-                    help="comma-separated, of " + ", ".join(CONFIGS) + " (none is always run: the ratios' base)")
+    ap.add_argument(
+        "--configs",
+        default=",".join(CONFIGS),
+        help="comma-separated, of " + ", ".join(CONFIGS) + " (none is always run: the ratios' base)",
+    )
     a = ap.parse_args()
     configs = ["none", *(c for c in CONFIGS if c != "none" and c in a.configs.split(","))]
     base = Path(tempfile.mkdtemp(prefix="smdebug-kerasbench-"))
@@ -174,19 +204,25 @@ def main() -> None:
                 versions = r["versions"]
                 if rep >= a.warmup_rounds:
                     res[c].append(r)
-                print(f"  round {rep}{' (warm-up)' if rep < a.warmup_rounds else ''}: {c:<11} wall "
-                      f"{r['wall_s'] / a.steps * 1e3:7.2f} ms, process CPU {r['proc_cpu_s'] / a.steps * 1e3:7.2f} ms "
-                      "per step", flush=True)
+                print(
+                    f"  round {rep}{' (warm-up)' if rep < a.warmup_rounds else ''}: {c:<11} wall "
+                    f"{r['wall_s'] / a.steps * 1e3:7.2f} ms, process CPU {r['proc_cpu_s'] / a.steps * 1e3:7.2f} ms "
+                    "per step",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     end = machine()
     print(f"\nmachine: at the start {start}; at the end {end}")
-    print(f"Keras MLP 256-512-512-512-10, batch 128, {a.steps} steps, {versions}, 1 thread, "
-          f"median of {a.rounds} interleaved rounds in fresh processes")
+    print(
+        f"Keras MLP 256-512-512-512-10, batch 128, {a.steps} steps, {versions}, 1 thread, "
+        f"median of {a.rounds} interleaved rounds in fresh processes"
+    )
     out = report(res, a.steps)
     (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "keras.json").write_text(json.dumps(
-        {"machine": [start, end], "steps": a.steps, "rounds": a.rounds, **out, "runs": res}, indent=1))
+    (HERE / "out" / "keras.json").write_text(
+        json.dumps({"machine": [start, end], "steps": a.steps, "rounds": a.rounds, **out, "runs": res}, indent=1)
+    )
 
 
 if __name__ == "__main__":

@@ -57,17 +57,26 @@ def worker(backend: str, steps: int, rounds: int, out_json: str) -> None:
     y = rng.integers(0, 10, 128 * steps)
 
     def model():
-        m = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)])
+        m = keras.Sequential(
+            [
+                keras.Input((256,)),
+                keras.layers.Dense(512, activation="relu"),
+                keras.layers.Dense(512, activation="relu"),
+                keras.layers.Dense(10),
+            ]
+        )
         m.compile(keras.optimizers.SGD(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         return m
 
     with tempfile.TemporaryDirectory() as tmp:
         hook = smd.KerasHook(
-            os.path.join(tmp, "run"), save_config=smd.SaveConfig(save_interval=10),
+            os.path.join(tmp, "run"),
+            save_config=smd.SaveConfig(save_interval=10),
             include_collections=["weights", "biases", "gradients", "losses"],
-            reduction_config=smd.ReductionConfig(reductions=["min", "max", "mean", "std"], abs_reductions=["mean"],
-                                                 norms=["l2"]))
+            reduction_config=smd.ReductionConfig(
+                reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"]
+            ),
+        )
         fits = {"none": (model(), []), "hook": (model(), [hook])}
 
         def timed(config: str) -> tuple[float, float]:
@@ -80,11 +89,13 @@ def worker(backend: str, steps: int, rounds: int, out_json: str) -> None:
             timed(config)
         times: dict = {"none": [], "hook": []}
         for r in range(rounds):
-            for config in (("none", "hook") if r % 2 == 0 else ("hook", "none")):
+            for config in ("none", "hook") if r % 2 == 0 else ("hook", "none"):
                 times[config].append(timed(config))
         hook.close()
-    result = {c: {"wall_ms": 1e3 * statistics.median(t[0] for t in ts), "cpu_ms": 1e3 * statistics.median(t[1] for t in ts)}
-              for c, ts in times.items()}
+    result = {
+        c: {"wall_ms": 1e3 * statistics.median(t[0] for t in ts), "cpu_ms": 1e3 * statistics.median(t[1] for t in ts)}
+        for c, ts in times.items()
+    }
     result["ratio_wall"] = result["hook"]["wall_ms"] / result["none"]["wall_ms"]
     result["ratio_cpu"] = result["hook"]["cpu_ms"] / result["none"]["cpu_ms"]
     Path(out_json).write_text(json.dumps(result))
@@ -102,25 +113,38 @@ def main() -> None:
         worker(backend, int(steps), int(rounds), out_json)
         return
     print(machine())
-    print(f"MLP 256-512-512-10, batch 128, {args.steps} steps per fit, median of {args.rounds} interleaved rounds; "
-          "hook: weights, biases, gradients, loss as reductions every 10th step")
+    print(
+        f"MLP 256-512-512-10, batch 128, {args.steps} steps per fit, median of {args.rounds} interleaved rounds; "
+        "hook: weights, biases, gradients, loss as reductions every 10th step"
+    )
     results = {}
     for backend in args.backends.split(","):
         if importlib.util.find_spec(backend) is None:
             print(f"{backend:10s}  not installed")
             continue
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
-                   "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()}
-            subprocess.run([sys.executable, __file__, "--worker", backend, str(args.steps), str(args.rounds), f.name],
-                           env=env, check=True)
+            env = {
+                **os.environ,
+                "KERAS_BACKEND": backend,
+                "TF_CPP_MIN_LOG_LEVEL": "3",
+                "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip(),
+            }
+            subprocess.run(
+                [sys.executable, __file__, "--worker", backend, str(args.steps), str(args.rounds), f.name],
+                env=env,
+                check=True,
+            )
             r = results[backend] = json.loads(Path(f.name).read_text())
-        print(f"{backend:10s}  hookless {r['none']['wall_ms']:7.2f} ms/step wall {r['none']['cpu_ms']:7.2f} cpu | "
-              f"hook {r['hook']['wall_ms']:7.2f} wall {r['hook']['cpu_ms']:7.2f} cpu | "
-              f"ratio wall {r['ratio_wall']:.3f}x cpu {r['ratio_cpu']:.3f}x")
+        print(
+            f"{backend:10s}  hookless {r['none']['wall_ms']:7.2f} ms/step wall {r['none']['cpu_ms']:7.2f} cpu | "
+            f"hook {r['hook']['wall_ms']:7.2f} wall {r['hook']['cpu_ms']:7.2f} cpu | "
+            f"ratio wall {r['ratio_wall']:.3f}x cpu {r['ratio_cpu']:.3f}x"
+        )
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    (out / "keras_backends.json").write_text(json.dumps({"steps": args.steps, "rounds": args.rounds, **results}, indent=1))
+    (out / "keras_backends.json").write_text(
+        json.dumps({"steps": args.steps, "rounds": args.rounds, **results}, indent=1)
+    )
 
 
 if __name__ == "__main__":

@@ -70,29 +70,45 @@ def main() -> None:
     def kernel_path(ts, with_abs):
         return moments_kernel.host_moments([t.numpy() for t in ts], with_abs, k)[0]
 
-    print(f"{'shape':>12} {'dtype':>8} {'torch+|t|':>10} {'kernel+|t|':>11} {'torch':>8} {'kernel':>8} "
-          f"{'err torch':>9} {'err kernel':>10}")
+    print(
+        f"{'shape':>12} {'dtype':>8} {'torch+|t|':>10} {'kernel+|t|':>11} {'torch':>8} {'kernel':>8} "
+        f"{'err torch':>9} {'err kernel':>10}"
+    )
     for dtype in (torch.float32, torch.float64):
         for shape in SHAPES:
             ts = [torch.randn(shape, generator=g, dtype=dtype)]
-            row = [best_us(lambda w=w, f=f, ts=ts: f(ts, w), repeat) for w in (True, False) for f in (torch_path, kernel_path)]
+            row = [
+                best_us(lambda w=w, f=f, ts=ts: f(ts, w), repeat)
+                for w in (True, False)
+                for f in (torch_path, kernel_path)
+            ]
             errs = [error(f(ts, True)[0], ts[0]) for f in (torch_path, kernel_path)]
-            print(f"{'x'.join(map(str, shape)):>12} {str(dtype)[6:]:>8} {row[0]:10.1f} {row[1]:11.1f} {row[2]:8.1f} "
-                  f"{row[3]:8.1f} {errs[0]:9.1e} {errs[1]:10.1e}")
+            print(
+                f"{'x'.join(map(str, shape)):>12} {str(dtype)[6:]:>8} {row[0]:10.1f} {row[1]:11.1f} {row[2]:8.1f} "
+                f"{row[3]:8.1f} {errs[0]:9.1e} {errs[1]:10.1e}"
+            )
     # one step of bench/hook_workload.py's parameters (its gradients are the same shapes) in one call
-    step = [torch.randn(s, generator=g) for s in [(512, 256), (512,), (512, 512), (512,), (512, 512), (512,),
-                                                  (10, 512), (10,)]]
-    print(f"hook_workload's 8 parameters in one call, with |t|: torch {best_us(lambda: torch_path(step, True), repeat):.1f} us,"
-          f" kernel {best_us(lambda: kernel_path(step, True), repeat):.1f} us")
+    step = [
+        torch.randn(s, generator=g)
+        for s in [(512, 256), (512,), (512, 512), (512,), (512, 512), (512,), (10, 512), (10,)]
+    ]
+    print(
+        f"hook_workload's 8 parameters in one call, with |t|: torch {best_us(lambda: torch_path(step, True), repeat):.1f} us,"
+        f" kernel {best_us(lambda: kernel_path(step, True), repeat):.1f} us"
+    )
     # read-only numpy views (what the Keras hook's writer reads of TF tensors: host_view)
     views = [t.numpy().view() for t in step]
     for v in views:
         v.flags.writeable = False
-    print(f"  the same as read-only views: kernel {best_us(lambda: moments_kernel.host_moments(views, True, k), repeat):.1f} us")
+    print(
+        f"  the same as read-only views: kernel {best_us(lambda: moments_kernel.host_moments(views, True, k), repeat):.1f} us"
+    )
     # the writer thread's reductions (Keras, MXNet: core.tensors.deferred) of those 8, bench_keras.py's six
     six = [("min", False), ("max", False), ("mean", False), ("std", False), ("mean", True), ("l2", False)]
-    print(f"  their six reductions on the writer: numpy_reductions {best_us(lambda: [numpy_reductions(v, six) for v in views], repeat):.1f} us, "
-          f"host_reductions_many (kernel) {best_us(lambda: host_reductions_many(views, six), repeat):.1f} us")
+    print(
+        f"  their six reductions on the writer: numpy_reductions {best_us(lambda: [numpy_reductions(v, six) for v in views], repeat):.1f} us, "
+        f"host_reductions_many (kernel) {best_us(lambda: host_reductions_many(views, six), repeat):.1f} us"
+    )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ from benchutil import machine, median_threads
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-PYTHONS = {"ours": Path(os.environ.get("SMDEBUG_MXNET_PYTHON") or REPO / ".venv-mxnet" / "bin" / "python"),
-           "1.0.34": Path(os.environ.get("SMDEBUG_MXNET_PEER_PYTHON") or REPO / ".venv-mxnet-peer" / "bin" / "python")}
+PYTHONS = {
+    "ours": Path(os.environ.get("SMDEBUG_MXNET_PYTHON") or REPO / ".venv-mxnet" / "bin" / "python"),
+    "1.0.34": Path(os.environ.get("SMDEBUG_MXNET_PEER_PYTHON") or REPO / ".venv-mxnet-peer" / "bin" / "python"),
+}
 
 
 def run(who: str, python: Path, config: str, out_dir: str, steps: int) -> dict:
@@ -42,15 +44,24 @@ def run(who: str, python: Path, config: str, out_dir: str, steps: int) -> dict:
     if who == "ours":
         env["PYTHONPATH"] = str(REPO / "src")
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1")
-    p = subprocess.run([str(python), str(HERE / "mxnet_workload.py"), config, out_dir, str(steps)],
-                       capture_output=True, text=True, env=env, check=False)
+    p = subprocess.run(
+        [str(python), str(HERE / "mxnet_workload.py"), config, out_dir, str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if p.returncode != 0:
         raise RuntimeError(f"{python} {config} failed:\n{p.stderr[-3000:]}")
     shutil.rmtree(out_dir, ignore_errors=True)
     r = json.loads(p.stdout.strip().splitlines()[-1])
     n = r["steps"]
-    return {"wall": r["wall_s"] / n, "main_cpu": r["thread_cpu_s"] / n, "cpu": r["proc_cpu_s"] / n,
-            "threads": {k: v / n for k, v in r["threads_cpu_s"].items()}}
+    return {
+        "wall": r["wall_s"] / n,
+        "main_cpu": r["thread_cpu_s"] / n,
+        "cpu": r["proc_cpu_s"] / n,
+        "threads": {k: v / n for k, v in r["threads_cpu_s"].items()},
+    }
 
 
 def main() -> None:
@@ -71,16 +82,24 @@ def main() -> None:
                 r = run(who, pythons[who], config, f"{tmp}/{config}-{who}", args.steps)
                 if rep >= args.warmup_rounds:
                     times[(config, who)].append(r)
-                print(f"  round {rep}{' (warm-up)' if rep < args.warmup_rounds else ''}: {config:<11} {who:<7} "
-                      f"wall {r['wall'] * 1e3:7.2f} ms, process CPU {r['cpu'] * 1e3:7.2f} ms per step", flush=True)
+                print(
+                    f"  round {rep}{' (warm-up)' if rep < args.warmup_rounds else ''}: {config:<11} {who:<7} "
+                    f"wall {r['wall'] * 1e3:7.2f} ms, process CPU {r['cpu'] * 1e3:7.2f} ms per step",
+                    flush=True,
+                )
     end = machine()
     print(f"\nmachine: at the start {start}; at the end {end}")
-    print(f"Gluon MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat} "
-          "interleaved runs in fresh processes")
-    med = {case: {k: statistics.median(r[k] for r in v) for k in ("wall", "main_cpu", "cpu")}
-           for case, v in times.items()}
+    print(
+        f"Gluon MLP 256-512-512-512-10, batch 128, 1 thread, {args.steps} steps, median of {args.repeat} "
+        "interleaved runs in fresh processes"
+    )
+    med = {
+        case: {k: statistics.median(r[k] for r in v) for k in ("wall", "main_cpu", "cpu")} for case, v in times.items()
+    }
     base = med[("none", "ours")]
-    print(f"\n{'config':<12}{'hook':<8}{'wall ms':>9}{'ratio':>7}{'main CPU':>10}{'ratio':>7}{'proc CPU':>10}{'ratio':>7}")
+    print(
+        f"\n{'config':<12}{'hook':<8}{'wall ms':>9}{'ratio':>7}{'main CPU':>10}{'ratio':>7}{'proc CPU':>10}{'ratio':>7}"
+    )
     for (config, who), m in med.items():
         line = f"{config:<12}{who if config != 'none' else '-':<8}"
         for k, width in (("wall", 9), ("main_cpu", 10), ("cpu", 10)):
@@ -90,14 +109,24 @@ def main() -> None:
     print("\nCPU ms per step by thread (median):")
     for (config, who), t in threads.items():
         busy = {n: s for n, s in t.items() if s >= 5e-5}
-        print(f"  {config:<11} {who:<7} " + ", ".join(f"{n} {s * 1e3:.2f}" for n, s in
-                                                      sorted(busy.items(), key=lambda kv: -kv[1])))
+        print(
+            f"  {config:<11} {who:<7} "
+            + ", ".join(f"{n} {s * 1e3:.2f}" for n, s in sorted(busy.items(), key=lambda kv: -kv[1]))
+        )
     (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "mxnet_hook.json").write_text(json.dumps(
-        {"machine": [start, end], "steps": args.steps, "repeat": args.repeat,
-         "median_s": {f"{c}/{w}": m for (c, w), m in med.items()},
-         "threads_s": {f"{c}/{w}": t for (c, w), t in threads.items()},
-         "runs": {f"{c}/{w}": v for (c, w), v in times.items()}}, indent=1))
+    (HERE / "out" / "mxnet_hook.json").write_text(
+        json.dumps(
+            {
+                "machine": [start, end],
+                "steps": args.steps,
+                "repeat": args.repeat,
+                "median_s": {f"{c}/{w}": m for (c, w), m in med.items()},
+                "threads_s": {f"{c}/{w}": t for (c, w), t in threads.items()},
+                "runs": {f"{c}/{w}": v for (c, w), v in times.items()},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,13 @@ CONFIGS = ("hook", "profiled", "profiled100", "python")
 def run(config: str, out_dir: str, steps: int) -> dict:
     shutil.rmtree(out_dir, ignore_errors=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(REPO / "src"))
-    p = subprocess.run([sys.executable, str(HERE / "profiler_workload.py"), config, out_dir, str(steps)],
-                       capture_output=True, text=True, env=env, check=False)
+    p = subprocess.run(
+        [sys.executable, str(HERE / "profiler_workload.py"), config, out_dir, str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if p.returncode != 0:
         raise SystemExit(f"{config} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -56,8 +61,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--warmup-rounds", type=int, default=1)
-    ap.add_argument("--configs", default=",".join(CONFIGS),
-                    help=f"comma-separated, from {','.join(CONFIGS)}; 'hook' (the reference) is always run")
+    ap.add_argument(
+        "--configs",
+        default=",".join(CONFIGS),
+        help=f"comma-separated, from {','.join(CONFIGS)}; 'hook' (the reference) is always run",
+    )
     args = ap.parse_args()
     configs = ["hook"] + [c for c in args.configs.split(",") if c and c != "hook"]
     unknown = sorted(set(configs) - set(CONFIGS))
@@ -90,11 +98,16 @@ def main() -> None:
     wall_x = {c: fastest[c] / fastest["hook"] for c in configs}
     cpu_med = {c: statistics.median(v) for c, v in cpu.items()}
     cpu_x = {c: statistics.median(v) for c, v in cpu_ratio.items()}
-    labels = {"hook": "hook, no profiling", "profiled": "system 500 ms + framework every step",
-              "profiled100": "system 100 ms + framework every step",
-              "python": "as 500 ms + cProfile of 2 steps (whole run)"}
-    print(f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {args.steps} steps, "
-          f"median of {args.repeat} rounds")
+    labels = {
+        "hook": "hook, no profiling",
+        "profiled": "system 500 ms + framework every step",
+        "profiled100": "system 100 ms + framework every step",
+        "python": "as 500 ms + cProfile of 2 steps (whole run)",
+    }
+    print(
+        f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {args.steps} steps, "
+        f"median of {args.repeat} rounds"
+    )
     print(f"{'configuration':<46}{'CPU ms/step':>12}{'CPU x hook':>11}{'wall ms/step':>13}{'wall x hook':>12}")
     for c in configs:
         print(f"{labels[c]:<46}{cpu_med[c] * 1e3:>12.2f}{cpu_x[c]:>10.3f}x{fastest[c] * 1e3:>13.2f}{wall_x[c]:>11.3f}x")
@@ -107,11 +120,23 @@ def main() -> None:
     if outside:
         print(f"{'python: wall of the steps outside its 2 steps':<46}{'':>12}{'':>11}{'':>13}{out_ratio:>11.3f}x")
     (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "profiler.json").write_text(json.dumps(
-        {"cpu_ms_per_step": {c: cpu_med[c] * 1e3 for c in configs}, "cpu_x_hook": cpu_x,
-         "fastest_wall_ms_per_step": {c: fastest[c] * 1e3 for c in configs}, "wall_x_hook": wall_x,
-         "python_outside_x_hook": out_ratio, "spread": spread, "cpu_ratios_per_round": cpu_ratio, "wall_ratios_per_round": ratio,
-         "steps": args.steps, "repeat": args.repeat}, indent=1))
+    (HERE / "out" / "profiler.json").write_text(
+        json.dumps(
+            {
+                "cpu_ms_per_step": {c: cpu_med[c] * 1e3 for c in configs},
+                "cpu_x_hook": cpu_x,
+                "fastest_wall_ms_per_step": {c: fastest[c] * 1e3 for c in configs},
+                "wall_x_hook": wall_x,
+                "python_outside_x_hook": out_ratio,
+                "spread": spread,
+                "cpu_ratios_per_round": cpu_ratio,
+                "wall_ratios_per_round": ratio,
+                "steps": args.steps,
+                "repeat": args.repeat,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -45,10 +45,16 @@ def write_system(root: str, hours: float, interval_ms: int = 100) -> int:
 
     rng = np.random.default_rng(0)
     rows = [("cpu", f"cpu{i}", d) for i in range(CPUS) for d in ("CPUUtilization", "I/OWaitPercentage")]
-    rows += [("gpu", "gpu0", "GPUUtilization"), ("gpu", "gpu0", "GPUMemoryUtilization"),
-             ("memory", "MemoryUsedPercent", ""), ("i/o", "IOPS", ""), ("i/o", "ReadThroughputInBytesPerSecond", ""),
-             ("i/o", "WriteThroughputInBytesPerSecond", ""), ("network", "ReceiveBytesPerSecond", "Algorithm"),
-             ("network", "TransmitBytesPerSecond", "Algorithm")]
+    rows += [
+        ("gpu", "gpu0", "GPUUtilization"),
+        ("gpu", "gpu0", "GPUMemoryUtilization"),
+        ("memory", "MemoryUsedPercent", ""),
+        ("i/o", "IOPS", ""),
+        ("i/o", "ReadThroughputInBytesPerSecond", ""),
+        ("i/o", "WriteThroughputInBytesPerSecond", ""),
+        ("network", "ReceiveBytesPerSecond", "Algorithm"),
+        ("network", "TransmitBytesPerSecond", "Algorithm"),
+    ]
     heads = [f'{{"Type":"{t}","Name":"{n}","Dimension":"{d}","Value":' for t, n, d in rows]
     tail = ',"NodeId":"algo-1","Timestamp":'
     per_minute = 60_000 // interval_ms
@@ -72,8 +78,10 @@ def write_framework(root: str, hours: float, steps: int, node: str = "1-algo-1")
     period = int(hours * 3600e6 / steps)
     pids = {p: i + 1 for i, p in enumerate(PHASES)}
     lines, total, file_start = [], 0, base
-    meta = [json.dumps({"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}}),
-            json.dumps({"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}})]
+    meta = [
+        json.dumps({"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}}),
+        json.dumps({"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}}),
+    ]
     for p, i in pids.items():
         meta.append(json.dumps({"name": "process_name", "ph": "M", "pid": i, "args": {"name": p}}))
         meta.append(json.dumps({"name": "process_sort_index", "ph": "M", "pid": i, "args": {"sort_index": i}}))
@@ -92,14 +100,26 @@ def write_framework(root: str, hours: float, steps: int, node: str = "1-algo-1")
     last_end = base
     for step in range(steps):
         t = base + step * period
-        spans = [("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", t, period - 50),
-                 ("DataLoaderIter", "_MultiProcessingDataLoaderIter::GetNext", t, period // 20),
-                 ("Forward", "Net", t + period // 20, period * 3 // 10),
-                 ("Backward", "Net", t + period * 7 // 20, period * 4 // 10),
-                 ("Optimizer", "SGD.step", t + period * 3 // 4, period // 10)]
+        spans = [
+            ("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", t, period - 50),
+            ("DataLoaderIter", "_MultiProcessingDataLoaderIter::GetNext", t, period // 20),
+            ("Forward", "Net", t + period // 20, period * 3 // 10),
+            ("Backward", "Net", t + period * 7 // 20, period * 4 // 10),
+            ("Optimizer", "SGD.step", t + period * 3 // 4, period // 10),
+        ]
         for phase, name, s, d in spans[1:] + spans[:1]:  # the step is logged after its children
-            lines.append(json.dumps({"name": name, "pid": pids[phase], "ph": "X", "ts": s - base, "dur": d,
-                                     "args": {"pid": 4242, "step_num": str(step)}}))
+            lines.append(
+                json.dumps(
+                    {
+                        "name": name,
+                        "pid": pids[phase],
+                        "ph": "X",
+                        "ts": s - base,
+                        "dur": d,
+                        "args": {"pid": 4242, "step_num": str(step)},
+                    }
+                )
+            )
         last_end = t + period - 50
         if last_end - file_start >= 60_000_000:
             flush(last_end)
@@ -171,8 +191,19 @@ def child(impl: str, what: str, root: str, start_us: int, end_us: int) -> None:
     import resource
 
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": w2 - w1, "cpu": c2 - c1, "import_seconds": w1 - w0, "import_cpu": c1 - c0,
-                      "rows": n, "check": check, "max_rss_mb": rss_mb}))
+    print(
+        json.dumps(
+            {
+                "seconds": w2 - w1,
+                "cpu": c2 - c1,
+                "import_seconds": w1 - w0,
+                "import_cpu": c1 - c0,
+                "rows": n,
+                "check": check,
+                "max_rss_mb": rss_mb,
+            }
+        )
+    )
 
 
 def run(python: str, impl: str, what: str, root: str, start_us: int, end_us: int, repeat: int) -> dict:
@@ -182,8 +213,13 @@ def run(python: str, impl: str, what: str, root: str, start_us: int, end_us: int
         env["SMDEBUG_LOG_LEVEL"] = "error"
     results = []
     for _ in range(repeat):
-        out = subprocess.run([python, __file__, "--child", impl, what, root, str(start_us), str(end_us)], env=env,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [python, __file__, "--child", impl, what, root, str(start_us), str(end_us)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     best = sorted(results, key=lambda r: r["cpu"])[len(results) // 2]  # the median by CPU time
     best["all_cpu"] = [round(r["cpu"], 3) for r in results]
@@ -229,12 +265,21 @@ def main() -> None:
             (f"system: all rows, {a.hours:g}h", "system", root, day, ["ours"]),
             ("system: a 5-minute window", "system", root, window, ["1.0.34", "ours-compat", "ours"]),
             (f"system: 5-minute windows over {a.hours:g}h", "system-scan", root, (0, int(a.hours * 3600e6)), ["ours"]),
-            (f"system: 5-minute windows over the first {a.slice_hours:g}h", "system-scan", sliced,
-             (0, int(a.slice_hours * 3600e6)),
-             ["1.0.34", "ours-compat", "ours"]),
+            (
+                f"system: 5-minute windows over the first {a.slice_hours:g}h",
+                "system-scan",
+                sliced,
+                (0, int(a.slice_hours * 3600e6)),
+                ["1.0.34", "ours-compat", "ours"],
+            ),
             (f"framework: all events, {a.hours:g}h", "framework", root, day, ["1.0.34", "ours-compat", "ours"]),
-            (f"framework: 5-minute windows over {a.hours:g}h", "framework-scan", root, (0, int(a.hours * 3600e6)),
-             ["1.0.34", "ours"]),
+            (
+                f"framework: 5-minute windows over {a.hours:g}h",
+                "framework-scan",
+                root,
+                (0, int(a.hours * 3600e6)),
+                ["1.0.34", "ours"],
+            ),
             ("framework: a 5-minute window", "framework", root, window, ["1.0.34", "ours-compat", "ours"]),
         ]
         for label, what, folder, (s, e), impls in cases:
@@ -244,9 +289,12 @@ def main() -> None:
             for impl in impls:
                 res[impl] = run(peer if impl == "1.0.34" else sys.executable, impl, what, folder, s, e, a.repeat)
                 r = res[impl]
-                print(f"{label:<34} {impl:<12} cpu {r['cpu']:8.3f} s  wall {r['seconds']:8.3f} s  rows {r['rows']:>11,}  "
-                      f"max RSS {r['max_rss_mb']:7.0f} MB  import {r['import_cpu']:.2f} s  cpu runs {r['all_cpu']}"
-                      f"  wall runs {r['all_seconds']}", flush=True)
+                print(
+                    f"{label:<34} {impl:<12} cpu {r['cpu']:8.3f} s  wall {r['seconds']:8.3f} s  rows {r['rows']:>11,}  "
+                    f"max RSS {r['max_rss_mb']:7.0f} MB  import {r['import_cpu']:.2f} s  cpu runs {r['all_cpu']}"
+                    f"  wall runs {r['all_seconds']}",
+                    flush=True,
+                )
             if "1.0.34" in res:
                 ref = res["1.0.34"]
                 for impl in impls[1:]:
@@ -255,14 +303,22 @@ def main() -> None:
             rows.append((label, res))
         print()
         print("CPU seconds of opening + the query (imports excluded), median of the runs; wall seconds in brackets")
-        print("| query | rows | 1.0.34 | ours, 1.0.34's API | ours, columns | speed-up (columns, CPU) | max RSS 1.0.34 / ours |")
+        print(
+            "| query | rows | 1.0.34 | ours, 1.0.34's API | ours, columns | speed-up (columns, CPU) | max RSS 1.0.34 / ours |"
+        )
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for label, res in rows:
             ref = res.get("1.0.34")
-            cells = [f"{res[i]['cpu']:.3f} ({res[i]['seconds']:.3f})" if i in res else "—"
-                     for i in ("1.0.34", "ours-compat", "ours")]
+            cells = [
+                f"{res[i]['cpu']:.3f} ({res[i]['seconds']:.3f})" if i in res else "—"
+                for i in ("1.0.34", "ours-compat", "ours")
+            ]
             speed = f"{ref['cpu'] / res['ours']['cpu']:.1f}x" if ref else "—"
-            rss = f"{ref['max_rss_mb']:.0f} / {res['ours']['max_rss_mb']:.0f} MB" if ref else f"— / {res['ours']['max_rss_mb']:.0f} MB"
+            rss = (
+                f"{ref['max_rss_mb']:.0f} / {res['ours']['max_rss_mb']:.0f} MB"
+                if ref
+                else f"— / {res['ours']['max_rss_mb']:.0f} MB"
+            )
             print(f"| {label} | {res['ours']['rows']:,} | {' | '.join(cells)} | {speed} | {rss} |")
     finally:
         if not a.keep:

@@ -89,8 +89,18 @@ def child(case: str, root: str, out: str, cprofile: str | None) -> None:
         prof.dump_stats(os.path.join(cprofile, f"{case}.pstats"))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     size = os.path.getsize(page) if case != "rules" and page and os.path.exists(page) else None
-    print(json.dumps({"seconds": w2 - w1, "cpu": c2 - c1, "import_cpu": c1 - c0, "max_rss_mb": rss_mb,
-                      "page_bytes": size, "verdicts": summary}))
+    print(
+        json.dumps(
+            {
+                "seconds": w2 - w1,
+                "cpu": c2 - c1,
+                "import_cpu": c1 - c0,
+                "max_rss_mb": rss_mb,
+                "page_bytes": size,
+                "verdicts": summary,
+            }
+        )
+    )
 
 
 def run(case: str, root: str, repeat: int, cprofile: str | None) -> dict:
@@ -145,8 +155,11 @@ def report(root: str, a, cases: list) -> None:
     for case in cases:
         r = run(case, root, a.repeat, a.cprofile)
         page = "" if r["page_bytes"] is None else f"  page {r['page_bytes'] / 1e6:.2f} MB"
-        print(f"{case:<7} cpu {r['cpu']:8.2f} s  wall {r['seconds']:8.2f} s  max RSS {r['max_rss_mb']:6.0f} MB"
-              f"{page}  cpu runs {r['all_cpu']}  wall runs {r['all_seconds']}", flush=True)
+        print(
+            f"{case:<7} cpu {r['cpu']:8.2f} s  wall {r['seconds']:8.2f} s  max RSS {r['max_rss_mb']:6.0f} MB"
+            f"{page}  cpu runs {r['all_cpu']}  wall runs {r['all_seconds']}",
+            flush=True,
+        )
         if r["verdicts"]:
             print("        " + ", ".join(f"{k}: {v}" for k, v in sorted(r["verdicts"].items())), flush=True)
         rows.append((case, r))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-RULE = r'''
+RULE = r"""
 import json, logging, sys, time
 logging.disable(logging.CRITICAL)
 import numpy as np
@@ -53,7 +53,7 @@ try:
 except NoMoreData:
     pass
 print(json.dumps({"s": time.perf_counter() - t0, "evaluated": rule.evaluated}))
-'''
+"""
 
 
 def run(python, trial, mode, env):
@@ -62,15 +62,19 @@ def run(python, trial, mode, env):
 
 
 def main():
-    steps, workers, tensors = (sys.argv[1:4] + ["1000", "4", "50"][len(sys.argv[1:4]):])
+    steps, workers, tensors = sys.argv[1:4] + ["1000", "4", "50"][len(sys.argv[1:4]) :]
     ours = sys.executable
     peer = os.environ.get("SMDEBUG_PEER_PYTHON", str(REPO / ".venv-peer" / "bin" / "python"))
     ours_env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     peer_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with tempfile.TemporaryDirectory() as tmp:
         trial = os.path.join(tmp, "trial")
-        subprocess.run([ours, str(HERE / "workload.py"), "write", trial, steps, workers, tensors],
-                       env=ours_env, check=True, capture_output=True)
+        subprocess.run(
+            [ours, str(HERE / "workload.py"), "write", trial, steps, workers, tensors],
+            env=ours_env,
+            check=True,
+            capture_output=True,
+        )
         res = {
             "ours_req_tensors": run(ours, trial, "req", ours_env),
             "ours_value_reads": run(ours, trial, "plain", ours_env),

@@ -147,13 +147,26 @@ def main() -> None:
         env = dict(os.environ)
         if args.writer == "ours":
             env["PYTHONPATH"] = str(REPO / "src")
-        subprocess.run([impls[args.writer], str(HERE / "workload.py"), "write", str(trial), str(args.steps),
-                        str(args.workers), str(args.tensors)], check=True, env=env, capture_output=True)
+        subprocess.run(
+            [
+                impls[args.writer],
+                str(HERE / "workload.py"),
+                "write",
+                str(trial),
+                str(args.steps),
+                str(args.workers),
+                str(args.tensors),
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
     add_gradients_collection(trial)
-    results: dict = {"workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors,
-                                  "written_by": args.writer},
-                     "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-                     "runs": {}}
+    results: dict = {
+        "workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors, "written_by": args.writer},
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "runs": {},
+    }
     for rule in RULES:
         for _ in range(args.repeat):
             for impl, py in impls.items():
@@ -165,8 +178,10 @@ def main() -> None:
                 results["runs"].setdefault(f"{rule}[{impl}]:all", []).append(r["seconds"])
                 if best is None or r["seconds"] < best["seconds"]:
                     results["runs"][f"{rule}[{impl}]"] = r
-    print(f"\n{args.steps} steps x {args.workers} workers x {args.tensors} tensors (written by {args.writer}), "
-          f"{results['machine']}, fastest of {args.repeat}")
+    print(
+        f"\n{args.steps} steps x {args.workers} workers x {args.tensors} tensors (written by {args.writer}), "
+        f"{results['machine']}, fastest of {args.repeat}"
+    )
     print(f"{'rule, every step':<26}{'1.0.34 (s)':>12}{'ours (s)':>12}{'speed-up':>10}")
     table = []
     for rule in RULES:

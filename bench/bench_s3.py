@@ -27,8 +27,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORKLOAD = HERE / "workload.py"
-AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-       "AWS_EC2_METADATA_DISABLED": "true"}
+AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
 
 
 def free_port() -> int:
@@ -39,8 +43,11 @@ def free_port() -> int:
 
 def start_moto() -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -104,20 +111,29 @@ def main() -> None:
                 r = run(py, env, ["read", url], timeout=args.peer_timeout if name == "1.0.34" else 600)
                 total = time.perf_counter() - t0
                 if r is not None:
-                    r = dict(r, total_s=total,
-                             ops_s=sum(r[k] for k in ("open_list_s", "values_s", "reductions_s", "last_step_s")))
+                    r = dict(
+                        r,
+                        total_s=total,
+                        ops_s=sum(r[k] for k in ("open_list_s", "values_s", "reductions_s", "last_step_s")),
+                    )
                 row[name] = r
-                print(f"  {steps} steps, {name}: {row[name] if r else f'did not finish in {args.peer_timeout:.0f} s'}",
-                      flush=True)
+                print(
+                    f"  {steps} steps, {name}: {row[name] if r else f'did not finish in {args.peer_timeout:.0f} s'}",
+                    flush=True,
+                )
             results[steps] = row
     finally:
         moto.kill()
     print("\nS3 (moto on 127.0.0.1), 4 workers x 50 tensors")
     print(f"{'operation':<36}" + "".join(f"{f'{s} steps: 1.0.34':>20}{'ours':>10}{'x':>8}" for s in results))
-    for key, label in (("open_list_s", "open + list"), ("values_s", "one tensor's values()"),
-                       ("reductions_s", "its reductions, all steps"), ("last_step_s", "last step, all tensors x workers"),
-                       ("ops_s", "the four operations together"),
-                       ("total_s", "whole run (3 opens, process start)")):
+    for key, label in (
+        ("open_list_s", "open + list"),
+        ("values_s", "one tensor's values()"),
+        ("reductions_s", "its reductions, all steps"),
+        ("last_step_s", "last step, all tensors x workers"),
+        ("ops_s", "the four operations together"),
+        ("total_s", "whole run (3 opens, process start)"),
+    ):
         line = f"{label:<36}"
         for row in results.values():
             theirs = row["1.0.34"][key] if row["1.0.34"] else None

@@ -70,16 +70,20 @@ def main() -> None:
             k.wait()
     h, b = statistics.median(host), statistics.median(both)
     print(f"machine: {machine()}")
-    print(f"threads of this process: {len(os.listdir('/proc/self/task'))}; child processes: {args.children}; "
-          f"processes on the host: {sum(1 for d in os.listdir('/proc') if d.isdigit())}")
+    print(
+        f"threads of this process: {len(os.listdir('/proc/self/task'))}; child processes: {args.children}; "
+        f"processes on the host: {sum(1 for d in os.listdir('/proc') if d.isdigit())}"
+    )
     print(f"host rows only:      {h:6.0f} us CPU a sample (rounds {', '.join(f'{x:.0f}' for x in host)})")
     print(f"host and job's rows: {b:6.0f} us CPU a sample (rounds {', '.join(f'{x:.0f}' for x in both)})")
     print(f"the job's rows:      {b - h:6.0f} us a sample, plus {look:.0f} us a look for its processes")
     for interval_ms in (100, 500):
         looks = 1 / max(1.0, 5 * interval_ms / 1000)  # looks a second, as SystemMetricsSampler sets them
         extra = (b - h) * 1000 / interval_ms + look * looks
-        print(f"at {interval_ms} ms: the job's rows cost {extra / 1e4:.3f}% of a core "
-              f"(the host's rows {h * 1000 / interval_ms / 1e4:.3f}%)")
+        print(
+            f"at {interval_ms} ms: the job's rows cost {extra / 1e4:.3f}% of a core "
+            f"(the host's rows {h * 1000 / interval_ms / 1e4:.3f}%)"
+        )
 
 
 if __name__ == "__main__":

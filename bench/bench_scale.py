@@ -34,8 +34,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-       "AWS_EC2_METADATA_DISABLED": "true"}
+AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
 WORKERS, TENSORS = 8, 50
 
 
@@ -57,8 +61,13 @@ def child(url: str, entries: bool) -> None:
     t0 = time.perf_counter()
     tr = create_trial(url)
     steps, names, workers = tr.steps(), tr.tensor_names(), tr.workers()
-    out = {"open_list_s": time.perf_counter() - t0, "steps": len(steps), "tensors": len(names),
-           "workers": len(workers), "rss_open_mb": (_rss() - base) / 2**20}
+    out = {
+        "open_list_s": time.perf_counter() - t0,
+        "steps": len(steps),
+        "tensors": len(names),
+        "workers": len(workers),
+        "rss_open_mb": (_rss() - base) / 2**20,
+    }
     t0 = time.perf_counter()
     tr.tensor(names[0]).value(500, worker=workers[-1])
     out["value_s"] = time.perf_counter() - t0
@@ -129,11 +138,23 @@ def write_trial(folder: Path, steps: int, per_step_max: int) -> dict:
         tmpl = []
         for i in range(len(head.steps)):
             a, b = int(ent.offsets[i]), int(ent.offsets[i + 1])
-            tmpl.append((int(head.steps[i]), int(head.mode_steps[i]), head.layouts[int(head.layout_ids[i])].tags,
-                         ent.starts[a:b].tolist(), ent.lengths[a:b].tolist(), ent.crcs[a:b].tolist()))
+            tmpl.append(
+                (
+                    int(head.steps[i]),
+                    int(head.mode_steps[i]),
+                    head.layouts[int(head.layout_ids[i])].tags,
+                    ent.starts[a:b].tolist(),
+                    ent.lengths[a:b].tolist(),
+                    ent.crcs[a:b].tolist(),
+                )
+            )
         for bucket in range(1, steps // 1000):
-            files = [FileIndex(s + 1000 * bucket, ModeKeys.TRAIN.value, ms + 1000 * bucket, EVENT_STANDARD, tags,
-                               st, ln, cr, ()) for s, ms, tags, st, ln, cr in tmpl]
+            files = [
+                FileIndex(
+                    s + 1000 * bucket, ModeKeys.TRAIN.value, ms + 1000 * bucket, EVENT_STANDARD, tags, st, ln, cr, ()
+                )
+                for s, ms, tags, st, ln, cr in tmpl
+            ]
             obj = encode_consolidated(worker, bucket, files)
             heads[bucket] = obj[: head_size(obj, bucket)]
             store.write(consolidated_key(bucket, worker, crc32c(heads[bucket])), obj)
@@ -186,8 +207,10 @@ def fmt(r: dict | None, reqs: dict | None = None, timeout: float = 0) -> str:
         return f"did not finish in {timeout:.0f} s"
     s = f"open+list {r['open_list_s']:7.2f} s, value {r['value_s'] * 1000:6.1f} ms, peak RSS {r['peak_rss_mb']:6.0f} MB"
     if "bytes_per_entry" in r:
-        s += (f", all {r['entries'] / 1e6:.1f} M entries loaded in {r['all_entries_s']:.1f} s:"
-              f" {r['bytes_per_entry']:.1f} B/entry (arrays {r['array_bytes_per_entry']:.1f})")
+        s += (
+            f", all {r['entries'] / 1e6:.1f} M entries loaded in {r['all_entries_s']:.1f} s:"
+            f" {r['bytes_per_entry']:.1f} B/entry (arrays {r['array_bytes_per_entry']:.1f})"
+        )
     if reqs is not None:
         s += f", requests {sum(reqs.values())} {dict(sorted(reqs.items()))}"
     return s
@@ -227,8 +250,11 @@ def main() -> None:
             folder = base / f"trial_{steps}"
             shutil.rmtree(folder, ignore_errors=True)
             w = write_trial(folder, steps, args.per_step_max)
-            print(f"\n== {steps} steps x {WORKERS} workers x {TENSORS} tensors (written in {w['write_s']:.0f} s;"
-                  f" per-step files for {w['per_step_steps']} steps)", flush=True)
+            print(
+                f"\n== {steps} steps x {WORKERS} workers x {TENSORS} tensors (written in {w['write_s']:.0f} s;"
+                f" per-step files for {w['per_step_steps']} steps)",
+                flush=True,
+            )
             res = results[steps] = {"write": w}
             full = w["per_step_steps"] == steps
             r = res["local consolidated"] = run_child(sys.executable, str(folder), {}, 600)

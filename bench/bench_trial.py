@@ -51,8 +51,10 @@ def main() -> None:
     base = Path(args.dir or tempfile.mkdtemp(prefix="smdebug-bench-"))
     shape = [str(args.steps), str(args.workers), str(args.tensors)]
     impls = {"ours": sys.executable, "1.0.34": peer}
-    results: dict = {"workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors},
-                     "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
+    results: dict = {
+        "workload": {"steps": args.steps, "workers": args.workers, "tensors": args.tensors},
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+    }
     for name, py in impls.items():
         print(f"writing with {name} ...", flush=True)
         results[f"write_s[{name}]"] = run(py, "write", str(base / f"written_by_{name}"), *shape)["write_s"]
@@ -68,14 +70,20 @@ def main() -> None:
         raise SystemExit("the two implementations read different values")
     results["reads"] = reads
     rows = [("write the trial", results["write_s[1.0.34]"], results["write_s[ours]"])]
-    for key, label in [("open_list_s", "open + list"), ("values_s", "one tensor's values()"),
-                       ("reductions_s", "its reductions, all steps"), ("last_step_s", "all tensors x workers, last step")]:
+    for key, label in [
+        ("open_list_s", "open + list"),
+        ("values_s", "one tensor's values()"),
+        ("reductions_s", "its reductions, all steps"),
+        ("last_step_s", "all tensors x workers, last step"),
+    ]:
         rows.append((label, reads["1.0.34"][key], reads["ours"][key]))
     print(f"\n{args.steps} steps x {args.workers} workers x {args.tensors} tensors, {results['machine']}")
     print(f"{'operation':<34}{'1.0.34 (s)':>12}{'ours (s)':>12}{'speed-up':>10}")
     for label, theirs, ours in rows:
         print(f"{label:<34}{theirs:>12.3f}{ours:>12.3f}{theirs / ours:>9.1f}x")
-    results["table"] = [{"operation": r[0], "smdebug_1_0_34_s": r[1], "ours_s": r[2], "speedup": r[1] / r[2]} for r in rows]
+    results["table"] = [
+        {"operation": r[0], "smdebug_1_0_34_s": r[1], "ours_s": r[2], "speedup": r[1] / r[2]} for r in rows
+    ]
     (HERE / "out").mkdir(exist_ok=True)
     (HERE / "out" / "trial.json").write_text(json.dumps(results, indent=1))
 

@@ -33,8 +33,16 @@ from smdebug.core.output.consolidate import BucketConsolidator
 from smdebug.core.output.writer import FileWriter
 from smdebug.storage import open_store
 
-SHAPES = [("0.weight", (512, 256)), ("0.bias", (512,)), ("2.weight", (512, 512)), ("2.bias", (512,)),
-          ("4.weight", (512, 512)), ("4.bias", (512,)), ("6.weight", (10, 512)), ("6.bias", (10,))]
+SHAPES = [
+    ("0.weight", (512, 256)),
+    ("0.bias", (512,)),
+    ("2.weight", (512, 512)),
+    ("2.bias", (512,)),
+    ("4.weight", (512, 512)),
+    ("4.bias", (512,)),
+    ("6.weight", (10, 512)),
+    ("6.bias", (10,)),
+]
 if "--big" in sys.argv:
     SHAPES = [("embedding.weight", (8192, 512))]
 
@@ -103,9 +111,12 @@ def hook_big(steps: int) -> dict:
     x, y = torch.randint(0, 8192, (64, 4)), torch.randint(0, 10, (64,))
     out = tempfile.mkdtemp(prefix="smdebug-bench-writer-")
     try:
-        hook = smd.Hook(out_dir=out, reduction_config=smd.ReductionConfig(save_raw_tensor=True),
-                        save_config=smd.SaveConfig(save_interval=1),
-                        include_collections=["weights", "gradients", "losses"])
+        hook = smd.Hook(
+            out_dir=out,
+            reduction_config=smd.ReductionConfig(save_raw_tensor=True),
+            save_config=smd.SaveConfig(save_interval=1),
+            include_collections=["weights", "gradients", "losses"],
+        )
         hook.register_module(model)
         hook.register_loss(loss_fn)
         c0 = time.thread_time()
@@ -118,8 +129,10 @@ def hook_big(steps: int) -> dict:
     finally:
         threading.Thread.run = run
         shutil.rmtree(out, ignore_errors=True)
-    return {"training": round(train / steps * 1e3, 3),
-            **{k: round(v / steps * 1e3, 3) for k, v in cpu.items() if k.startswith("smdebug")}}
+    return {
+        "training": round(train / steps * 1e3, 3),
+        **{k: round(v / steps * 1e3, 3) for k, v in cpu.items() if k.startswith("smdebug")},
+    }
 
 
 def main() -> None:

@@ -51,8 +51,13 @@ def data():
     w = rng.standard_normal(f)
     y = ((X[:, :10] @ w[:10] + np.sin(3 * X[:, 10]) + 0.5 * rng.standard_normal(n + nv)) > 0).astype(np.float32)
     dtrain, dvalid = xgb.DMatrix(X[:n], y[:n]), xgb.DMatrix(X[n:], y[n:])
-    params = {"objective": "binary:logistic", "tree_method": "hist", "max_depth": 6, "nthread": 1,
-              "eval_metric": ["logloss", "auc"]}
+    params = {
+        "objective": "binary:logistic",
+        "tree_method": "hist",
+        "max_depth": 6,
+        "nthread": 1,
+        "eval_metric": ["logloss", "auc"],
+    }
     return dtrain, dvalid, params
 
 
@@ -64,13 +69,25 @@ def workload(config: str, out_dir: str, rounds: int) -> dict:
     if CONFIGS[config] is not None:
         import smdebug.xgboost as smd
 
-        callbacks = [smd.Hook(out_dir=out_dir, include_collections=CONFIGS[config], validation_data=dvalid,
-                              save_config=smd.SaveConfig(save_interval=1))]
+        callbacks = [
+            smd.Hook(
+                out_dir=out_dir,
+                include_collections=CONFIGS[config],
+                validation_data=dvalid,
+                save_config=smd.SaveConfig(save_interval=1),
+            )
+        ]
     clock = CpuClock()
     clock.start()
     with maybe_profiled():
-        xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")], callbacks=callbacks,
-                  verbose_eval=False)
+        xgb.train(
+            params,
+            dtrain,
+            rounds,
+            evals=[(dtrain, "train"), (dvalid, "validation")],
+            callbacks=callbacks,
+            verbose_eval=False,
+        )
         for hook in callbacks:  # the end of training is marked at close (timed, as when training closed it)
             hook.close()
     return {**clock.stop(), "rounds": rounds}
@@ -85,15 +102,20 @@ def hook_cost(out_dir: str, rounds: int) -> dict:
 
     dtrain, dvalid, params = data()
     log: dict = {}
-    booster = xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")],
-                        evals_result=log, verbose_eval=False)
+    booster = xgb.train(
+        params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")], evals_result=log, verbose_eval=False
+    )
     out = {}
     for config, colls in CONFIGS.items():
         if colls is None:
             continue
         shutil.rmtree(out_dir, ignore_errors=True)
-        hook = smd.Hook(out_dir=out_dir, include_collections=colls, validation_data=dvalid,
-                        save_config=smd.SaveConfig(save_interval=1))
+        hook = smd.Hook(
+            out_dir=out_dir,
+            include_collections=colls,
+            validation_data=dvalid,
+            save_config=smd.SaveConfig(save_interval=1),
+        )
         booster = hook.before_training(booster)
         c0 = time.process_time()
         for epoch in range(rounds):
@@ -109,14 +131,23 @@ def run(config: str, out_dir: str, rounds: int) -> dict:
     shutil.rmtree(out_dir, ignore_errors=True)
     os.sync()  # the previous run's writeback does not land in this one's timing
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO / "src"))
-    p = subprocess.run([sys.executable, __file__, "--worker", config, out_dir, str(rounds)],
-                       capture_output=True, text=True, env=env, check=False)
+    p = subprocess.run(
+        [sys.executable, __file__, "--worker", config, out_dir, str(rounds)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if p.returncode != 0:
         raise SystemExit(f"{config} failed:\n{p.stderr[-3000:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
     n = r["rounds"]
-    return {"wall": r["wall_s"] / n, "main_cpu": r["thread_cpu_s"] / n, "cpu": r["proc_cpu_s"] / n,
-            "threads": {k: v / n for k, v in r["threads_cpu_s"].items()}}
+    return {
+        "wall": r["wall_s"] / n,
+        "main_cpu": r["thread_cpu_s"] / n,
+        "cpu": r["proc_cpu_s"] / n,
+        "threads": {k: v / n for k, v in r["threads_cpu_s"].items()},
+    }
 
 
 def main() -> None:
@@ -137,16 +168,21 @@ def main() -> None:
                 r = run(c, str(base / c), args.rounds)
                 if rep >= args.warmup_rounds:
                     res[c].append(r)
-                print(f"  round {rep}{' (warm-up)' if rep < args.warmup_rounds else ''}: {c:<32} wall "
-                      f"{r['wall'] * 1000:7.1f} ms, cpu {r['cpu'] * 1000:7.1f} ms per boosting round", flush=True)
+                print(
+                    f"  round {rep}{' (warm-up)' if rep < args.warmup_rounds else ''}: {c:<32} wall "
+                    f"{r['wall'] * 1000:7.1f} ms, cpu {r['cpu'] * 1000:7.1f} ms per boosting round",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     end = machine()
     print(f"\nmachine: at the start {start}; at the end {end}")
     print(f"{args.rounds} boosting rounds, median of {args.repeat} interleaved runs in fresh processes")
     med = {c: {k: statistics.median(r[k] for r in v) for k in ("wall", "main_cpu", "cpu")} for c, v in res.items()}
-    print(f"\n{'configuration':<32} {'wall ms/round':>14} {'ratio':>7} {'main CPU':>9} {'ratio':>7} "
-          f"{'proc CPU':>9} {'ratio':>7}")
+    print(
+        f"\n{'configuration':<32} {'wall ms/round':>14} {'ratio':>7} {'main CPU':>9} {'ratio':>7} "
+        f"{'proc CPU':>9} {'ratio':>7}"
+    )
     for c in CONFIGS:
         line = f"{c:<32}"
         for k, width in (("wall", 14), ("main_cpu", 9), ("cpu", 9)):
@@ -168,9 +204,20 @@ def main() -> None:
         print(f"{c:<32} {v * 1000:8.2f} ms  {(med['none']['cpu'] + v) / med['none']['cpu']:6.3f}x")
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    (out / "xgboost.json").write_text(json.dumps({"machine": [start, end], "rounds": args.rounds,
-                                                  "repeat": args.repeat, "runs": res, "median_s": med,
-                                                  "threads_s": threads, "hook_cpu_s_per_round": cost}, indent=1))
+    (out / "xgboost.json").write_text(
+        json.dumps(
+            {
+                "machine": [start, end],
+                "rounds": args.rounds,
+                "repeat": args.repeat,
+                "runs": res,
+                "median_s": med,
+                "threads_s": threads,
+                "hook_cpu_s_per_round": cost,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -74,8 +74,12 @@ class CpuClock:
         ended = proc - sum(threads.values())  # threads that ended before stop() (a writer after close())
         if ended > 1e-3 * proc:
             threads["(ended threads)"] = ended
-        return {"wall_s": time.perf_counter() - self._wall, "thread_cpu_s": time.thread_time() - self._thread,
-                "proc_cpu_s": proc, "threads_cpu_s": threads}
+        return {
+            "wall_s": time.perf_counter() - self._wall,
+            "thread_cpu_s": time.thread_time() - self._thread,
+            "proc_cpu_s": proc,
+            "threads_cpu_s": threads,
+        }
 
 
 def median_threads(runs: list[dict]) -> dict[str, float]:
@@ -109,9 +113,10 @@ def alternate(child: str, args: list[str], configs: tuple[str, str], rounds: int
     JSON. A run that fails stops the benchmark with its error."""
     runs: dict[str, list] = {c: [] for c in configs}
     for r in range(rounds):
-        for cfg in (configs if r % 2 == 0 else configs[::-1]):
-            p = subprocess.run([sys.executable, "-c", child, cfg, *args], env=env, capture_output=True, text=True,
-                               check=False)
+        for cfg in configs if r % 2 == 0 else configs[::-1]:
+            p = subprocess.run(
+                [sys.executable, "-c", child, cfg, *args], env=env, capture_output=True, text=True, check=False
+            )
             if p.returncode:
                 raise SystemExit(f"{cfg} failed:\n{p.stderr[-2000:]}")
             runs[cfg].append(json.loads(p.stdout.strip().splitlines()[-1]))
@@ -135,6 +140,7 @@ class EntryTimes:
                 c[0] += time.thread_time_ns() - c0
                 c[1] += time.perf_counter_ns() - w0
                 c[2] += 1
+
         return wrapper
 
     def per_step(self, steps: int) -> dict[str, list[float]]:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHILD = r'''
+CHILD = r"""
 import json, logging, shutil, sys, tempfile, time
 logging.disable(logging.CRITICAL)
 sys.path.insert(0, sys.argv[4])
@@ -42,7 +42,7 @@ if hook is not None:
     hook.close()
 shutil.rmtree(out_dir, ignore_errors=True)
 print(json.dumps(out))
-'''
+"""
 
 
 def main() -> None:
@@ -59,19 +59,28 @@ def main() -> None:
         for name, tree, env in order:
             e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.join(os.path.abspath(tree), "src"), **env)
             cfg = "none" if name.startswith("none") else config
-            p = subprocess.run([sys.executable, "-c", CHILD, cfg, str(blocks), str(steps), HERE], env=e,
-                               capture_output=True, text=True, check=False)
+            p = subprocess.run(
+                [sys.executable, "-c", CHILD, cfg, str(blocks), str(steps), HERE],
+                env=e,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if p.returncode:
                 raise SystemExit(f"{name} failed:\n{p.stderr[-2000:]}")
             res[name].append(json.loads(p.stdout.strip().splitlines()[-1]))
     print(f"{config}: {rounds} rounds x {blocks} blocks x {steps} steps; load {os.getloadavg()}")
-    print(f"{'variant':<14}{'min wall':>10}{'min train':>11}{'min proc':>10}{'med(min) wall':>15}"
-          f"{'med(min) train':>16}{'med(min) proc':>15}   ms/step")
+    print(
+        f"{'variant':<14}{'min wall':>10}{'min train':>11}{'min proc':>10}{'med(min) wall':>15}"
+        f"{'med(min) train':>16}{'med(min) proc':>15}   ms/step"
+    )
     for name, rs in res.items():
         allb = [b for rr in rs for b in rr]
         mins = [min(b[i] for b in allb) * 1e3 for i in range(3)]
         meds = [statistics.median(min(b[i] for b in rr) for rr in rs) * 1e3 for i in range(3)]
-        print(f"{name:<14}{mins[0]:>10.3f}{mins[1]:>11.3f}{mins[2]:>10.3f}{meds[0]:>15.3f}{meds[1]:>16.3f}{meds[2]:>15.3f}")
+        print(
+            f"{name:<14}{mins[0]:>10.3f}{mins[1]:>11.3f}{mins[2]:>10.3f}{meds[0]:>15.3f}{meds[1]:>16.3f}{meds[2]:>15.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def apply(spec: str | None = None) -> list[str]:
     if "gradients" in parts:
         from smdebug.pytorch.hook import Hook
 
-        Hook._grad_hook = lambda self, pname: (lambda param: None)
+        Hook._grad_hook = lambda self, pname: lambda param: None
     if "parameters" in parts:
         from smdebug.core.engine.hook import BaseHook
 

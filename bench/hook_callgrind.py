@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-CHILD = r'''
+CHILD = r"""
 import logging, sys, tempfile
 logging.disable(logging.CRITICAL)
 config, warmup, steps, fifo = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -55,7 +55,7 @@ settle()
 ask("off")
 if hook is not None:
     hook.close()
-'''
+"""
 
 
 def main() -> None:
@@ -71,10 +71,26 @@ def main() -> None:
             os.mkfifo(work / name)
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(tree / "src"))
         proc = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
-             f"--callgrind-out-file={work}/cg.%p", sys.executable, "-c", CHILD, config, str(warmup), str(steps),
-             str(work), str(HERE)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                "--separate-threads=yes",
+                f"--callgrind-out-file={work}/cg.%p",
+                sys.executable,
+                "-c",
+                CHILD,
+                config,
+                str(warmup),
+                str(steps),
+                str(work),
+                str(HERE),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for switch in ("on", "off"):
             with open(work / "to_driver") as f:
                 f.read()
@@ -92,8 +108,10 @@ def main() -> None:
                 total = next((int(line.split()[1]) for line in f if line.startswith("totals:")), 0)
             per_thread[thread] = per_thread.get(thread, 0) + total
         rows = {t: round(v / steps / 1e6, 3) for t, v in sorted(per_thread.items()) if v}
-        print(f"{config} ({tree}): M instructions per step by thread: {rows}; all threads "
-              f"{round(sum(per_thread.values()) / steps / 1e6, 3)}")
+        print(
+            f"{config} ({tree}): M instructions per step by thread: {rows}; all threads "
+            f"{round(sum(per_thread.values()) / steps / 1e6, 3)}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -20,7 +20,7 @@ import sys
 from benchutil import alternate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHILD = r'''
+CHILD = r"""
 import json, logging, sys, tempfile, time
 logging.disable(logging.CRITICAL)
 sys.path.insert(0, sys.argv[3])
@@ -52,7 +52,7 @@ out.update(times.per_step(steps))
 if hook is not None:
     hook.close()
 print(json.dumps(out))
-'''
+"""
 
 
 def main() -> None:
@@ -76,8 +76,10 @@ def main() -> None:
         in_hook_cpu, in_hook_wall = in_hook_cpu + c, in_hook_wall + w
         print(f"    {label:<22} CPU {c:7.1f}  waiting {max(w - c, 0.0):7.1f}  calls/step {n:4.1f}")
     print(f"  in the hook's callbacks: CPU {in_hook_cpu:.1f}, waiting {max(in_hook_wall - in_hook_cpu, 0.0):.1f}")
-    print(f"  outside them: training-thread CPU +{cpu - base_cpu - in_hook_cpu:.1f} (the model's ops slower), "
-          f"other waiting {max((wall - cpu) - (base_wall - base_cpu) - (in_hook_wall - in_hook_cpu), 0.0):.1f}")
+    print(
+        f"  outside them: training-thread CPU +{cpu - base_cpu - in_hook_cpu:.1f} (the model's ops slower), "
+        f"other waiting {max((wall - cpu) - (base_wall - base_cpu) - (in_hook_wall - in_hook_cpu), 0.0):.1f}"
+    )
 
 
 if __name__ == "__main__":

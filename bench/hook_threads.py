@@ -83,18 +83,25 @@ def main() -> None:
     from_workload = 20  # hook_workload.py's warm-up steps
     runs: dict[str, list[dict]] = {t: [] for t in trees}
     for r in range(rounds):
-        for tree in (trees if r % 2 == 0 else trees[::-1]):
+        for tree in trees if r % 2 == 0 else trees[::-1]:
             env = dict(os.environ, PYTHONPATH=str(Path(tree) / "src"))
-            got = subprocess.run([sys.executable, __file__, "--child", config, str(steps)], env=env,
-                                 capture_output=True, text=True, check=True)
+            got = subprocess.run(
+                [sys.executable, __file__, "--child", config, str(steps)],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             res = json.loads(got.stdout.strip().splitlines()[-1])
-            per = {"train": res["train_cpu_s"] / steps, "process": res["proc_cpu_s"] / steps,
-                   "wall": res["loop_s"] / steps}
+            per = {
+                "train": res["train_cpu_s"] / steps,
+                "process": res["proc_cpu_s"] / steps,
+                "wall": res["loop_s"] / steps,
+            }
             for name, s in res["threads_cpu_s"].items():
                 per[name] = s / (steps + from_workload)
             runs[tree].append(per)
-            print(json.dumps({"round": r, "tree": tree, **{k: round(v * 1e3, 3) for k, v in per.items()}}),
-                  flush=True)
+            print(json.dumps({"round": r, "tree": tree, **{k: round(v * 1e3, 3) for k, v in per.items()}}), flush=True)
     for tree, rs in runs.items():
         keys = sorted({k for d in rs for k in d})
         med = {k: round(statistics.median(d.get(k, 0.0) for d in rs) * 1e3, 3) for k in keys}

@@ -28,8 +28,15 @@ class Mlp:
     def __init__(self):
         torch.set_num_threads(1)
         torch.manual_seed(0)
-        self.model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                                   nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        self.model = nn.Sequential(
+            nn.Linear(256, 512),
+            nn.ReLU(),
+            nn.Linear(512, 512),
+            nn.ReLU(),
+            nn.Linear(512, 512),
+            nn.ReLU(),
+            nn.Linear(512, 10),
+        )
         self.loss_fn = nn.CrossEntropyLoss()
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
         self.x = torch.randn(128, 256)
@@ -58,10 +65,15 @@ def build(config, out_dir):
         if config == "raw":
             rc = smd.ReductionConfig(save_raw_tensor=True)
         else:
-            rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std"], abs_reductions=["mean"],
-                                     norms=["l2"], save_raw_tensor=False)
-        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=int(every or 1)), reduction_config=rc,
-                        include_collections=["weights", "biases", "gradients", "losses"])
+            rc = smd.ReductionConfig(
+                reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"], save_raw_tensor=False
+            )
+        hook = smd.Hook(
+            out_dir=out_dir,
+            save_config=smd.SaveConfig(save_interval=int(every or 1)),
+            reduction_config=rc,
+            include_collections=["weights", "biases", "gradients", "losses"],
+        )
         hook.register_module(model)
         hook.register_loss(loss_fn)
         try:  # the one-pass moments kernel (where the tree has it): compiled before any step is timed
@@ -86,8 +98,17 @@ def main():
     if hook is not None:
         hook.close()
     close = time.perf_counter() - t1
-    print(json.dumps({"loop_s": loop, "close_s": close, "steps": steps, "train_cpu_s": train_cpu,
-                      "proc_cpu_s": time.process_time() - p0}))
+    print(
+        json.dumps(
+            {
+                "loop_s": loop,
+                "close_s": close,
+                "steps": steps,
+                "train_cpu_s": train_cpu,
+                "proc_cpu_s": time.process_time() - p0,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -131,8 +131,15 @@ def child(variant: str, steps: int) -> float:
         done[0].wait()
         return done[1]
 
-    state: dict = {"grads": [], "queued": False, "params": None, "pending": [], "hot": [], "hot_grads": {},
-                   "ring": state_ring}
+    state: dict = {
+        "grads": [],
+        "queued": False,
+        "params": None,
+        "pending": [],
+        "hot": [],
+        "hot_grads": {},
+        "ring": state_ring,
+    }
     sizes = [p.numel() for p in params + params]
 
     def end_of_backward() -> None:
@@ -183,7 +190,7 @@ def child(variant: str, steps: int) -> float:
             free[1].wait()
             free[1].clear()
             ring.append(free)
-            state["params"] = submit(lambda: torch._foreach_copy_(free[0][:len(params)], params))
+            state["params"] = submit(lambda: torch._foreach_copy_(free[0][: len(params)], params))
             return
         if variant.startswith("thread"):
             for job in state["pending"]:
@@ -246,8 +253,13 @@ def main() -> None:
     times: dict = {v: [] for v in variants}
     for r in range(rounds):
         for v in variants if r % 2 == 0 else variants[::-1]:
-            out = subprocess.run([sys.executable, __file__, "--child", v, str(steps)], env=env, check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", v, str(steps)],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             times[v].append(float(out.split()[-1]) * 1e3)
     base = statistics.median(times["none"])
     for v in variants:

@@ -18,7 +18,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHILD = r'''
+CHILD = r"""
 import json, os, shutil, sys, tempfile, time
 sys.path.insert(0, sys.argv[3])
 from bench_keras import keras_model
@@ -65,7 +65,7 @@ if cbs:
     hook.close()
 shutil.rmtree(out_dir, ignore_errors=True)
 print(json.dumps(out))
-'''
+"""
 
 
 def main() -> None:
@@ -74,8 +74,13 @@ def main() -> None:
     config = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    runs = alternate(CHILD, [str(steps), HERE], ("none", config), rounds,
-                     dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3"))
+    runs = alternate(
+        CHILD,
+        [str(steps), HERE],
+        ("none", config),
+        rounds,
+        dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     print(f"{config}: {steps} steps x {rounds} rounds, minimum over rounds, us per step; {machine()}")
     print(f"{'':<32}{'CPU':>9}{'wall':>9}{'calls':>7}")
     for cfg in ("none", config):

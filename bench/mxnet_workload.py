@@ -36,8 +36,12 @@ def main(config: str, out_dir: str, steps: int) -> None:
         if config == "reductions":
             # no std / variance: 1.0.34's MXNet hook raises on them (its numpy fallback rejects NDArrays)
             rc = smd.ReductionConfig(reductions=["min", "max", "mean"], abs_reductions=["mean"], norms=["l2"])
-        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1), reduction_config=rc,
-                        include_collections=["weights", "biases", "gradients", "losses"])
+        hook = smd.Hook(
+            out_dir=out_dir,
+            save_config=smd.SaveConfig(save_interval=1),
+            reduction_config=rc,
+            include_collections=["weights", "biases", "gradients", "losses"],
+        )
         hook.register_block(net)
         hook.register_block(loss_fn)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})

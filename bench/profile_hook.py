@@ -82,8 +82,10 @@ def main() -> None:
         main_prof.disable()
         if hook is not None:
             hook.close()  # the hook's threads end: their profiles are complete
-        print(f"{config}: Python calls per step by thread (cProfile; the hook's threads from their start, "
-              f"{steps} + 20 warm-up steps)")
+        print(
+            f"{config}: Python calls per step by thread (cProfile; the hook's threads from their start, "
+            f"{steps} + 20 warm-up steps)"
+        )
         for name, prof in _PROFILES.items():
             n = steps if name == "MainThread" else steps + 20
             print(f"  {name:<24}{pstats.Stats(prof).total_calls / n:8.0f}")

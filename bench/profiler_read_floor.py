@@ -29,7 +29,7 @@ def one_window(root: str, start_us: int, end_us: int) -> dict:
     top = os.path.join(root, "framework", "pevents")
     names = [e.path for d in os.scandir(top) for e in os.scandir(d.path)]
     c1 = time.process_time()
-    timed = sorted((int(p[p.rfind("/") + 1:p.index("_", p.rfind("/"))]), p) for p in names)
+    timed = sorted((int(p[p.rfind("/") + 1 : p.index("_", p.rfind("/"))]), p) for p in names)
     stamps = [t for t, _ in timed]
     lo = bisect.bisect_left(stamps, start_us - MARGIN_US)
     hi = min(bisect.bisect_right(stamps, end_us + MARGIN_US) + 1, len(timed))
@@ -41,8 +41,14 @@ def one_window(root: str, start_us: int, end_us: int) -> dict:
     c3 = time.process_time()
     events = sum(len(orjson.loads(d)) for d in datas)
     c4 = time.process_time()
-    return {"list": c1 - c0, "+ names": c2 - c0, "+ read": c3 - c0, "+ orjson": c4 - c0, "files": hi - lo,
-            "events": events}
+    return {
+        "list": c1 - c0,
+        "+ names": c2 - c0,
+        "+ read": c3 - c0,
+        "+ orjson": c4 - c0,
+        "files": hi - lo,
+        "events": events,
+    }
 
 
 def main() -> None:

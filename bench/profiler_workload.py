@@ -42,8 +42,11 @@ def main():
     shutil.rmtree(out_dir, ignore_errors=True)
     prof = None
     if config != "hook":
-        prof = ProfilerConfig(local_path=f"{out_dir}/profiler", interval_millis=100 if config == "profiled100" else 500,
-                              python=PY_STEPS if config == "python" else None)
+        prof = ProfilerConfig(
+            local_path=f"{out_dir}/profiler",
+            interval_millis=100 if config == "profiled100" else 500,
+            python=PY_STEPS if config == "python" else None,
+        )
     hook = smd.Hook(out_dir=f"{out_dir}/run", profiler_config=prof)
     hook.register_module(model)
     hook.register_loss(loss_fn)
@@ -63,9 +66,18 @@ def main():
     loop = time.perf_counter() - t0
     t1 = time.perf_counter()
     hook.close()
-    print(json.dumps({"loop_s": loop, "close_s": time.perf_counter() - t1, "cpu_s": time.process_time() - c0,
-                      "steps": steps,
-                      "outside_s": loop - py_time, "outside_steps": steps - PY_STEPS[1] - 1}))
+    print(
+        json.dumps(
+            {
+                "loop_s": loop,
+                "close_s": time.perf_counter() - t1,
+                "cpu_s": time.process_time() - c0,
+                "steps": steps,
+                "outside_s": loop - py_time,
+                "outside_steps": steps - PY_STEPS[1] - 1,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import json
 import subprocess
 import sys
 
-CHILD = r'''
+CHILD = r"""
 import json, queue, sys, threading, time
 import torch
 from torch import nn
@@ -62,7 +62,7 @@ for _ in range(rounds):
     wall.append((time.perf_counter() - w) / steps * 1e3)
     cpu.append((time.thread_time() - c) / steps * 1e3)
 print(json.dumps({"wall": min(wall), "cpu": min(cpu)}))
-'''
+"""
 
 
 def main() -> None:
@@ -73,8 +73,12 @@ def main() -> None:
     best: dict = {m: {"wall": float("inf"), "cpu": float("inf")} for m in modes}
     for r in range(3):
         for m in modes if r % 2 == 0 else modes[::-1]:
-            out = subprocess.run([sys.executable, "-c", CHILD, m, str(steps), str(rounds), work], capture_output=True,
-                                 text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, m, str(steps), str(rounds), work],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             got = json.loads(out.stdout.strip().splitlines()[-1])
             best[m] = {k: min(best[m][k], got[k]) for k in got}
     print(f"{steps} steps x {rounds} rounds x 3 processes per mode, consumer work {work}; ms a step (minimum)")

@@ -66,8 +66,11 @@ def train(out_dir: str, steps: int = 300, nan_at: int | None = None, batch: int 
     train_idx, test_idx = order[:1400], order[1400:]
     model = MLP(nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
-    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=10),
-                    include_collections=["weights", "biases", "gradients", "losses", "metrics"])
+    hook = smd.Hook(
+        out_dir=out_dir,
+        save_config=smd.SaveConfig(save_interval=10),
+        include_collections=["weights", "biases", "gradients", "losses", "metrics"],
+    )
     for step in range(steps):
         b = rng.choice(train_idx, batch)
         save = hook.begin_step(smd.modes.TRAIN)
@@ -88,9 +91,13 @@ def train(out_dir: str, steps: int = 300, nan_at: int | None = None, batch: int 
         fired = str(exc)
     accuracy = trial.tensor("accuracy")
     last_eval = accuracy.steps(mode=smd.modes.EVAL)[-1]
-    return {"saved_steps": trial.steps(mode=smd.modes.TRAIN), "tensors": trial.tensor_names(), "fired": fired,
-            "test_accuracy": float(accuracy.value(last_eval, mode=smd.modes.EVAL)),
-            "grad_l2": trial.tensor("gradient/linear1/kernel").reduction_value(trial.steps()[0], "l2")}
+    return {
+        "saved_steps": trial.steps(mode=smd.modes.TRAIN),
+        "tensors": trial.tensor_names(),
+        "fired": fired,
+        "test_accuracy": float(accuracy.value(last_eval, mode=smd.modes.EVAL)),
+        "grad_l2": trial.tensor("gradient/linear1/kernel").reduction_value(trial.steps()[0], "l2"),
+    }
 
 
 def main() -> None:
@@ -103,7 +110,9 @@ def main() -> None:
     try:
         r = train(out_dir, a.steps, a.nan_at)
         print(f"saved TRAIN steps {r['saved_steps'][:5]}... ({len(r['saved_steps'])}), {len(r['tensors'])} tensors")
-        print(f"test accuracy {r['test_accuracy']:.3f}; l2 norm of linear1's kernel gradient at step 0: {r['grad_l2']:.4f}")
+        print(
+            f"test accuracy {r['test_accuracy']:.3f}; l2 norm of linear1's kernel gradient at step 0: {r['grad_l2']:.4f}"
+        )
         print(f"ExplodingTensor: {r['fired'] or 'no NaN or infinity saved'}")
     finally:
         if not a.out_dir:

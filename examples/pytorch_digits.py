@@ -70,8 +70,10 @@ def show(out_dir: str) -> None:
     trial = create_trial(out_dir)
     steps = trial.steps()
     print(f"\ntrial {out_dir}")
-    print(f"  {len(steps)} saved steps ({steps[0]}..{steps[-1]}), modes {[m.name for m in trial.modes()]}, "
-          f"workers {trial.workers()}")
+    print(
+        f"  {len(steps)} saved steps ({steps[0]}..{steps[-1]}), modes {[m.name for m in trial.modes()]}, "
+        f"workers {trial.workers()}"
+    )
     for m in trial.modes():
         print(f"  {m.name}: {len(trial.steps(mode=m))} mode steps saved")
     print(f"  {len(trial.tensor_names())} tensors:")

@@ -43,14 +43,31 @@ class Chromium:
 
         cmd_r, self._cmd_w = map(high, os.pipe())
         self._res_r, res_w = map(high, os.pipe())
-        args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-                f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", *extra_args, "about:blank"]
+        args = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-extensions",
+            f"--user-data-dir={user_data_dir}",
+            "--remote-debugging-pipe",
+            *extra_args,
+            "about:blank",
+        ]
         redirect = f'exec "$@" 3<&{cmd_r} 4>&{res_w} {cmd_r}<&- {res_w}>&-'
         # stderr to a file (a pipe nobody reads could fill up); its own process group, ended with it
         self._log = open(user_data_dir.parent / "chromium-stderr.log", "w+b")  # noqa: SIM115
-        self.proc = subprocess.Popen(["/bin/bash", "-c", redirect, "bash", *args], pass_fds=(cmd_r, res_w),
-                                     stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["/bin/bash", "-c", redirect, "bash", *args],
+            pass_fds=(cmd_r, res_w),
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            start_new_session=True,
+        )
         os.close(cmd_r)
         os.close(res_w)
         self._deadline = time.monotonic() + timeout
@@ -111,8 +128,7 @@ class Chromium:
 
     def evaluate(self, expression: str, as_json: bool = False):
         """``expression``'s value in the page opened last (``as_json``: a JSON string, decoded)."""
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
-                           session=self.session)
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=self.session)
         value = result["result"].get("value")
         return json.loads(value) if as_json else value
 
@@ -120,8 +136,11 @@ class Chromium:
         """A PNG of the page opened last, ``width`` x ``height`` CSS pixels from its top."""
         import base64
 
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
-                                                          "mobile": False}, session=self.session)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session=self.session,
+        )
         shot = self.call("Page.captureScreenshot", {"format": "png"}, session=self.session)
         png.write_bytes(base64.b64decode(shot["data"]))
 

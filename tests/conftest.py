@@ -207,4 +207,6 @@ def pytest_collection_modifyitems(config, items):
         if callspec is not None and callspec.params.get("backend") == "s3":
             needs.append("a moto S3 server")
         if needs:
-            item.add_marker(pytest.mark.skip(reason=f"needs {needs[0]}: left out of the framework-free run (make check)"))
+            item.add_marker(
+                pytest.mark.skip(reason=f"needs {needs[0]}: left out of the framework-free run (make check)")
+            )

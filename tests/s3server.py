@@ -43,7 +43,9 @@ class MotoServer:
         env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
 
     def wait_ready(self, timeout: float = 30.0) -> None:
@@ -133,8 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, proxy) -> None:
         body = self._body()
         kind = kind_of(self.command, self.path, self.headers)
-        fault = proxy._record(kind, self.headers.get("amz-sdk-request", ""),
-                              (self.command, self.path, self.headers.get("Range", "")))
+        fault = proxy._record(
+            kind, self.headers.get("amz-sdk-request", ""), (self.command, self.path, self.headers.get("Range", ""))
+        )
         if fault == "reset":
             # close without answering; SO_LINGER 0 makes it a TCP reset
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -216,8 +219,18 @@ class S3Proxy:
         self._thread = threading.Thread(target=self._server.serve_forever, name="s3proxy", daemon=True)
         self._thread.start()
 
-    def configure(self, error_rate=0.0, reset_rate=0.0, slow_rate=0.0, delay_s=0.0, seed=0, fault_attempts=3,
-                  midbody_rate=0.0, truncate_rate=0.0, max_faults_per_request=None) -> None:
+    def configure(
+        self,
+        error_rate=0.0,
+        reset_rate=0.0,
+        slow_rate=0.0,
+        delay_s=0.0,
+        seed=0,
+        fault_attempts=3,
+        midbody_rate=0.0,
+        truncate_rate=0.0,
+        max_faults_per_request=None,
+    ) -> None:
         """Shares of requests answered 503 / reset / delayed by ``delay_s`` (at most 2 s), and of
         GETs whose body breaks off half way with a reset (midbody) or a clean close (truncate).
 
@@ -265,8 +278,11 @@ class S3Proxy:
             elif r < self.error_rate + self.reset_rate + self.slow_rate:
                 fault = "slow"
             elif r < self.error_rate + self.reset_rate + self.slow_rate + body_faults:
-                fault = "midbody" if r < self.error_rate + self.reset_rate + self.slow_rate + self.midbody_rate \
+                fault = (
+                    "midbody"
+                    if r < self.error_rate + self.reset_rate + self.slow_rate + self.midbody_rate
                     else "truncate"
+                )
             if fault:
                 self.faults[fault] += 1
                 self._faulted[request] += 1
@@ -278,8 +294,7 @@ class S3Proxy:
             if conn is None:
                 conn = self._local.conn = http.client.HTTPConnection(*self.target, timeout=30)
             try:
-                conn.request(method, path, body=body if body or method in ("PUT", "POST") else None,
-                             headers=headers)
+                conn.request(method, path, body=body if body or method in ("PUT", "POST") else None, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
                 if resp.will_close:

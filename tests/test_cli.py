@@ -8,8 +8,9 @@ import sys
 
 def test_inspect_bad_path_exits_2_with_a_message(tmp_path):
     missing = tmp_path / "nope"
-    proc = subprocess.run([sys.executable, "-m", "smdebug.cli", "inspect", str(missing)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdebug.cli", "inspect", str(missing)], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert str(missing) in proc.stderr and "Traceback" not in proc.stderr
 
@@ -46,8 +47,9 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     with FileWriter(trial_dir=str(trial), step=0) as w:
         w.write_tensor(tdata=np.arange(200_000, dtype=np.float32), tname="w")
     for argv in (["show", str(trial), "w", "--full", "--json"], ["info", str(trial)]):
-        proc = subprocess.Popen([sys.executable, "-m", "smdebug.cli", *argv], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "smdebug.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         proc.stdout.read(10)
         proc.stdout.close()  # the reader stops, as `head` does
         err = proc.stderr.read().decode()

@@ -28,9 +28,22 @@ def test_framework_free_run_skips_a_module_that_imports_torch_and_says_why():
     # tests/reliability/test_rule_input.py imports torch at module level
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--framework-free", "-q", "-rs", "-p", "no:cacheprovider",
-         "tests/reliability/test_rule_input.py"],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--framework-free",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "tests/reliability/test_rule_input.py",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     # the module is skipped at import, so pytest finds no test to run (5), and no error (2)
     assert proc.returncode == 5, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -6,7 +6,19 @@ import json
 import subprocess
 import sys
 
-HEAVY = {"torch", "tensorflow", "keras", "mxnet", "xgboost", "jax", "boto3", "botocore", "s3fs", "fsspec", "aiobotocore"}
+HEAVY = {
+    "torch",
+    "tensorflow",
+    "keras",
+    "mxnet",
+    "xgboost",
+    "jax",
+    "boto3",
+    "botocore",
+    "s3fs",
+    "fsspec",
+    "aiobotocore",
+}
 
 
 def test_imports_load_no_framework_and_no_cloud_sdk():
@@ -27,19 +39,47 @@ def test_public_exports_are_pinned():
     import smdebug.trials as trials
 
     assert set(smdebug.__all__) == {
-        "modes", "ModeKeys", "SaveConfig", "SaveConfigMode", "ReductionConfig", "CollectionKeys",
-        "create_trial", "launch", "__version__",
+        "modes",
+        "ModeKeys",
+        "SaveConfig",
+        "SaveConfigMode",
+        "ReductionConfig",
+        "CollectionKeys",
+        "create_trial",
+        "launch",
+        "__version__",
     }
     for name in smdebug.__all__:
         assert getattr(smdebug, name) is not None
-    assert set(trials.__all__) == {"create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor",
-                                  "ValueKey", "StepValue"}
+    assert set(trials.__all__) == {
+        "create_trial",
+        "consolidate",
+        "Trial",
+        "LocalTrial",
+        "S3Trial",
+        "Tensor",
+        "ValueKey",
+        "StepValue",
+    }
     documented = {
-        "TensorUnavailableForStep", "TensorUnavailable", "StepUnavailable", "StepNotYetAvailable",
-        "NoMoreData", "RuleEvaluationConditionMet", "MissingCollectionFiles", "IndexReaderException",
-        "ShapeUnavailableForStep", "InvalidWorker", "SMDebugError", "SMDebugValueError",
-        "SMDebugTypeError", "SMDebugRuntimeError", "SMDebugNotImplementedError",
-        "InsufficientInformationForRuleInvocation", "InvalidCollectionConfiguration", "NoMoreProfilerData",
+        "TensorUnavailableForStep",
+        "TensorUnavailable",
+        "StepUnavailable",
+        "StepNotYetAvailable",
+        "NoMoreData",
+        "RuleEvaluationConditionMet",
+        "MissingCollectionFiles",
+        "IndexReaderException",
+        "ShapeUnavailableForStep",
+        "InvalidWorker",
+        "SMDebugError",
+        "SMDebugValueError",
+        "SMDebugTypeError",
+        "SMDebugRuntimeError",
+        "SMDebugNotImplementedError",
+        "InsufficientInformationForRuleInvocation",
+        "InvalidCollectionConfiguration",
+        "NoMoreProfilerData",
     }
     assert documented <= set(ex.__all__)
     for name in ex.__all__:
@@ -85,20 +125,36 @@ def test_the_wheel_is_this_package_not_aws_smdebug(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     (wheel,) = wheels.glob("*.whl")
     assert wheel.name.startswith("smdebug_open-"), wheel.name
     with zipfile.ZipFile(wheel) as z:
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
         assert "\nName: smdebug-open\n" in z.read(meta).decode()
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=600)
-    probe = ("import importlib.metadata as m, smdebug, smdebug.cli as c; "
-             "print(smdebug.__file__); print(m.distribution('smdebug-open').version); print(c.version_line())")
-    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(target)},
-                         check=True, capture_output=True, text=True, timeout=120).stdout.splitlines()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    probe = (
+        "import importlib.metadata as m, smdebug, smdebug.cli as c; "
+        "print(smdebug.__file__); print(m.distribution('smdebug-open').version); print(c.version_line())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(target)},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.splitlines()
     assert out[0].startswith(str(target))  # the installed wheel, not the checkout
     import smdebug
 

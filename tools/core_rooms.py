@@ -34,27 +34,62 @@ REPO = Path(__file__).resolve().parents[1]
 CORE = REPO / "src" / "smdebug" / "core"
 
 ROOMS = {
-    "config": ("Configuration values: what to save, how often, reduced how; collections; the hook's options "
-               "and SageMaker's hook JSON.",
-               ["save_config", "reduction_config", "collection", "collection_manager", "collection_defaults",
-                "hook_options", "hook_config", "hook_config_values"]),
-    "engine": ("The hook engine: BaseHook, what a step saves, what it holds, stop requests, the end of a job, "
-               "the guard that keeps an error in the hook from stopping training, resuming in a folder.",
-               ["hook", "save_plan", "step_buffer", "end_of_job", "guard", "active_hook", "stop_request",
-                "held_step", "resume", "arguments"]),
-    "tensors": ("Tensor adapters: the contract between a framework's tensors and the hook, batched device "
-                "snapshots, host buffers, reductions.",
-                ["adapter", "tensor_ops", "batched_adapter", "host_buffers", "reductions"]),
-    "output": ("Output: event files and their index (FileWriter), the writer thread, TensorBoard files, "
-               "consolidated index objects, the keys of every object, the records a step writes.",
-               ["writer", "step_writer", "tensorboard", "consolidate", "locations", "records"]),
+    "config": (
+        "Configuration values: what to save, how often, reduced how; collections; the hook's options "
+        "and SageMaker's hook JSON.",
+        [
+            "save_config",
+            "reduction_config",
+            "collection",
+            "collection_manager",
+            "collection_defaults",
+            "hook_options",
+            "hook_config",
+            "hook_config_values",
+        ],
+    ),
+    "engine": (
+        "The hook engine: BaseHook, what a step saves, what it holds, stop requests, the end of a job, "
+        "the guard that keeps an error in the hook from stopping training, resuming in a folder.",
+        [
+            "hook",
+            "save_plan",
+            "step_buffer",
+            "end_of_job",
+            "guard",
+            "active_hook",
+            "stop_request",
+            "held_step",
+            "resume",
+            "arguments",
+        ],
+    ),
+    "tensors": (
+        "Tensor adapters: the contract between a framework's tensors and the hook, batched device "
+        "snapshots, host buffers, reductions.",
+        ["adapter", "tensor_ops", "batched_adapter", "host_buffers", "reductions"],
+    ),
+    "output": (
+        "Output: event files and their index (FileWriter), the writer thread, TensorBoard files, "
+        "consolidated index objects, the keys of every object, the records a step writes.",
+        ["writer", "step_writer", "tensorboard", "consolidate", "locations", "records"],
+    ),
 }
 # modules that stay at smdebug.core.X: modes, tensor (1.0.34's path of Tensor and StepState),
 # utils, metric_names
 
 # old paths kept working (documented, or 1.0.34's): a module there is the moved one
-DOCUMENTED = ["writer", "collection_manager", "collection", "save_config", "reduction_config", "stop_request",
-              "hook", "locations", "reductions"]
+DOCUMENTED = [
+    "writer",
+    "collection_manager",
+    "collection",
+    "save_config",
+    "reduction_config",
+    "stop_request",
+    "hook",
+    "locations",
+    "reductions",
+]
 
 ROOM_OF = {m: room for room, (_doc, mods) in ROOMS.items() for m in mods}
 SHIM_MARK = "# core_rooms: documented path"
@@ -148,8 +183,13 @@ def _files() -> list[Path]:
     out = []
     for d in CODE_DIRS:
         out += sorted((REPO / d).rglob("*.py"))
-    out += sorted(p for p in REPO.rglob("*.md") if ".venv" not in p.parts and "node_modules" not in p.parts
-                  and not any(part.startswith(".") for part in p.relative_to(REPO).parts))
+    out += sorted(
+        p
+        for p in REPO.rglob("*.md")
+        if ".venv" not in p.parts
+        and "node_modules" not in p.parts
+        and not any(part.startswith(".") for part in p.relative_to(REPO).parts)
+    )
     return out
 
 
@@ -177,8 +217,11 @@ def rewrite(dry: bool) -> list[str]:
         if rel in KEEP or _is_shim(path) or rel == "tools/core_rooms.py":
             continue
         old = path.read_text()
-        new = rewrite_text(old, dotted=rel not in USER_DOCS and not rel.startswith("docs/guide/"),
-                           keep_documented=not rel.startswith("src/"))
+        new = rewrite_text(
+            old,
+            dotted=rel not in USER_DOCS and not rel.startswith("docs/guide/"),
+            keep_documented=not rel.startswith("src/"),
+        )
         if new != old:
             changes.append(f"rewrite {rel}")
             changed.append(path)
@@ -194,8 +237,9 @@ def shims(dry: bool) -> list[str]:
     for mod in DOCUMENTED:
         path = CORE / f"{mod}.py"
         room = ROOM_OF[mod]
-        text = SHIM.format(old=f"core.{mod}", new=f"core.{room}.{mod}", room_pkg=f"core.{room}", mod=mod,
-                           mark=SHIM_MARK)
+        text = SHIM.format(
+            old=f"core.{mod}", new=f"core.{room}.{mod}", room_pkg=f"core.{room}", mod=mod, mark=SHIM_MARK
+        )
         if not path.exists() or path.read_text() != text:
             changes.append(f"write {path.relative_to(REPO)}")
             if not dry:

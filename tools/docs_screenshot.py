@@ -18,9 +18,23 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"{page}: no such page (run make docs first)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:  # a fresh profile; no network is needed
-        subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=5000",
-                        f"--user-data-dir={profile}", "--window-size=1280,2000", f"--screenshot={out}",
-                        page.as_uri()], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                "/usr/bin/chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--virtual-time-budget=5000",
+                f"--user-data-dir={profile}",
+                "--window-size=1280,2000",
+                f"--screenshot={out}",
+                page.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     print(f"wrote {out}")
     return 0
 

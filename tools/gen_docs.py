@@ -46,9 +46,17 @@ def _parser_name(parse: object) -> str:
     return _KINDS.get(short, short)
 
 
-_KINDS = {"float": "number", "int": "whole number", "str": "string", "bool": "boolean", "mode": "mode name",
-          "str_list": "list of strings", "regex_list": "list of regexes", "float_list": "list of numbers",
-          "int_list": "list of whole numbers"}
+_KINDS = {
+    "float": "number",
+    "int": "whole number",
+    "str": "string",
+    "bool": "boolean",
+    "mode": "mode name",
+    "str_list": "list of strings",
+    "regex_list": "list of regexes",
+    "float_list": "list of numbers",
+    "int_list": "list of whole numbers",
+}
 
 
 def rule_catalogue() -> str:
@@ -56,20 +64,24 @@ def rule_catalogue() -> str:
     from smdebug.rules.profiler import profiler_rule_classes
 
     classes, profiler = rule_classes(), profiler_rule_classes()
-    out = [HEADER.format(what="the rule registry (smdebug.rules.builtin, smdebug.rules.profiler)"),
-           "# Built-in rule catalogue\n\n",
-           f"The {len(classes)} rules of `smdebug.rules.builtin`, built as `RuleName(base_trial, action_str=\"\", "
-           "**params)`, and the [profiler rules](#profiler-rules). Parameters are strings as SageMaker passes them "
-           "(a Python value of the right type is accepted too); an unknown parameter or a value that does not parse "
-           "raises `RuleConfigurationError` when the rule is built. How to run them: [Rules](../rules.md).\n\n",
-           "| rule | what it checks |\n| --- | --- |\n"]
+    out = [
+        HEADER.format(what="the rule registry (smdebug.rules.builtin, smdebug.rules.profiler)"),
+        "# Built-in rule catalogue\n\n",
+        f'The {len(classes)} rules of `smdebug.rules.builtin`, built as `RuleName(base_trial, action_str="", '
+        "**params)`, and the [profiler rules](#profiler-rules). Parameters are strings as SageMaker passes them "
+        "(a Python value of the right type is accepted too); an unknown parameter or a value that does not parse "
+        "raises `RuleConfigurationError` when the rule is built. How to run them: [Rules](../rules.md).\n\n",
+        "| rule | what it checks |\n| --- | --- |\n",
+    ]
     for name, cls in classes.items():
         out.append(f"| [{name}](#{name.lower()}) | {_cell(cls.summary())} |\n")
     out += _entries(classes, "smdebug.rules.builtin")
-    out.append(f"\n## Profiler rules\n\nThe {len(profiler)} rules of `smdebug.rules.profiler`, built as "
-               "`RuleName(profiler_trial, action_str=\"\", **params)` over a profile "
-               "(`create_trial(path, profiler=True)`), window by window; `smdebug profile rules` runs them. "
-               "Guide: [profiler rules](../guide/profiler-rules.md).\n\n| rule | what it checks |\n| --- | --- |\n")
+    out.append(
+        f"\n## Profiler rules\n\nThe {len(profiler)} rules of `smdebug.rules.profiler`, built as "
+        '`RuleName(profiler_trial, action_str="", **params)` over a profile '
+        "(`create_trial(path, profiler=True)`), window by window; `smdebug profile rules` runs them. "
+        "Guide: [profiler rules](../guide/profiler-rules.md).\n\n| rule | what it checks |\n| --- | --- |\n"
+    )
     for name, cls in profiler.items():
         out.append(f"| [{name}](#{name.lower()}) | {_cell(cls.summary())} |\n")
     out += _entries(profiler, "smdebug.rules.profiler")
@@ -94,8 +106,13 @@ def _entries(classes: dict, module: str) -> list[str]:
             out.append("No parameters.\n")
         if cls.hook_collections:
             out.append("\nCollections a hook must save for it: ")
-            out.append(", ".join(f"`{c.name}`" + (f" ({_cell(', '.join(f'{k}={v}' for k, v in c.parameters.items()))})"
-                                                  if c.parameters else "") for c in cls.hook_collections))
+            out.append(
+                ", ".join(
+                    f"`{c.name}`"
+                    + (f" ({_cell(', '.join(f'{k}={v}' for k, v in c.parameters.items()))})" if c.parameters else "")
+                    for c in cls.hook_collections
+                )
+            )
             out.append(".\n")
     return out
 
@@ -121,10 +138,14 @@ def cli_reference() -> str:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help for c in sub._choices_actions}
-    out = [HEADER.format(what="the argparse parser (smdebug.cli.build_parser)"), "# Command line\n\n",
-           f"{parser.description}\n\n", "Bad input prints one line naming what was wrong and exits 2; "
-           "`SMDEBUG_CLI_TRACEBACK=1` shows the traceback of an unexpected error.\n\n",
-           "| command | what it does |\n| --- | --- |\n"]
+    out = [
+        HEADER.format(what="the argparse parser (smdebug.cli.build_parser)"),
+        "# Command line\n\n",
+        f"{parser.description}\n\n",
+        "Bad input prints one line naming what was wrong and exits 2; "
+        "`SMDEBUG_CLI_TRACEBACK=1` shows the traceback of an unexpected error.\n\n",
+        "| command | what it does |\n| --- | --- |\n",
+    ]
     for name in sub.choices:
         out.append(f"| [`smdebug {name}`](#smdebug-{name}) | {_cell(helps.get(name, ''))} |\n")
     for name, command in sub.choices.items():

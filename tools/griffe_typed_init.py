@@ -39,8 +39,7 @@ class TypedInit(Extension):
             if call is None:
                 continue
             options = pkg.modules_collection[call.arguments[0].canonical_path]
-            init.parameters = Parameters(Parameter("self", kind=ParameterKind.positional_or_keyword),
-                                         *_fields(options))
+            init.parameters = Parameters(Parameter("self", kind=ParameterKind.positional_or_keyword), *_fields(options))
             _describe_options(cls, [p.name for p in init.parameters if p.name != "self"])
 
     def on_class_members(self, *, cls: Any, **kwargs: Any) -> None:

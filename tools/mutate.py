@@ -52,34 +52,79 @@ CONFUSABLE = {
     "SMDebugRuntimeError": "SMDebugValueError",
     "SMDebugNotImplementedError": "SMDebugRuntimeError",
 }
-FLIP = {ast.Lt: ">=", ast.GtE: "<", ast.LtE: ">", ast.Gt: "<=", ast.Eq: "!=", ast.NotEq: "==",
-        ast.Is: "is not", ast.IsNot: "is", ast.In: "not in", ast.NotIn: "in"}
-OP_TEXT = {ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<=", ast.Gt: ">", ast.Eq: "==", ast.NotEq: "!=",
-           ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+FLIP = {
+    ast.Lt: ">=",
+    ast.GtE: "<",
+    ast.LtE: ">",
+    ast.Gt: "<=",
+    ast.Eq: "!=",
+    ast.NotEq: "==",
+    ast.Is: "is not",
+    ast.IsNot: "is",
+    ast.In: "not in",
+    ast.NotIn: "in",
+}
+OP_TEXT = {
+    ast.Lt: "<",
+    ast.GtE: ">=",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
 
 _HOSTILE = "tests/reliability/test_hostile_trials.py"
 _EXC = "tests/reliability/test_documented_exceptions.py"
-_FUZZ = [f"tests/codec/test_fuzz.py::{t}" for t in (
-    "test_seeds_are_valid", "test_hostile_tensor_proto_examples", "test_hostile_histogram_example",
-    "test_hostile_index_examples", "test_accepted_index_edge_values")]
+_FUZZ = [
+    f"tests/codec/test_fuzz.py::{t}"
+    for t in (
+        "test_seeds_are_valid",
+        "test_hostile_tensor_proto_examples",
+        "test_hostile_histogram_example",
+        "test_hostile_index_examples",
+        "test_accepted_index_edge_values",
+    )
+]
 TESTS = {  # module (relative to src/smdebug) -> tests (files or node ids); the backend "s3" is skipped
     "codec/index.py": ["tests/codec/test_index.py", *_FUZZ, "tests/trials/test_trial_bad_input.py", _HOSTILE],
-    "codec/": [_EXC, *_FUZZ, "tests/codec/test_tfrecord.py", "tests/codec/test_tensor_roundtrip.py",
-               "tests/codec/test_step_records.py", _HOSTILE],
+    "codec/": [
+        _EXC,
+        *_FUZZ,
+        "tests/codec/test_tfrecord.py",
+        "tests/codec/test_tensor_roundtrip.py",
+        "tests/codec/test_step_records.py",
+        _HOSTILE,
+    ],
     "trials/": [_EXC, "tests/trials", _HOSTILE],
 }
 # mutants that behave exactly as the original for every input: (module, start of the raise
 # statement's text, or the line before it and that text, the operators) -> why
 EQUIVALENT = {
-    ("trials/tensor.py", "raise NoMoreData(step_num", "swap drop"): "has_passed_step never answers NOT_YET_AVAILABLE once "
+    (
+        "trials/tensor.py",
+        "raise NoMoreData(step_num",
+        "swap drop",
+    ): "has_passed_step never answers NOT_YET_AVAILABLE once "
     "loaded_all_steps is set (every step is complete then), so this branch is not reached",
-    ("trials/index_state.py", "raise IndexReaderException(f\"{where}: tensorname", "swap drop"): "decode_index refuses "
+    ("trials/index_state.py", 'raise IndexReaderException(f"{where}: tensorname', "swap drop"): "decode_index refuses "
     "non-string tensornames before a Layout is made",
-    ("trials/trial.py", "if not self.loaded_all_steps:\nraise StepUnavailable(step, mode)", "drop"): "wait_for_steps: a step "
+    (
+        "trials/trial.py",
+        "if not self.loaded_all_steps:\nraise StepUnavailable(step, mode)",
+        "drop",
+    ): "wait_for_steps: a step "
     "is UNAVAILABLE before the end only when a later step is complete, and then the next check raises "
     "the same StepUnavailable",
-    ("codec/tensor.py", "raise SMDebugTypeError(\"bfloat16 needs", "swap drop"): "ml_dtypes is a core dependency",
-    ("codec/tensor.py", "raise EventFileCorrupt(f\"cannot shape", "swap drop"): "callers check that the sizes match first",
+    ("codec/tensor.py", 'raise SMDebugTypeError("bfloat16 needs', "swap drop"): "ml_dtypes is a core dependency",
+    (
+        "codec/tensor.py",
+        'raise EventFileCorrupt(f"cannot shape',
+        "swap drop",
+    ): "callers check that the sizes match first",
 }
 
 
@@ -121,13 +166,30 @@ def find_mutants(module: str, ops: set[str]) -> list[Mutant]:
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             if "swap" in ops and isinstance(exc, ast.Name) and exc.id in CONFUSABLE:
-                out.append(Mutant(module, "swap", node.lineno, (exc.lineno, exc.col_offset),
-                                  (exc.end_lineno, exc.end_col_offset), CONFUSABLE[exc.id],
-                                  f"raise {CONFUSABLE[exc.id]} instead of {exc.id}"))
+                out.append(
+                    Mutant(
+                        module,
+                        "swap",
+                        node.lineno,
+                        (exc.lineno, exc.col_offset),
+                        (exc.end_lineno, exc.end_col_offset),
+                        CONFUSABLE[exc.id],
+                        f"raise {CONFUSABLE[exc.id]} instead of {exc.id}",
+                    )
+                )
             if "drop" in ops:
                 what = ast.get_source_segment(source, node).splitlines()[0][:70]
-                out.append(Mutant(module, "drop", node.lineno, (node.lineno, node.col_offset),
-                                  (node.end_lineno, node.end_col_offset), "pass", f"drop `{what}`"))
+                out.append(
+                    Mutant(
+                        module,
+                        "drop",
+                        node.lineno,
+                        (node.lineno, node.col_offset),
+                        (node.end_lineno, node.end_col_offset),
+                        "pass",
+                        f"drop `{what}`",
+                    )
+                )
         if "cmp" in ops and isinstance(node, ast.Compare):
             left = node.left
             for op, right in zip(node.ops, node.comparators):
@@ -135,19 +197,35 @@ def find_mutants(module: str, ops: set[str]) -> list[Mutant]:
                 gap_start = (left.end_lineno, left.end_col_offset)
                 gap_end = (right.lineno, right.col_offset)
                 if gap_start[0] == gap_end[0]:
-                    gap = lines[gap_start[0] - 1][gap_start[1]:gap_end[1]]
+                    gap = lines[gap_start[0] - 1][gap_start[1] : gap_end[1]]
                     tok = OP_TEXT[type(op)]
                     i = gap.find(tok) if tok not in ("in", "is") else _word(gap, tok)
                     if i >= 0:
                         s = (gap_start[0], gap_start[1] + i)
-                        out.append(Mutant(module, "cmp", node.lineno, s, (s[0], s[1] + len(tok)),
-                                          FLIP[type(op)], f"`{tok}` -> `{FLIP[type(op)]}`"))
+                        out.append(
+                            Mutant(
+                                module,
+                                "cmp",
+                                node.lineno,
+                                s,
+                                (s[0], s[1] + len(tok)),
+                                FLIP[type(op)],
+                                f"`{tok}` -> `{FLIP[type(op)]}`",
+                            )
+                        )
                 left = right
     for m in out:
         stmt = lines[m.line - 2].strip() + "\n" + lines[m.line - 1].strip()  # the line before, and the raise's
-        m.equivalent = next((why for (mod, text, ops), why in EQUIVALENT.items()
-                             if mod == module and m.op in ops
-                             and (stmt.startswith(text) if "\n" in text else stmt.split("\n")[1].startswith(text))), "")
+        m.equivalent = next(
+            (
+                why
+                for (mod, text, ops), why in EQUIVALENT.items()
+                if mod == module
+                and m.op in ops
+                and (stmt.startswith(text) if "\n" in text else stmt.split("\n")[1].startswith(text))
+            ),
+            "",
+        )
     return sorted(out, key=lambda m: (m.line, m.op))
 
 
@@ -155,7 +233,7 @@ def _word(gap: str, tok: str) -> int:
     """Position of ``in`` / ``is`` as an operator word (not ``not in`` / ``is not``)."""
     for i in range(len(gap)):
         if gap.startswith(tok, i) and (i == 0 or not gap[i - 1].isalnum()):
-            rest = gap[i + len(tok):]
+            rest = gap[i + len(tok) :]
             if not rest[:1].isalnum() and not rest.lstrip().startswith("not"):
                 if not gap[:i].rstrip().endswith("not"):
                     return i
@@ -175,8 +253,19 @@ def apply(m: Mutant, source: str) -> str:
 def run_tests(src_root: Path, tests_root: Path, args: list[str], timeout: float, deselect=()) -> str:
     """'killed', 'survived' or 'timeout'."""
     env = dict(os.environ, PYTHONPATH=str(src_root), PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", "not s3",
-           "--rootdir", str(tests_root.parent)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "not s3",
+        "--rootdir",
+        str(tests_root.parent),
+    ]
     cmd += _existing(tests_root.parent, args) + [f"--deselect={d}" for d in deselect]
     try:
         r = subprocess.run(cmd, cwd=tests_root.parent, env=env, capture_output=True, text=True, timeout=timeout)
@@ -219,10 +308,23 @@ class InProcess:
         cwd = os.getcwd()
         os.chdir(self.tests_root.parent)
         try:
-            return int(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "not s3", "--rootdir",
-                                    str(self.tests_root.parent), *extra, *files,
-                                    *[f"--deselect={d}" for d in deselect]],
-                                   plugins=[_Quiet()]))
+            return int(
+                pytest.main(
+                    [
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "-k",
+                        "not s3",
+                        "--rootdir",
+                        str(self.tests_root.parent),
+                        *extra,
+                        *files,
+                        *[f"--deselect={d}" for d in deselect],
+                    ],
+                    plugins=[_Quiet()],
+                )
+            )
         except MutantTimeout:  # raised outside a test (in pytest's own clean-up): still a hang
             return 1
         finally:
@@ -252,8 +354,19 @@ class _Quiet:
 
 def baseline_failures(src_root: Path, tests_root: Path, args: list[str]) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(src_root))
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not s3", "-rf",
-           "--rootdir", str(tests_root.parent)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "not s3",
+        "-rf",
+        "--rootdir",
+        str(tests_root.parent),
+    ]
     cmd += _existing(tests_root.parent, args)
     r = subprocess.run(cmd, cwd=tests_root.parent, env=env, capture_output=True, text=True)
     return [line.split()[1] for line in r.stdout.splitlines() if line.startswith("FAILED ")]
@@ -270,8 +383,16 @@ def main() -> int:
     ap.add_argument("--subprocess", action="store_true", help="a fresh interpreter per mutant (slower)")
     a = ap.parse_args()
     ops = set(a.ops.split(","))
-    modules = a.modules.split(",") if a.modules else sorted(
-        str(p.relative_to(SRC)) for d in ("trials", "codec") for p in (SRC / d).glob("*.py") if p.name != "__init__.py")
+    modules = (
+        a.modules.split(",")
+        if a.modules
+        else sorted(
+            str(p.relative_to(SRC))
+            for d in ("trials", "codec")
+            for p in (SRC / d).glob("*.py")
+            if p.name != "__init__.py"
+        )
+    )
     work = Path(tempfile.mkdtemp(prefix="smd-mutate-"))
     try:
         src_root = work / "src"
@@ -279,8 +400,9 @@ def main() -> int:
         if a.tests_from:
             repo_copy = work / "repo"
             repo_copy.mkdir()
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", a.tests_from, "tests"],
-                                     check=True, capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", str(REPO), "archive", a.tests_from, "tests"], check=True, capture_output=True
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(repo_copy)], input=archive, check=True)
             (repo_copy / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
             shared = REPO.parent / "shared"
@@ -314,8 +436,11 @@ def main() -> int:
                 if runner is None:
                     res = run_tests(src_root, tests_root, args, a.timeout, deselect[tuple(args)])
                 else:
-                    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), \
-                            contextlib.redirect_stderr(null):
+                    with (
+                        open(os.devnull, "w") as null,
+                        contextlib.redirect_stdout(null),
+                        contextlib.redirect_stderr(null),
+                    ):
                         code = runner.run(args, deselect[tuple(args)], ["-x"], a.timeout)
                     res = "survived" if code in (0, 5) else "killed"
             finally:

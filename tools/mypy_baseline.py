@@ -52,7 +52,7 @@ def strict_modules(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
 def module_of(path: str) -> str:
     parts = Path(path).with_suffix("").parts
     if "src" in parts:
-        parts = parts[parts.index("src") + 1:]
+        parts = parts[parts.index("src") + 1 :]
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
@@ -92,8 +92,9 @@ def compare(mypy_output: str, baseline: list[str], strict: list[str]) -> Outcome
 
 
 def run_mypy() -> str:
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty"], cwd=ROOT, capture_output=True, text=True
+    )
     if proc.returncode not in (0, 1) or (proc.returncode == 1 and not entries(proc.stdout)):
         raise SystemExit(f"mypy failed to run (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
     return proc.stdout
@@ -101,8 +102,9 @@ def run_mypy() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--update", action="store_true",
-                        help="drop the baseline entries that no longer occur (never adds one)")
+    parser.add_argument(
+        "--update", action="store_true", help="drop the baseline entries that no longer occur (never adds one)"
+    )
     args = parser.parse_args(argv)
     baseline = BASELINE.read_text().splitlines() if BASELINE.exists() else []
     outcome = compare(run_mypy(), baseline, strict_modules())
@@ -111,17 +113,20 @@ def main(argv: list[str] | None = None) -> int:
         BASELINE.write_text("".join(f"{line}\n" for line in sorted(kept.elements())))
         print(f"{BASELINE.relative_to(ROOT)}: dropped {len(outcome.gone)} entries that no longer occur")
         outcome.gone = []
-    for title, items in (("errors in the strict (documented) modules", outcome.strict_errors),
-                         ("new errors, not in the baseline: fix them", outcome.new),
-                         ("baseline entries that no longer occur: run python tools/mypy_baseline.py --update",
-                          outcome.gone)):
+    for title, items in (
+        ("errors in the strict (documented) modules", outcome.strict_errors),
+        ("new errors, not in the baseline: fix them", outcome.new),
+        ("baseline entries that no longer occur: run python tools/mypy_baseline.py --update", outcome.gone),
+    ):
         if items:
             print(f"mypy: {len(items)} {title}")
             for item in items:
                 print(f"  {item}")
     total = sum(1 for line in baseline if line.strip())
-    print(f"mypy: {'ok' if outcome.ok else 'FAILED'} ({len(strict_modules())} strict module patterns, "
-          f"{total - len(outcome.gone)} baseline entries)")
+    print(
+        f"mypy: {'ok' if outcome.ok else 'FAILED'} ({len(strict_modules())} strict module patterns, "
+        f"{total - len(outcome.gone)} baseline entries)"
+    )
     return 0 if outcome.ok else 1
 
 

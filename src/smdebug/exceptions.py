@@ -74,8 +74,7 @@ class MissingDependency(SMDebugError, ImportError):
         self.extra = extra
         what = f" {purpose}" if purpose else ""
         super().__init__(
-            f"'{package}' is needed{what} but is not installed; "
-            f"install it with: pip install 'smdebug-open[{extra}]'"
+            f"'{package}' is needed{what} but is not installed; install it with: pip install 'smdebug-open[{extra}]'"
         )
 
 
@@ -84,10 +83,7 @@ class InvalidCollectionConfiguration(SMDebugError):
         self.c_name = c_name
 
     def __str__(self) -> str:
-        return (
-            f"Collection {self.c_name} has not been configured. "
-            "Please fill in tensor_name or include_regex"
-        )
+        return f"Collection {self.c_name} has not been configured. Please fill in tensor_name or include_regex"
 
 
 class StepNotYetAvailable(SMDebugError):
@@ -155,8 +151,16 @@ class StepUnavailable(SMDebugError):
 
 
 class TensorUnavailableForStep(SMDebugError):
-    def __init__(self, tname: str, step: int, mode: ModeKeys | None = ModeKeys.GLOBAL, has_reductions: bool = False, *,
-                 reduction: str | None = None, abs: bool = False) -> None:
+    def __init__(
+        self,
+        tname: str,
+        step: int,
+        mode: ModeKeys | None = ModeKeys.GLOBAL,
+        has_reductions: bool = False,
+        *,
+        reduction: str | None = None,
+        abs: bool = False,
+    ) -> None:
         self.step = step
         self.mode = mode
         self.tname = tname
@@ -176,10 +180,7 @@ class TensorUnavailableForStep(SMDebugError):
             f"with mode {_mode_name(self.mode)} as it was not saved."
         )
         if self.has_reductions:
-            msg += (
-                " This tensor has reductions saved for this step. "
-                "You might want to query for the reductions."
-            )
+            msg += " This tensor has reductions saved for this step. You might want to query for the reductions."
         return msg
 
 
@@ -247,10 +248,7 @@ class RuleEvaluationConditionMet(SMDebugError):
 
     def __str__(self) -> str:
         what = f": {self.finding.text()}" if self.finding is not None else ""
-        return (
-            f"Evaluation of the rule {self.rule_name} at step {self.step} "
-            f"resulted in the condition being met{what}"
-        )
+        return f"Evaluation of the rule {self.rule_name} at step {self.step} resulted in the condition being met{what}"
 
 
 class InsufficientInformationForRuleInvocation(SMDebugError):

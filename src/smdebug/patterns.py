@@ -78,12 +78,11 @@ KNOWN_DEFAULTS = {
     "[Ll]oss_(?!input).*output": "[Ll]oss_" + _first_line_has("output", "input"),
     ".*loss._(?!input).*output": "[^\\n]*loss[^\\n]_" + _first_line_has("output", "input"),
     # XGBoost: 1.0.34's losses (the lookbehind: the last three characters are not auc / map) ...
-    "^[a-zA-z]+-.+(?<!(auc|map))$":
-        "^[a-zA-z]+-(?:[^\\n]{1,2}|[^\\n]*(?:[^am\\n][^\\n]{2}|a[^u\\n][^\\n]|au[^c\\n]|m[^a\\n][^\\n]|ma[^p\\n]))\\n?\\z",
+    "^[a-zA-z]+-.+(?<!(auc|map))$": "^[a-zA-z]+-(?:[^\\n]{1,2}|[^\\n]*(?:[^am\\n][^\\n]{2}|a[^u\\n][^\\n]|au[^c\\n]|m[^a\\n][^\\n]|ma[^p\\n]))\\n?\\z",
     # ... and ours (smdebug/xgboost/collection.py)
-    "^[^/]+-(?!(auc|aucpr|map|ndcg|pre)(@[^/]*)?$)[^/]+$":
-        "^[^/]+-" + _none_of({*_INCREASING, *(m + "\n" for m in _INCREASING)}, {m + "@" for m in _INCREASING}, "/")
-        + "\\z",
+    "^[^/]+-(?!(auc|aucpr|map|ndcg|pre)(@[^/]*)?$)[^/]+$": "^[^/]+-"
+    + _none_of({*_INCREASING, *(m + "\n" for m in _INCREASING)}, {m + "@" for m in _INCREASING}, "/")
+    + "\\z",
     "^average_shap/(?!bias$).+$": "^average_shap/" + _none_of({"bias"}, set(), "\\n") + "\\n?\\z",
     "^full_shap/(?!bias$).+$": "^full_shap/" + _none_of({"bias"}, set(), "\\n") + "\\n?\\z",
 }
@@ -174,8 +173,9 @@ def _with_inline_flags(p: re.Pattern, arg: str) -> str:
             letters += letter
             rest &= ~flag
     if rest:
-        raise PatternError(f"{arg} {p.pattern!r}: flags {re.RegexFlag(rest)!r} are not supported (only I, M, S)",
-                           p.pattern)
+        raise PatternError(
+            f"{arg} {p.pattern!r}: flags {re.RegexFlag(rest)!r} are not supported (only I, M, S)", p.pattern
+        )
     return f"(?{letters}){p.pattern}" if letters else p.pattern
 
 

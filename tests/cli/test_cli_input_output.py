@@ -20,12 +20,14 @@ from smdtest import FIXTURES
 
 
 def smdebug(*argv, timeout=120, env=None):
-    return subprocess.run([sys.executable, "-m", "smdebug", *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "smdebug", *map(str, argv)], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def strict_json(text: str):
     """json.loads that refuses NaN, Infinity and -Infinity (not JSON)."""
+
     def refuse(name):
         raise ValueError(f"not strict JSON: {name}")
 
@@ -74,8 +76,16 @@ def test_watch_checks_its_input_before_waiting_for_the_job(tmp_path, extra, need
 
 
 def test_watch_says_what_it_waits_for_then_gives_up(tmp_path):
-    proc = smdebug("watch", tmp_path / "job", "--rule", "ExplodingTensor", "--wait", "0.5",
-                   env={**os.environ, "SMDEBUG_POLL_INTERVAL": "0.05"}, timeout=60)
+    proc = smdebug(
+        "watch",
+        tmp_path / "job",
+        "--rule",
+        "ExplodingTensor",
+        "--wait",
+        "0.5",
+        env={**os.environ, "SMDEBUG_POLL_INTERVAL": "0.05"},
+        timeout=60,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2
     assert len([x for x in lines if x.startswith("waiting for")]) == 1  # once, not once per poll
@@ -113,8 +123,9 @@ def test_watch_of_a_job_that_died_says_which_step_it_waits_for(tmp_path):
     assert got == [0, 1, 2]
     assert 3 <= len(said) <= 6  # at 60 s, then sparsely: not once per poll
     assert t.slept > 600
-    assert said[0].startswith("still waiting for step 3 after 60 s (the last complete step is 2; "
-                              "no training_job_end.ts")
+    assert said[0].startswith(
+        "still waiting for step 3 after 60 s (the last complete step is 2; no training_job_end.ts"
+    )
     assert "after 120 s" in said[1] or "after 121 s" in said[1]
 
 
@@ -142,8 +153,10 @@ def test_show_json_nonfinite_and_complex_values_are_strict_json(capsys, odd_tria
 
 
 def test_show_json_of_a_nan_gradient(capsys, nan_trial):
-    assert main(["show", nan_trial, "gradient/Sequential_0.weight", "--step", "5", "--mode", "train",
-                 "--json", "--full"]) == 0
+    assert (
+        main(["show", nan_trial, "gradient/Sequential_0.weight", "--step", "5", "--mode", "train", "--json", "--full"])
+        == 0
+    )
     got = strict_json(capsys.readouterr().out)
     assert got["reductions"]["l2"] == "NaN" and got["value"][0][0] == "NaN"
 
@@ -209,13 +222,19 @@ def test_export_names_the_non_numeric_tensors_it_skips(tmp_path, odd_trial):
     [
         (["plot", "{t}", "--max-lines", "0", "-o", "{tmp}/x.png"], "--max-lines 0: must be at least 1"),
         (["plot", "{t}", "--max-lines", "-3", "-o", "{tmp}/x.png"], "--max-lines -3: must be at least 1"),
-        (["rules", "{t}", "--rule", "DeadRelu", "--start-step", "50", "--end-step", "10"],
-         "--start-step 50 --end-step 10: the end step must be after the start step"),
+        (
+            ["rules", "{t}", "--rule", "DeadRelu", "--start-step", "50", "--end-step", "10"],
+            "--start-step 50 --end-step 10: the end step must be after the start step",
+        ),
         (["rules", "{t}", "--rule", "DeadRelu", "--start-step", "-5"], "--start-step -5: must be at least 0"),
-        (["rules", "{t}", "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "num_steps=5"],
-         "--param num_steps given twice for --rule LossNotDecreasing"),
-        (["export", "{t}", "-o", "{tmp}/t.csv", "--format", "csv", "--raw-max-size", "-1"],
-         "--raw-max-size -1: must be at least 0"),
+        (
+            ["rules", "{t}", "--rule", "LossNotDecreasing", "--param", "num_steps=3", "--param", "num_steps=5"],
+            "--param num_steps given twice for --rule LossNotDecreasing",
+        ),
+        (
+            ["export", "{t}", "-o", "{tmp}/t.csv", "--format", "csv", "--raw-max-size", "-1"],
+            "--raw-max-size -1: must be at least 0",
+        ),
         (["info", "{t}", "--max-steps", "0"], "--max-steps 0: must be at least 1"),
         (["info", ""], "the trial path is empty"),
         (["show", "", "x"], "the trial path is empty"),
@@ -241,8 +260,23 @@ def test_info_of_an_empty_path_says_so(capsys):
 # ---------------------------------------------------------------- exact integers in export
 def test_export_keeps_int64_exact_in_csv_and_parquet(tmp_path, odd_trial):
     out = tmp_path / "t.csv"
-    assert main(["export", odd_trial, "-o", str(out), "--format", "csv", "--raw-max-size", "4",
-                 "--tensor", "^(big|bigscalar|loss)$"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                odd_trial,
+                "-o",
+                str(out),
+                "--format",
+                "csv",
+                "--raw-max-size",
+                "4",
+                "--tensor",
+                "^(big|bigscalar|loss)$",
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(out.open()))
     big = {(r["tensor"], r["reduction"], r["step"]): r for r in rows}
     assert int(big[("bigscalar", "value", "1")]["int_value"]) == BIG
@@ -262,24 +296,28 @@ def test_export_keeps_int64_exact_in_csv_and_parquet(tmp_path, odd_trial):
 
 # ---------------------------------------------------------------- messages that name what failed
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("argv", [["export", "{t}", "-o", "/dev/full", "--format", "csv"],
-                                  ["report", "{t}", "-o", "/dev/full", "--no-rules"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["export", "{t}", "-o", "/dev/full", "--format", "csv"], ["report", "{t}", "-o", "/dev/full", "--no-rules"]],
+)
 def test_a_full_disk_names_the_file(digits_trial, argv):
     proc = smdebug(*[a.format(t=digits_trial) for a in argv])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == f"smdebug {argv[0]}: -o /dev/full: cannot write it: No space left on device"
 
 
-@pytest.mark.parametrize("argv, module, extra", [
-    (["info", "{t}"], "rich", "cli"),
-    (["plot", "{t}", "-o", "{tmp}/x.png"], "matplotlib", "plot"),
-    (["report", "{t}", "-o", "{tmp}/r.html"], "matplotlib", "plot"),
-])
+@pytest.mark.parametrize(
+    "argv, module, extra",
+    [
+        (["info", "{t}"], "rich", "cli"),
+        (["plot", "{t}", "-o", "{tmp}/x.png"], "matplotlib", "plot"),
+        (["report", "{t}", "-o", "{tmp}/r.html"], "matplotlib", "plot"),
+    ],
+)
 def test_a_missing_extra_is_named(tmp_path, argv, module, extra):
     src = FIXTURES / "pytorch_mlp"
     argv = [a.format(t=src, tmp=tmp_path) for a in argv]
-    code = (f"import sys; sys.modules[{module!r}] = None; from smdebug.cli import main; "
-            f"sys.exit(main({argv!r}))")
+    code = f"import sys; sys.modules[{module!r}] = None; from smdebug.cli import main; sys.exit(main({argv!r}))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == f"smdebug {argv[0]}: this command needs {module}: pip install 'smdebug-open[{extra}]'"
@@ -305,14 +343,18 @@ def test_standard_output_on_a_full_disk_says_so(argv):
     src = str(FIXTURES / "pytorch_mlp")
     argv = [argv[0], src, *argv[1:]]
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "smdebug", *argv], stdout=full, stderr=subprocess.PIPE,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "smdebug", *argv], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"smdebug {argv[0]}: cannot write standard output: No space left on device"
 
 
 def test_plot_says_what_max_lines_left_out(tmp_path, odd_trial):
-    proc = smdebug("plot", odd_trial, "--tensor", "^(big|bigscalar|loss)$", "--max-lines", "1", "-o", tmp_path / "x.png")
+    proc = smdebug(
+        "plot", odd_trial, "--tensor", "^(big|bigscalar|loss)$", "--max-lines", "1", "-o", tmp_path / "x.png"
+    )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip() == ("smdebug plot: drew the first 1 lines (--max-lines): 2 more matching tensors "
-                                   "not drawn, from bigscalar")
+    assert proc.stderr.strip() == (
+        "smdebug plot: drew the first 1 lines (--max-lines): 2 more matching tensors not drawn, from bigscalar"
+    )

@@ -24,12 +24,22 @@ def test_names_the_first_nonfinite_tensor_and_where(capsys, nan_trial):
     assert all(np.isfinite(trial.tensor(n).value(s)).all() for s in range(5) for n in trial.tensor_names(step=s))
     assert main(["nonfinite", nan_trial]) == 1
     out = capsys.readouterr().out.strip()
-    assert out == "CrossEntropyLoss_output_0 went NaN first: 1 of its 1 value, at global step 5 (TRAIN step 5, worker_0)"
+    assert (
+        out == "CrossEntropyLoss_output_0 went NaN first: 1 of its 1 value, at global step 5 (TRAIN step 5, worker_0)"
+    )
     code, doc = _json(capsys, nan_trial)
     assert code == 1 and doc["found"] is True and doc["steps_checked"] == 6
-    assert doc["first"] == {"step": 5, "mode": "TRAIN", "mode_step": 5, "worker": "worker_0",
-                            "tensor": "CrossEntropyLoss_output_0", "kind": "NaN", "count": 1, "size": 1,
-                            "from_reductions": False}
+    assert doc["first"] == {
+        "step": 5,
+        "mode": "TRAIN",
+        "mode_step": 5,
+        "worker": "worker_0",
+        "tensor": "CrossEntropyLoss_output_0",
+        "kind": "NaN",
+        "count": 1,
+        "size": 1,
+        "from_reductions": False,
+    }
     # from step 6 on, the parameters updated with NaN gradients: the first one the hook wrote is named
     code, doc = _json(capsys, nan_trial, "--start-step", "6")
     w = trial.tensor("Sequential_0.weight").value(6)
@@ -53,7 +63,12 @@ def test_odd_tensors_nan_and_inf_strings_and_no_numeric_tensor(capsys, odd_trial
     code, doc = _json(capsys, odd_trial)
     assert code == 1
     assert {k: doc["first"][k] for k in ("step", "tensor", "kind", "count", "size")} == {
-        "step": 0, "tensor": "nonfinite", "kind": "NaN", "count": 1, "size": 4}
+        "step": 0,
+        "tensor": "nonfinite",
+        "kind": "NaN",
+        "count": 1,
+        "size": 4,
+    }
     # strings only, or a regex that matches nothing: nothing to check
     assert main(["nonfinite", odd_trial, "--regex", "^words$"]) == 2
     assert "no numeric tensor" in capsys.readouterr().out

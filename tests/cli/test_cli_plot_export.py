@@ -36,8 +36,23 @@ def test_plot_losses_by_default_one_line_per_mode(tmp_path, capsys, digits_trial
 
 def test_plot_reduction_of_matching_tensors_in_one_mode(tmp_path, digits_trial):
     out = tmp_path / "g.svg"
-    assert main(["plot", digits_trial, "--tensor", "^gradient/.*weight", "--reduction", "l2", "--mode", "train",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                digits_trial,
+                "--tensor",
+                "^gradient/.*weight",
+                "--reduction",
+                "l2",
+                "--mode",
+                "train",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     svg = out.read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
     tr = create_trial(digits_trial)
@@ -69,7 +84,9 @@ def test_plot_bad_input(tmp_path, digits_trial, extra, needle):
     extra = [e.format(tmp=tmp_path) for e in extra]
     if "-o" not in extra:
         extra += ["-o", str(tmp_path / "x.png")]
-    proc = subprocess.run([sys.executable, "-m", "smdebug", "plot", digits_trial, *extra], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdebug", "plot", digits_trial, *extra], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -108,21 +125,46 @@ def test_export_parquet_reads_back_in_duckdb_and_pyarrow(tmp_path, capsys):
     assert types["step"] == "int64" and types["value"] == "double" and types["abs"] == "bool"
     assert types["worker"] == "string" and types["tensor"] == "string"
     rows = table.to_pylist()
-    got = {(r["step"], r["mode"], r["mode_step"], r["worker"], r["tensor"], r["reduction"], r["abs"]): r["value"] for r in rows}
+    got = {
+        (r["step"], r["mode"], r["mode_step"], r["worker"], r["tensor"], r["reduction"], r["abs"]): r["value"]
+        for r in rows
+    }
     assert got == want
     con = duckdb.connect()
     n, workers = con.execute(
         f"select count(*), count(distinct worker) from read_parquet('{out}/**/*.parquet', hive_partitioning=true)"
     ).fetchone()
     assert n == len(want) and workers == len(create_trial(src).workers())
-    modes_seen = {m for (m,) in con.execute(f"select distinct mode from read_parquet('{out}/**/*.parquet', hive_partitioning=true)").fetchall()}
+    modes_seen = {
+        m
+        for (m,) in con.execute(
+            f"select distinct mode from read_parquet('{out}/**/*.parquet', hive_partitioning=true)"
+        ).fetchall()
+    }
     assert modes_seen == {m.name for m in create_trial(src).modes()}
 
 
 def test_export_csv_with_small_raw_tensors_flattened(tmp_path, digits_trial):
     out = tmp_path / "t.csv"
-    assert main(["export", digits_trial, "-o", str(out), "--format", "csv", "--tensor", "^Sequential_2.bias$",
-                 "--raw-max-size", "10", "--mode", "train"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                digits_trial,
+                "-o",
+                str(out),
+                "--format",
+                "csv",
+                "--tensor",
+                "^Sequential_2.bias$",
+                "--raw-max-size",
+                "10",
+                "--mode",
+                "train",
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(out.open()))
     t = create_trial(digits_trial).tensor("Sequential_2.bias")
     flat = [r for r in rows if r["reduction"].startswith("value[")]
@@ -134,8 +176,11 @@ def test_export_csv_with_small_raw_tensors_flattened(tmp_path, digits_trial):
 
 
 def test_export_bad_output(tmp_path, digits_trial):
-    proc = subprocess.run([sys.executable, "-m", "smdebug", "export", digits_trial, "-o", "/nonexistent-dir/t"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdebug", "export", digits_trial, "-o", "/nonexistent-dir/t"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "cannot write there" in proc.stderr and "Traceback" not in proc.stderr
 
 

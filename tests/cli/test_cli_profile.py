@@ -30,8 +30,10 @@ def test_info_text_and_json(capsys, profile):
     assert main(["profile", "info", profile]) == 0
     out = capsys.readouterr().out
     assert "node algo-1: 6 system metrics, 192 samples (2 CPUs, 1 GPU)" in out
-    assert "process algo-1-0: 60 framework events (Backward 12, DataLoaderIter 12, Forward 12, Optimizer 12, " \
-           "Step:ModeKeys.TRAIN 12)" in out
+    assert (
+        "process algo-1-0: 60 framework events (Backward 12, DataLoaderIter 12, Forward 12, Optimizer 12, "
+        "Step:ModeKeys.TRAIN 12)" in out
+    )
     assert "TRAIN steps: 12 (0..11), mean 133.3 ms, max 500.0 ms" in out
     assert "detailed profiling: 1 torch.profiler trace(s)" in out
     assert main(["profile", "info", profile, "--json"]) == 0
@@ -48,27 +50,52 @@ def test_timeline_writes_a_valid_trace(capsys, profile, tmp_path):
     assert trace_problems(trace) == [] and trace["otherData"]["node"] == "algo-1"
     assert any(e.get("cat") == "cpu_op" for e in trace["traceEvents"])  # torch.profiler's trace is in
     # a window in seconds after the first record, and --json
-    assert main(["profile", "timeline", profile, "-o", str(out), "--start", "1.65", "--end", "2.25",
-                 "--max-points", "2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "timeline",
+                profile,
+                "-o",
+                str(out),
+                "--start",
+                "1.65",
+                "--end",
+                "2.25",
+                "--max-points",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     written = json.loads(captured.out)["written"]
     assert [w["node"] for w in written] == ["algo-1"] and written[0]["downsampled"]
     assert "averaged down to 2 points each (--max-points)" in captured.err
-    steps = {int(e["args"]["step_num"]) for e in json.loads(out.read_text())["traceEvents"]
-             if e.get("cat") == "Step:ModeKeys.TRAIN"}
+    steps = {
+        int(e["args"]["step_num"])
+        for e in json.loads(out.read_text())["traceEvents"]
+        if e.get("cat") == "Step:ModeKeys.TRAIN"
+    }
     assert steps == {STALL_STEP - 1, STALL_STEP, STALL_STEP + 1}  # 1.7-2.2 s, and its neighbours' tail and head
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["profile", "info", "/no/such/folder"], "smdebug profile: /no/such/folder: no such folder"),
-    (["profile", "timeline", "{empty}", "-o", "{tmp}/t.json"], "holds no profiler data"),
-    (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--node", "algo-9"], "no node 'algo-9'"),
-    (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--start", "3", "--end", "1"],
-     "--start 3 --end 1: the end must be after the start"),
-    (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--max-points", "0"], "--max-points 0"),
-    (["profile", "timeline", "{profile}", "-o", "{tmp}/no/t.json"], "does not exist"),
-    (["report", "--profile", "{empty}", "-o", "{tmp}/r.html"], "holds no profiler data"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["profile", "info", "/no/such/folder"], "smdebug profile: /no/such/folder: no such folder"),
+        (["profile", "timeline", "{empty}", "-o", "{tmp}/t.json"], "holds no profiler data"),
+        (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--node", "algo-9"], "no node 'algo-9'"),
+        (
+            ["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--start", "3", "--end", "1"],
+            "--start 3 --end 1: the end must be after the start",
+        ),
+        (["profile", "timeline", "{profile}", "-o", "{tmp}/t.json", "--max-points", "0"], "--max-points 0"),
+        (["profile", "timeline", "{profile}", "-o", "{tmp}/no/t.json"], "does not exist"),
+        (["report", "--profile", "{empty}", "-o", "{tmp}/r.html"], "holds no profiler data"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(profile, tmp_path, args, needle):
     (tmp_path / "empty").mkdir()
     args = [a.format(profile=profile, tmp=tmp_path, empty=tmp_path / "empty") for a in args]
@@ -84,8 +111,17 @@ def test_report_profile_without_rules_in_chromium(capsys, profile, tmp_path, chr
     assert f"wrote {out}" in capsys.readouterr().out
     state = chromium.open(f"file://{out}")
     assert chromium.problems() == []
-    assert state["sections"] == ["summary", "rules", "step-time", "phases", "slowest-steps", "timeline", "dataloader",
-                                 "system", "heatmaps"]
+    assert state["sections"] == [
+        "summary",
+        "rules",
+        "step-time",
+        "phases",
+        "slowest-steps",
+        "timeline",
+        "dataloader",
+        "system",
+        "heatmaps",
+    ]
     assert all(i["complete"] and i["width"] > 0 for i in state["images"])
     assert "No profiler rule was run for this report" in state["text"]
 
@@ -100,8 +136,9 @@ def test_rules_fire_exit_1_and_say_what_to_do(capsys, tmp_path):
     assert "has no end marker (the job may still run): judging what was written so far" in captured.err
     assert captured.out.startswith("FIRED StepOutlier: fired (1 time)")
     assert "  what to do: Look at what ran in the slow steps" in captured.out
-    assert main(["profile", "rules", root, "--rule", "StepOutlier", "--param", "StepOutlier.n_outliers=0",
-                 "--json"]) == 1
+    assert (
+        main(["profile", "rules", root, "--rule", "StepOutlier", "--param", "StepOutlier.n_outliers=0", "--json"]) == 1
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["fired"] == ["StepOutlier"]
     assert doc["rules"]["StepOutlier"]["Details"]["step_details"]["algo-1-0"]["step_numbers"] == [STALL_STEP]
@@ -114,16 +151,23 @@ def test_a_named_rule_that_could_not_judge_exits_2(capsys, profile):
     assert "LoadBalancing: not enough data" in out and "0 of 1 rules fired; 1 could not judge: LoadBalancing" in out
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--rule", "NoSuchRule"], "--rule 'NoSuchRule': no such profiler rule"),
-    (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
-    (["--rule", "StepOutlier", "--param", "CPUBottleneck.threshold=1"], "CPUBottleneck is not run (add --rule CPUBottleneck)"),
-    (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
-    (["--rule", "StepOutlier", "--param", "StepOutlier.stddev=-1"], "stddev"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--rule", "NoSuchRule"], "--rule 'NoSuchRule': no such profiler rule"),
+        (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
+        (
+            ["--rule", "StepOutlier", "--param", "CPUBottleneck.threshold=1"],
+            "CPUBottleneck is not run (add --rule CPUBottleneck)",
+        ),
+        (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
+        (["--rule", "StepOutlier", "--param", "StepOutlier.stddev=-1"], "stddev"),
+    ],
+)
 def test_rules_bad_input_exits_2(profile, extra, needle):
-    proc = subprocess.run([sys.executable, "-m", "smdebug", "profile", "rules", profile, *extra],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdebug", "profile", "rules", profile, *extra], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -162,9 +206,15 @@ def test_info_never_says_a_negative_recorded_time(tmp_path):
     from smdebug.cli.profile import summarize
 
     empty = SimpleNamespace(node_id=np.array([]), phase=np.array([]))
-    trial = SimpleNamespace(path=str(tmp_path), first_timestamp=100_000_000, get_latest_timestamp=lambda: 54_800_000,
-                            system_series=lambda: [], framework_events=lambda: empty, job_finished=lambda: True,
-                            steps=lambda mode: [])
+    trial = SimpleNamespace(
+        path=str(tmp_path),
+        first_timestamp=100_000_000,
+        get_latest_timestamp=lambda: 54_800_000,
+        system_series=lambda: [],
+        framework_events=lambda: empty,
+        job_finished=lambda: True,
+        steps=lambda mode: [],
+    )
     assert summarize(trial)["duration_s"] is None
 
 
@@ -182,16 +232,24 @@ def test_report_profile_takes_the_rules_parameters(capsys, tmp_path):
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
-    (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
-    (["--param", "StepOutlier.stddev=-1"], "stddev"),
-    (["--no-rules", "--param", "StepOutlier.stddev=2"], "--param StepOutlier.stddev=2: sets a profiler rule's "
-                                                         "parameter, and --no-rules runs none"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--param", "StepOutlier"], "expected RULE.NAME=VALUE"),
+        (["--param", "Nope.x=1"], "no profiler rule 'Nope'"),
+        (["--param", "StepOutlier.stddev=-1"], "stddev"),
+        (
+            ["--no-rules", "--param", "StepOutlier.stddev=2"],
+            "--param StepOutlier.stddev=2: sets a profiler rule's parameter, and --no-rules runs none",
+        ),
+    ],
+)
 def test_report_profile_bad_params_exit_2(profile, tmp_path, extra, needle):
-    proc = subprocess.run([sys.executable, "-m", "smdebug", "report", "--profile", profile, "-o",
-                           str(tmp_path / "r.html"), *extra], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdebug", "report", "--profile", profile, "-o", str(tmp_path / "r.html"), *extra],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.html").exists()
 
@@ -230,8 +288,11 @@ def test_report_without_profile_on_a_profile_suggests_profile(tmp_path):
     with pytest.raises(CliError) as exc:  # no profile either: the trial's own error, no hint
         open_report_trial(SimpleNamespace(trial=str(tmp_path / "empty"), output="r.html", param=[]))
     assert "--profile" not in str(exc.value)
-    with pytest.raises(CliError, match="--param StepOutlier.stddev=2: sets a profiler rule's parameter, for the "
-                                       r"profiler report \(add --profile\)"):
+    with pytest.raises(
+        CliError,
+        match="--param StepOutlier.stddev=2: sets a profiler rule's parameter, for the "
+        r"profiler report \(add --profile\)",
+    ):
         open_report_trial(SimpleNamespace(trial=str(tmp_path / "out"), output="r.html", param=["StepOutlier.stddev=2"]))
 
 
@@ -250,7 +311,9 @@ def test_rules_say_once_that_a_rule_judged_nothing(tmp_path, capsys, caplog):
         assert main(["profile", "rules", root]) == 1  # (Dataloader fires)
     assert "evaluated no tensor" not in caplog.text
     lines = capsys.readouterr().out.splitlines()
-    assert "LowGPUUtilization: no GPU data: the profile holds no GPU metrics in 1 windows, so this GPU rule could " \
-           "not judge anything" in lines
+    assert (
+        "LowGPUUtilization: no GPU data: the profile holds no GPU metrics in 1 windows, so this GPU rule could "
+        "not judge anything" in lines
+    )
     assert sum(line.startswith(("LowGPUUtilization", "FIRED LowGPUUtilization")) for line in lines) == 1
     assert logging.getLogger("smdebug").filters == []  # (the command's filter is gone after the run)

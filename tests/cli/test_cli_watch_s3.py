@@ -21,12 +21,32 @@ def test_watch_follows_a_running_job_and_stops_it(tmp_path):
     out = tmp_path / "job"
     nan_step = 4
     env = {**os.environ, "SMDEBUG_POLL_INTERVAL": "0.05"}
-    trainer = subprocess.Popen([sys.executable, str(STOP_TRAINER), str(out), str(nan_step)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    trainer = subprocess.Popen(
+        [sys.executable, str(STOP_TRAINER), str(out), str(nan_step)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     watch = subprocess.Popen(
-        [sys.executable, "-m", "smdebug", "watch", str(out), "--rule", "ExplodingTensor",
-         "--param", "collection_names=weights,losses", "--rule", "VanishingGradient", "--stop-training", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "smdebug",
+            "watch",
+            str(out),
+            "--rule",
+            "ExplodingTensor",
+            "--param",
+            "collection_names=weights,losses",
+            "--rule",
+            "VanishingGradient",
+            "--stop-training",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**env, "SMDEBUG_COLLECTION_WAIT_TIMEOUT": "60"},
     )
     try:
@@ -47,7 +67,7 @@ def test_watch_follows_a_running_job_and_stops_it(tmp_path):
     assert job["ended"].startswith("stopped: training stopped at the request of rule ExplodingTensor")
     assert job["steps"] <= nan_step + 1 + 3
     trial = create_trial(str(out))
-    assert trial.steps()[:nan_step + 1] == list(range(nan_step + 1)) and trial.loaded_all_steps
+    assert trial.steps()[: nan_step + 1] == list(range(nan_step + 1)) and trial.loaded_all_steps
 
 
 def _upload(client, folder, bucket, prefix):
@@ -78,8 +98,12 @@ def test_commands_on_an_s3_trial(tmp_path, capsys, aws_env, boto_client, bucket)
 
 
 def test_not_a_trial_on_s3(aws_env, bucket):
-    proc = subprocess.run([sys.executable, "-m", "smdebug", "info", f"s3://{bucket}/nothing-here"],
-                          capture_output=True, text=True, env=dict(os.environ))
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdebug", "info", f"s3://{bucket}/nothing-here"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
     assert proc.returncode == 2 and "is not an smdebug trial" in proc.stderr and "Traceback" not in proc.stderr
 
 

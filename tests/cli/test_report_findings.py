@@ -178,27 +178,75 @@ def test_trial_without_a_numeric_tensor(tmp_path):
 
 def test_findings_are_escaped():
     """Tensor names, values and conditions are text on the page, never markup."""
-    results = [{"rule": "R<1>", "status": "fired", "steps": [3], "message": "m", "finding": {
-        "rule": "R", "step": 3, "mode": "TRAIN", "mode_step": 1, "worker": "w<0>", "tensors": ["a<b>", "c&d"],
-        "values": ["NaN", 2.5e-9], "condition": "x < 1e-07 & y > 2", "message": "a<b> is <i>NaN</i>", "threshold": 1e-7}}]
+    results = [
+        {
+            "rule": "R<1>",
+            "status": "fired",
+            "steps": [3],
+            "message": "m",
+            "finding": {
+                "rule": "R",
+                "step": 3,
+                "mode": "TRAIN",
+                "mode_step": 1,
+                "worker": "w<0>",
+                "tensors": ["a<b>", "c&d"],
+                "values": ["NaN", 2.5e-9],
+                "condition": "x < 1e-07 & y > 2",
+                "message": "a<b> is <i>NaN</i>",
+                "threshold": 1e-7,
+            },
+        }
+    ]
     html = report._rules_html(results)
     assert "<b>" not in re.sub(r"<b class='value'>", "", html) and "<i>" not in html and "a<b>" not in html
     page = Page(f"<section id='rules'>{html}</section>")
     row = page.rules["R<1>"]
     assert row[:3] == ["R<1>", "fired", "3"]
-    assert row[3] == ("a<b> is <i>NaN</i> tensor a<b> = NaN tensor c&d = 2.5e-09 condition x < 1e-07 & y > 2 "
-                      "at global step 3 (TRAIN step 1, w<0>) threshold 1e-07")
+    assert row[3] == (
+        "a<b> is <i>NaN</i> tensor a<b> = NaN tensor c&d = 2.5e-09 condition x < 1e-07 & y > 2 "
+        "at global step 3 (TRAIN step 1, w<0>) threshold 1e-07"
+    )
 
 
 def test_values_not_one_a_tensor_are_not_paired_with_the_tensors():
     """LossNotDecreasing names one loss and two values (before, now); Confusion several tensors and one ratio."""
     results = [
-        {"rule": "LossNotDecreasing", "status": "fired", "steps": [10], "message": "m", "finding": {
-            "rule": "LossNotDecreasing", "step": 10, "mode": "TRAIN", "mode_step": 10, "worker": "worker_0",
-            "tensors": ["loss"], "values": [0.58, "NaN"], "condition": "c", "message": "loss went up"}},
-        {"rule": "Confusion", "status": "fired", "steps": [2], "message": "m", "finding": {
-            "rule": "Confusion", "step": 2, "mode": None, "mode_step": None, "worker": None,
-            "tensors": ["labels", "predictions"], "values": [0.25], "condition": "c", "message": "poor"}}]
+        {
+            "rule": "LossNotDecreasing",
+            "status": "fired",
+            "steps": [10],
+            "message": "m",
+            "finding": {
+                "rule": "LossNotDecreasing",
+                "step": 10,
+                "mode": "TRAIN",
+                "mode_step": 10,
+                "worker": "worker_0",
+                "tensors": ["loss"],
+                "values": [0.58, "NaN"],
+                "condition": "c",
+                "message": "loss went up",
+            },
+        },
+        {
+            "rule": "Confusion",
+            "status": "fired",
+            "steps": [2],
+            "message": "m",
+            "finding": {
+                "rule": "Confusion",
+                "step": 2,
+                "mode": None,
+                "mode_step": None,
+                "worker": None,
+                "tensors": ["labels", "predictions"],
+                "values": [0.25],
+                "condition": "c",
+                "message": "poor",
+            },
+        },
+    ]
     page = Page(f"<section id='rules'>{report._rules_html(results)}</section>")
     assert "tensor loss values 0.58, NaN condition c" in page.rules["LossNotDecreasing"][3]
     assert "tensor labels tensor predictions value 0.25 condition c" in page.rules["Confusion"][3]
@@ -212,8 +260,11 @@ def test_a_trial_without_modes_gets_its_norms_and_mode_table(tmp_path):
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
     loss_fn, opt = torch.nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1)
-    hook = smd.Hook(out_dir=str(tmp_path / "tour"), include_collections=["weights", "gradients", "losses"],
-                    save_config=smd.SaveConfig(save_interval=1))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "tour"),
+        include_collections=["weights", "gradients", "losses"],
+        save_config=smd.SaveConfig(save_interval=1),
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     for _ in range(4):
@@ -227,8 +278,9 @@ def test_a_trial_without_modes_gets_its_norms_and_mode_table(tmp_path):
     page = Page(text)
     for coll in ("gradients", "weights"):
         assert f"No {coll} were saved" not in page.text(coll)
-        assert re.search(rf"<section id='{coll}'><h2>[^<]*</h2><div class='chart'>.*?<img class='v00' alt='{coll}'",
-                         text), coll
+        assert re.search(
+            rf"<section id='{coll}'><h2>[^<]*</h2><div class='chart'>.*?<img class='v00' alt='{coll}'", text
+        ), coll
     assert "GLOBAL 4 0 3" in page.text("summary")
 
 

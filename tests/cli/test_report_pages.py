@@ -34,8 +34,11 @@ def _train(out_dir, model, steps, nan_at=None, lr=0.1):
     torch.manual_seed(0)
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    hook = smd.Hook(out_dir=str(out_dir), include_collections=["weights", "gradients", "losses"],
-                    save_config=smd.SaveConfig(save_interval=1))
+    hook = smd.Hook(
+        out_dir=str(out_dir),
+        include_collections=["weights", "gradients", "losses"],
+        save_config=smd.SaveConfig(save_interval=1),
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     for step in range(steps):
@@ -100,17 +103,24 @@ def test_a_40_tensor_models_gradient_chart_has_a_legend_a_log_toggle_and_a_filte
     assert _visible(chromium.state(), "gradients") == ["gradients log"]
     chromium.evaluate("document.getElementById('gradients-smooth').click()")
     assert _visible(chromium.state(), "gradients") == ["gradients log smoothed"]
-    rows = ("Array.from(document.getElementById('gradients-table').tBodies[0].rows)"
-            ".filter(r => r.style.display !== 'none').map(r => r.cells[0].textContent)")
+    rows = (
+        "Array.from(document.getElementById('gradients-table').tBodies[0].rows)"
+        ".filter(r => r.style.display !== 'none').map(r => r.cells[0].textContent)"
+    )
     assert len(chromium.evaluate(rows)) == 40
-    chromium.evaluate("var f = document.querySelector(\"input.filter[data-table='gradients-table']\");"
-                      "f.value = 'Sequential_2\\\\.'; f.dispatchEvent(new Event('input'))")
+    chromium.evaluate(
+        "var f = document.querySelector(\"input.filter[data-table='gradients-table']\");"
+        "f.value = 'Sequential_2\\\\.'; f.dispatchEvent(new Event('input'))"
+    )
     assert chromium.evaluate(rows) == ["gradient/Sequential_2.bias", "gradient/Sequential_2.weight"]
-    chromium.evaluate("var f = document.querySelector(\"input.filter[data-table='gradients-table']\");"
-                      "f.value = ''; f.dispatchEvent(new Event('input'))")
+    chromium.evaluate(
+        "var f = document.querySelector(\"input.filter[data-table='gradients-table']\");"
+        "f.value = ''; f.dispatchEvent(new Event('input'))"
+    )
     chromium.evaluate("document.querySelectorAll('#gradients-table th')[4].click()")  # sort by max
-    maxima = chromium.evaluate("Array.from(document.getElementById('gradients-table').tBodies[0].rows)"
-                               ".map(r => Number(r.cells[4].dataset.v))")
+    maxima = chromium.evaluate(
+        "Array.from(document.getElementById('gradients-table').tBodies[0].rows).map(r => Number(r.cells[4].dataset.v))"
+    )
     assert maxima == sorted(maxima)
     chromium.evaluate("document.getElementById('gradients-smooth').click()")
     _shot(chromium, tmp_path, "report-many-gradients.png", section="gradients", height=1100)
@@ -147,13 +157,20 @@ def test_an_xgboost_trials_report_shows_feature_importance(tmp_path, chromium):
     import smdebug.xgboost as smd_xgb
 
     X, y = load_breast_cancer(return_X_y=True)
-    hook = smd_xgb.Hook(out_dir=str(tmp_path / "xgb"), include_collections=["metrics", "feature_importance",
-                                                                             "predictions", "labels", "hyperparameters"],
-                        save_config=smd_xgb.SaveConfig(save_interval=1),
-                        hyperparameters={"objective": "binary:logistic", "max_depth": 2},
-                        validation_data=xgb.DMatrix(X[400:], label=y[400:]))
-    xgb.train({"objective": "binary:logistic", "max_depth": 2, "nthread": 1}, xgb.DMatrix(X[:400], label=y[:400]),
-              num_boost_round=5, evals=[(xgb.DMatrix(X[400:], label=y[400:]), "validation")], callbacks=[hook])
+    hook = smd_xgb.Hook(
+        out_dir=str(tmp_path / "xgb"),
+        include_collections=["metrics", "feature_importance", "predictions", "labels", "hyperparameters"],
+        save_config=smd_xgb.SaveConfig(save_interval=1),
+        hyperparameters={"objective": "binary:logistic", "max_depth": 2},
+        validation_data=xgb.DMatrix(X[400:], label=y[400:]),
+    )
+    xgb.train(
+        {"objective": "binary:logistic", "max_depth": 2, "nthread": 1},
+        xgb.DMatrix(X[:400], label=y[:400]),
+        num_boost_round=5,
+        evals=[(xgb.DMatrix(X[400:], label=y[400:]), "validation")],
+        callbacks=[hook],
+    )
     hook.close()
     state = chromium.open(_report(str(tmp_path / "xgb"), tmp_path, "--no-rules").as_uri())
     assert chromium.problems() == []

@@ -40,8 +40,11 @@ def file_indexes(draw):
         crcs = None if draw(st.booleans()) else [draw(st.integers(0, 2**32 - 1)) for _ in tags]
         event = draw(st.sampled_from([EVENT_STANDARD, EVENT_NONE, "events/x/custom.tfevents"])) if tags else EVENT_NONE
         shapes = tuple((n, n + "_orig", (2, 3)) for n in draw(st.lists(st.sampled_from(TAGS), max_size=2, unique=True)))
-        out.append(FileIndex(s, draw(st.integers(1, 4)), draw(st.integers(0, 10**12)), event, tags, starts,
-                             lengths, crcs, shapes))
+        out.append(
+            FileIndex(
+                s, draw(st.integers(1, 4)), draw(st.integers(0, 10**12)), event, tags, starts, lengths, crcs, shapes
+            )
+        )
     return out
 
 

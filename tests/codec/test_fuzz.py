@@ -440,7 +440,13 @@ def _meta(mode_step: bytes, extra: bytes = b"") -> bytes:
 
 
 def _with_shape(shape: bytes, name: bytes = b'"a"') -> bytes:
-    return b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [{"tensorname": ' + name + b', "shape": ' + shape + b"}]}"
+    return (
+        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [{"tensorname": '
+        + name
+        + b', "shape": '
+        + shape
+        + b"}]}"
+    )
 
 
 # (document, what the IndexReaderException message says besides the file name)
@@ -452,7 +458,7 @@ HOSTILE_INDEXES = {
     "mode_step-bool": (_meta(b"true") + b'"shape_payload": []}', "meta.mode_step True is not a whole number"),
     "mode_step-2**64-1": (_meta(b"18446744073709551615") + b'"shape_payload": []}', "is not a whole number"),
     "mode_step-null": (_meta(b"null") + b'"shape_payload": []}', "meta.mode_step None is not a whole number"),
-    "mode_step-5000-digits": (_meta(b'"' + b"9" * 5000 + b'"') + b"\"tensor_payload\": []}", "characters)"),
+    "mode_step-5000-digits": (_meta(b'"' + b"9" * 5000 + b'"') + b'"tensor_payload": []}', "characters)"),
     "mode-null-mode_step-x": (b'{"meta": {"mode": null, "mode_step": "x"}, "tensor_payload": []}', "valid mode"),
     "mode-unknown": (b'{"meta": {"mode": "TRAINING", "mode_step": 1}, "tensor_payload": []}', "valid mode"),
     "mode-int": (b'{"meta": {"mode": 1, "mode_step": 1}, "tensor_payload": []}', "valid mode"),
@@ -464,7 +470,10 @@ HOSTILE_INDEXES = {
     "shape-null": (_with_shape(b"null"), "bad shape_payload entry"),
     "shape-tensorname-list": (_with_shape(b"[1]", b'["a"]'), "bad shape_payload entry"),
     "shape-entry-list": (b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [["a"]]}', "bad shape_payload"),
-    "tensor_payload-entry-int": (b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "tensor_payload": [1]}', "lacks tensorname"),
+    "tensor_payload-entry-int": (
+        b'{"meta": {"mode": "TRAIN", "mode_step": 0}, "tensor_payload": [1]}',
+        "lacks tensorname",
+    ),
     "event_file_name-int": (_meta(b"0", b', "event_file_name": 5') + _T + b"}", "event_file_name 5 is not"),
     "event_file_name-missing": (_meta(b"0") + _T + b"}", "event_file_name None is not"),
     "event_file_name-absolute": (_meta(b"0", b', "event_file_name": "/etc/passwd"') + _T + b"}", "outside the trial"),

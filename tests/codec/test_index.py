@@ -259,6 +259,9 @@ def test_only_codec_index_knows_the_index_json_keys():
 
     src = Path(smdebug.__file__).parent
     keys = ('"tensor_payload"', '"shape_payload"', '"start_idx"', '"tensorname"', '"originalname"')
-    spelled = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
-                     if p.relative_to(src).as_posix() != "codec/index.py" and any(k in p.read_text() for k in keys))
+    spelled = sorted(
+        p.relative_to(src).as_posix()
+        for p in src.rglob("*.py")
+        if p.relative_to(src).as_posix() != "codec/index.py" and any(k in p.read_text() for k in keys)
+    )
     assert spelled == []

@@ -26,9 +26,25 @@ STEP, MODE, MODE_STEP = 130, ModeKeys.TRAIN, 7
 def _tensors() -> list[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(0)
     big = rng.standard_normal((80, 60)).astype(np.float32)  # over the writer's 4 KiB "large" size
-    out = [(f"t/{np.dtype(dt).name}", (rng.standard_normal((3, 5)) * 50).astype(dt))
-           for dt in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                      "uint32", "uint64", "complex64", "complex128", ml_dtypes.bfloat16)]
+    out = [
+        (f"t/{np.dtype(dt).name}", (rng.standard_normal((3, 5)) * 50).astype(dt))
+        for dt in (
+            "float16",
+            "float32",
+            "float64",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "complex64",
+            "complex128",
+            ml_dtypes.bfloat16,
+        )
+    ]
     return out + [
         ("bool", rng.standard_normal(7) > 0),
         ("zero_d", np.asarray(2.5, dtype=np.float32).reshape(())),
@@ -52,7 +68,9 @@ def _reference_record(tag: str, arr: np.ndarray, wall_time: float) -> bytes:
     shape = b"".join(ld(2, key(1, VARINT) + varint(d) if d else b"") for d in arr.shape)
     proto = key(1, VARINT) + varint(dtype_code(arr.dtype)) + ld(2, shape) + ld(4, content)
     value = ld(1, tag.encode()) + ld(8, proto) + ld(9, mode_metadata(MODE, MODE_STEP))
-    payload = double(1, wall_time) + key(2, VARINT) + varint(STEP) + key(5, LEN) + varint(len(ld(1, value))) + ld(1, value)
+    payload = (
+        double(1, wall_time) + key(2, VARINT) + varint(STEP) + key(5, LEN) + varint(len(ld(1, value))) + ld(1, value)
+    )
     length = len(payload).to_bytes(8, "little")
     return length + masked_crc32c_bytes(length) + payload + EVENTS_FOOTER
 
@@ -64,8 +82,9 @@ def _reference_file(tensors) -> bytes:
 def _write(store, tensors, batched: bool) -> bytes:
     fw = FileWriter(store.url, step=STEP, store=store)
     if batched:  # the hook's path: one layout for the step
-        fw.write_tensors([(tag, arr, 1000.0 + i) for i, (tag, arr) in enumerate(tensors)], mode=MODE,
-                         mode_step=MODE_STEP)
+        fw.write_tensors(
+            [(tag, arr, 1000.0 + i) for i, (tag, arr) in enumerate(tensors)], mode=MODE, mode_step=MODE_STEP
+        )
     else:
         for i, (tag, arr) in enumerate(tensors):
             fw.write_tensor(arr, tag, mode=MODE, mode_step=MODE_STEP, timestamp=1000.0 + i)

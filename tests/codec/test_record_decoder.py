@@ -141,8 +141,13 @@ def _imports(path: Path) -> set[str]:
 def test_one_decoder_of_records():
     """Outside codec/, nothing parses records: no module imports the framing or protobuf decoders
     (they are codec/record.py's to use), nor reads arrays out of bytes itself."""
-    low_level = {"smdebug.codec.tfrecord.unframe", "smdebug.codec.tfrecord.iter_records",
-                 "smdebug.codec.event.decode_event", "smdebug.codec.tensor.decode_tensor", "smdebug.codec.wire"}
+    low_level = {
+        "smdebug.codec.tfrecord.unframe",
+        "smdebug.codec.tfrecord.iter_records",
+        "smdebug.codec.event.decode_event",
+        "smdebug.codec.tensor.decode_tensor",
+        "smdebug.codec.wire",
+    }
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()

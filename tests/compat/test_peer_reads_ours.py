@@ -80,6 +80,7 @@ def test_peer_reads_our_filewriter_trial(tmp_path, peer, ours_python):
     v = theirs["tensors"]["t_float32"]["per_step"]["1000"]["value@worker_1"]
     assert v["shape"] == [3, 4] and v == ours["tensors"]["t_float32"]["per_step"]["1000"]["value@worker_1"]
     assert theirs["tensors"]["labels"]["per_step"]["0"]["value@worker_0"] == {"strings": ["alpha", "βeta"]}
-    assert theirs["tensors"]["grad/vec"]["per_step"]["12000"]["reductions@worker_1"] == (
-        ours["tensors"]["grad/vec"]["per_step"]["12000"]["reductions@worker_1"]
+    assert (
+        theirs["tensors"]["grad/vec"]["per_step"]["12000"]["reductions@worker_1"]
+        == (ours["tensors"]["grad/vec"]["per_step"]["12000"]["reductions@worker_1"])
     )

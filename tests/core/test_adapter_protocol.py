@@ -225,10 +225,13 @@ def test_a_worker_named_by_its_device_writes_flat_keys(tmp_path):
 def test_numpy_adapter_makes_no_histogram_of_bool_or_text(tmp_path):
     """Text tensors (XGBoost's trees/* columns) and booleans are saved raw, without a histogram."""
     ad = NumpyAdapter()
-    assert [ad.is_bool(v) for v in (np.array([True]), np.array(["f0", "Leaf"]), np.array([b"x"]),
-                                    np.array([1.5]), np.arange(3), 2.0)] == [True, True, True, False, False, False]
-    hook = BaseHook(out_dir=str(tmp_path / "t"), export_tensorboard=True, save_all=True,
-                    save_config=SaveConfig(save_interval=1))
+    assert [
+        ad.is_bool(v)
+        for v in (np.array([True]), np.array(["f0", "Leaf"]), np.array([b"x"]), np.array([1.5]), np.arange(3), 2.0)
+    ] == [True, True, True, False, False, False]
+    hook = BaseHook(
+        out_dir=str(tmp_path / "t"), export_tensorboard=True, save_all=True, save_config=SaveConfig(save_interval=1)
+    )
     hook._begin_step()
     text, flags, nums = np.array(["f0", "Leaf", "nan"]), np.array([True, False]), np.array([0.5, 1.5])
     for name, value in (("text", text), ("flags", flags), ("nums", nums)):

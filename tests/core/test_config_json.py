@@ -70,15 +70,17 @@ def test_1_0_34_loads_our_collections_file(tmp_path, peer):
     cm = ns["build"]()
     cm.export(str(tmp_path), "worker_0_collections.json")
     check = tmp_path / "check.py"
-    check.write_text(textwrap.dedent(
-        f"""
+    check.write_text(
+        textwrap.dedent(
+            f"""
         import json, logging
         logging.disable(logging.CRITICAL)
         from smdebug.core.collection_manager import CollectionManager
-        cm = CollectionManager.load({str(tmp_path / 'collections' / '000000000' / 'worker_0_collections.json')!r})
+        cm = CollectionManager.load({str(tmp_path / "collections" / "000000000" / "worker_0_collections.json")!r})
         print(json.dumps(cm.to_json_dict()))
         """
-    ))
+        )
+    )
     assert run_json(peer, check) == cm.to_json_dict()
 
 
@@ -89,8 +91,9 @@ def test_load_round_trip_and_equality(tmp_path):
     again = CollectionManager.load_from_string(json.dumps(cm.to_json_dict()))
     assert again == cm and again.get_num_workers() == 4
     rc = again.get("default").reduction_config
-    assert rc == ReductionConfig(reductions=["min", "max"], abs_reductions=["mean"], norms=["l2"],
-                                 abs_norms=["l1"], save_raw_tensor=True)
+    assert rc == ReductionConfig(
+        reductions=["min", "max"], abs_reductions=["mean"], norms=["l2"], abs_norms=["l1"], save_raw_tensor=True
+    )
     sc = again.get("gradients").save_config
     assert sc.get_save_config(ModeKeys.TRAIN).save_interval == 10
     assert sc.mode_save_configs[ModeKeys.PREDICT] is None

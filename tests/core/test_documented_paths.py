@@ -41,4 +41,5 @@ def test_an_old_path_is_the_moved_module_itself():
 
     assert documented is moved
     assert importlib.import_module("smdebug.core.collection_manager") is importlib.import_module(
-        "smdebug.core.config.collection_manager")
+        "smdebug.core.config.collection_manager"
+    )

@@ -499,8 +499,11 @@ def test_problems_are_collected_and_their_parts_left_out():
     }
     s = parse_hook_config(doc, "/c.json", known_collections=frozenset({"weights", "biases"}), problems=problems)
     assert len(problems) == 6 and all("/c.json" in m for m in problems)
-    assert [k for k in ("save_interval", "(b", "save_all", "save_histogram", "'mine'", "CollectionConfigurations[3]")
-            if not any(k in m for m in problems)] == []
+    assert [
+        k
+        for k in ("save_interval", "(b", "save_all", "save_histogram", "'mine'", "CollectionConfigurations[3]")
+        if not any(k in m for m in problems)
+    ] == []
     assert s.include_regex == ["a"] and s.save_all is False
     assert s.save_config.get_save_config(ModeKeys.TRAIN) == SaveConfigMode(end_step=9)
     assert [c.name for c in s.collections] == s.include_collections == ["biases"]

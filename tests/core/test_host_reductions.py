@@ -75,8 +75,12 @@ def test_each_value_is_numpys_within_rounding_and_to_the_bit_without_the_kernel(
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     got = host_reductions(a, OPS)
-                told = (moments_by == "numba kernel" and a.dtype in (np.float32, np.float64) and a.size > 1
-                        and a.flags.c_contiguous)
+                told = (
+                    moments_by == "numba kernel"
+                    and a.dtype in (np.float32, np.float64)
+                    and a.size > 1
+                    and a.flags.c_contiguous
+                )
                 for (op, is_abs), g in zip(OPS, got):
                     what = f"{op} abs={is_abs} {a.dtype} {a.shape} {scale} {offset}"
                     if told:
@@ -96,8 +100,10 @@ def test_what_the_moments_cannot_tell_is_numpys_to_the_bit(moments_by):
         "sum_overflows": np.full(4, np.finfo(np.float32).max / 2, np.float32),
         "one": np.array([2.5], np.float32),
     }
-    untold = {"large_mean": {("std", False), ("variance", False), ("std", True), ("variance", True)},
-              "across_zero": {("min", True)}}
+    untold = {
+        "large_mean": {("std", False), ("variance", False), ("std", True), ("variance", True)},
+        "across_zero": {("min", True)},
+    }
     for case, a in cases.items():
         a = _read_only(a)
         with warnings.catch_warnings():
@@ -111,13 +117,27 @@ def test_what_the_moments_cannot_tell_is_numpys_to_the_bit(moments_by):
 def test_the_kernel_is_used_for_read_only_views_and_numpy_for_the_rest(moments_by, monkeypatch):
     kernel_calls, numpy_ops = [], []
     host_moments, numpy_reductions = moments_kernel.host_moments, reductions.numpy_reductions
-    monkeypatch.setattr(moments_kernel, "host_moments", lambda arrays, with_abs, k: kernel_calls.append(
-        (arrays[0].flags.writeable, with_abs)) or host_moments(arrays, with_abs, k))
-    monkeypatch.setattr(reductions, "numpy_reductions", lambda data, ops: numpy_ops.extend(ops) or
-                        numpy_reductions(data, ops))
+    monkeypatch.setattr(
+        moments_kernel,
+        "host_moments",
+        lambda arrays, with_abs, k: (
+            kernel_calls.append((arrays[0].flags.writeable, with_abs)) or host_moments(arrays, with_abs, k)
+        ),
+    )
+    monkeypatch.setattr(
+        reductions, "numpy_reductions", lambda data, ops: numpy_ops.extend(ops) or numpy_reductions(data, ops)
+    )
     a = _read_only(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
-    ops = [("min", False), ("max", False), ("mean", False), ("std", False), ("mean", True), ("l2", False),
-           ("min", True), ("prod", False)]
+    ops = [
+        ("min", False),
+        ("max", False),
+        ("mean", False),
+        ("std", False),
+        ("mean", True),
+        ("l2", False),
+        ("min", True),
+        ("prod", False),
+    ]
     got = host_reductions(a, ops)
     if moments_by == "numba kernel":
         assert kernel_calls == [(False, True)]
@@ -158,12 +178,24 @@ def test_a_steps_reductions_are_computed_together(moments_by, monkeypatch):
     values those of host_reductions one array at a time; MXNet's shape1 values too."""
     calls = []
     reduce_moments = reductions.reduce_moments
-    monkeypatch.setattr(reductions, "reduce_moments", lambda st, n, ops, ddof=1: calls.append(len(n)) or
-                        reduce_moments(st, n, ops, ddof))
+    monkeypatch.setattr(
+        reductions,
+        "reduce_moments",
+        lambda st, n, ops, ddof=1: calls.append(len(n)) or reduce_moments(st, n, ops, ddof),
+    )
     rng = np.random.default_rng(6)
-    arrays = [_read_only(rng.standard_normal(s).astype(dt)) for s, dt in
-              [((64, 32), np.float32), (32, np.float32), ((5, 3), np.float32), (7, np.float64), (6, np.int32),
-               (9, np.float32), (2, np.float64)]]
+    arrays = [
+        _read_only(rng.standard_normal(s).astype(dt))
+        for s, dt in [
+            ((64, 32), np.float32),
+            (32, np.float32),
+            ((5, 3), np.float32),
+            (7, np.float64),
+            (6, np.int32),
+            (9, np.float32),
+            (2, np.float64),
+        ]
+    ]
     arrays.append(np.array([1.0, np.nan], np.float32))  # the kernel leaves it to numpy
     ops = [("min", False), ("max", False), ("mean", False), ("std", False), ("mean", True), ("l2", False)]
     fetched: list = []

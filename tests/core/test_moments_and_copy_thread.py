@@ -48,8 +48,15 @@ def _scalar(stats: np.ndarray, n: int, ops) -> list:
 
 def test_a_batch_gives_each_tensor_what_the_formulas_give_it():
     g = np.random.default_rng(5)
-    arrays = [g.normal(size=300), 1000 + 0.01 * g.normal(size=50), g.random(40) + 0.5, -g.random(7) - 0.1,
-              np.array([2.5]), np.zeros(9), g.normal(size=(30, 20))]
+    arrays = [
+        g.normal(size=300),
+        1000 + 0.01 * g.normal(size=50),
+        g.random(40) + 0.5,
+        -g.random(7) - 0.1,
+        np.array([2.5]),
+        np.zeros(9),
+        g.normal(size=(30, 20)),
+    ]
     stats = np.stack([_moments(a) for a in arrays])
     n = [a.size for a in arrays]
     vals, unknown = reduce_moments(stats, n, OPS)
@@ -64,15 +71,18 @@ def test_a_batch_gives_each_tensor_what_the_formulas_give_it():
                 assert vals[i, j] == np.float32(w), (i, OPS[j], vals[i, j], w)
         # the one-tensor form is the same
         one = reductions_from_moments(stats[i], a.size, OPS)
-        assert [None if v is None else float(v) for v in one] == [None if unknown[i, j] else float(vals[i, j])
-                                                                   for j in range(len(OPS))]
+        assert [None if v is None else float(v) for v in one] == [
+            None if unknown[i, j] else float(vals[i, j]) for j in range(len(OPS))
+        ]
     # prod is never told; one element has no variance; the large mean's variance would cancel
     assert unknown[:, OPS.index(("prod", False))].all()
     assert unknown[4, OPS.index(("std", False))] and unknown[1, OPS.index(("variance", False))]
 
 
 def test_nan_and_inf_moments_are_not_told():
-    stats = np.array([[np.nan, np.nan, np.nan, np.nan, np.nan], [1.0, np.inf, np.inf, np.inf, np.inf]], dtype=np.float32)
+    stats = np.array(
+        [[np.nan, np.nan, np.nan, np.nan, np.nan], [1.0, np.inf, np.inf, np.inf, np.inf]], dtype=np.float32
+    )
     vals, unknown = reduce_moments(stats, [3, 3], [("std", False), ("min", True), ("max", False)])
     assert unknown[0, 0] and unknown[0, 1] and unknown[1, 0]
     assert np.isnan(vals[0, 2]) and vals[1, 2] == np.inf

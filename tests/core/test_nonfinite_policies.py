@@ -34,8 +34,17 @@ def test_watch_switched_off(monkeypatch):
     assert NonFiniteWatch().after == 3
 
 
-@pytest.mark.parametrize(("value", "finite"), [(1.0, True), (float("nan"), False), (float("-inf"), False),
-                                               ([1.0, float("inf")], False), ([1, 2], True), ("text", True)])
+@pytest.mark.parametrize(
+    ("value", "finite"),
+    [
+        (1.0, True),
+        (float("nan"), False),
+        (float("-inf"), False),
+        ([1.0, float("inf")], False),
+        ([1, 2], True),
+        ("text", True),
+    ],
+)
 def test_is_finite_number(value, finite):
     assert is_finite_number(value) is finite
 
@@ -75,21 +84,31 @@ def _rule(name, **params):
 
 
 def test_intervals_for_rules_and_scalars():
-    colls = [{"CollectionName": "weights"}, {"CollectionName": "losses"}, {"CollectionName": "biases"},
-             {"CollectionName": "gradients", "CollectionParameters": {"save_interval": "500"}}]
+    colls = [
+        {"CollectionName": "weights"},
+        {"CollectionName": "losses"},
+        {"CollectionName": "biases"},
+        {"CollectionName": "gradients", "CollectionParameters": {"save_interval": "500"}},
+    ]
     notes = choose_intervals(colls, {"gradients"}, [_rule("ExplodingTensor", tensor_regex=".*")], {})
     got = {c["CollectionName"]: c.get("CollectionParameters", {}).get("save_interval") for c in colls}
     # a rule's own entry (SageMaker's 500) is not the user's choice; ExplodingTensor with a regex reads all
-    assert got == {"weights": str(RULE_INTERVAL), "losses": "1", "biases": str(RULE_INTERVAL),
-                   "gradients": str(RULE_INTERVAL)}
+    assert got == {
+        "weights": str(RULE_INTERVAL),
+        "losses": "1",
+        "biases": str(RULE_INTERVAL),
+        "gradients": str(RULE_INTERVAL),
+    }
     assert any(n.startswith("saving losses every step") for n in notes)
     assert any("weights every 10 steps (read by ExplodingTensor" in n for n in notes)
 
 
 def test_intervals_keep_what_the_user_gave():
-    colls = [{"CollectionName": "weights", "CollectionParameters": {"save_interval": "7"}},
-             {"CollectionName": "losses", "CollectionParameters": {"train.save_steps": "1,2"}},
-             {"CollectionName": "biases"}]
+    colls = [
+        {"CollectionName": "weights", "CollectionParameters": {"save_interval": "7"}},
+        {"CollectionName": "losses", "CollectionParameters": {"train.save_steps": "1,2"}},
+        {"CollectionName": "biases"},
+    ]
     assert choose_intervals(colls, set(), [_rule("VanishingGradient")], {}) == []
     assert colls[0]["CollectionParameters"] == {"save_interval": "7"} and "CollectionParameters" not in colls[2]
     colls = [{"CollectionName": "weights"}]

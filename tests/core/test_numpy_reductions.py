@@ -19,8 +19,19 @@ from smdebug.exceptions import SMDebugValueError
 from smdtest import random_array
 
 OPS = [(op, is_abs) for op in reductions.ALLOWED_REDUCTIONS + reductions.ALLOWED_NORMS for is_abs in (False, True)]
-DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint64", "bool",
-          ml_dtypes.bfloat16, "complex64"]
+DTYPES = [
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int32",
+    "int64",
+    "uint8",
+    "uint64",
+    "bool",
+    ml_dtypes.bfloat16,
+    "complex64",
+]
 SHAPES = [(), (1,), (7,), (1000,), (33, 17), (512, 512), (3, 4, 5, 6)]
 # (scale, offset): a mean large against the spread is where a variance from sums loses digits
 SCALES = [(1.0, 0.0), (1e-3, 0.0), (1.0, 1e4), (1e3, -5.0)]
@@ -58,8 +69,9 @@ def test_mean_std_and_variance_are_np_mean_np_std_np_var():
     rng = np.random.default_rng(3)
     for dtype in ("float16", "float32", "float64", "int16", "bool"):
         for a in _layouts(random_array(rng, dtype, (257, 129), 2.0, 100.0)):
-            mean, std, var, amean = numpy_reductions(a, [("mean", False), ("std", False), ("variance", False),
-                                                        ("mean", True)])
+            mean, std, var, amean = numpy_reductions(
+                a, [("mean", False), ("std", False), ("variance", False), ("mean", True)]
+            )
             _assert_same(mean, np.mean(a), "mean")
             _assert_same(std, np.std(a), "std")
             _assert_same(var, np.var(a), "variance")

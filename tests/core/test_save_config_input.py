@@ -25,9 +25,14 @@ def test_a_dict_of_modes_still_means_per_mode_schedules():
     assert sc.mode_save_configs[ModeKeys.PREDICT] is None
 
 
-@pytest.mark.parametrize("bad,key", [({"save_intervall": 10}, "save_intervall"),
-                                     ({"TRAIN": {}, "save_interval": 10}, "save_interval"),
-                                     ({"training": {}}, "training")])
+@pytest.mark.parametrize(
+    "bad,key",
+    [
+        ({"save_intervall": 10}, "save_intervall"),
+        ({"TRAIN": {}, "save_interval": 10}, "save_interval"),
+        ({"training": {}}, "training"),
+    ],
+)
 def test_other_dicts_are_refused_naming_the_key(bad, key):
     with pytest.raises(SMDebugValueError, match=repr(key)):
         SaveConfig.parse(bad)
@@ -40,12 +45,15 @@ def test_a_hook_takes_the_dict(tmp_path):
     assert hook.save_config == SaveConfig(save_interval=10)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: SaveConfigMode(start_step=10, end_step=5),
-    lambda: SaveConfig(start_step=10, end_step=5),
-    lambda: SaveConfig.parse({"start_step": "10", "end_step": "5"}),
-    lambda: SaveConfig.parse({"TRAIN": {"start_step": 10, "end_step": 5}}),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SaveConfigMode(start_step=10, end_step=5),
+        lambda: SaveConfig(start_step=10, end_step=5),
+        lambda: SaveConfig.parse({"start_step": "10", "end_step": "5"}),
+        lambda: SaveConfig.parse({"TRAIN": {"start_step": 10, "end_step": 5}}),
+    ],
+)
 def test_start_step_after_end_step_is_refused(make):
     with pytest.raises(SMDebugValueError, match="start_step=10 is after end_step=5"):
         make()

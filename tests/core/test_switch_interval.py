@@ -72,8 +72,9 @@ def test_a_value_set_by_the_program_meanwhile_is_kept(tmp_path, monkeypatch):
 def test_a_training_hook_lowers_it_until_close(tmp_path, monkeypatch):
     monkeypatch.setenv(SWITCH_INTERVAL_ENV, "0.001")
     model = nn.Linear(4, 2)
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"]
+    )
     hook.register_module(model)
     model(torch.randn(3, 4))
     model(torch.randn(3, 4))  # the first step is handed to the writer

@@ -386,8 +386,9 @@ def test_a_hooks_files_one_per_mode_rewritten_then_rolled(tmp_path):
     from smdebug.core.output.tensorboard import TensorBoardFiles
 
     now = [0.0]
-    files = TensorBoardFiles(str(tmp_path), open_store(str(tmp_path)), flush_s=5, roll_s=60, roll_records=1000,
-                             clock=lambda: now[0])
+    files = TensorBoardFiles(
+        str(tmp_path), open_store(str(tmp_path)), flush_s=5, roll_s=60, roll_records=1000, clock=lambda: now[0]
+    )
     train = tmp_path / "TRAIN"
     for step in range(10):  # 10 steps in 9 s: one file, written once the first 5 s passed
         files.writer(ModeKeys.TRAIN, step).write_scalar("loss", float(step), step)

@@ -106,8 +106,11 @@ def test_the_pytorch_hook_opens_the_gate_in_backward(tmp_path):
     from smdebug.trials import create_trial
 
     model = nn.Linear(4, 2)
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "t"),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "gradients"],
+    )
     hook.register_module(model)
     for _ in range(3):
         model(torch.randn(3, 4)).sum().backward()

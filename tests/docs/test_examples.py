@@ -113,7 +113,13 @@ def test_page_examples_run(page, tmp_path, request):
     script.write_text(json.dumps([[b.label, b.code] for b in blocks]))
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "docs" / "run_blocks.py"), str(script)],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "docs" / "run_blocks.py"), str(script)],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{page}: a block failed\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
     assert proc.stdout.rstrip().endswith("--- all blocks ran")

@@ -21,8 +21,9 @@ def _env() -> dict:
 
 
 def test_regenerating_the_rule_catalogue_and_cli_pages_changes_nothing():
-    proc = subprocess.run([sys.executable, "tools/gen_docs.py", "--check"], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "tools/gen_docs.py", "--check"], cwd=ROOT, env=_env(), capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -44,8 +45,14 @@ def test_the_generated_pages_cover_every_rule_parameter_and_subcommand():
 
 def _mkdocs(config: Path, site: Path) -> subprocess.CompletedProcess:
     pytest.importorskip("mkdocs", reason="the docs extra (pip install -e '.[docs]')")
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_site_builds_strict_without_warnings(tmp_path):
@@ -62,9 +69,24 @@ def test_the_site_builds_strict_without_warnings(tmp_path):
         assert f"guide/{page.stem}.html" in index, page.name
     # ... in reading order: start, the frameworks, reading, rules, the command line, smdebug run,
     # profiling, engines, migrating, development last
-    order = ["getting-started", "pytorch", "tensorflow", "xgboost", "mxnet", "reading-trials", "rules",
-             "command-line", "zero-code-change", "profiling", "profiler-trial", "profiler-rules",
-             "profiling-report", "engines", "migrating", "development"]
+    order = [
+        "getting-started",
+        "pytorch",
+        "tensorflow",
+        "xgboost",
+        "mxnet",
+        "reading-trials",
+        "rules",
+        "command-line",
+        "zero-code-change",
+        "profiling",
+        "profiler-trial",
+        "profiler-rules",
+        "profiling-report",
+        "engines",
+        "migrating",
+        "development",
+    ]
     at = [index.index(f'href="guide/{p}.html"') for p in order]
     assert at == sorted(at), [p for _, p in sorted(zip(at, order))]
     last = max(index.index(f'href="guide/{p.stem}.html"') for p in (ROOT / "docs" / "guide").glob("*.md"))
@@ -83,8 +105,14 @@ def test_the_site_builds_strict_without_warnings(tmp_path):
         assert not set(members) & INTERNAL, (hook, set(members) & INTERNAL)
     for page, hook, _own in HOOK_PAGES:  # every parameter of every hook says what it means
         text = (site / "reference" / "api" / page).read_text()
-        rows = dict(re.findall(r'<tr class="doc-section-item">\s*<td>\s*<code>(\w+)</code>\s*</td>.*?'
-                               r'<div class="doc-md-description">(.*?)</div>', text, re.S))
+        rows = dict(
+            re.findall(
+                r'<tr class="doc-section-item">\s*<td>\s*<code>(\w+)</code>\s*</td>.*?'
+                r'<div class="doc-md-description">(.*?)</div>',
+                text,
+                re.S,
+            )
+        )
         signature = _class_signature(text, hook)
         for param in re.findall(r"(\w+):", signature.partition("(")[2]):
             assert re.sub(r"<[^>]+>", "", rows.get(param, "")).strip(), (hook, param)
@@ -98,8 +126,18 @@ def test_the_site_builds_strict_without_warnings(tmp_path):
             assert param in signature, (hook, param, signature)
 
 
-INTERNAL = {"make_adapter", "open_writer_gate", "writes", "prepared_collections", "collection_defaults", "adapter",
-            "__repr__", "__getstate__", "__deepcopy__", "EvalsLog"}  # EvalsLog: xgboost.callback.TrainingCallback's type
+INTERNAL = {
+    "make_adapter",
+    "open_writer_gate",
+    "writes",
+    "prepared_collections",
+    "collection_defaults",
+    "adapter",
+    "__repr__",
+    "__getstate__",
+    "__deepcopy__",
+    "EvalsLog",
+}  # EvalsLog: xgboost.callback.TrainingCallback's type
 
 
 def test_every_public_hook_member_is_on_its_page_or_internal():
@@ -113,16 +151,23 @@ def test_every_public_hook_member_is_on_its_page_or_internal():
             continue  # their frameworks are in other virtualenvs or slow to import; same BaseHook members
         module, _, name = hook.rpartition(".")
         cls = getattr(importlib.import_module(module), name)
-        listed = set(re.findall(r"^        - (\w+)$", (ROOT / "docs" / "reference" / "api" / page.replace(".html", ".md"))
-                                .read_text(), re.M))
+        listed = set(
+            re.findall(
+                r"^        - (\w+)$",
+                (ROOT / "docs" / "reference" / "api" / page.replace(".html", ".md")).read_text(),
+                re.M,
+            )
+        )
         public = {n for n in dir(cls) if not n.startswith("_")}
         assert public - listed - INTERNAL == set(), (hook, sorted(public - listed - INTERNAL))
 
 
-HOOK_PAGES = [("pytorch.html", "smdebug.pytorch.Hook", ["gather_sharded: bool = False"]),
-              ("tensorflow.html", "smdebug.tensorflow.KerasHook", ["profiler_config: Any = None"]),
-              ("xgboost.html", "smdebug.xgboost.Hook", ["train_data: Any = None"]),
-              ("mxnet.html", "smdebug.mxnet.Hook", ["save_all: bool = False"])]
+HOOK_PAGES = [
+    ("pytorch.html", "smdebug.pytorch.Hook", ["gather_sharded: bool = False"]),
+    ("tensorflow.html", "smdebug.tensorflow.KerasHook", ["profiler_config: Any = None"]),
+    ("xgboost.html", "smdebug.xgboost.Hook", ["train_data: Any = None"]),
+    ("mxnet.html", "smdebug.mxnet.Hook", ["save_all: bool = False"]),
+]
 
 
 def _class_signature(page: str, path: str) -> str:
@@ -144,8 +189,9 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     docs.mkdir()
     (docs / "index.md").write_text("# Home\n\nSee [the guide](guide/nothing-here.md).\n")
     config = tmp_path / "mkdocs.yml"
-    config.write_text(yaml.safe_dump({"site_name": "t", "docs_dir": str(docs), "strict": True,
-                                      "validation": ours["validation"]}))
+    config.write_text(
+        yaml.safe_dump({"site_name": "t", "docs_dir": str(docs), "strict": True, "validation": ours["validation"]})
+    )
     proc = _mkdocs(config, tmp_path / "site")
     assert proc.returncode != 0
     assert "nothing-here.md" in proc.stdout + proc.stderr

@@ -45,8 +45,12 @@ def test_the_demo_sentence_follows_the_makefile():
 def test_the_excluded_metrics_are_named_wherever_the_docs_list_them():
     from smdebug.core.metric_names import INCREASING_METRICS
 
-    for rel in ("docs/builtin-rules.md", "docs/guide/xgboost.md", "src/smdebug/rules/builtin/training.py",
-                "src/smdebug/xgboost/hook.py"):
+    for rel in (
+        "docs/builtin-rules.md",
+        "docs/guide/xgboost.md",
+        "src/smdebug/rules/builtin/training.py",
+        "src/smdebug/xgboost/hook.py",
+    ):
         text = _read(rel)
         assert "auc and map excluded" not in text, rel
         for metric in INCREASING_METRICS:

@@ -28,8 +28,12 @@ def _baseline_tool():
 
 
 def _mypy(*paths: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", *paths],
-                          cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", *paths],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_py_typed_ships_in_the_package():
@@ -56,8 +60,14 @@ def test_a_users_script_type_checks_and_a_wrong_annotation_fails(tmp_path):
     try:
         # typing.assert_type is 3.11's; the package itself is checked as 3.10 (tools/mypy_baseline.py)
         # its own cache: the baseline test's mypy may run beside it (pytest -n 2)
-        proc = _mypy("--python-version", "3.11", "--cache-dir", str(tmp_path / "mypy-cache"),
-                     "tests/docs/typed_usage.py", "tests/docs/_wrong_usage.py")
+        proc = _mypy(
+            "--python-version",
+            "3.11",
+            "--cache-dir",
+            str(tmp_path / "mypy-cache"),
+            "tests/docs/typed_usage.py",
+            "tests/docs/_wrong_usage.py",
+        )
     finally:
         wrong.unlink()
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
@@ -69,17 +79,22 @@ def test_a_users_script_type_checks_and_a_wrong_annotation_fails(tmp_path):
 def test_the_baseline_tool_fails_on_new_errors_and_on_a_baseline_that_could_shrink():
     tool = _baseline_tool()
     strict = ["smdebug.trials", "smdebug.rules.builtin.*"]
-    out = ("src/smdebug/storage/s3.py:10: error: Bad thing  [misc]\n"
-           "src/smdebug/storage/s3.py:99: error: Bad thing  [misc]\n"
-           "src/smdebug/storage/s3.py:12: note: a note\n")
+    out = (
+        "src/smdebug/storage/s3.py:10: error: Bad thing  [misc]\n"
+        "src/smdebug/storage/s3.py:99: error: Bad thing  [misc]\n"
+        "src/smdebug/storage/s3.py:12: note: a note\n"
+    )
     baseline = ["src/smdebug/storage/s3.py: Bad thing  [misc]"] * 2
     assert tool.compare(out, baseline, strict).ok
     more = tool.compare(out + "src/smdebug/codec/wire.py:3: error: New  [misc]\n", baseline, strict)
     assert more.new == ["src/smdebug/codec/wire.py: New  [misc]"] and not more.ok
     fixed = tool.compare(out.splitlines()[0], baseline, strict)
     assert fixed.gone == ["src/smdebug/storage/s3.py: Bad thing  [misc]"] and not fixed.ok
-    in_strict = tool.compare("src/smdebug/rules/builtin/trees.py:1: error: X  [misc]\n"
-                             "src/smdebug/trials/__init__.py:2: error: Y  [misc]\n", [], strict)
+    in_strict = tool.compare(
+        "src/smdebug/rules/builtin/trees.py:1: error: X  [misc]\nsrc/smdebug/trials/__init__.py:2: error: Y  [misc]\n",
+        [],
+        strict,
+    )
     assert len(in_strict.strict_errors) == 2 and not in_strict.ok
     assert tool.module_of("src/smdebug/trials/__init__.py") == "smdebug.trials"
 
@@ -87,16 +102,26 @@ def test_the_baseline_tool_fails_on_new_errors_and_on_a_baseline_that_could_shri
 def test_src_is_within_the_mypy_baseline_and_the_documented_modules_are_strict():
     tool = _baseline_tool()
     strict = tool.strict_modules()
-    for module in ("smdebug", "smdebug.trials", "smdebug.trials.tensor", "smdebug.exceptions",
-                   "smdebug.core.save_config", "smdebug.analysis.utils"):
+    for module in (
+        "smdebug",
+        "smdebug.trials",
+        "smdebug.trials.tensor",
+        "smdebug.exceptions",
+        "smdebug.core.save_config",
+        "smdebug.analysis.utils",
+    ):
         assert tool.is_strict(module, strict), module
     proc = subprocess.run([sys.executable, "tools/mypy_baseline.py"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-HOOKS = [("smdebug.core.engine.hook", "BaseHook", None), ("smdebug.pytorch.hook", "Hook", "torch"),
-         ("smdebug.tensorflow.keras", "KerasHook", "tensorflow"), ("smdebug.xgboost.hook", "Hook", "xgboost"),
-         ("smdebug.jax.hook", "Hook", "jax")]
+HOOKS = [
+    ("smdebug.core.engine.hook", "BaseHook", None),
+    ("smdebug.pytorch.hook", "Hook", "torch"),
+    ("smdebug.tensorflow.keras", "KerasHook", "tensorflow"),
+    ("smdebug.xgboost.hook", "Hook", "xgboost"),
+    ("smdebug.jax.hook", "Hook", "jax"),
+]
 
 
 @pytest.mark.parametrize(("module", "cls", "framework"), HOOKS, ids=[f"{m}.{c}" for m, c, _ in HOOKS])
@@ -120,7 +145,7 @@ def test_a_hooks_options_are_declared_once(module, cls, framework):
     assert runtime[0].name == "self"
     assert [(p.name, p.default) for p in runtime[1:]] == [(f.name, f.default) for f in dataclasses.fields(options)]
     common = [f.name for f in dataclasses.fields(HookOptions)]
-    assert [p.name for p in runtime[1:len(common) + 1]] == common
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in runtime[len(common) + 1:])
+    assert [p.name for p in runtime[1 : len(common) + 1]] == common
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in runtime[len(common) + 1 :])
     source = (ROOT / "src" / (module.replace(".", "/") + ".py")).read_text()
     assert "__signature__" not in source and "def __init__(self, out_dir" not in source

@@ -70,8 +70,13 @@ def rules(trial: Trial) -> None:
 
 
 def hooks() -> None:
-    hook = smd.Hook(out_dir="run", save_config=SaveConfig(save_interval=5), include_collections=["weights"],
-                    reduction_config=ReductionConfig(norms=["l2"]), include_workers="all")
+    hook = smd.Hook(
+        out_dir="run",
+        save_config=SaveConfig(save_interval=5),
+        include_collections=["weights"],
+        reduction_config=ReductionConfig(norms=["l2"]),
+        include_workers="all",
+    )
     assert_type(hook, smd.Hook)
     hook.set_mode(smd.modes.TRAIN)
     hook.save_scalar("lr", 0.1)

@@ -30,14 +30,27 @@ class Regressor(pl.LightningModule):
 
 def main():
     torch.set_num_threads(1)
-    hook = smd.Hook(out_dir=sys.argv[1], save_config=smd.SaveConfig(save_interval=1), include_workers="all",
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=sys.argv[1],
+        save_config=smd.SaveConfig(save_interval=1),
+        include_workers="all",
+        include_collections=["weights", "gradients", "losses"],
+    )
     g = torch.Generator().manual_seed(1)
     x = torch.randn(64, 4, generator=g)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=4)
-    trainer = pl.Trainer(max_epochs=1, accumulate_grad_batches=2, accelerator="cpu", devices=2, strategy="ddp",
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, callbacks=[SMDebugCallback(hook)])
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accumulate_grad_batches=2,
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[SMDebugCallback(hook)],
+    )
     trainer.fit(Regressor(), loader)  # 16 batches split over 2 ranks: 8 micro-batches each, 4 optimizer steps
     hook.close()
     trainer.strategy.barrier()  # both ranks are done before the process group goes

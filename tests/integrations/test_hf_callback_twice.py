@@ -24,20 +24,51 @@ TWICE = "more than one SMDebugCallback"
 
 def _trainer(tmp_path, callbacks, max_steps=4):
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=16, num_labels=2)
+    config = transformers.BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "hf"), per_device_train_batch_size=4, per_device_eval_batch_size=4,
-        gradient_accumulation_steps=2, max_steps=max_steps, logging_steps=1, eval_strategy="steps", eval_steps=2,
-        learning_rate=0.1, optim="sgd", lr_scheduler_type="constant", max_grad_norm=0.0, weight_decay=0.0,
-        report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, dataloader_num_workers=0, seed=0)
-    return transformers.Trainer(model=transformers.BertForSequenceClassification(config), args=args,
-                                train_dataset=Rows(32, 1), eval_dataset=Rows(8, 2), callbacks=callbacks)
+        output_dir=str(tmp_path / "hf"),
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=4,
+        gradient_accumulation_steps=2,
+        max_steps=max_steps,
+        logging_steps=1,
+        eval_strategy="steps",
+        eval_steps=2,
+        learning_rate=0.1,
+        optim="sgd",
+        lr_scheduler_type="constant",
+        max_grad_norm=0.0,
+        weight_decay=0.0,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        seed=0,
+    )
+    return transformers.Trainer(
+        model=transformers.BertForSequenceClassification(config),
+        args=args,
+        train_dataset=Rows(32, 1),
+        eval_dataset=Rows(8, 2),
+        callbacks=callbacks,
+    )
 
 
 def _hook(tmp_path, name="run"):
-    return smd.Hook(out_dir=str(tmp_path / name), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients"])
+    return smd.Hook(
+        out_dir=str(tmp_path / name),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "gradients"],
+    )
 
 
 def _check_once(out_dir, trainer):
@@ -53,7 +84,9 @@ def _check_once(out_dir, trainer):
     np.testing.assert_allclose([loss.value(s, mode=modes.TRAIN)[0] for s in steps], logged, rtol=1e-5)
     evals = [e["eval_loss"] for e in trainer.state.log_history if "eval_loss" in e]
     saved = trial.tensor("scalar/eval_loss")
-    assert saved.steps(mode=modes.EVAL) == [1, 3] and saved.steps(mode=modes.TRAIN) == []  # each evaluation's last batch
+    assert (
+        saved.steps(mode=modes.EVAL) == [1, 3] and saved.steps(mode=modes.TRAIN) == []
+    )  # each evaluation's last batch
     np.testing.assert_allclose([saved.value(s, mode=modes.EVAL)[0] for s in (1, 3)], evals, rtol=1e-5)
 
 

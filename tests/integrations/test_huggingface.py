@@ -21,25 +21,52 @@ W = "BertForSequenceClassification_classifier.weight"
 
 def _model():
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=16, num_labels=2)
+    config = transformers.BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
     return transformers.BertForSequenceClassification(config)
 
 
 def _trainer(tmp_path, hook, **kw):
     kw = {"logging_steps": 1, **kw}
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "hf"), per_device_train_batch_size=4, per_device_eval_batch_size=4,
-        gradient_accumulation_steps=2, max_steps=4, eval_strategy="steps", eval_steps=2,
-        learning_rate=LR, optim="sgd", lr_scheduler_type="constant", max_grad_norm=0.0, weight_decay=0.0,
-        report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, dataloader_num_workers=0, seed=0, **kw)
-    return transformers.Trainer(model=_model(), args=args, train_dataset=Rows(32, 1), eval_dataset=Rows(8, 2),
-                                callbacks=[SMDebugCallback(hook)])
+        output_dir=str(tmp_path / "hf"),
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=4,
+        gradient_accumulation_steps=2,
+        max_steps=4,
+        eval_strategy="steps",
+        eval_steps=2,
+        learning_rate=LR,
+        optim="sgd",
+        lr_scheduler_type="constant",
+        max_grad_norm=0.0,
+        weight_decay=0.0,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        seed=0,
+        **kw,
+    )
+    return transformers.Trainer(
+        model=_model(), args=args, train_dataset=Rows(32, 1), eval_dataset=Rows(8, 2), callbacks=[SMDebugCallback(hook)]
+    )
 
 
 def test_trainer_steps_modes_gradients_and_logged_metrics(tmp_path):
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "gradients"],
+    )
     trainer = _trainer(tmp_path, hook)
     trainer.train()
     hook.set_mode(modes.PREDICT)
@@ -78,8 +105,9 @@ def test_each_logged_value_is_saved_in_its_mode_at_its_step_whatever_the_schedul
     """save_interval=5 saves TRAIN and EVAL step 0 only; the Trainer logs every 2nd optimizer step,
     evaluates after steps 2 and 4 (2 batches each), then sums up training; trainer.predict runs
     with no set_mode. Each log goes with the step it was logged at, in its mode."""
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=5),
-                    include_collections=["weights"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=5), include_collections=["weights"]
+    )
     trainer = _trainer(tmp_path, hook, logging_steps=2)
     trainer.train()
     predicted = trainer.predict(Rows(4, 3))
@@ -102,9 +130,13 @@ def test_each_logged_value_is_saved_in_its_mode_at_its_step_whatever_the_schedul
     assert where("test_loss") == {"PREDICT": [0]}
     assert where("epoch") == {"TRAIN": [1, 3], "EVAL": [1, 3]}  # in the logs of both
     value = lambda name, step, mode: float(trial.tensor("scalar/" + name).value(step, mode=mode)[0])  # noqa: E731
-    np.testing.assert_allclose([value("loss", s, modes.TRAIN) for s in (1, 3)],
-                               [e["loss"] for e in history if "loss" in e], rtol=1e-5)
-    np.testing.assert_allclose([value("eval_loss", s, modes.EVAL) for s in (1, 3)],
-                               [e["eval_loss"] for e in history if "eval_loss" in e], rtol=1e-5)
+    np.testing.assert_allclose(
+        [value("loss", s, modes.TRAIN) for s in (1, 3)], [e["loss"] for e in history if "loss" in e], rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        [value("eval_loss", s, modes.EVAL) for s in (1, 3)],
+        [e["eval_loss"] for e in history if "eval_loss" in e],
+        rtol=1e-5,
+    )
     np.testing.assert_allclose(value("train_loss", 3, modes.TRAIN), history[-1]["train_loss"], rtol=1e-5)
     np.testing.assert_allclose(value("test_loss", 0, modes.PREDICT), predicted.metrics["test_loss"], rtol=1e-5)

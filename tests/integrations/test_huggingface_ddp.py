@@ -37,9 +37,26 @@ def _torchrun(tmp_path: Path, workers: str):
     res.mkdir()
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
-                           _free_port(), str(WORKER), str(out), workers, str(res)],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=str(tmp_path))
+    proc = subprocess.run(
+        [
+            torchrun,
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            _free_port(),
+            str(WORKER),
+            str(out),
+            workers,
+            str(res),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     results = [json.loads((res / f"rank{r}.json").read_text()) for r in range(2)]
     return create_trial(str(out)), results
@@ -57,8 +74,15 @@ def test_trainer_under_ddp_steps_modes_gradients_and_logged_loss(tmp_path, worke
     assert trial.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
     assert trial.steps(mode=modes.EVAL) == [0, 1, 2, 3]
     assert [trial.mode_modestep(s) for s in trial.steps()] == [
-        (modes.TRAIN, 0), (modes.TRAIN, 1), (modes.EVAL, 0), (modes.EVAL, 1),
-        (modes.TRAIN, 2), (modes.TRAIN, 3), (modes.EVAL, 2), (modes.EVAL, 3)]
+        (modes.TRAIN, 0),
+        (modes.TRAIN, 1),
+        (modes.EVAL, 0),
+        (modes.EVAL, 1),
+        (modes.TRAIN, 2),
+        (modes.TRAIN, 3),
+        (modes.EVAL, 2),
+        (modes.EVAL, 3),
+    ]
     names = set(trial.tensor_names())
     assert {W, "gradient/" + W, "scalar/loss", "scalar/eval_loss"} <= names
     assert not any("DistributedDataParallel" in n or "module." in n for n in names)  # the model's own names
@@ -70,13 +94,18 @@ def test_trainer_under_ddp_steps_modes_gradients_and_logged_loss(tmp_path, worke
     for worker in saving:
         for step in range(3):  # plain SGD: the saved gradient is the accumulated, all-reduced one applied
             update = w.value(step + 1, mode=modes.TRAIN, worker=worker) - w.value(step, mode=modes.TRAIN, worker=worker)
-            np.testing.assert_allclose(update, -LR * grad.value(step, mode=modes.TRAIN, worker=worker),
-                                       rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(
+                update, -LR * grad.value(step, mode=modes.TRAIN, worker=worker), rtol=1e-4, atol=1e-6
+            )
     if workers == "all":  # both ranks saw the same (all-reduced) gradients and the same weights
         for step in range(4):
             for t in (w, grad):
-                np.testing.assert_allclose(t.value(step, mode=modes.TRAIN, worker="worker_0"),
-                                           t.value(step, mode=modes.TRAIN, worker="worker_1"), rtol=1e-5, atol=1e-7)
+                np.testing.assert_allclose(
+                    t.value(step, mode=modes.TRAIN, worker="worker_0"),
+                    t.value(step, mode=modes.TRAIN, worker="worker_1"),
+                    rtol=1e-5,
+                    atol=1e-7,
+                )
     # the loss the Trainer logged (gathered over the ranks), at the TRAIN step it was logged after
     loss, eval_loss = trial.tensor("scalar/loss"), trial.tensor("scalar/eval_loss")
     assert loss.steps(mode=modes.TRAIN) == [0, 1, 2, 3]
@@ -84,8 +113,10 @@ def test_trainer_under_ddp_steps_modes_gradients_and_logged_loss(tmp_path, worke
     for rank, worker in enumerate(saving):
         history = results[rank]["log_history"]
         logged = [e["loss"] for e in history if "loss" in e]
-        np.testing.assert_allclose([loss.value(s, mode=modes.TRAIN, worker=worker)[0] for s in range(4)],
-                                   logged, rtol=1e-5)
+        np.testing.assert_allclose(
+            [loss.value(s, mode=modes.TRAIN, worker=worker)[0] for s in range(4)], logged, rtol=1e-5
+        )
         logged_eval = [e["eval_loss"] for e in history if "eval_loss" in e]
-        np.testing.assert_allclose([eval_loss.value(s, mode=modes.EVAL, worker=worker)[0] for s in (1, 3)],
-                                   logged_eval, rtol=1e-5)
+        np.testing.assert_allclose(
+            [eval_loss.value(s, mode=modes.EVAL, worker=worker)[0] for s in (1, 3)], logged_eval, rtol=1e-5
+        )

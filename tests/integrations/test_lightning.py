@@ -57,12 +57,25 @@ def _loader(n, seed):
 
 
 def test_lightning_steps_modes_gradients_and_losses(tmp_path):
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "gradients", "losses"],
+    )
     module = Regressor()
-    trainer = pl.Trainer(max_epochs=1, accumulate_grad_batches=2, accelerator="cpu", devices=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         num_sanity_val_steps=0, callbacks=[SMDebugCallback(hook)], default_root_dir=str(tmp_path))
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accumulate_grad_batches=2,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=[SMDebugCallback(hook)],
+        default_root_dir=str(tmp_path),
+    )
     trainer.fit(module, _loader(32, 1), _loader(8, 2))  # 8 micro-batches: 4 optimizer steps, then validation
     trainer.test(module, _loader(4, 3), verbose=False)
     trainer.predict(module, _loader(8, 4))
@@ -85,8 +98,11 @@ def test_lightning_steps_modes_gradients_and_losses(tmp_path):
     # what the module logged: the epoch's train_loss, val_loss, test_loss
     names = trial.tensor_names()
     assert {"scalar/train_loss", "scalar/val_loss", "scalar/test_loss"} <= set(names)
-    np.testing.assert_allclose(trial.tensor("scalar/train_loss").value(trial.tensor("scalar/train_loss").steps()[0]),
-                               np.mean(module.losses), rtol=1e-5)
+    np.testing.assert_allclose(
+        trial.tensor("scalar/train_loss").value(trial.tensor("scalar/train_loss").steps()[0]),
+        np.mean(module.losses),
+        rtol=1e-5,
+    )
 
 
 def test_lightning_ddp_on_two_processes(tmp_path):
@@ -97,8 +113,13 @@ def test_lightning_ddp_on_two_processes(tmp_path):
     from pathlib import Path
 
     script = Path(__file__).with_name("pl_ddp_worker.py")
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True,
-                          timeout=300, cwd=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     trial = create_trial(str(tmp_path / "run"))
     assert trial.workers() == ["worker_0", "worker_1"]
@@ -106,8 +127,12 @@ def test_lightning_ddp_on_two_processes(tmp_path):
     grad = trial.tensor("gradient/Regressor_net.0.weight")
     for step in range(4):
         assert grad.workers(step, mode=modes.TRAIN) == ["worker_0", "worker_1"]
-        np.testing.assert_allclose(grad.value(step, mode=modes.TRAIN, worker="worker_0"),
-                                   grad.value(step, mode=modes.TRAIN, worker="worker_1"), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            grad.value(step, mode=modes.TRAIN, worker="worker_0"),
+            grad.value(step, mode=modes.TRAIN, worker="worker_1"),
+            rtol=1e-5,
+            atol=1e-7,
+        )
     losses = trial.tensor("loss_output_1")  # each rank's second micro-batch of each step
     assert losses.workers(3, mode=modes.TRAIN) == ["worker_0", "worker_1"]
 
@@ -117,8 +142,9 @@ def test_steps_the_hook_does_not_save_cost_the_callback_no_tensor_operation(tmp_
     loss Lightning hands it is left alone (no multiplication by accumulate_grad_batches)."""
     from torch.overrides import TorchFunctionMode
 
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=3),
-                    include_collections=["losses"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=3), include_collections=["losses"]
+    )
     callback = SMDebugCallback(hook)
     ops_at_step = []
 
@@ -135,9 +161,18 @@ def test_steps_the_hook_does_not_save_cost_the_callback_no_tensor_operation(tmp_
 
     callback.on_train_batch_end = counted  # Lightning calls the instance's attribute
     module = Regressor()
-    trainer = pl.Trainer(max_epochs=1, accumulate_grad_batches=2, accelerator="cpu", devices=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[callback], default_root_dir=str(tmp_path))
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accumulate_grad_batches=2,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+        default_root_dir=str(tmp_path),
+    )
     trainer.fit(module, _loader(48, 1))  # 12 micro-batches: 6 optimizer steps, steps 0 and 3 saved
     hook.close()
     assert trainer.global_step == 6
@@ -165,12 +200,22 @@ class WithLossModule(Regressor):
 def test_epoch_logs_go_in_the_mode_that_logged_them_and_each_loss_is_saved_once(tmp_path):
     """2 epochs of 2 optimizer steps, a validation batch after each (Lightning ends the training
     epoch after it), then a test batch; save_interval=3 saves TRAIN step 0 and 3 and EVAL step 0."""
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=3),
-                    include_collections=["losses"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=3), include_collections=["losses"]
+    )
     module = WithLossModule()
-    trainer = pl.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                         callbacks=[SMDebugCallback(hook)], default_root_dir=str(tmp_path))
+    trainer = pl.Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=[SMDebugCallback(hook)],
+        default_root_dir=str(tmp_path),
+    )
     trainer.fit(module, _loader(8, 1), _loader(4, 2))
     trainer.test(module, _loader(4, 3), verbose=False)
     hook.close()
@@ -184,10 +229,16 @@ def test_epoch_logs_go_in_the_mode_that_logged_them_and_each_loss_is_saved_once(
     assert where("scalar/train_loss") == {"TRAIN": [1, 3]}
     assert where("scalar/val_loss") == {"EVAL": [0, 1]}  # each validation's one batch
     assert where("scalar/test_loss") == {"EVAL": [2]}
-    np.testing.assert_allclose([trial.tensor("scalar/train_loss").value(s, mode=modes.TRAIN)[0] for s in (1, 3)],
-                               [np.mean(module.losses[0:2]), np.mean(module.losses[2:4])], rtol=1e-5)
+    np.testing.assert_allclose(
+        [trial.tensor("scalar/train_loss").value(s, mode=modes.TRAIN)[0] for s in (1, 3)],
+        [np.mean(module.losses[0:2]), np.mean(module.losses[2:4])],
+        rtol=1e-5,
+    )
     # the loss module's output is the loss, once per step: no second loss_output_<i> from the callback
     assert trial.tensor_names(collection="losses") == ["loss_output_0"]
     assert where("loss_output_0") == {"TRAIN": [0, 3]}
-    np.testing.assert_allclose([trial.tensor("loss_output_0").value(s, mode=modes.TRAIN) for s in (0, 3)],
-                               [module.losses[0], module.losses[3]], rtol=1e-6)
+    np.testing.assert_allclose(
+        [trial.tensor("loss_output_0").value(s, mode=modes.TRAIN) for s in (0, 3)],
+        [module.losses[0], module.losses[3]],
+        rtol=1e-6,
+    )

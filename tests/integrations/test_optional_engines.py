@@ -14,10 +14,12 @@ ENGINES = ("transformers", "lightning", "pytorch_lightning", "dask", "distribute
 
 
 def test_smdebug_imports_no_engine():
-    code = ("import sys, json\n"
-            "import smdebug, smdebug.trials, smdebug.rules, smdebug.core.hook, smdebug.pytorch, smdebug.xgboost\n"
-            "import smdebug.integrations, smdebug.pytorch.sharded\n"
-            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {ENGINES!r})))")
+    code = (
+        "import sys, json\n"
+        "import smdebug, smdebug.trials, smdebug.rules, smdebug.core.hook, smdebug.pytorch, smdebug.xgboost\n"
+        "import smdebug.integrations, smdebug.pytorch.sharded\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {ENGINES!r})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []

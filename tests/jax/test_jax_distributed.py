@@ -34,9 +34,27 @@ def test_two_processes_with_sharded_params_save_what_one_device_saves(trained, t
     out = tmp_path / "trial"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "SMDEBUG_PROPAGATE_ERRORS": "1"}
     port = _free_port()
-    procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(out), "--shard", "--process-id", str(i),
-                               "--processes", "2", "--port", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(SCRIPT),
+                str(out),
+                "--shard",
+                "--process-id",
+                str(i),
+                "--processes",
+                "2",
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(2)
+    ]
     try:
         results = [p.communicate(timeout=300) for p in procs]
     finally:

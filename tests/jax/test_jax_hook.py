@@ -51,14 +51,19 @@ def test_saves_params_grads_updates_optimizer_state_loss_and_metrics(trained):
     assert trial.steps(mode=smd.modes.TRAIN) == [0, 4, 8]
     assert trial.steps(mode=smd.modes.EVAL) == [0]
     assert trial.workers() == ["worker_0"]
-    by_coll = {c: trial.tensor_names(collection=c) for c in
-               ("weights", "biases", "gradients", "optimizer_variables", "losses", "metrics")}
+    by_coll = {
+        c: trial.tensor_names(collection=c)
+        for c in ("weights", "biases", "gradients", "optimizer_variables", "losses", "metrics")
+    }
     assert by_coll["weights"] == ["linear1/kernel", "linear2/kernel"]
     assert by_coll["biases"] == ["linear1/bias", "linear2/bias"]
     assert by_coll["gradients"] == [f"gradient/{p}" for p in PARAMS]
     assert by_coll["losses"] == ["loss"] and by_coll["metrics"] == ["accuracy"]
-    assert {f"update/{p}" for p in PARAMS} | {"optimizer/0/count", "optimizer/0/mu/linear1/kernel",
-                                             "optimizer/0/nu/linear2/bias"} <= set(by_coll["optimizer_variables"])
+    assert {f"update/{p}" for p in PARAMS} | {
+        "optimizer/0/count",
+        "optimizer/0/mu/linear1/kernel",
+        "optimizer/0/nu/linear2/bias",
+    } <= set(by_coll["optimizer_variables"])
     for step, got in seen.items():
         for p in PARAMS:
             layer, leaf = p.split("/")
@@ -76,21 +81,35 @@ def test_saves_params_grads_updates_optimizer_state_loss_and_metrics(trained):
 
 def test_reductions_computed_in_jit_equal_numpy():
     rng = np.random.default_rng(3)
-    tree = {"w": rng.standard_normal((5, 7)).astype(np.float32) * 3, "b": np.arange(-3, 4, dtype=np.int32),
-            "h": (rng.standard_normal(9) * 2).astype(jnp.bfloat16)}
-    config = smd.ReductionConfig(reductions=["min", "max", "mean", "std", "variance", "sum", "prod"],
-                                 abs_reductions=["min", "mean"], norms=["l1", "l2"], abs_norms=["l2"])
+    tree = {
+        "w": rng.standard_normal((5, 7)).astype(np.float32) * 3,
+        "b": np.arange(-3, 4, dtype=np.int32),
+        "h": (rng.standard_normal(9) * 2).astype(jnp.bfloat16),
+    }
+    config = smd.ReductionConfig(
+        reductions=["min", "max", "mean", "std", "variance", "sum", "prod"],
+        abs_reductions=["min", "mean"],
+        norms=["l1", "l2"],
+        abs_norms=["l2"],
+    )
     got = jax.jit(lambda t: smd.reductions(t, config))(tree).as_dict()
     assert set(got) == {"w", "b", "h"}
     for name, leaf in tree.items():
         data = np.asarray(leaf, dtype=np.float32) if name == "h" else np.asarray(leaf)
         for op, is_abs in config.all_reductions():
             want = get_numpy_reduction(op, data, is_abs)
-            np.testing.assert_allclose(got[name][("abs_" if is_abs else "") + op], want, rtol=1e-5, atol=1e-5,
-                                       err_msg=f"{op} abs={is_abs} of {name}")
+            np.testing.assert_allclose(
+                got[name][("abs_" if is_abs else "") + op],
+                want,
+                rtol=1e-5,
+                atol=1e-5,
+                err_msg=f"{op} abs={is_abs} of {name}",
+            )
     assert smd.reductions(tree, ["mean", "l2_norm", "abs_max"]).ops == (("mean", False), ("l2", False), ("max", True))
     with jax.enable_x64(True):  # a table of rows per dtype, each leaf's reductions in its own
-        mixed = jax.jit(lambda t: smd.reductions(t, ["mean", "max"]))({"a": np.ones(3, np.float32), "b": np.arange(4.0)})
+        mixed = jax.jit(lambda t: smd.reductions(t, ["mean", "max"]))(
+            {"a": np.ones(3, np.float32), "b": np.arange(4.0)}
+        )
         assert [t.dtype for t in mixed.tables] == [np.float32, np.float64] and mixed.where == ((0, 0), (1, 0))
         assert mixed.as_dict() == {"a": {"mean": 1.0, "max": 1.0}, "b": {"mean": 1.5, "max": 3.0}}
     with pytest.raises(SMDebugTypeError, match="config"):
@@ -129,16 +148,19 @@ def test_the_command_line_runs_rules_on_the_trial(reduced_with_nan, capsys):
     from smdebug.cli import main
 
     path, _ = reduced_with_nan
-    assert main(["rules", str(path), "--rule", "ExplodingTensor", "--rule", "LossNotDecreasing",
-                 "--param", "mode=TRAIN"]) == 1  # a rule fired
+    assert (
+        main(["rules", str(path), "--rule", "ExplodingTensor", "--rule", "LossNotDecreasing", "--param", "mode=TRAIN"])
+        == 1
+    )  # a rule fired
     out = capsys.readouterr().out
     assert "ExplodingTensor: fired" in out and "LossNotDecreasing: fired" in out
 
 
 def test_whole_arrays_are_reduced_on_the_host(tmp_path):
     """Arrays handed over whole, with a reduction config: reduced on the writer thread, as numpy does."""
-    config = smd.ReductionConfig(reductions=["min", "mean", "std"], abs_reductions=["max"], norms=["l2"],
-                                 save_raw_tensor=False, save_shape=True)
+    config = smd.ReductionConfig(
+        reductions=["min", "mean", "std"], abs_reductions=["max"], norms=["l2"], save_raw_tensor=False, save_shape=True
+    )
     hook = smd.Hook(out_dir=str(tmp_path / "t"), reduction_config=config, include_collections=["weights", "losses"])
     rng = np.random.default_rng(1)
     kernel = jnp.asarray(rng.standard_normal((6, 5)).astype(np.float32))
@@ -148,8 +170,9 @@ def test_whole_arrays_are_reduced_on_the_host(tmp_path):
     t = create_trial(str(tmp_path / "t")).tensor("dense/kernel")
     assert t.shape(0) == (6, 5)
     for op, is_abs in config.all_reductions():
-        np.testing.assert_allclose(t.reduction_value(0, op, abs=is_abs),
-                                   get_numpy_reduction(op, np.asarray(kernel), is_abs), 1e-5, 1e-6)
+        np.testing.assert_allclose(
+            t.reduction_value(0, op, abs=is_abs), get_numpy_reduction(op, np.asarray(kernel), is_abs), 1e-5, 1e-6
+        )
 
 
 def test_flax_model_and_optimizer_are_recorded_by_their_state(tmp_path):
@@ -178,8 +201,11 @@ def test_steps_that_save_nothing_transfer_nothing(tmp_path, monkeypatch):
     real_get, real_host = jax_adapter.jax.device_get, jax_adapter.host_value
     monkeypatch.setattr(jax_adapter.jax, "device_get", lambda x: fetched.append(x) or real_get(x))
     monkeypatch.setattr(jax_adapter, "host_value", lambda x: fetched.append(x) or real_host(x))
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_steps=[2], start_step=1),
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "t"),
+        save_config=smd.SaveConfig(save_steps=[2], start_step=1),
+        include_collections=["weights", "gradients", "losses"],
+    )
     params = {"dense": {"kernel": jnp.ones((3, 2)), "bias": jnp.zeros(2)}}
     for step in range(4):
         saves = hook.begin_step()
@@ -212,8 +238,9 @@ def test_wrong_arguments_are_the_callers_errors(tmp_path):
 
 def test_an_error_inside_the_hook_does_not_stop_training(tmp_path, monkeypatch, caplog):
     monkeypatch.delenv("SMDEBUG_PROPAGATE_ERRORS")
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"]
+    )
     hook.begin_step()
     monkeypatch.setattr(hook, "_save_for_tensor", lambda *a: 1 / 0)
     hook.record(params={"w": jnp.ones(2)})  # logged, the hook disabled
@@ -244,7 +271,11 @@ def test_worker_is_named_by_the_jax_process(tmp_path, monkeypatch):
     coll = json.loads((tmp_path / "t" / "collections" / "000000000" / "worker_1_collections.json").read_text())
     assert coll["_meta"]["num_workers"] == 2
     trial = create_trial(str(tmp_path / "t"))
-    assert trial.workers() == ["worker_1"] and trial.steps(show_incomplete_steps=True) == [0, 1, 2]  # (worker_0 wrote none)
+    assert trial.workers() == ["worker_1"] and trial.steps(show_incomplete_steps=True) == [
+        0,
+        1,
+        2,
+    ]  # (worker_0 wrote none)
     assert trial.tensor("loss").value(2, worker="worker_1") == 3
 
 
@@ -266,8 +297,13 @@ print(json.dumps(out))
 def test_smdebug_1034_reads_the_trials(trained, reduced_with_nan, peer):
     path, _ = trained
     reduced_path, reduced_seen = reduced_with_nan
-    proc = subprocess.run([peer, "-c", PEER_READER, str(path), str(reduced_path)], capture_output=True, text=True,
-                          timeout=120, env={"PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [peer, "-c", PEER_READER, str(path), str(reduced_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     theirs = json.loads(proc.stdout.strip().splitlines()[-1])  # (1.0.34 logs to stdout)
     ours = create_trial(str(path))

@@ -44,7 +44,7 @@ def batches(steps: int, size: int = 32):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((steps * size, 16)).astype(np.float32)
     y = (x[:, :4].argmax(axis=1)).astype(np.int32)
-    return [(x[i * size:(i + 1) * size], y[i * size:(i + 1) * size]) for i in range(steps)]
+    return [(x[i * size : (i + 1) * size], y[i * size : (i + 1) * size]) for i in range(steps)]
 
 
 def make_step(graphdef, tx):
@@ -72,8 +72,9 @@ def shard_params(params):
     from jax.sharding import PartitionSpec as P
 
     mesh = jax.sharding.Mesh(np.array(jax.local_devices()), ("x",))
-    return jax.tree_util.tree_map(lambda a: jax.device_put(a, NamedSharding(mesh, P(*([None] * (a.ndim - 1)), "x"))),
-                                  params)
+    return jax.tree_util.tree_map(
+        lambda a: jax.device_put(a, NamedSharding(mesh, P(*([None] * (a.ndim - 1)), "x"))), params
+    )
 
 
 @dataclass
@@ -82,8 +83,16 @@ class Run:
     param_devices: int  # the devices the parameters were spread over
 
 
-def train(out_dir: str, steps: int = STEPS, nan_at: int | None = None, shard: bool = False, reduce: bool = False,
-          include_workers: str = "one", eval_steps: int = 2, **hook_kwargs) -> Run:
+def train(
+    out_dir: str,
+    steps: int = STEPS,
+    nan_at: int | None = None,
+    shard: bool = False,
+    reduce: bool = False,
+    include_workers: str = "one",
+    eval_steps: int = 2,
+    **hook_kwargs,
+) -> Run:
     model = MLP(nnx.Rngs(0))
     graphdef, params = nnx.split(model, nnx.Param)
     if shard:
@@ -91,9 +100,11 @@ def train(out_dir: str, steps: int = STEPS, nan_at: int | None = None, shard: bo
     tx = optax.adam(1e-2)
     opt_state = tx.init(params)
     step = make_step(graphdef, tx)
-    kwargs = {"save_config": smd.SaveConfig(save_interval=SAVE_INTERVAL),
-              "include_collections": ["weights", "biases", "gradients", "optimizer_variables", "losses", "metrics"],
-              **hook_kwargs}
+    kwargs = {
+        "save_config": smd.SaveConfig(save_interval=SAVE_INTERVAL),
+        "include_collections": ["weights", "biases", "gradients", "optimizer_variables", "losses", "metrics"],
+        **hook_kwargs,
+    }
     hook = smd.Hook(out_dir=out_dir, include_workers=include_workers, **kwargs)
     seen: dict = {}
     for i, (x, y) in enumerate(batches(steps)):
@@ -121,11 +132,17 @@ def main() -> None:
     ap.add_argument("--port", type=int)
     a = ap.parse_args()
     if a.process_id is not None:
-        jax.distributed.initialize(coordinator_address=f"127.0.0.1:{a.port}", num_processes=a.processes,
-                                   process_id=a.process_id, local_device_ids=None)
+        jax.distributed.initialize(
+            coordinator_address=f"127.0.0.1:{a.port}",
+            num_processes=a.processes,
+            process_id=a.process_id,
+            local_device_ids=None,
+        )
     run = train(a.out_dir, shard=a.shard, include_workers="all" if a.processes > 1 else "one")
-    json.dump({"param_devices": run.param_devices, "process": jax.process_index(), "processes": jax.process_count()},
-              sys.stdout)
+    json.dump(
+        {"param_devices": run.param_devices, "process": jax.process_index(), "processes": jax.process_count()},
+        sys.stdout,
+    )
 
 
 if __name__ == "__main__":

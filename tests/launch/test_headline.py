@@ -22,8 +22,11 @@ SCRIPT = Path(__file__).parent / "scripts" / "nan_at_33.py"
 
 def _headline() -> list[str]:
     """The `smdebug run ... -- python train.py` line of the README."""
-    lines = [ln for ln in (ROOT / "README.md").read_text().splitlines()
-             if ln.startswith("smdebug run ") and ln.endswith("-- python train.py")]
+    lines = [
+        ln
+        for ln in (ROOT / "README.md").read_text().splitlines()
+        if ln.startswith("smdebug run ") and ln.endswith("-- python train.py")
+    ]
     assert len(lines) == 1, lines
     return shlex.split(lines[0])
 
@@ -34,8 +37,17 @@ def test_readme_headline_stops_the_job_at_the_first_nan(tmp_path):
     assert "save_interval" not in " ".join(words)  # as printed: no schedule from the user
     shutil.copy(SCRIPT, tmp_path / "train.py")
     cut = words.index("--")
-    command = [sys.executable, "-m", "smdebug", *words[1:cut], "--run-dir", "run", "--", sys.executable,
-               *words[cut + 2:]]
+    command = [
+        sys.executable,
+        "-m",
+        "smdebug",
+        *words[1:cut],
+        "--run-dir",
+        "run",
+        "--",
+        sys.executable,
+        *words[cut + 2 :],
+    ]
     proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     printed = [int(m) for m in re.findall(r"^step (\d+) loss", proc.stdout, re.M)]

@@ -45,8 +45,12 @@ def _status(run_dir: Path) -> dict:
 
 
 def _smdebug_run(run_dir: Path, flags: list[str], command: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(run_dir), *flags, "--",
-                             *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(run_dir), *flags, "--", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 60.0) -> tuple[str, str]:
@@ -93,8 +97,13 @@ def test_a_rule_job_of_a_run_interrupted_before_anything_was_saved_ends_stopped(
     trial = tmp_path / "trial"
     trial.mkdir()
     (trial / END_OF_JOB).write_bytes(b"")  # the launcher marked the end: the job saved nothing
-    job = RuleJob(RuleSpec("ExplodingTensor", {"rule_to_invoke": "ExplodingTensor"}), str(trial),
-                  str(tmp_path / "out"), "run", poll=0.02)
+    job = RuleJob(
+        RuleSpec("ExplodingTensor", {"rule_to_invoke": "ExplodingTensor"}),
+        str(trial),
+        str(tmp_path / "out"),
+        "run",
+        poll=0.02,
+    )
     job.stop()  # the launcher was interrupted
     job.start()
     assert job.join(DEADLINE)
@@ -106,8 +115,13 @@ def test_a_rule_job_of_a_run_interrupted_before_anything_was_saved_ends_stopped(
 def test_a_job_the_launcher_gave_up_on_keeps_that_status(tmp_path):
     trial = tmp_path / "trial"
     trial.mkdir()
-    job = RuleJob(RuleSpec("ExplodingTensor", {"rule_to_invoke": "ExplodingTensor"}), str(trial),
-                  str(tmp_path / "out"), "run", poll=0.02)
+    job = RuleJob(
+        RuleSpec("ExplodingTensor", {"rule_to_invoke": "ExplodingTensor"}),
+        str(trial),
+        str(tmp_path / "out"),
+        "run",
+        poll=0.02,
+    )
     job.start()  # waits for the trial's first files
     job.give_up("Stopped", "The launcher was interrupted (SIGINT) before the rule job ended.")
     (trial / END_OF_JOB).write_bytes(b"")  # now the thread ends too ("no data"): dropped
@@ -118,8 +132,11 @@ def test_a_job_the_launcher_gave_up_on_keeps_that_status(tmp_path):
 
 def test_interrupting_the_launcher_before_the_job_saved_anything_ends_the_rule_stopped(tmp_path):
     started = tmp_path / "started"
-    proc = _smdebug_run(tmp_path / "r", ["--rule", "exploding_tensor"],
-                        [sys.executable, "-c", f"import time; open({str(started)!r}, 'w').close(); time.sleep(600)"])
+    proc = _smdebug_run(
+        tmp_path / "r",
+        ["--rule", "exploding_tensor"],
+        [sys.executable, "-c", f"import time; open({str(started)!r}, 'w').close(); time.sleep(600)"],
+    )
     try:
         _wait_for(started.exists, "start of the job")
         proc.send_signal(signal.SIGINT)
@@ -140,9 +157,11 @@ def test_one_signal_while_the_rule_jobs_finish_ends_the_run_at_once(tmp_path, si
     pytest.importorskip("torch")
     busy = tmp_path / "rule-busy"
     run_dir = tmp_path / "r"
-    proc = _smdebug_run(run_dir, ["--collection", "losses:save_interval=1",
-                                  "--rule-file", f"{SLOW_RULE}:Slow:seconds=600:marker={busy}"],
-                        [sys.executable, MLP, "--steps", "3"])
+    proc = _smdebug_run(
+        run_dir,
+        ["--collection", "losses:save_interval=1", "--rule-file", f"{SLOW_RULE}:Slow:seconds=600:marker={busy}"],
+        [sys.executable, MLP, "--steps", "3"],
+    )
     try:
         # training has ended (the launcher says so in status.json) and the rule is in its 600 s step
         _wait_for(lambda: "TrainingEndTime" in _status(run_dir) and busy.exists(), "end of training")
@@ -171,9 +190,11 @@ def test_a_signal_while_training_runs_does_not_wait_for_a_slow_rule(tmp_path):
     pytest.importorskip("torch")
     busy = tmp_path / "rule-busy"
     run_dir = tmp_path / "r"
-    proc = _smdebug_run(run_dir, ["--collection", "losses:save_interval=1",
-                                  "--rule-file", f"{SLOW_RULE}:Slow:seconds=600:marker={busy}"],
-                        [sys.executable, MLP, "--steps", "100000", "--step-time", "0.02"])
+    proc = _smdebug_run(
+        run_dir,
+        ["--collection", "losses:save_interval=1", "--rule-file", f"{SLOW_RULE}:Slow:seconds=600:marker={busy}"],
+        [sys.executable, MLP, "--steps", "100000", "--step-time", "0.02"],
+    )
     try:
         _wait_for(busy.exists, "rule at work")
         proc.send_signal(signal.SIGTERM)
@@ -221,13 +242,18 @@ def test_a_released_guard_leaves_the_job_alone(tmp_path):
         job.wait()
 
 
-@pytest.mark.skipif(not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists(),
-                    reason="needs /proc/PID/task/TID/children (Linux)")
+@pytest.mark.skipif(
+    not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists(),
+    reason="needs /proc/PID/task/TID/children (Linux)",
+)
 def test_kill_9_of_the_launcher_ends_the_job_and_marks_the_end_of_training(tmp_path):
     pytest.importorskip("torch")
     run_dir = tmp_path / "r"
-    proc = _smdebug_run(run_dir, ["--collection", "losses:save_interval=1"],
-                        [sys.executable, MLP, "--steps", "100000", "--step-time", "0.02"])
+    proc = _smdebug_run(
+        run_dir,
+        ["--collection", "losses:save_interval=1"],
+        [sys.executable, MLP, "--steps", "100000", "--step-time", "0.02"],
+    )
     job = None
     try:
         for line in proc.stdout:  # the job's own output: it is training
@@ -258,12 +284,13 @@ def test_a_grandchild_that_left_the_process_group_is_ended(tmp_path):
     from smdebug.launch.stragglers import _alive
 
     pid_file = tmp_path / "grandchild.pid"
-    script = ("import subprocess, sys\n"
-              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
-              f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n")
+    script = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+    )
     lines: list = []
-    result = smdebug.launch([sys.executable, "-c", script], run_dir=str(tmp_path / "r"), zcc=False,
-                            echo=lines.append)
+    result = smdebug.launch([sys.executable, "-c", script], run_dir=str(tmp_path / "r"), zcc=False, echo=lines.append)
     assert result.exit_code == 0
     pid = int(pid_file.read_text())
     assert not _alive(pid), lines

@@ -22,13 +22,36 @@ STEPS, STEP_S, STALL_AT, STALL_S = 200, 0.1, 90, 1.5
 
 def _smdebug_run(tmp_path, name, stall: bool):
     run_dir, timeline = tmp_path / name, tmp_path / f"{name}.steps"
-    cmd = [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(run_dir), "--rule",
-           "step_outlier:n_outliers=0:min_ratio=8", "--action", "stop", "--", sys.executable, MLP, "--steps",
-           str(STEPS), "--step-time", str(STEP_S), "--timeline", str(timeline)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "smdebug.cli",
+        "run",
+        "--run-dir",
+        str(run_dir),
+        "--rule",
+        "step_outlier:n_outliers=0:min_ratio=8",
+        "--action",
+        "stop",
+        "--",
+        sys.executable,
+        MLP,
+        "--steps",
+        str(STEPS),
+        "--step-time",
+        str(STEP_S),
+        "--timeline",
+        str(timeline),
+    ]
     if stall:
         cmd += ["--stall-at", str(STALL_AT), "--stall", str(STALL_S)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "SMDEBUG_LOG_LEVEL": "warning"})
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "SMDEBUG_LOG_LEVEL": "warning"},
+    )
     return proc, run_dir, timeline
 
 
@@ -93,11 +116,16 @@ def test_a_rule_that_fires_after_the_job_ended_leaves_it_completed(tmp_path):
     import smdebug
 
     lines = []
-    config = {"ProfilingIntervalInMilliseconds": 100,
-              "ProfilingParameters": {"RotateFileCloseIntervalInSeconds": "60"}}
-    result = smdebug.launch([sys.executable, "-c", LATE_JOB], run_dir=str(tmp_path / "r"), profiler_config=config,
-                            rules=["step_outlier:n_outliers=0:min_ratio=5"], actions=["stop"], echo=lines.append,
-                            zcc=False)
+    config = {"ProfilingIntervalInMilliseconds": 100, "ProfilingParameters": {"RotateFileCloseIntervalInSeconds": "60"}}
+    result = smdebug.launch(
+        [sys.executable, "-c", LATE_JOB],
+        run_dir=str(tmp_path / "r"),
+        profiler_config=config,
+        rules=["step_outlier:n_outliers=0:min_ratio=5"],
+        actions=["stop"],
+        echo=lines.append,
+        zcc=False,
+    )
     assert result.exit_code == 0 and result.issues == ["StepOutlier"], lines
     assert result.status == "Completed", lines
     assert any("after training had ended: StopTraining had nothing to stop" in line for line in lines), lines

@@ -45,11 +45,45 @@ def test_two_nodes_rules_run_once_and_a_stop_stops_both(tmp_path):
     run_dir, out_dir, port, k = tmp_path / "run", tmp_path / "run" / "debug-output", _free_port(), 6
     launchers = []
     for node in (0, 1):
-        cmd = [sys.executable, "-m", "smdebug.cli", "run", "--node-rank", str(node), "--run-dir", str(run_dir),
-               "--out-dir", str(out_dir), "--name", "two-nodes", "--collection", "gradients:save_interval=1",
-               "--rule", "exploding_tensor", "--action", "stop", "--stop-grace", "3", "--term-grace", "3", "--",
-               torchrun, "--nnodes=2", f"--node_rank={node}", "--nproc_per_node=1", "--master_addr=127.0.0.1",
-               f"--master_port={port}", MLP, "--ddp", "--steps", "400", "--nan-at", str(k), "--step-time", "0.05"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "smdebug.cli",
+            "run",
+            "--node-rank",
+            str(node),
+            "--run-dir",
+            str(run_dir),
+            "--out-dir",
+            str(out_dir),
+            "--name",
+            "two-nodes",
+            "--collection",
+            "gradients:save_interval=1",
+            "--rule",
+            "exploding_tensor",
+            "--action",
+            "stop",
+            "--stop-grace",
+            "3",
+            "--term-grace",
+            "3",
+            "--",
+            torchrun,
+            "--nnodes=2",
+            f"--node_rank={node}",
+            "--nproc_per_node=1",
+            "--master_addr=127.0.0.1",
+            f"--master_port={port}",
+            MLP,
+            "--ddp",
+            "--steps",
+            "400",
+            "--nan-at",
+            str(k),
+            "--step-time",
+            "0.05",
+        ]
         launchers.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = [p.communicate(timeout=240)[0] for p in launchers]
     node0 = json.loads((run_dir / "status.json").read_text())

@@ -14,35 +14,64 @@ from smdebug.launch import LaunchConfigError, build_spec
 
 def _run(capsys, tmp_path, *flags: str) -> tuple[int, str]:
     marker = tmp_path / "ran"
-    code = main(["run", "--run-dir", str(tmp_path / "r"), *flags, "--", sys.executable, "-c",
-                 f"open({str(marker)!r}, 'w').close()", "--api-key", "s3cr3t"])
+    code = main(
+        [
+            "run",
+            "--run-dir",
+            str(tmp_path / "r"),
+            *flags,
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(marker)!r}, 'w').close()",
+            "--api-key",
+            "s3cr3t",
+        ]
+    )
     err = capsys.readouterr().err
     assert not marker.exists(), "the job started"
     return code, err
 
 
-@pytest.mark.parametrize("flags, says", [
-    (["--collection", "weights:save_interval=abc"],
-     "smdebug run: --collection weights:save_interval=abc: save_interval='abc' in CollectionParameters of "
-     "collection 'weights': expected an integer"),
-    (["--collection", "weigths"], "smdebug run: --collection weigths: no collection 'weigths': did you mean weights?"),
-    (["--collection", "weights:include_regex=("], "smdebug run: --collection weights:include_regex=(: include_regex"),
-    (["--collection", "weights:save_interval=-5"], "save_interval=-5 must be positive"),
-    (["--collection", "weights:save_intervl=5"],
-     "smdebug run: --collection weights:save_intervl=5: unknown parameter 'save_intervl' (did you mean save_interval?)"),
-    (["--collection", "gradients:reductions=l2"], "l2 is a norm: norms=['l2'], or 'l2_norm'"),
-    (["--hook-param", "save_interval=0"], "smdebug run: --hook-param: save_interval=0 must be positive"),
-    (["--hook-param", "save_interval=abc"], "expected an integer"),
-    (["--rule", "exploding_tensor:treshold=1"],
-     "smdebug run: --rule exploding_tensor:treshold=1: rule ExplodingTensor has no parameter 'treshold'"),
-    (["--rule", "loss_not_decreasing:num_step=3"], "has no parameter 'num_step' (did you mean num_steps?)"),
-    (["--rule", "exploding_tensr"], "a rule of your own goes in --rule-file FILE.py:CLASS); did you mean "
-                                    "exploding_tensor?"),
-    (["--rule", "exploding_tensor", "--stop-grace", "nan"], "smdebug run: --stop-grace 'nan': expected a finite"),
-    (["--rule", "exploding_tensor", "--stop-grace", "-1"], "--stop-grace '-1': expected a finite number"),
-    (["--rule", "exploding_tensor", "--rule-timeout", "-5"], "--rule-timeout '-5': expected a finite number"),
-    (["--rule", "exploding_tensor", "--term-grace", "soon"], "--term-grace 'soon': expected a number of seconds"),
-])
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (
+            ["--collection", "weights:save_interval=abc"],
+            "smdebug run: --collection weights:save_interval=abc: save_interval='abc' in CollectionParameters of "
+            "collection 'weights': expected an integer",
+        ),
+        (
+            ["--collection", "weigths"],
+            "smdebug run: --collection weigths: no collection 'weigths': did you mean weights?",
+        ),
+        (
+            ["--collection", "weights:include_regex=("],
+            "smdebug run: --collection weights:include_regex=(: include_regex",
+        ),
+        (["--collection", "weights:save_interval=-5"], "save_interval=-5 must be positive"),
+        (
+            ["--collection", "weights:save_intervl=5"],
+            "smdebug run: --collection weights:save_intervl=5: unknown parameter 'save_intervl' (did you mean save_interval?)",
+        ),
+        (["--collection", "gradients:reductions=l2"], "l2 is a norm: norms=['l2'], or 'l2_norm'"),
+        (["--hook-param", "save_interval=0"], "smdebug run: --hook-param: save_interval=0 must be positive"),
+        (["--hook-param", "save_interval=abc"], "expected an integer"),
+        (
+            ["--rule", "exploding_tensor:treshold=1"],
+            "smdebug run: --rule exploding_tensor:treshold=1: rule ExplodingTensor has no parameter 'treshold'",
+        ),
+        (["--rule", "loss_not_decreasing:num_step=3"], "has no parameter 'num_step' (did you mean num_steps?)"),
+        (
+            ["--rule", "exploding_tensr"],
+            "a rule of your own goes in --rule-file FILE.py:CLASS); did you mean exploding_tensor?",
+        ),
+        (["--rule", "exploding_tensor", "--stop-grace", "nan"], "smdebug run: --stop-grace 'nan': expected a finite"),
+        (["--rule", "exploding_tensor", "--stop-grace", "-1"], "--stop-grace '-1': expected a finite number"),
+        (["--rule", "exploding_tensor", "--rule-timeout", "-5"], "--rule-timeout '-5': expected a finite number"),
+        (["--rule", "exploding_tensor", "--term-grace", "soon"], "--term-grace 'soon': expected a number of seconds"),
+    ],
+)
 def test_bad_input_is_one_line_before_the_job_starts(capsys, tmp_path, flags, says):
     code, err = _run(capsys, tmp_path, *flags)
     assert code == 2
@@ -53,8 +82,10 @@ def test_bad_input_is_one_line_before_the_job_starts(capsys, tmp_path, flags, sa
 
 def test_a_request_file_with_a_bad_collection_names_the_file(capsys, tmp_path):
     job = tmp_path / "job.json"
-    job.write_text('{"DebugHookConfig": {"CollectionConfigurations": '
-                   '[{"CollectionName": "weights", "CollectionParameters": {"save_interval": "abc"}}]}}')
+    job.write_text(
+        '{"DebugHookConfig": {"CollectionConfigurations": '
+        '[{"CollectionName": "weights", "CollectionParameters": {"save_interval": "abc"}}]}}'
+    )
     code, err = _run(capsys, tmp_path, "--job", str(job))
     assert code == 2 and f"CollectionConfigurations[0] of DebugHookConfig of {job}" in err, err
 

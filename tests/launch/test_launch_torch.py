@@ -24,9 +24,17 @@ EVERY_STEP = ["weights:save_interval=1", "gradients:save_interval=1", "losses:sa
 
 def _launch(tmp_path, args, *, name="run", rules=(), actions=(), collections=EVERY_STEP, zcc=True, **kw):
     lines = []
-    result = smdebug.launch([sys.executable, MLP, *args], run_dir=str(tmp_path / name), rules=rules,
-                            actions=actions, collection_configs=collections, zcc=zcc, name=name,
-                            echo=lines.append, **kw)
+    result = smdebug.launch(
+        [sys.executable, MLP, *args],
+        run_dir=str(tmp_path / name),
+        rules=rules,
+        actions=actions,
+        collection_configs=collections,
+        zcc=zcc,
+        name=name,
+        echo=lines.append,
+        **kw,
+    )
     return result, lines
 
 
@@ -61,9 +69,25 @@ def test_the_zero_code_change_trial_is_read_by_smdebug_1034(tmp_path, peer):
 
 def test_the_script_that_makes_its_own_hook_keeps_it(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(tmp_path / "r"),
-         *[f"--collection={c}" for c in EVERY_STEP], "--", sys.executable, MLP, "--steps", "3", "--explicit"],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "smdebug.cli",
+            "run",
+            "--run-dir",
+            str(tmp_path / "r"),
+            *[f"--collection={c}" for c in EVERY_STEP],
+            "--",
+            sys.executable,
+            MLP,
+            "--steps",
+            "3",
+            "--explicit",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "attached to" not in proc.stderr  # no second hook, and the run says so
     assert "smdebug: the script made its own hook, saving to " in proc.stderr
@@ -74,13 +98,20 @@ def test_the_script_that_makes_its_own_hook_keeps_it(tmp_path):
 
 def test_nan_at_step_k_stops_the_job_within_three_steps(tmp_path):
     k = 8
-    result, lines = _launch(tmp_path, ["--steps", "300", "--nan-at", str(k), "--step-time", "0.05"],
-                            rules=["exploding_tensor"], actions=["stop"], stop_grace=60)
+    result, lines = _launch(
+        tmp_path,
+        ["--steps", "300", "--nan-at", str(k), "--step-time", "0.05"],
+        rules=["exploding_tensor"],
+        actions=["stop"],
+        stop_grace=60,
+    )
     rule = _rule(result, "ExplodingTensor")
     assert rule["RuleEvaluationStatus"] == "IssuesFound"
     details = rule["StatusDetails"]
-    assert details.startswith("RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step "
-                              f"{k} resulted in the condition being met: ")  # then what it found, and where
+    assert details.startswith(
+        "RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step "
+        f"{k} resulted in the condition being met: "
+    )  # then what it found, and where
     assert details.rstrip().endswith(f", at step {k} (TRAIN step {k}, worker_0)")
     assert rule["Finding"]["step"] == k and rule["Finding"]["tensors"] and rule["Finding"]["worker"] == "worker_0"
     assert result.status == "Stopped" and result.stop_step == k
@@ -102,8 +133,14 @@ def test_nan_at_step_k_stops_the_job_within_three_steps(tmp_path):
 
 @pytest.mark.parametrize("ignore, signal_number", [(["--ignore-stop"], 15), (["--ignore-stop", "--ignore-sigterm"], 9)])
 def test_a_job_that_does_not_stop_gets_sigterm_then_sigkill(tmp_path, ignore, signal_number):
-    result, lines = _launch(tmp_path, ["--steps", "3000", "--nan-at", "2", "--step-time", "0.02", *ignore],
-                            rules=["exploding_tensor"], actions=["stop"], stop_grace=0.5, term_grace=0.5)
+    result, lines = _launch(
+        tmp_path,
+        ["--steps", "3000", "--nan-at", "2", "--step-time", "0.02", *ignore],
+        rules=["exploding_tensor"],
+        actions=["stop"],
+        stop_grace=0.5,
+        term_grace=0.5,
+    )
     assert result.status == "Stopped" and result.stop_step == 2
     assert result.exit_code == 128 + signal_number
     assert any("sending SIGTERM" in line for line in lines)
@@ -131,12 +168,23 @@ def test_a_rule_that_judged_no_tensor_ends_error_not_no_issues_found(tmp_path):
 def test_a_rule_that_raises_ends_error_and_training_goes_on(tmp_path):
     rule_file = f"{SCRIPTS / 'raising_rule.py'}:Broken:threshold=2"
     lines = []
-    spec_result = smdebug.launch([sys.executable, MLP, "--steps", "6"], run_dir=str(tmp_path / "r"),
-                                 collection_configs=EVERY_STEP, echo=lines.append,
-                                 rules=[{"RuleConfigurationName": "Broken",
-                                         "RuleEvaluatorImage": "x/sagemaker-debugger-rule-evaluator:latest",
-                                         "RuleParameters": {"source_s3_uri": rule_file.split(":")[0],
-                                                            "rule_to_invoke": "Broken", "threshold": "2"}}])
+    spec_result = smdebug.launch(
+        [sys.executable, MLP, "--steps", "6"],
+        run_dir=str(tmp_path / "r"),
+        collection_configs=EVERY_STEP,
+        echo=lines.append,
+        rules=[
+            {
+                "RuleConfigurationName": "Broken",
+                "RuleEvaluatorImage": "x/sagemaker-debugger-rule-evaluator:latest",
+                "RuleParameters": {
+                    "source_s3_uri": rule_file.split(":")[0],
+                    "rule_to_invoke": "Broken",
+                    "threshold": "2",
+                },
+            }
+        ],
+    )
     assert spec_result.exit_code == 0 and spec_result.status == "Completed"
     rule = _rule(spec_result, "Broken")
     assert rule["RuleEvaluationStatus"] == "Error"
@@ -164,9 +212,24 @@ def test_use_smdebug_0_wins(tmp_path, monkeypatch):
 def test_bad_configuration_fails_before_the_job_starts(tmp_path):
     marker = tmp_path / "started"
     proc = subprocess.run(
-        [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(tmp_path / "r"), "--rule",
-         "exploding_tensor:only_nan=maybe", "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "smdebug.cli",
+            "run",
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--rule",
+            "exploding_tensor:only_nan=maybe",
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(marker)!r}, 'w')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "ExplodingTensor" in proc.stderr and "only_nan" in proc.stderr
     assert not marker.exists()
@@ -176,9 +239,28 @@ def test_interrupting_the_launcher_stops_job_and_rules(tmp_path):
     import signal
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(tmp_path / "r"), "--rule", "exploding_tensor",
-         *[f"--collection={c}" for c in EVERY_STEP], "--", sys.executable, MLP, "--steps", "3000",
-         "--step-time", "0.02"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "smdebug.cli",
+            "run",
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--rule",
+            "exploding_tensor",
+            *[f"--collection={c}" for c in EVERY_STEP],
+            "--",
+            sys.executable,
+            MLP,
+            "--steps",
+            "3000",
+            "--step-time",
+            "0.02",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in proc.stdout:  # the job's own output: it is training
         if line.startswith("last step 3"):
             break
@@ -198,43 +280,86 @@ class _SdkRule:
     actions = None
 
     def to_debugger_rule_config_dict(self):
-        return {"RuleConfigurationName": "ExplodingTensor", "RuleEvaluatorImage": "DEFAULT_RULE_EVALUATOR_IMAGE",
-                "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"}}
+        return {
+            "RuleConfigurationName": "ExplodingTensor",
+            "RuleEvaluatorImage": "DEFAULT_RULE_EVALUATOR_IMAGE",
+            "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"},
+        }
 
 
 _RULE_FORMS = {
     "flag": {"rules": ["exploding_tensor:tensor_regex=.*"]},
-    "rule_configs": {"rules": [{"DebugRuleConfiguration": {
-        "RuleConfigurationName": "ExplodingTensor",
-        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"}}}]},
+    "rule_configs": {
+        "rules": [
+            {
+                "DebugRuleConfiguration": {
+                    "RuleConfigurationName": "ExplodingTensor",
+                    "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"},
+                }
+            }
+        ]
+    },
     "sdk": {"rules": [_SdkRule()]},
-    "job": {"job": {"DebugRuleConfigurations": [{
-        "RuleConfigurationName": "ExplodingTensor",
-        "RuleEvaluatorImage": "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest",
-        "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"}}]}},
+    "job": {
+        "job": {
+            "DebugRuleConfigurations": [
+                {
+                    "RuleConfigurationName": "ExplodingTensor",
+                    "RuleEvaluatorImage": "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest",
+                    "RuleParameters": {"rule_to_invoke": "ExplodingTensor", "tensor_regex": ".*"},
+                }
+            ]
+        }
+    },
 }
 
 
 @pytest.mark.parametrize("form", sorted(_RULE_FORMS))
 def test_the_same_rule_four_ways_gives_the_same_result(tmp_path, form):
     lines = []
-    result = smdebug.launch([sys.executable, MLP, "--steps", "300", "--nan-at", "3", "--step-time", "0.03"],
-                            run_dir=str(tmp_path / form), collection_configs=EVERY_STEP, actions=["stop"],
-                            echo=lines.append, **_RULE_FORMS[form])
+    result = smdebug.launch(
+        [sys.executable, MLP, "--steps", "300", "--nan-at", "3", "--step-time", "0.03"],
+        run_dir=str(tmp_path / form),
+        collection_configs=EVERY_STEP,
+        actions=["stop"],
+        echo=lines.append,
+        **_RULE_FORMS[form],
+    )
     config = json.loads(Path(result.run_dir, "config", "debughookconfig.json").read_text())
     assert config["CollectionConfigurations"] == [
-        {"CollectionName": c.split(":")[0], "CollectionParameters": {"save_interval": "1"}} for c in EVERY_STEP]
+        {"CollectionName": c.split(":")[0], "CollectionParameters": {"save_interval": "1"}} for c in EVERY_STEP
+    ]
     assert result.status == "Stopped" and result.stop_step == 3
     assert _rule(result, "ExplodingTensor")["StatusDetails"].startswith(
-        "RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step 3 resulted")
+        "RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step 3 resulted"
+    )
 
 
 def test_a_script_hook_saving_elsewhere_is_told_the_rules_read_another_folder(tmp_path):
-    script = ("import torch, smdebug.pytorch as smd\n"
-              f"h = smd.Hook(out_dir={str(tmp_path / 'mine')!r})\n"
-              "m = torch.nn.Linear(2, 2)\nh.register_module(m)\nm(torch.ones(1, 2))\nh.close()\n")
-    proc = subprocess.run([sys.executable, "-m", "smdebug.cli", "run", "--run-dir", str(tmp_path / "r"), "--",
-                           sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    script = (
+        "import torch, smdebug.pytorch as smd\n"
+        f"h = smd.Hook(out_dir={str(tmp_path / 'mine')!r})\n"
+        "m = torch.nn.Linear(2, 2)\nh.register_module(m)\nm(torch.ones(1, 2))\nh.close()\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "smdebug.cli",
+            "run",
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"the script made its own hook, saving to {tmp_path / 'mine'}: smdebug run attached none; the run's " \
-           f"rules read {tmp_path / 'r' / 'debug-output'}, not that folder" in proc.stderr, proc.stderr[-3000:]
+    assert (
+        f"the script made its own hook, saving to {tmp_path / 'mine'}: smdebug run attached none; the run's "
+        f"rules read {tmp_path / 'r' / 'debug-output'}, not that folder" in proc.stderr
+    ), proc.stderr[-3000:]

@@ -23,8 +23,13 @@ SCRIPT = str(Path(__file__).parent / "scripts" / "hf_trainer.py")
 def test_a_trainer_script_saves_its_models_loss_every_5th_step_in_train_and_eval(tmp_path):
     pytest.importorskip("transformers")
     lines: list[str] = []
-    result = smdebug.launch([sys.executable, SCRIPT, str(tmp_path / "log.json")], run_dir=str(tmp_path / "run"),
-                            collection_configs=["losses:save_interval=5"], name="hf", echo=lines.append)
+    result = smdebug.launch(
+        [sys.executable, SCRIPT, str(tmp_path / "log.json")],
+        run_dir=str(tmp_path / "run"),
+        collection_configs=["losses:save_interval=5"],
+        name="hf",
+        echo=lines.append,
+    )
     assert result.exit_code == 0, lines
     history = json.loads((tmp_path / "log.json").read_text())
     trial = create_trial(result.out_dir)
@@ -36,10 +41,12 @@ def test_a_trainer_script_saves_its_models_loss_every_5th_step_in_train_and_eval
     # the Trainer logs each step's loss (logging_steps=1, no accumulation) at step k + 1
     logged = {e["step"] - 1: e["loss"] for e in history if "loss" in e}
     assert sorted(logged) == list(range(40))
-    np.testing.assert_allclose([float(loss.value(s, mode=modes.TRAIN)) for s in range(0, 40, 5)],
-                               [logged[s] for s in range(0, 40, 5)], rtol=1e-4)
+    np.testing.assert_allclose(
+        [float(loss.value(s, mode=modes.TRAIN)) for s in range(0, 40, 5)],
+        [logged[s] for s in range(0, 40, 5)],
+        rtol=1e-4,
+    )
     # each evaluation is one batch: its eval_loss is that EVAL step's loss (evaluations 1 and 6)
     evals = [e["eval_loss"] for e in history if "eval_loss" in e]
     assert len(evals) == 10
-    np.testing.assert_allclose([float(loss.value(s, mode=modes.EVAL)) for s in (0, 5)], [evals[0], evals[5]],
-                               rtol=1e-4)
+    np.testing.assert_allclose([float(loss.value(s, mode=modes.EVAL)) for s in (0, 5)], [evals[0], evals[5]], rtol=1e-4)

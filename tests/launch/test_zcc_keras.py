@@ -19,8 +19,14 @@ COLLECTIONS = ["weights:save_interval=1", "losses:save_interval=1", "metrics:sav
 
 def _run(tmp_path, name, args, zcc):
     lines = []
-    result = smdebug.launch([sys.executable, SCRIPT, *args], run_dir=str(tmp_path / name), name=name,
-                            collection_configs=COLLECTIONS, zcc=zcc, echo=lines.append)
+    result = smdebug.launch(
+        [sys.executable, SCRIPT, *args],
+        run_dir=str(tmp_path / name),
+        name=name,
+        collection_configs=COLLECTIONS,
+        zcc=zcc,
+        echo=lines.append,
+    )
     assert result.exit_code == 0, lines
     return create_trial(result.out_dir)
 
@@ -40,9 +46,14 @@ def test_unmodified_keras_fit_gives_the_explicit_trial(tmp_path, capfd):
 
 def test_vanishing_gradient_on_gradients_without_the_abs_mean_ends_error_saying_what_to_add(tmp_path):
     # gradients saved as l2/max/mean/min reductions: VanishingGradient judges nothing, and says why
-    result = smdebug.launch([sys.executable, SCRIPT], run_dir=str(tmp_path / "r"), name="vg",
-                            collection_configs=["gradients:reductions=l2_norm,max,mean,min"],
-                            rules=["vanishing_gradient"], echo=lambda line: None)
+    result = smdebug.launch(
+        [sys.executable, SCRIPT],
+        run_dir=str(tmp_path / "r"),
+        name="vg",
+        collection_configs=["gradients:reductions=l2_norm,max,mean,min"],
+        rules=["vanishing_gradient"],
+        echo=lambda line: None,
+    )
     assert result.exit_code == 0
     (rule,) = result.rules
     assert rule["RuleEvaluationStatus"] == "Error", rule

@@ -16,14 +16,22 @@ MXPY = os.environ.get("SMDEBUG_MXNET_PYTHON") or str(REPO / ".venv-mxnet" / "bin
 SCRIPT = str(Path(__file__).parent / "scripts" / "gluon_mlp.py")
 COLLECTIONS = ["weights:save_interval=1", "losses:save_interval=1"]
 
-pytestmark = pytest.mark.skipif(not os.path.exists(MXPY), reason=f"no MXNet virtualenv python at {MXPY} "
-                                "(make mxnet-venv, or set SMDEBUG_MXNET_PYTHON)")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(MXPY),
+    reason=f"no MXNet virtualenv python at {MXPY} (make mxnet-venv, or set SMDEBUG_MXNET_PYTHON)",
+)
 
 
 def _run(tmp_path, name, args, zcc):
     lines = []
-    result = smdebug.launch([MXPY, SCRIPT, *args], run_dir=str(tmp_path / name), name=name,
-                            collection_configs=COLLECTIONS, zcc=zcc, echo=lines.append)
+    result = smdebug.launch(
+        [MXPY, SCRIPT, *args],
+        run_dir=str(tmp_path / name),
+        name=name,
+        collection_configs=COLLECTIONS,
+        zcc=zcc,
+        echo=lines.append,
+    )
     assert result.exit_code == 0, lines
     return create_trial(result.out_dir)
 

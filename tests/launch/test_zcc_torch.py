@@ -31,14 +31,23 @@ def test_bootstrap_costs_under_5_ms():
     env = _bootstrap_env(SMDEBUG_ZCC="1")
     costs = []
     for _ in range(5):  # the least of five: the machine is shared
-        err = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], env=env, capture_output=True,
-                             text=True, check=True).stderr
-        (row,) = [line for line in err.splitlines() if line.rstrip().endswith("| sitecustomize")
-                  or line.rstrip().endswith("|   sitecustomize")]
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "pass"], env=env, capture_output=True, text=True, check=True
+        ).stderr
+        (row,) = [
+            line
+            for line in err.splitlines()
+            if line.rstrip().endswith("| sitecustomize") or line.rstrip().endswith("|   sitecustomize")
+        ]
         costs.append(int(row.split("|")[1]))  # cumulative microseconds
     assert min(costs) < 5000, costs
-    mods = subprocess.run([sys.executable, "-c", "import sys; print(sorted(sys.modules))"], env=env,
-                          capture_output=True, text=True, check=True).stdout
+    mods = subprocess.run(
+        [sys.executable, "-c", "import sys; print(sorted(sys.modules))"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "smdebug" not in mods and "json" not in mods and "threading" not in mods
 
 
@@ -48,23 +57,34 @@ def test_bootstrap_chains_the_sitecustomize_it_shadows(tmp_path):
     (other / "sitecustomize.py").write_text("import sys\nsys.stderr.write('other sitecustomize ran\\n')\n")
     env = _bootstrap_env(SMDEBUG_ZCC="1")
     env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP_DIR, str(other)])
-    proc = subprocess.run([sys.executable, "-c", "import sys; print(type(sys.meta_path[0]).__name__)"], env=env,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; print(type(sys.meta_path[0]).__name__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "other sitecustomize ran" in proc.stderr
     assert proc.stdout.strip() == "_Finder"
 
 
 @pytest.mark.parametrize("env", [{}, {"SMDEBUG_ZCC": "1", "USE_SMDEBUG": "false"}])
 def test_bootstrap_is_inert_unless_switched_on(env):
-    proc = subprocess.run([sys.executable, "-c", "import sys; print([type(f).__name__ for f in sys.meta_path])"],
-                          env=_bootstrap_env(**env), capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; print([type(f).__name__ for f in sys.meta_path])"],
+        env=_bootstrap_env(**env),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "_Finder" not in proc.stdout
 
 
 def _run(tmp_path, name, command, zcc=True):
     lines = []
-    result = smdebug.launch(command, run_dir=str(tmp_path / name), collection_configs=EVERY_STEP, zcc=zcc,
-                            name=name, echo=lines.append)
+    result = smdebug.launch(
+        command, run_dir=str(tmp_path / name), collection_configs=EVERY_STEP, zcc=zcc, name=name, echo=lines.append
+    )
     assert result.exit_code == 0, lines
     return create_trial(result.out_dir)
 
@@ -87,14 +107,25 @@ def test_compiled_model_loss_module_and_spawned_workers(tmp_path, capfd):
 def test_steps_are_train_while_the_model_trains_and_eval_under_model_eval(tmp_path, how):
     pytest.importorskip("torch")
     train, ev = smdebug.modes.TRAIN, smdebug.modes.EVAL
-    run = {"eager": [sys.executable, MLP], "compiled": [sys.executable, MLP, "--compile"],
-           # the root is the model inside DistributedDataParallel: net.eval() reaches it
-           "ddp": [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nproc_per_node=2", MLP, "--ddp"]}
+    run = {
+        "eager": [sys.executable, MLP],
+        "compiled": [sys.executable, MLP, "--compile"],
+        # the root is the model inside DistributedDataParallel: net.eval() reaches it
+        "ddp": [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nproc_per_node=2", MLP, "--ddp"],
+    }
     # two training steps, two evaluation forward calls (model.eval(), no_grad), twice; no set_mode
     zcc = _run(tmp_path, "zcc", [*run[how], "--steps", "4", "--eval-every", "2", "--eval-steps", "2"])
     assert zcc.steps() == list(range(8))
     assert [zcc.mode_modestep(s) for s in zcc.steps()] == [
-        (train, 0), (train, 1), (ev, 0), (ev, 1), (train, 2), (train, 3), (ev, 2), (ev, 3)]
+        (train, 0),
+        (train, 1),
+        (ev, 0),
+        (ev, 1),
+        (train, 2),
+        (train, 3),
+        (ev, 2),
+        (ev, 3),
+    ]
     assert zcc.steps(mode=train) == zcc.steps(mode=ev) == [0, 1, 2, 3]
     assert zcc.tensor("Net_fc1.weight").steps(mode=ev) == [0, 1, 2, 3]
     loss = zcc.tensor("loss_output_0")  # recorded at backward: training steps only
@@ -145,12 +176,15 @@ def test_amp_grad_scaler_records_the_unscaled_loss(tmp_path):
         assert 0.1 < float(mine) < 10
 
 
-@pytest.mark.parametrize("fsdp, collections", [
-    ("1", ["weights:save_interval=1", "losses:save_interval=1"]),
-    # FSDP2's parameters are DTensors: the PyTorch hook's saving of them is another piece of work;
-    # here the attach (the model changed in place is the model) and the loss are checked
-    ("2", ["losses:save_interval=1"]),
-])
+@pytest.mark.parametrize(
+    "fsdp, collections",
+    [
+        ("1", ["weights:save_interval=1", "losses:save_interval=1"]),
+        # FSDP2's parameters are DTensors: the PyTorch hook's saving of them is another piece of work;
+        # here the attach (the model changed in place is the model) and the loss are checked
+        ("2", ["losses:save_interval=1"]),
+    ],
+)
 def test_fsdp_under_torchrun_gives_the_explicit_names(tmp_path, capfd, fsdp, collections):
     pytest.importorskip("torch.distributed.fsdp")
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
@@ -158,8 +192,14 @@ def test_fsdp_under_torchrun_gives_the_explicit_names(tmp_path, capfd, fsdp, col
     runs = {}
     for name, extra, zcc in (("zcc", [], True), ("explicit", ["--explicit"], False)):
         lines = []
-        result = smdebug.launch(cmd + extra, run_dir=str(tmp_path / name), collection_configs=collections,
-                                zcc=zcc, name=name, echo=lines.append)
+        result = smdebug.launch(
+            cmd + extra,
+            run_dir=str(tmp_path / name),
+            collection_configs=collections,
+            zcc=zcc,
+            name=name,
+            echo=lines.append,
+        )
         assert result.exit_code == 0, lines  # and no rank crashed at exit
         runs[name] = create_trial(result.out_dir)
     err = capfd.readouterr().err

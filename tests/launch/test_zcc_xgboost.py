@@ -19,8 +19,14 @@ COLLECTIONS = ["metrics:save_interval=1", "feature_importance:save_interval=1"]
 
 def _run(tmp_path, name, args, zcc):
     lines = []
-    result = smdebug.launch([sys.executable, SCRIPT, *args], run_dir=str(tmp_path / name), name=name,
-                            collection_configs=COLLECTIONS, zcc=zcc, echo=lines.append)
+    result = smdebug.launch(
+        [sys.executable, SCRIPT, *args],
+        run_dir=str(tmp_path / name),
+        name=name,
+        collection_configs=COLLECTIONS,
+        zcc=zcc,
+        echo=lines.append,
+    )
     assert result.exit_code == 0, lines
     return create_trial(result.out_dir)
 
@@ -37,8 +43,12 @@ def test_unmodified_xgboost_gives_the_explicit_names(tmp_path, api, metric):
 
 def test_the_script_with_its_own_hook_keeps_it(tmp_path, capfd):
     lines = []
-    result = smdebug.launch([sys.executable, SCRIPT, "--explicit"], run_dir=str(tmp_path / "r"),
-                            collection_configs=COLLECTIONS, echo=lines.append)
+    result = smdebug.launch(
+        [sys.executable, SCRIPT, "--explicit"],
+        run_dir=str(tmp_path / "r"),
+        collection_configs=COLLECTIONS,
+        echo=lines.append,
+    )
     assert result.exit_code == 0
     assert create_trial(result.out_dir).steps() == [0, 1, 2, 3, 4]
     assert "attached to" not in capfd.readouterr().err  # no second hook

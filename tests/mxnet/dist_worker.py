@@ -24,8 +24,15 @@ def main(out_dir: str) -> dict:
 
     net, loss_fn = runs.mlp()
     x, y = runs.digits(images=False)
-    hooks = {w: smd.Hook(out_dir=f"{out_dir}/{w}", include_workers=w, include_collections=["losses", "weights"],
-                         save_config=smd.SaveConfig(save_interval=1)) for w in ("all", "one")}
+    hooks = {
+        w: smd.Hook(
+            out_dir=f"{out_dir}/{w}",
+            include_workers=w,
+            include_collections=["losses", "weights"],
+            save_config=smd.SaveConfig(save_interval=1),
+        )
+        for w in ("all", "one")
+    }
     hooks["one"].register_block(net)
     hooks["one"].register_block(loss_fn)
     hooks["one"].set_mode(smd.modes.TRAIN)
@@ -38,8 +45,12 @@ def main(out_dir: str) -> dict:
         gluon.Trainer = real_trainer
     for hook in hooks.values():
         hook.close()
-    return {"rank": kv.rank, "num_workers": kv.num_workers, "loss": rec.loss,
-            "workers": {w: hook.worker for w, hook in hooks.items()}}
+    return {
+        "rank": kv.rank,
+        "num_workers": kv.num_workers,
+        "loss": rec.loss,
+        "workers": {w: hook.worker for w, hook in hooks.items()},
+    }
 
 
 if os.environ.get("DMLC_ROLE") == "worker":

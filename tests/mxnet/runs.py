@@ -84,8 +84,19 @@ class Record:
     modes: list = field(default_factory=list)
 
 
-def train(hook, net, loss_fn, x, y, schedule: str = "TTTTE", batch: int = 32, lr: float = 0.1,
-          same_batch: bool = False, record: Record | None = None, step_fn=None) -> Record:
+def train(
+    hook,
+    net,
+    loss_fn,
+    x,
+    y,
+    schedule: str = "TTTTE",
+    batch: int = 32,
+    lr: float = 0.1,
+    same_batch: bool = False,
+    record: Record | None = None,
+    step_fn=None,
+) -> Record:
     """One forward per letter of ``schedule``: T trains (autograd.record, backward, SGD step),
     E evaluates; ``step_fn(i)`` after step i. ``hook`` None: no hook."""
     record = record if record is not None else Record()
@@ -120,8 +131,7 @@ def train(hook, net, loss_fn, x, y, schedule: str = "TTTTE", batch: int = 32, lr
 def _rule_hook(out_dir, collection: str, regex: str):
     """A hook saving ``collection`` = ``regex`` at every step, as a rule's hook configuration does
     (every step here rather than 1.0.34's every 500th, for short runs); losses are saved by default."""
-    hook = smd.Hook(out_dir=str(out_dir), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=[collection])
+    hook = smd.Hook(out_dir=str(out_dir), save_config=smd.SaveConfig(save_interval=1), include_collections=[collection])
     hook.get_collection(collection).include(regex)
     return hook
 

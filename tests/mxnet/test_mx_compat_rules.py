@@ -68,8 +68,11 @@ def test_1_0_34_reads_our_mxnet_trial(tmp_path, peer):
     # 4 params x 5 steps, 4 gradients x 3 TRAIN steps, 13 block inputs and outputs x 5, lr x 5
     assert values == 4 * 5 + 4 * 3 + 13 * 5 + 5
     fo, ft = flatten_oracle(ours), flatten_oracle(theirs)
-    diffs = {k: (fo.get(k), ft.get(k)) for k in set(fo) | set(ft)
-             if fo.get(k) != ft.get(k) and not _known_defect(k, fo.get(k), ft.get(k), theirs)}
+    diffs = {
+        k: (fo.get(k), ft.get(k))
+        for k in set(fo) | set(ft)
+        if fo.get(k) != ft.get(k) and not _known_defect(k, fo.get(k), ft.get(k), theirs)
+    }
     assert diffs == {}
 
 

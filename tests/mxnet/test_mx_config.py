@@ -33,10 +33,29 @@ def _final_params(net) -> dict:
 
 def test_signature_and_methods_are_1_0_34s():
     params = list(inspect.signature(smd.Hook).parameters)
-    assert params == ["out_dir", "export_tensorboard", "tensorboard_dir", "dry_run", "reduction_config", "save_config",
-                      "include_regex", "include_collections", "save_all", "include_workers"]
-    for name in ("register_block", "register_hook", "register_loss", "save_scalar", "save_tensor", "set_mode",
-                 "create_from_json_file", "get_collection", "close"):
+    assert params == [
+        "out_dir",
+        "export_tensorboard",
+        "tensorboard_dir",
+        "dry_run",
+        "reduction_config",
+        "save_config",
+        "include_regex",
+        "include_collections",
+        "save_all",
+        "include_workers",
+    ]
+    for name in (
+        "register_block",
+        "register_hook",
+        "register_loss",
+        "save_scalar",
+        "save_tensor",
+        "set_mode",
+        "create_from_json_file",
+        "get_collection",
+        "close",
+    ):
         assert callable(getattr(smd.Hook, name)), name
     assert smd.Hook.register_hook is smd.Hook.register_block
 
@@ -68,8 +87,10 @@ def test_json_configured_hook_equals_kwargs_configured(tmp_path, monkeypatch):
         "HookParameters": {"save_interval": "2", "eval.save_interval": "1"},
         "CollectionConfigurations": [
             {"CollectionName": "weights"},
-            {"CollectionName": "gradients",
-             "CollectionParameters": {"reductions": "mean,l2_norm", "save_raw_tensor": "true"}},
+            {
+                "CollectionName": "gradients",
+                "CollectionParameters": {"reductions": "mean,l2_norm", "save_raw_tensor": "true"},
+            },
             {"CollectionName": "relu_output", "CollectionParameters": {"include_regex": ".*relu_output"}},
         ],
     }
@@ -80,10 +101,14 @@ def test_json_configured_hook_equals_kwargs_configured(tmp_path, monkeypatch):
 
     every = {m: smd.SaveConfigMode(save_interval=2) for m in smd.modes.ModeKeys}
     every[smd.modes.EVAL] = smd.SaveConfigMode(save_interval=1)
-    kw = smd.Hook(out_dir=str(tmp_path / "from_kwargs"), save_config=smd.SaveConfig(mode_save_configs=every),
-                  include_collections=["weights", "gradients", "relu_output"])
-    kw.get_collection("gradients").reduction_config = smd.ReductionConfig(reductions=["mean"], norms=["l2"],
-                                                                          save_raw_tensor=True)
+    kw = smd.Hook(
+        out_dir=str(tmp_path / "from_kwargs"),
+        save_config=smd.SaveConfig(mode_save_configs=every),
+        include_collections=["weights", "gradients", "relu_output"],
+    )
+    kw.get_collection("gradients").reduction_config = smd.ReductionConfig(
+        reductions=["mean"], norms=["l2"], save_raw_tensor=True
+    )
     kw.get_collection("relu_output").include(".*relu_output")
 
     x, y = runs.digits(images=False)
@@ -110,8 +135,10 @@ def _smdebug_errors(caplog):
     return [r for r in caplog.records if r.name.startswith("smdebug") and r.levelno >= logging.ERROR]
 
 
-@pytest.mark.parametrize("fail_on", ["hybridsequential0_dense1_output_0", "gradient/hybridsequential0_dense0_bias",
-                                     "hybridsequential0_dense0_weight"])
+@pytest.mark.parametrize(
+    "fail_on",
+    ["hybridsequential0_dense1_output_0", "gradient/hybridsequential0_dense0_bias", "hybridsequential0_dense0_weight"],
+)
 def test_an_error_in_the_hook_never_stops_training(tmp_path, caplog, fail_on):
     caplog.set_level(logging.INFO, logger="smdebug")
     x, y = runs.digits(images=False)
@@ -139,8 +166,9 @@ def test_an_error_in_the_hook_never_stops_training(tmp_path, caplog, fail_on):
     t = create_trial(str(tmp_path / "t"))
     assert t.steps()[:2] == [0, 1] and t.steps()[-1] <= 2  # what was saved before the failure is kept
     for s in (0, 1):
-        np.testing.assert_array_equal(t.tensor("hybridsequential0_dense0_weight").value(s),
-                                      rec.params[s]["hybridsequential0_dense0_weight"])
+        np.testing.assert_array_equal(
+            t.tensor("hybridsequential0_dense0_weight").value(s), rec.params[s]["hybridsequential0_dense0_weight"]
+        )
 
 
 def test_registering_something_else_than_a_block_is_the_callers_error(tmp_path, caplog):
@@ -155,8 +183,9 @@ def test_registering_something_else_than_a_block_is_the_callers_error(tmp_path, 
 def test_a_stop_request_raises_at_the_next_forward(tmp_path):
     net, loss_fn = runs.mlp()
     x, y = runs.digits(images=False)
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), include_collections=["weights", "gradients", "losses"],
-                    save_config=EVERY)
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "t"), include_collections=["weights", "gradients", "losses"], save_config=EVERY
+    )
     hook.stop_watcher.interval = 0.0  # look at every step boundary
 
     def ask_to_stop(i):
@@ -171,8 +200,10 @@ def test_a_stop_request_raises_at_the_next_forward(tmp_path):
     t = create_trial(str(tmp_path / "t"))  # written before the request was raised, gradients of step 2 included
     assert t.steps() == [0, 1, 2]
     for s in range(3):
-        np.testing.assert_array_equal(t.tensor("gradient/hybridsequential0_dense0_weight").value(s),
-                                      rec.grads[s]["hybridsequential0_dense0_weight"])
+        np.testing.assert_array_equal(
+            t.tensor("gradient/hybridsequential0_dense0_weight").value(s),
+            rec.grads[s]["hybridsequential0_dense0_weight"],
+        )
     runs.train(hook, net, loss_fn, x, y, "E", batch=16)  # raised once: the loop may go on
     hook.close()
     assert create_trial(str(tmp_path / "t")).steps() == [0, 1, 2, 3]  # the forward that raised was no step

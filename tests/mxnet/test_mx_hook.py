@@ -48,8 +48,9 @@ def _train_all(tmp_path, model="mlp", schedule="TTTE", hybridize=False, **hook_k
     if hybridize:
         net.hybridize()
     x, y = runs.digits(images=images)
-    hook = smd.Hook(out_dir=str(tmp_path / "trial"), save_all=True, save_config=smd.SaveConfig(save_interval=1),
-                    **hook_kw)
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "trial"), save_all=True, save_config=smd.SaveConfig(save_interval=1), **hook_kw
+    )
     rec = runs.train(hook, net, loss_fn, x, y, schedule, batch=16)
     hook.close()
     return net, loss_fn, rec, create_trial(str(tmp_path / "trial"))
@@ -83,25 +84,36 @@ def test_values_equal_what_mxnet_gives(tmp_path, model):
         _set_params(net, rec.params[step])
         blocks = [net, loss_fn, *net._children.values()]
         for block in blocks:
-            inputs = [nd.array(t.tensor(f"{block.name}_input_{i}").value(step))
-                      for i in range(2 if block is loss_fn else 1)]
+            inputs = [
+                nd.array(t.tensor(f"{block.name}_input_{i}").value(step)) for i in range(2 if block is loss_fn else 1)
+            ]
             expected = block(*inputs).asnumpy()
-            np.testing.assert_array_equal(t.tensor(f"{block.name}_output_0").value(step), expected,
-                                          err_msg=f"{block.name}@{step}")
-        np.testing.assert_allclose(t.tensor("softmaxcrossentropyloss0_output_0").value(step).mean(),
-                                   rec.loss[step], rtol=1e-6)
+            np.testing.assert_array_equal(
+                t.tensor(f"{block.name}_output_0").value(step), expected, err_msg=f"{block.name}@{step}"
+            )
+        np.testing.assert_allclose(
+            t.tensor("softmaxcrossentropyloss0_output_0").value(step).mean(), rec.loss[step], rtol=1e-6
+        )
 
 
 def test_reductions_equal_mxnet_ops(tmp_path):
     """The reductions are numpy's, of the host copy (MXNet's own ops cost 15-130x more CPU):
     min and max exactly MXNet's, the others within float32 rounding of them, in MXNet's shape
     (1,) and dtype."""
-    rc = smd.ReductionConfig(reductions=["min", "max", "mean", "sum", "std", "variance"], abs_reductions=["mean", "max"],
-                             norms=["l1", "l2"], abs_norms=["l2"])
+    rc = smd.ReductionConfig(
+        reductions=["min", "max", "mean", "sum", "std", "variance"],
+        abs_reductions=["mean", "max"],
+        norms=["l1", "l2"],
+        abs_norms=["l2"],
+    )
     net, loss_fn = runs.mlp()
     x, y = runs.digits(images=False)
-    hook = smd.Hook(out_dir=str(tmp_path / "r"), include_collections=["weights", "gradients"], reduction_config=rc,
-                    save_config=smd.SaveConfig(save_interval=1))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "r"),
+        include_collections=["weights", "gradients"],
+        reduction_config=rc,
+        save_config=smd.SaveConfig(save_interval=1),
+    )
     rec = runs.train(hook, net, loss_fn, x, y, "TT", batch=16)
     hook.close()
     t = create_trial(str(tmp_path / "r"))
@@ -113,10 +125,17 @@ def test_reductions_equal_mxnet_ops(tmp_path):
             tensor = t.tensor(tname)
             with pytest.raises(Exception):  # noqa: B017  only reductions were saved
                 tensor.value(step)
-            mx_ops = {("min", False): nd.min(a), ("max", False): nd.max(a), ("mean", False): nd.mean(a),
-                      ("sum", False): nd.sum(a), ("l1", False): nd.norm(a, ord=1), ("l2", False): nd.norm(a, ord=2),
-                      ("mean", True): nd.mean(nd.abs(a)), ("max", True): nd.max(nd.abs(a)),
-                      ("l2", True): nd.norm(nd.abs(a), ord=2)}
+            mx_ops = {
+                ("min", False): nd.min(a),
+                ("max", False): nd.max(a),
+                ("mean", False): nd.mean(a),
+                ("sum", False): nd.sum(a),
+                ("l1", False): nd.norm(a, ord=1),
+                ("l2", False): nd.norm(a, ord=2),
+                ("mean", True): nd.mean(nd.abs(a)),
+                ("max", True): nd.max(nd.abs(a)),
+                ("l2", True): nd.norm(nd.abs(a), ord=2),
+            }
             scale = float(np.abs(value).astype(np.float64).sum())  # float32 rounding of a sum is relative to this
             for (op, is_abs), expected in mx_ops.items():
                 got = tensor.reduction_value(step, op, abs=is_abs)
@@ -129,13 +148,16 @@ def test_reductions_equal_mxnet_ops(tmp_path):
                     atol = 1e-6 * scale / (value.size if op == "mean" else 1)
                     np.testing.assert_allclose(got, want, rtol=1e-5, atol=atol, err_msg=msg)
             # MXNet 1.9 has no std / variance op: numpy's, of float64, within float32 rounding
-            np.testing.assert_allclose(tensor.reduction_value(step, "variance"), np.var(value, dtype=np.float64),
-                                       rtol=1e-5)
+            np.testing.assert_allclose(
+                tensor.reduction_value(step, "variance"), np.var(value, dtype=np.float64), rtol=1e-5
+            )
             np.testing.assert_allclose(tensor.reduction_value(step, "std"), np.std(value, dtype=np.float64), rtol=1e-5)
 
 
 def test_reductions_of_integer_tensors_are_float32_as_mxnet_gives_them(tmp_path):
-    hook = smd.Hook(out_dir=str(tmp_path / "r"), include_collections=["mine"], save_config=smd.SaveConfig(save_interval=1))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "r"), include_collections=["mine"], save_config=smd.SaveConfig(save_interval=1)
+    )
     hook.get_collection("mine").reduction_config = smd.ReductionConfig(reductions=["max", "mean"], norms=["l2"])
     net, _ = runs.mlp()
     hook.register_block(net)
@@ -158,8 +180,12 @@ def test_hybridized_model_saves_its_own_io_parameters_gradients_and_loss(tmp_pat
     names = set(t.tensor_names())
     params = set(rec.params[0])
     assert names == params | {"gradient/" + p for p in params} | {
-        "hybridsequential0_input_0", "hybridsequential0_output_0",
-        "softmaxcrossentropyloss0_input_0", "softmaxcrossentropyloss0_input_1", "softmaxcrossentropyloss0_output_0"}
+        "hybridsequential0_input_0",
+        "hybridsequential0_output_0",
+        "softmaxcrossentropyloss0_input_0",
+        "softmaxcrossentropyloss0_input_1",
+        "softmaxcrossentropyloss0_output_0",
+    }
     assert t.steps() == [0, 1, 2]
     for step in t.steps():
         for name in params:
@@ -182,24 +208,36 @@ def test_default_hook_saves_losses_only_and_steps_count_forward_calls(tmp_path):
     assert t.steps(mode=smd.modes.TRAIN) == [0, 3, 6] and t.steps(mode=smd.modes.EVAL) == [0]
     assert t.steps() == [0, 3, 6, 7]
     for step in t.steps():
-        np.testing.assert_allclose(t.tensor("softmaxcrossentropyloss0_output_0").value(step).mean(), rec.loss[step],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            t.tensor("softmaxcrossentropyloss0_output_0").value(step).mean(), rec.loss[step], rtol=1e-6
+        )
 
 
 def test_inputs_and_outputs_collections(tmp_path):
     net, loss_fn = runs.mlp()
     x, y = runs.digits(images=False)
-    hook = smd.Hook(out_dir=str(tmp_path / "io"), include_collections=["inputs", "outputs"],
-                    save_config=smd.SaveConfig(save_interval=1))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "io"),
+        include_collections=["inputs", "outputs"],
+        save_config=smd.SaveConfig(save_interval=1),
+    )
     runs.train(hook, net, loss_fn, x, y, "TT", batch=16)
     hook.close()
     t = create_trial(str(tmp_path / "io"))
-    blocks = ["hybridsequential0", "hybridsequential0_dense0", "hybridsequential0_dense0_relu",
-              "hybridsequential0_dense1", "hybridsequential0_dense1_relu", "hybridsequential0_dense2"]
+    blocks = [
+        "hybridsequential0",
+        "hybridsequential0_dense0",
+        "hybridsequential0_dense0_relu",
+        "hybridsequential0_dense1",
+        "hybridsequential0_dense1_relu",
+        "hybridsequential0_dense2",
+    ]
     assert t.tensor_names(collection="inputs") == sorted(
-        [f"{b}_input_0" for b in blocks] + ["softmaxcrossentropyloss0_input_0", "softmaxcrossentropyloss0_input_1"])
+        [f"{b}_input_0" for b in blocks] + ["softmaxcrossentropyloss0_input_0", "softmaxcrossentropyloss0_input_1"]
+    )
     assert t.tensor_names(collection="outputs") == sorted(
-        [f"{b}_output_0" for b in blocks] + ["softmaxcrossentropyloss0_output_0"])
+        [f"{b}_output_0" for b in blocks] + ["softmaxcrossentropyloss0_output_0"]
+    )
 
 
 def test_wrong_arguments_raise_at_once(tmp_path, monkeypatch):

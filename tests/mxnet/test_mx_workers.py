@@ -29,11 +29,25 @@ def _free_port() -> int:
 
 
 def _run_job(out_dir) -> list[dict]:
-    env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()), DMLC_NUM_SERVER="1",
-               DMLC_NUM_WORKER="2", DMLC_NODE_HOST="127.0.0.1", OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(out_dir)], env={**env, "DMLC_ROLE": role},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for role in ("scheduler", "server", "worker", "worker")]
+    env = dict(
+        os.environ,
+        DMLC_PS_ROOT_URI="127.0.0.1",
+        DMLC_PS_ROOT_PORT=str(_free_port()),
+        DMLC_NUM_SERVER="1",
+        DMLC_NUM_WORKER="2",
+        DMLC_NODE_HOST="127.0.0.1",
+        OMP_NUM_THREADS="1",
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(out_dir)],
+            env={**env, "DMLC_ROLE": role},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role in ("scheduler", "server", "worker", "worker")
+    ]
     results = []
     try:
         for role, p in zip(("scheduler", "server", "worker", "worker"), procs):
@@ -52,8 +66,10 @@ def _run_job(out_dir) -> list[dict]:
 def test_workers_are_named_by_their_kvstore_rank(tmp_path):
     results = _run_job(tmp_path)
     assert [r["rank"] for r in results] == [0, 1] and all(r["num_workers"] == 2 for r in results)
-    assert [r["workers"] for r in results] == [{"all": "worker_0", "one": "worker_0"},
-                                               {"all": "worker_1", "one": "worker_1"}]
+    assert [r["workers"] for r in results] == [
+        {"all": "worker_0", "one": "worker_0"},
+        {"all": "worker_1", "one": "worker_1"},
+    ]
     t = create_trial(str(tmp_path / "all"))
     assert t.workers() == ["worker_0", "worker_1"] and t.num_workers == 2
     assert t.steps(mode=smd.modes.TRAIN) == [0, 1, 2]

@@ -24,8 +24,10 @@ elif what == "framework":
     r = LocalAlgorithmMetricsReader(root)
     events = r.get_events(0, 4102444800 * 10**6)
     out = {
-        "events": [[e.event_phase, e.event_name, e.start_time, e.end_time, e.node_id, e.pid, e.event_args,
-                    e.file_type] for e in events],
+        "events": [
+            [e.event_phase, e.event_name, e.start_time, e.end_time, e.node_id, e.pid, e.event_args, e.file_type]
+            for e in events
+        ],
     }
     if len(sys.argv) > 4:
         out["step_interval"] = list(r._get_time_interval_for_step(int(sys.argv[3]), int(sys.argv[4])))
@@ -42,6 +44,7 @@ if what == "python":  # peer_read.py <root> python <framework> <start_step> <end
     listed = a.list_profile_stats()
     stats = a.fetch_profile_stats_by_step(int(sys.argv[4]), int(sys.argv[5]), mode=PythonProfileModes.TRAIN)
     if pyinstrument:
+
         def walk(frame):
             yield frame["function"]
             for child in frame.get("children", []):
@@ -52,8 +55,13 @@ if what == "python":  # peer_read.py <root> python <framework> <start_step> <end
     else:
         functions = stats.function_stats_list if stats is not None else []
     out = {
-        "listed": [[str(getattr(v, "value", v)) for v in (r.start_mode, r.start_step, r.start_phase, r.end_mode, r.end_step, r.end_phase)]
-                   for r in listed.itertuples()],
+        "listed": [
+            [
+                str(getattr(v, "value", v))
+                for v in (r.start_mode, r.start_step, r.start_phase, r.end_mode, r.end_step, r.end_phase)
+            ]
+            for r in listed.itertuples()
+        ],
         "functions": sorted({f.function_name for f in functions}),
     }
     print(json.dumps(out))

@@ -23,24 +23,39 @@ def plain(v):
 
 def listed(a, df):
     cols = [c for c in df.columns if c != "stats_path"]
-    return {"columns": list(df.columns),
-            "rows": sorted(([plain(x) for x in r] + [os.path.relpath(p, a.python_stats_reader.profile_dir)]
-                            for r, p in zip(df[cols].itertuples(index=False), df["stats_path"])), key=json.dumps)}
+    return {
+        "columns": list(df.columns),
+        "rows": sorted(
+            (
+                [plain(x) for x in r] + [os.path.relpath(p, a.python_stats_reader.profile_dir)]
+                for r, p in zip(df[cols].itertuples(index=False), df["stats_path"])
+            ),
+            key=json.dumps,
+        ),
+    }
 
 
 def functions(profiler, stats):
     if stats is None:
         return None
     if profiler == "pyinstrument":
+
         def walk(frame):
             yield frame["function"]
             for child in frame.get("children", []):
                 yield from walk(child)
 
-        return {"intervals": len(stats), "html": sorted(os.path.basename(s.html_file_path) for s in stats),
-                "functions": sorted({n for s in stats if s.json_stats.get("root_frame") for n in walk(s.json_stats["root_frame"])})}
-    rows = {f.function_name.rsplit(":", 1)[-1] if "(" in f.function_name else f.function_name: [f.prim_calls, f.total_calls]
-            for f in stats.function_stats_list}
+        return {
+            "intervals": len(stats),
+            "html": sorted(os.path.basename(s.html_file_path) for s in stats),
+            "functions": sorted(
+                {n for s in stats if s.json_stats.get("root_frame") for n in walk(s.json_stats["root_frame"])}
+            ),
+        }
+    rows = {
+        f.function_name.rsplit(":", 1)[-1] if "(" in f.function_name else f.function_name: [f.prim_calls, f.total_calls]
+        for f in stats.function_stats_list
+    }
     mine = {k: v for k, v in rows.items() if k.endswith(("(forward)", "(backward)", "(<genexpr>)"))}
     return {"n": len(stats.function_stats_list), "ours": mine}
 
@@ -61,7 +76,9 @@ def query(spec):
         "by_step_9": functions(profiler, a.fetch_profile_stats_by_step(9, 9)),
         "pre_step_zero": functions(profiler, a.fetch_pre_step_zero_profile_stats()),
         "post_hook_close": functions(profiler, a.fetch_post_hook_close_profile_stats()),
-        "between_train": functions(profiler, a.fetch_profile_stats_between_modes(PythonProfileModes.TRAIN, PythonProfileModes.TRAIN)),
+        "between_train": functions(
+            profiler, a.fetch_profile_stats_between_modes(PythonProfileModes.TRAIN, PythonProfileModes.TRAIN)
+        ),
         "by_time": functions(profiler, a.fetch_profile_stats_by_time(starts[1] / 1e6, starts[2] / 1e6)),
     }
     if profiler == "cprofile":

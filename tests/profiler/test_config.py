@@ -42,8 +42,12 @@ def test_sdk_json_is_read_with_its_trailing_commas_and_values_keep_their_case(tm
 
 
 def test_keys_are_matched_without_case():
-    c = ProfilerConfig.from_dict({"profilingintervalinmilliseconds": 200,
-                                  "profilingparameters": {"localpath": "/x/Y", "pythonprofilingconfig": {"startstep": 1}}})
+    c = ProfilerConfig.from_dict(
+        {
+            "profilingintervalinmilliseconds": 200,
+            "profilingparameters": {"localpath": "/x/Y", "pythonprofilingconfig": {"startstep": 1}},
+        }
+    )
     assert c.interval_millis == 200 and c.local_path == "/x/Y" and c.python.start_step == 1
 
 
@@ -70,17 +74,34 @@ def test_no_profiling_parameters_records_system_metrics_only_and_disable_turns_a
         ({"ProfilingParameters": {"RotateFileCloseIntervalInSeconds": "soon"}}, "RotateFileCloseIntervalInSeconds"),
         ({"ProfilingParameters": {"LocalPath": ""}}, "LocalPath"),
         ({"DisableProfiler": "maybe"}, "DisableProfiler"),
-        ({"ProfilingParameters": {"PythonProfilingConfig": '{"ProfilerName": "yappi"}'}}, "PythonProfilingConfig.ProfilerName"),
-        ({"ProfilingParameters": {"PythonProfilingConfig": '{"cProfileTimer": "gpu_time"}'}}, "PythonProfilingConfig.cProfileTimer"),
+        (
+            {"ProfilingParameters": {"PythonProfilingConfig": '{"ProfilerName": "yappi"}'}},
+            "PythonProfilingConfig.ProfilerName",
+        ),
+        (
+            {"ProfilingParameters": {"PythonProfilingConfig": '{"cProfileTimer": "gpu_time"}'}},
+            "PythonProfilingConfig.cProfileTimer",
+        ),
         ({"ProfilingParameters": {"DetailedProfilingConfig": '{"StartStep": '}}, "DetailedProfilingConfig"),
-        ({"ProfilingParameters": {"DetailedProfilingConfig": '{"StartStep": 1, "StartTimeInSecSinceEpoch": 5}'}},
-         "DetailedProfilingConfig"),
-        ({"ProfilingParameters": {"DetailedProfilingConfig": '{"StartStep": "three"}'}}, "DetailedProfilingConfig.StartStep"),
+        (
+            {"ProfilingParameters": {"DetailedProfilingConfig": '{"StartStep": 1, "StartTimeInSecSinceEpoch": 5}'}},
+            "DetailedProfilingConfig",
+        ),
+        (
+            {"ProfilingParameters": {"DetailedProfilingConfig": '{"StartStep": "three"}'}},
+            "DetailedProfilingConfig.StartStep",
+        ),
         ({"ProfilingParameters": {"DetailedProfilingConfig": '{"NumSteps": 0}'}}, "DetailedProfilingConfig.NumSteps"),
-        ({"ProfilingParameters": {"DataloaderProfilingConfig": '{"MetricsRegex": "("}'}}, "DataloaderProfilingConfig.MetricsRegex"),
+        (
+            {"ProfilingParameters": {"DataloaderProfilingConfig": '{"MetricsRegex": "("}'}},
+            "DataloaderProfilingConfig.MetricsRegex",
+        ),
         ({"ProfilingParameters": {"DataloaderProfilingConfig": '{"Steps": 3}'}}, "DataloaderProfilingConfig.Steps"),
         ({"ProfilingParameters": {"PythonProfilingConfig": "[1, 2]"}}, "PythonProfilingConfig"),
-        ({"ProfilingParameters": {"PythonProfilingConfig": '{"DurationInSeconds": 5}'}}, "PythonProfilingConfig.DurationInSeconds"),
+        (
+            {"ProfilingParameters": {"PythonProfilingConfig": '{"DurationInSeconds": 5}'}},
+            "PythonProfilingConfig.DurationInSeconds",
+        ),
     ],
 )
 def test_an_invalid_value_is_an_error_naming_the_key(doc, key):
@@ -115,7 +136,12 @@ def test_step_and_time_ranges():
     first = ProfilingRange.parse("PythonProfilingConfig", {"NumSteps": 2})  # from the first step seen
     assert [s for s in range(7, 12) if first.has_step(s)] == [7, 8]
     t = ProfilingRange.parse("DetailedProfilingConfig", {"StartTimeInSecSinceEpoch": 100, "Duration": 10})
-    assert [t.has_step(s, now) for s, now in [(0, 99.0), (1, 100.0), (2, 109.9), (3, 110.0)]] == [False, True, True, False]
+    assert [t.has_step(s, now) for s, now in [(0, 99.0), (1, 100.0), (2, 109.9), (3, 110.0)]] == [
+        False,
+        True,
+        True,
+        False,
+    ]
     one = ProfilingRange.parse("DetailedProfilingConfig", {"StartTimeInSecSinceEpoch": 100})
     assert [one.has_step(s, now) for s, now in [(0, 99.0), (1, 101.0), (2, 102.0)]] == [False, True, False]
 
@@ -123,8 +149,11 @@ def test_step_and_time_ranges():
 def test_a_hook_takes_the_json_as_a_dict(tmp_path):
     from smdebug.profiler import profiler_for_hook
 
-    p = profiler_for_hook({"ProfilingParameters": {"LocalPath": str(tmp_path), "PythonProfilingConfig": {"StartStep": 2}}},
-                          str(tmp_path / "out"), "pytorch")
+    p = profiler_for_hook(
+        {"ProfilingParameters": {"LocalPath": str(tmp_path), "PythonProfilingConfig": {"StartStep": 2}}},
+        str(tmp_path / "out"),
+        "pytorch",
+    )
     try:
         assert p.root == str(tmp_path) and p.config.python.start_step == 2
     finally:

@@ -26,8 +26,9 @@ def _proc(root, pid, tasks, resident_pages=0, private_kb=None):
         (d / "task" / str(tid) / "schedstat").write_text(f"{int(run)} {int(wait)} 7\n")
     (d / "statm").write_text(f"9999 {resident_pages} 10 1 0 50 0\n")
     if private_kb is not None:
-        (d / "smaps_rollup").write_text(f"Rss: 1 kB\nPrivate_Clean: {private_kb[0]} kB\n"
-                                        f"Private_Dirty: {private_kb[1]} kB\nSwap: 0 kB\n")
+        (d / "smaps_rollup").write_text(
+            f"Rss: 1 kB\nPrivate_Clean: {private_kb[0]} kB\nPrivate_Dirty: {private_kb[1]} kB\nSwap: 0 kB\n"
+        )
 
 
 def test_rows_from_run_and_wait_times_of_every_task_of_the_job(tmp_path):
@@ -65,7 +66,7 @@ def test_a_busy_child_and_memory_kept_show_in_the_rows_of_this_process():
     s = JobSampler(os.getpid())
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        (*_, before), = s.rows(time.time())  # the first look finds the child; its CPU counts from the next sample
+        ((*_, before),) = s.rows(time.time())  # the first look finds the child; its CPU counts from the next sample
         kept = np.ones(200 * 2**20, dtype=np.uint8)  # 200 MB, written: resident
         threading.Event().wait(1.0)  # the period measured, not a synchronisation
         rows = {d: v for _, _, d, v in s.rows(time.time())}

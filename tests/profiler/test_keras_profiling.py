@@ -30,7 +30,9 @@ def test_fit_records_train_and_test_batches_inside_epochs(tmp_path, peer):
     x, y = kerasutil.digits(160)
     model = kerasutil.compile_sgd(kerasutil.sequential())
     root = tmp_path / "prof"
-    hook = smd.KerasHook(str(tmp_path / "run"), profiler_config=ProfilerConfig(local_path=str(root), interval_millis=100))
+    hook = smd.KerasHook(
+        str(tmp_path / "run"), profiler_config=ProfilerConfig(local_path=str(root), interval_millis=100)
+    )
     model.fit(x, y, batch_size=32, epochs=2, validation_data=(x[:64], y[:64]), callbacks=[hook], verbose=0)
     hook.close()
     smd.del_hook()
@@ -49,7 +51,8 @@ def test_fit_records_train_and_test_batches_inside_epochs(tmp_path, peer):
     assert all(a["end"] <= b["start"] for a, b in zip(ordered, ordered[1:]))  # steps do not overlap
     theirs = run_json(peer, PEER_READ, root, "framework")["events"]
     assert sorted((e[0], e[1], e[2], e[3]) for e in theirs) == sorted(
-        (e["phase"], e["name"], e["start"], e["end"]) for e in events)
+        (e["phase"], e["name"], e["start"], e["end"]) for e in events
+    )
     assert list(Path(root, "system", "incremental").rglob("*.algo-1.json"))
 
 
@@ -76,9 +79,16 @@ def test_the_wait_for_each_batch_is_a_data_iterator_event_inside_its_step(tmp_pa
     x, y = kerasutil.digits(160)
     root = tmp_path / "prof"
     model = kerasutil.compile_sgd(kerasutil.sequential())
-    hook = smd.KerasHook(str(tmp_path / "run"), profiler_config=ProfilerConfig(local_path=str(root), system_metrics=False))
-    model.fit(_slow_dataset(x, y, 0.02), epochs=2, validation_data=_slow_dataset(x[:64], y[:64], 0.0),
-              callbacks=[hook], verbose=0)
+    hook = smd.KerasHook(
+        str(tmp_path / "run"), profiler_config=ProfilerConfig(local_path=str(root), system_metrics=False)
+    )
+    model.fit(
+        _slow_dataset(x, y, 0.02),
+        epochs=2,
+        validation_data=_slow_dataset(x[:64], y[:64], 0.0),
+        callbacks=[hook],
+        verbose=0,
+    )
     hook.close()
     smd.del_hook()
     events = read_events(root)
@@ -93,8 +103,12 @@ def test_the_wait_for_each_batch_is_a_data_iterator_event_inside_its_step(tmp_pa
     for s, step in train.items():
         inside = [e for e in by_step[str(s)] if step["start"] <= e["start"] and e["end"] <= step["end"]]
         assert inside and inside[0]["end"] - inside[0]["start"] >= 19_000  # the reader's 20 ms
-    eval_waits = [e["end"] - e["start"] for e in waits if e["phase"] == "DataIterator"
-                  and any(v["start"] <= e["start"] and e["end"] <= v["end"] for v in evals.values())]
+    eval_waits = [
+        e["end"] - e["start"]
+        for e in waits
+        if e["phase"] == "DataIterator"
+        and any(v["start"] <= e["start"] and e["end"] <= v["end"] for v in evals.values())
+    ]
     assert len(eval_waits) == 4 and statistics.median(eval_waits) < 19_000  # validation data is not slow
     theirs = run_json(peer, PEER_READ, root, "framework")["events"]
     assert sum(e[0] == "DataIterator" for e in theirs) == len(waits)
@@ -157,7 +171,7 @@ def test_keras_profile_to_s3_uploads_the_tensorflow_trace(bucket, aws_env, boto_
     hook.close()
     smd.del_hook()
     pages = boto_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="keras/profiler/")
-    keys = [o["Key"][len("keras/profiler/"):] for page in pages for o in page.get("Contents", [])]
+    keys = [o["Key"][len("keras/profiler/") :] for page in pages for o in page.get("Contents", [])]
     detailed = [k for k in keys if k.startswith("framework/tensorflow/detailed_profiling/")]
     assert any(k.endswith(".xplane.pb") for k in detailed) and any(k.endswith(".metadata") for k in detailed)
     assert all(k.split("/")[4] == "000000001" for k in detailed)

@@ -24,8 +24,11 @@ def stats_1034(peer, tmp_path_factory):
     """1.0.34's cProfile and pyinstrument folders (written in its interpreter) and their node id."""
     root = tmp_path_factory.mktemp("stats1034")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    node = subprocess.run([peer, str(WRITE_1034), str(root)], capture_output=True, text=True, check=True,
-                          env=env).stdout.strip().splitlines()[-1]
+    node = (
+        subprocess.run([peer, str(WRITE_1034), str(root)], capture_output=True, text=True, check=True, env=env)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     return {p: root / "framework" / "pytorch" / p for p in ("cprofile", "pyinstrument")}, node
 
 
@@ -35,8 +38,9 @@ def _ours_stats(root, profiler):
     def work(n):
         return sum(i * i for i in range(n))
 
-    cfg = ProfilerConfig(local_path=str(root), python={"StartStep": 2, "NumSteps": 2, "ProfilerName": profiler},
-                         system_metrics=False)
+    cfg = ProfilerConfig(
+        local_path=str(root), python={"StartStep": 2, "NumSteps": 2, "ProfilerName": profiler}, system_metrics=False
+    )
     with Profiler(cfg, framework="pytorch") as p:
         for s in range(6):
             p.step_start("train", s)
@@ -51,8 +55,12 @@ def test_1034_and_our_stats_read_by_both(tmp_path, peer, stats_1034):
     pytest.importorskip("pandas")
     pytest.importorskip("pyinstrument")
     folders, node = stats_1034
-    specs = [folders["cprofile"], folders["pyinstrument"], _ours_stats(tmp_path / "c", "cprofile"),
-             _ours_stats(tmp_path / "p", "pyinstrument")]
+    specs = [
+        folders["cprofile"],
+        folders["pyinstrument"],
+        _ours_stats(tmp_path / "c", "cprofile"),
+        _ours_stats(tmp_path / "p", "pyinstrument"),
+    ]
     ours, theirs = run_json(sys.executable, QUERIES, *specs), run_json(peer, QUERIES, *specs)
     for profiler, mine, its in zip(("cprofile", "pyinstrument"), ours[:2], theirs[:2]):
         _same_on_1034_stats(profiler, node, mine, its)
@@ -70,11 +78,28 @@ def _same_on_1034_stats(profiler, node, ours, theirs):
     per_interval = 2 if profiler == "pyinstrument" else 1  # pyinstrument's .json and .html: two rows
     assert len(rows) == 6 * per_interval
     c = {name: i for i, name in enumerate(ours["listed"]["columns"])}
-    assert sorted({(r[c["start_mode"]], r[c["start_step"]], r[c["start_phase"]], r[c["end_mode"]], r[c["end_step"]],
-                    r[c["end_phase"]]) for r in rows}) == sorted([
-        ("prestepzero", -1, "start", "train", 0, "stepstart"), ("prestepzero", -1, "end", "posthookclose", "inf", "end"),
-        ("train", 2, "stepstart", "train", 2, "forwardpassend"), ("train", 2, "forwardpassend", "train", 3, "stepstart"),
-        ("train", 3, "stepstart", "train", 3, "forwardpassend"), ("train", 3, "forwardpassend", "train", 4, "stepstart")])
+    assert sorted(
+        {
+            (
+                r[c["start_mode"]],
+                r[c["start_step"]],
+                r[c["start_phase"]],
+                r[c["end_mode"]],
+                r[c["end_step"]],
+                r[c["end_phase"]],
+            )
+            for r in rows
+        }
+    ) == sorted(
+        [
+            ("prestepzero", -1, "start", "train", 0, "stepstart"),
+            ("prestepzero", -1, "end", "posthookclose", "inf", "end"),
+            ("train", 2, "stepstart", "train", 2, "forwardpassend"),
+            ("train", 2, "forwardpassend", "train", 3, "stepstart"),
+            ("train", 3, "stepstart", "train", 3, "forwardpassend"),
+            ("train", 3, "forwardpassend", "train", 4, "stepstart"),
+        ]
+    )
     assert ours["by_step_9"] is None and ours["pre_step_zero"] is not None and ours["post_hook_close"] is not None
     if profiler == "cprofile":
         # steps 2..3 with 1.0.34's test: the interval ending at step 4's start is out
@@ -88,7 +113,9 @@ def _same_on_1034_stats(profiler, node, ours, theirs):
         assert set(ours["by_job_phase"]) == {"initialization", "training_loop", "finalization"}
         assert set(theirs["by_job_phase"]) == {"initialization", "training_loop"}
         assert ours["by_job_phase"]["initialization"] == ours["pre_step_zero"]
-        assert ours["by_job_phase"]["finalization"] == ours["post_hook_close"] == theirs["by_job_phase"]["initialization"]
+        assert (
+            ours["by_job_phase"]["finalization"] == ours["post_hook_close"] == theirs["by_job_phase"]["initialization"]
+        )
         assert ours["by_job_phase"]["training_loop"] == theirs["by_job_phase"]["training_loop"]
     else:
         assert ours["by_step_3"]["intervals"] == 1 and ours["by_step_3"]["html"] == ["python_stats.html"]

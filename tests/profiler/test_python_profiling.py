@@ -30,8 +30,10 @@ def _run(root, python, steps=5, n=2000, **kw):
 
 
 def _dirs(root, profiler="cprofile"):
-    return sorted((p.name for p in Path(root, "framework", "pytorch", profiler).glob("*/*")),
-                  key=lambda n: float(n.split("_")[0].rsplit("-", 1)[1]))
+    return sorted(
+        (p.name for p in Path(root, "framework", "pytorch", profiler).glob("*/*")),
+        key=lambda n: float(n.split("_")[0].rsplit("-", 1)[1]),
+    )
 
 
 def test_cprofile_covers_the_configured_steps_only_and_1034_reads_it(tmp_path, peer):
@@ -39,13 +41,17 @@ def test_cprofile_covers_the_configured_steps_only_and_1034_reads_it(tmp_path, p
     assert running == [False, False, True, True, False]
     names = [[part.rsplit("-", 1)[0] for part in n.split("_")] for n in _dirs(tmp_path)]
     assert names == [
-        ["train-2-stepstart", "train-2-forwardpassend"], ["train-2-forwardpassend", "train-2-stepend"],
-        ["train-3-stepstart", "train-3-forwardpassend"], ["train-3-forwardpassend", "train-3-stepend"],
+        ["train-2-stepstart", "train-2-forwardpassend"],
+        ["train-2-forwardpassend", "train-2-stepend"],
+        ["train-3-stepstart", "train-3-forwardpassend"],
+        ["train-3-forwardpassend", "train-3-stepend"],
     ]
     out = run_json(peer, PEER_READ, tmp_path, "python", "pytorch", 2, 3)
     assert sorted(out["listed"]) == sorted(
-        ["train", s, a, "train", s, b] for s in ("2", "3")
-        for a, b in (("stepstart", "forwardpassend"), ("forwardpassend", "stepend")))
+        ["train", s, a, "train", s, b]
+        for s in ("2", "3")
+        for a, b in (("stepstart", "forwardpassend"), ("forwardpassend", "stepend"))
+    )
     assert any(f.endswith("(work)") for f in out["functions"])
     assert not any(f.endswith(("(_write)", "(complete)")) for f in out["functions"])  # nor the profiler writing
 
@@ -81,5 +87,9 @@ def test_pyinstrument_missing_is_a_clear_error(tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "pyinstrument", None)
-    with pytest.raises(ImportError, match=r"'pyinstrument' is needed for PythonProfilingConfig.*smdebug-open\[profiler\]"):
-        Profiler(ProfilerConfig(local_path=str(tmp_path), python={"ProfilerName": "pyinstrument"}, system_metrics=False))
+    with pytest.raises(
+        ImportError, match=r"'pyinstrument' is needed for PythonProfilingConfig.*smdebug-open\[profiler\]"
+    ):
+        Profiler(
+            ProfilerConfig(local_path=str(tmp_path), python={"ProfilerName": "pyinstrument"}, system_metrics=False)
+        )

@@ -62,8 +62,13 @@ def test_events_nest_in_their_steps_and_steps_add_up_to_the_wall_time(tmp_path):
     for e in events:
         by_phase.setdefault(e["phase"], []).append(e)
     assert {p: len(v) for p, v in by_phase.items()} == {
-        "Step:ModeKeys.TRAIN": N_BATCHES, "Forward": N_BATCHES, "Backward": N_BATCHES, "Optimizer": N_BATCHES,
-        "DataLoaderIter": N_BATCHES, "DataLoaderIterInitialize": 1, "DataLoaderWorker": N_BATCHES,
+        "Step:ModeKeys.TRAIN": N_BATCHES,
+        "Forward": N_BATCHES,
+        "Backward": N_BATCHES,
+        "Optimizer": N_BATCHES,
+        "DataLoaderIter": N_BATCHES,
+        "DataLoaderIterInitialize": 1,
+        "DataLoaderWorker": N_BATCHES,
     }
     for phase in ("Forward", "Backward", "Optimizer", "DataLoaderIter"):
         for e in by_phase[phase]:
@@ -93,8 +98,14 @@ def test_events_nest_in_their_steps_and_steps_add_up_to_the_wall_time(tmp_path):
     total = sum(e["end"] - e["start"] for e in ordered) + (init["end"] - init["start"])
     assert total == pytest.approx(wall, rel=0.05)
     # CPU samples came every 100 ms while it trained
-    stamps = sorted({r["Timestamp"] for f in Path(root, "system").rglob("*.json")
-                     for r in map(json.loads, f.read_text().splitlines()) if r["Type"] == "cpu"})
+    stamps = sorted(
+        {
+            r["Timestamp"]
+            for f in Path(root, "system").rglob("*.json")
+            for r in map(json.loads, f.read_text().splitlines())
+            if r["Type"] == "cpu"
+        }
+    )
     assert len(stamps) >= 3
     assert statistics.median(b - a for a, b in zip(stamps, stamps[1:])) == pytest.approx(0.1, abs=0.03)
 

@@ -18,7 +18,7 @@ from smdebug.profiler.timeline import now_us
 def _keys(boto_client, bucket, prefix) -> list[str]:
     out = []
     for page in boto_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/"):
-        out += [o["Key"][len(prefix) + 1:] for o in page.get("Contents", [])]
+        out += [o["Key"][len(prefix) + 1 :] for o in page.get("Contents", [])]
     return sorted(out)
 
 
@@ -66,8 +66,11 @@ def test_a_profile_on_s3_has_the_keys_of_a_local_one_and_the_same_events(bucket,
     assert "system/training_job_end.ts" in got and "framework/training_job_end.ts" in got
     assert sum(k.startswith("framework/pevents/") for k in got) > 2  # rotated: several files
     assert sorted(steps_of(read_events(tmp_path / "down"))) == list(range(12))
-    rows = [json.loads(line) for f in (tmp_path / "down" / "system").rglob("*.algo-1.json")
-            for line in f.read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for f in (tmp_path / "down" / "system").rglob("*.algo-1.json")
+        for line in f.read_text().splitlines()
+    ]
     assert {r["Dimension"] for r in rows} >= {"CPUUtilization", "I/OWaitPercentage"} and len(rows) >= 2
     (stats,) = (tmp_path / "down" / "framework" / "pytorch" / "cprofile").rglob("python_stats")
     assert stats.parent.name.startswith("train-2-stepstart-")
@@ -86,8 +89,9 @@ def test_an_upload_that_fails_keeps_the_file_and_names_it(aws_env, caplog):
     shutil.rmtree(p.root)
 
 
-def test_pytorch_training_with_an_s3_out_dir_uploads_workers_and_detailed_traces(bucket, aws_env, boto_client,
-                                                                                   tmp_path):
+def test_pytorch_training_with_an_s3_out_dir_uploads_workers_and_detailed_traces(
+    bucket, aws_env, boto_client, tmp_path
+):
     torch = pytest.importorskip("torch")
     import smdebug.pytorch as smd
 

@@ -18,9 +18,11 @@ from smdtest import run_json
 pytest.importorskip("psutil")
 PEER_READ = Path(__file__).with_name("peer_read.py")
 # the job's own rows (profiler.job_metrics), where the kernel gives per-task run and wait times
-JOB_ROWS = {("job", "cpu", "JobCPUDemand"), ("job", "cpu", "JobCPUUtilization"),
-            ("job", "memory", "JobMemoryUsedPercent")} if os.path.exists(
-    f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat") else set()
+JOB_ROWS = (
+    {("job", "cpu", "JobCPUDemand"), ("job", "cpu", "JobCPUUtilization"), ("job", "memory", "JobMemoryUsedPercent")}
+    if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")
+    else set()
+)
 
 
 def _rows(root) -> list[dict]:
@@ -58,12 +60,20 @@ def test_rows_use_sagemakers_vocabulary_and_file_layout(tmp_path):
     rows = _rows(tmp_path)
     assert list(rows[0]) == ["Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"]
     kinds = {(r["Type"], r["Name"] if r["Type"] != "cpu" else "cpu<i>", r["Dimension"]) for r in rows}
-    assert kinds == {
-        ("cpu", "cpu<i>", "CPUUtilization"), ("cpu", "cpu<i>", "I/OWaitPercentage"),
-        ("memory", "MemoryUsedPercent", ""), ("i/o", "IOPS", ""),
-        ("i/o", "ReadThroughputInBytesPerSecond", ""), ("i/o", "WriteThroughputInBytesPerSecond", ""),
-        ("network", "ReceiveBytesPerSecond", "Algorithm"), ("network", "TransmitBytesPerSecond", "Algorithm"),
-    } | JOB_ROWS
+    assert (
+        kinds
+        == {
+            ("cpu", "cpu<i>", "CPUUtilization"),
+            ("cpu", "cpu<i>", "I/OWaitPercentage"),
+            ("memory", "MemoryUsedPercent", ""),
+            ("i/o", "IOPS", ""),
+            ("i/o", "ReadThroughputInBytesPerSecond", ""),
+            ("i/o", "WriteThroughputInBytesPerSecond", ""),
+            ("network", "ReceiveBytesPerSecond", "Algorithm"),
+            ("network", "TransmitBytesPerSecond", "Algorithm"),
+        }
+        | JOB_ROWS
+    )
     assert all(r["NodeId"] == "algo-1" for r in rows)
     assert all(0 <= r["Value"] <= 100 for r in rows if r["Type"] in ("cpu", "memory"))
     for f in s.files:  # <root>/system/incremental/<YYYYMMDDHH>/<minute>.algo-1.json
@@ -81,7 +91,9 @@ def test_smdebug_1034_reads_our_system_metrics_with_the_same_counts_and_values(t
     assert len(theirs) == len(ours)
     key = lambda r: (r[5], r[0], r[1], r[2])  # noqa: E731
     theirs = sorted(theirs, key=key)
-    ours = sorted(([r["Type"], r["Name"], r["Dimension"], r["Value"], r["NodeId"], r["Timestamp"]] for r in ours), key=key)
+    ours = sorted(
+        ([r["Type"], r["Name"], r["Dimension"], r["Value"], r["NodeId"], r["Timestamp"]] for r in ours), key=key
+    )
     assert theirs == ours
     assert Counter(r[0] for r in theirs)["cpu"] == 2 * os.cpu_count() * len({r[5] for r in theirs})
 
@@ -95,10 +107,12 @@ def test_host_rows_from_counters():
 
     class FakePsutil:
         def __init__(self):
-            self.readings = iter([
-                ([T(10, 0, 5, 80, 5, 0, 0, 0, 3, 0)], D(10, 20, 1000, 2000), N(100, 200)),
-                ([T(40, 0, 15, 120, 25, 0, 0, 0, 9, 0)], D(15, 35, 3000, 2500), N(600, 1200)),
-            ])
+            self.readings = iter(
+                [
+                    ([T(10, 0, 5, 80, 5, 0, 0, 0, 3, 0)], D(10, 20, 1000, 2000), N(100, 200)),
+                    ([T(40, 0, 15, 120, 25, 0, 0, 0, 9, 0)], D(15, 35, 3000, 2500), N(600, 1200)),
+                ]
+            )
 
         def cpu_times(self, percpu):
             self.cur = next(self.readings)
@@ -156,13 +170,20 @@ class FakeNvml:
 def test_gpu_rows_from_a_fake_nvml(tmp_path):
     nvml = FakeNvml()
     gpus = open_gpus(nvml)
-    assert gpus.rows() == [("gpu", "gpu0", "GPUUtilization", 37.0), ("gpu", "gpu0", "GPUMemoryUtilization", 25.0),
-                           ("gpu", "gpu1", "GPUUtilization", 90.0), ("gpu", "gpu1", "GPUMemoryUtilization", 75.0)]
+    assert gpus.rows() == [
+        ("gpu", "gpu0", "GPUUtilization", 37.0),
+        ("gpu", "gpu0", "GPUMemoryUtilization", 25.0),
+        ("gpu", "gpu1", "GPUUtilization", 90.0),
+        ("gpu", "gpu1", "GPUMemoryUtilization", 75.0),
+    ]
     _sample(tmp_path, n=2, gpus=gpus)
     rows = [r for r in _rows(tmp_path) if r["Type"] == "gpu"]
     assert {(r["Name"], r["Dimension"], r["Value"]) for r in rows} == {
-        ("gpu0", "GPUUtilization", 37.0), ("gpu0", "GPUMemoryUtilization", 25.0),
-        ("gpu1", "GPUUtilization", 90.0), ("gpu1", "GPUMemoryUtilization", 75.0)}
+        ("gpu0", "GPUUtilization", 37.0),
+        ("gpu0", "GPUMemoryUtilization", 25.0),
+        ("gpu1", "GPUUtilization", 90.0),
+        ("gpu1", "GPUMemoryUtilization", 75.0),
+    }
     assert nvml.shutdown
 
 

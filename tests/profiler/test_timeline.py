@@ -20,8 +20,13 @@ PEER_READ = Path(__file__).with_name("peer_read.py")
 def _write_steps(w: TimelineWriter, n: int, t0: int) -> None:
     for s in range(n):
         w.complete("Forward", "Net", t0 + 1000 * s + 10, t0 + 1000 * s + 500, {"pid": 1, "step_num": str(s)})
-        w.complete("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", t0 + 1000 * s, t0 + 1000 * s + 900,
-                   {"pid": 1, "step_num": str(s)})
+        w.complete(
+            "Step:ModeKeys.TRAIN",
+            "Step:ModeKeys.TRAIN",
+            t0 + 1000 * s,
+            t0 + 1000 * s + 900,
+            {"pid": 1, "step_num": str(s)},
+        )
 
 
 def test_file_layout_and_names(tmp_path):
@@ -36,7 +41,12 @@ def test_file_layout_and_names(tmp_path):
     last_end = t0 + 2000 + 900
     assert rel.parts[:2] == ("framework", "pevents") and rel.name == f"{last_end}_123-host_pythontimeline.json"
     doc = json.loads(Path(f).read_text())
-    assert doc[0] == {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": w.base_us}}
+    assert doc[0] == {
+        "name": "process_name",
+        "ph": "M",
+        "pid": 0,
+        "args": {"start_time_since_epoch_in_micros": w.base_us},
+    }
     assert doc[1]["name"] == "process_sort_index"
     assert [e["ts"] + w.base_us for e in doc if e["ph"] == "X"][:2] == [t0 + 10, t0]
     assert not (tmp_path / "framework" / "123-host_pythontimeline.json.tmp").exists()
@@ -58,9 +68,13 @@ def test_size_rotation_keeps_every_event_and_never_overwrites(tmp_path, peer):
     for f in w.files:  # every file announces the phases it uses
         doc = json.loads(Path(f).read_text())
         assert {e["args"]["name"] for e in doc if e["name"] == "process_name" and "name" in e["args"]} == {
-            "Forward", "Step:ModeKeys.TRAIN"}
+            "Forward",
+            "Step:ModeKeys.TRAIN",
+        }
     theirs = run_json(peer, PEER_READ, tmp_path, "framework")["events"]
-    assert len(theirs) == 81 and sorted(int(e[6]["step_num"]) for e in theirs if e[0].startswith("Step")) == list(range(40))
+    assert len(theirs) == 81 and sorted(int(e[6]["step_num"]) for e in theirs if e[0].startswith("Step")) == list(
+        range(40)
+    )
 
 
 def test_age_rotation(tmp_path):
@@ -83,7 +97,7 @@ def test_events_are_written_in_batches_and_at_the_flush_interval(tmp_path):
     t0 = now_us()
     for s in range(3):
         w.complete("P", "e", t0 + s, t0 + s + 1)
-    assert tmp.read_bytes().count(b"\"ph\":\"X\"") == 0 and w.events_written == 0  # queued (the file is open)
+    assert tmp.read_bytes().count(b'"ph":"X"') == 0 and w.events_written == 0  # queued (the file is open)
     w.complete("P", "e", t0 + 3, t0 + 4)  # the fourth fills the batch
     assert w.events_written == 4 and tmp.read_bytes().count(b'"ph":"X"') == 4
     w.complete("P", "e", t0 + 4, t0 + 5)
@@ -146,6 +160,7 @@ def test_profiler_alone_steps_and_python_stats(tmp_path):
 def test_an_error_disables_the_profiler_not_training(tmp_path, caplog):
     with Profiler(ProfilerConfig(local_path=str(tmp_path), system_metrics=False)) as p:
         p.step_start("train", 0)
+
         def broken(*a, **k):
             raise OSError("disk full")
 

@@ -24,8 +24,17 @@ PEER_READ = Path(__file__).with_name("peer_read.py")
 def test_rounds_are_steps_with_python_stats_for_the_configured_ones(tmp_path, monkeypatch, peer):
     root = tmp_path / "prof"
     cfg = tmp_path / "profilerconfig.json"
-    cfg.write_text(json.dumps({"ProfilingIntervalInMilliseconds": 100, "ProfilingParameters": {
-        "LocalPath": str(root), "PythonProfilingConfig": '{"StartStep": 2, "NumSteps": 2, }'}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "ProfilingIntervalInMilliseconds": 100,
+                "ProfilingParameters": {
+                    "LocalPath": str(root),
+                    "PythonProfilingConfig": '{"StartStep": 2, "NumSteps": 2, }',
+                },
+            }
+        )
+    )
     monkeypatch.setenv("SMPROFILER_CONFIG_PATH", str(cfg))
     t = xgbutil.task("binary")
     hook = smd.Hook(out_dir=str(tmp_path / "run"))

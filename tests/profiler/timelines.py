@@ -12,11 +12,21 @@ def read_events(root) -> list[dict]:
     for f in sorted(Path(root, "framework", "pevents").rglob("*_pythontimeline.json")):
         doc = json.loads(f.read_text())
         base = doc[0]["args"]["start_time_since_epoch_in_micros"]
-        phases = {e["pid"]: e["args"]["name"] for e in doc if e["name"] == "process_name" and "name" in e.get("args", {})}
+        phases = {
+            e["pid"]: e["args"]["name"] for e in doc if e["name"] == "process_name" and "name" in e.get("args", {})
+        }
         for e in doc:
             if e["ph"] == "X":
-                out.append({"phase": phases[e["pid"]], "name": e["name"], "start": base + e["ts"],
-                            "end": base + e["ts"] + e["dur"], "args": e.get("args", {}), "file": f.name})
+                out.append(
+                    {
+                        "phase": phases[e["pid"]],
+                        "name": e["name"],
+                        "start": base + e["ts"],
+                        "end": base + e["ts"] + e["dur"],
+                        "args": e.get("args", {}),
+                        "file": f.name,
+                    }
+                )
     return out
 
 

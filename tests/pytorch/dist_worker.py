@@ -18,11 +18,21 @@ from gloo_exit import end_gloo  # noqa: E402
 
 
 def main():
-    rank, world, port, out_dir, include_workers = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+    rank, world, port, out_dir, include_workers = (
+        int(sys.argv[1]),
+        int(sys.argv[2]),
+        sys.argv[3],
+        sys.argv[4],
+        sys.argv[5],
+    )
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     torch.set_num_threads(1)
-    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1), include_workers=include_workers,
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=out_dir,
+        save_config=smd.SaveConfig(save_interval=1),
+        include_workers=include_workers,
+        include_collections=["weights", "gradients", "losses"],
+    )
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = DistributedDataParallel(nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1)))

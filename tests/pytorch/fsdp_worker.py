@@ -49,7 +49,7 @@ def main():
     if variant.startswith("hsdp"):
         from torch.distributed.device_mesh import init_device_mesh
 
-        shape = tuple(int(n) for n in variant[len("hsdp"):].split("x"))
+        shape = tuple(int(n) for n in variant[len("hsdp") :].split("x"))
         mesh = init_device_mesh("cpu", shape, mesh_dim_names=("replicate", "shard"))
     fully_shard(model.fc1, mesh=mesh)
     fully_shard(model.fc2, mesh=mesh)
@@ -59,10 +59,14 @@ def main():
 
         inner = model.fc1.forward
         model.fc1.forward = lambda x: checkpoint(inner, x, use_reentrant=False)
-    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1), include_workers="all",
-                    include_collections=["weights", "gradients", "losses"], gather_sharded=(mode == "gather"),
-                    reduction_config=smd.ReductionConfig(reductions=["mean", "max"], norms=["l2"],
-                                                         save_raw_tensor=True))
+    hook = smd.Hook(
+        out_dir=out_dir,
+        save_config=smd.SaveConfig(save_interval=1),
+        include_workers="all",
+        include_collections=["weights", "gradients", "losses"],
+        gather_sharded=(mode == "gather"),
+        reduction_config=smd.ReductionConfig(reductions=["mean", "max"], norms=["l2"], save_raw_tensor=True),
+    )
     run = torch.compile(model) if variant == "compile" else model
     hook.register_module(run)
     loss_fn = nn.MSELoss()

@@ -24,8 +24,15 @@ from smdtest import ORACLE, run_json
 
 pytest.importorskip("torch.distributed.fsdp")
 WORKER = Path(__file__).with_name("fsdp_worker.py")
-NAMES = ["MLP_fc1.weight", "MLP_fc2.weight", "gradient/MLP_fc1.weight", "gradient/MLP_fc1.bias",
-         "gradient/MLP_fc2.weight", "gradient/MLP_fc2.bias", "gradient/MLP_scale"]
+NAMES = [
+    "MLP_fc1.weight",
+    "MLP_fc2.weight",
+    "gradient/MLP_fc1.weight",
+    "gradient/MLP_fc1.bias",
+    "gradient/MLP_fc2.weight",
+    "gradient/MLP_fc2.bias",
+    "gradient/MLP_scale",
+]
 
 
 def _free_port() -> str:
@@ -39,9 +46,26 @@ def _torchrun(tmp_path: Path, mode: str, *variant: str):
     res.mkdir()
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
-                           _free_port(), str(WORKER), str(out), mode, str(res), *variant],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [
+            torchrun,
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            _free_port(),
+            str(WORKER),
+            str(out),
+            mode,
+            str(res),
+            *variant,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return create_trial(str(out)), np.load(res / "reference.npz")
 
@@ -54,8 +78,9 @@ def _steps_modes_losses(trial, ref):
     loss = trial.tensor("MSELoss_output_0")
     for step in range(3):
         for rank in range(2):
-            np.testing.assert_allclose(loss.value(step, mode=modes.TRAIN, worker=f"worker_{rank}"),
-                                       ref[f"{step}/loss_{rank}"][0], rtol=1e-5)
+            np.testing.assert_allclose(
+                loss.value(step, mode=modes.TRAIN, worker=f"worker_{rank}"), ref[f"{step}/loss_{rank}"][0], rtol=1e-5
+            )
 
 
 def test_gathered_tensors_are_the_unsharded_models(tmp_path):
@@ -76,12 +101,15 @@ def _gathered_are_whole(tmp_path, trial, ref):
             assert value.shape == whole.shape
             np.testing.assert_allclose(value, whole, rtol=1e-5, atol=1e-7)
             # reductions of the whole tensor, not of rank 0's shard
-            np.testing.assert_allclose(t.reduction_value(step, "l2", mode=modes.TRAIN, worker="worker_0"),
-                                       np.linalg.norm(whole), rtol=1e-5)
-            np.testing.assert_allclose(t.reduction_value(step, "max", mode=modes.TRAIN, worker="worker_0"),
-                                       whole.max(), rtol=1e-5)
-            np.testing.assert_allclose(t.reduction_value(step, "mean", mode=modes.TRAIN, worker="worker_0"),
-                                       whole.mean(), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(
+                t.reduction_value(step, "l2", mode=modes.TRAIN, worker="worker_0"), np.linalg.norm(whole), rtol=1e-5
+            )
+            np.testing.assert_allclose(
+                t.reduction_value(step, "max", mode=modes.TRAIN, worker="worker_0"), whole.max(), rtol=1e-5
+            )
+            np.testing.assert_allclose(
+                t.reduction_value(step, "mean", mode=modes.TRAIN, worker="worker_0"), whole.mean(), rtol=1e-5, atol=1e-7
+            )
 
 
 def test_each_rank_saves_its_shard_and_where_it_lies(tmp_path, peer):
@@ -90,8 +118,14 @@ def test_each_rank_saves_its_shard_and_where_it_lies(tmp_path, peer):
     assert set(NAMES) <= set(trial.tensor_names())
     meta = orjson.loads((tmp_path / "local" / "shards" / "worker_1_shards.json").read_bytes())["tensors"]
     # fc1.weight (6, 4) split by rows over 2 ranks: rank 1 holds rows 3..5
-    assert meta["MLP_fc1.weight"] == {"global_shape": [6, 4], "local_shape": [3, 4], "offset": [3, 0],
-                                      "placements": ["S(0)"], "mesh_shape": [2], "mesh_coordinate": [1]}
+    assert meta["MLP_fc1.weight"] == {
+        "global_shape": [6, 4],
+        "local_shape": [3, 4],
+        "offset": [3, 0],
+        "placements": ["S(0)"],
+        "mesh_shape": [2],
+        "mesh_coordinate": [1],
+    }
     for name in NAMES:
         for step in range(3):
             whole = ref[f"{step}/{name}"]
@@ -118,14 +152,20 @@ def test_compile_and_activation_checkpointing_over_fsdp2(tmp_path, variant):
     _steps_modes_losses(trial, ref)
     for name in NAMES:
         for step in range(3):
-            np.testing.assert_allclose(trial.tensor(name).value(step, mode=modes.TRAIN, worker="worker_0"),
-                                       ref[f"{step}/{name}"], rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(
+                trial.tensor(name).value(step, mode=modes.TRAIN, worker="worker_0"),
+                ref[f"{step}/{name}"],
+                rtol=1e-5,
+                atol=1e-7,
+            )
 
 
 # HSDP: fully_shard on a 2-D device mesh ("replicate", "shard"); with 2 processes, 1 replica of 2
 # shards or 2 replicas of 1 shard. The placements are (Replicate(), Shard(0)).
-HSDP_FC1 = {"1x2": {"local_shape": [3, 4], "offset": [3, 0], "mesh_shape": [1, 2], "mesh_coordinate": [0, 1]},
-            "2x1": {"local_shape": [6, 4], "offset": [0, 0], "mesh_shape": [2, 1], "mesh_coordinate": [1, 0]}}
+HSDP_FC1 = {
+    "1x2": {"local_shape": [3, 4], "offset": [3, 0], "mesh_shape": [1, 2], "mesh_coordinate": [0, 1]},
+    "2x1": {"local_shape": [6, 4], "offset": [0, 0], "mesh_shape": [2, 1], "mesh_coordinate": [1, 0]},
+}
 
 
 @pytest.mark.parametrize("mesh", ["1x2", "2x1"])
@@ -147,8 +187,9 @@ def test_hsdp_each_rank_saves_its_shard_and_read_full_puts_it_together(tmp_path,
     else:  # one replica is enough
         del doc["tensors"]["MLP_fc1.weight"]
         shards_file.write_bytes(orjson.dumps(doc))
-        np.testing.assert_allclose(read_full(trial, "MLP_fc1.weight", 2, mode=modes.TRAIN), ref["2/MLP_fc1.weight"],
-                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            read_full(trial, "MLP_fc1.weight", 2, mode=modes.TRAIN), ref["2/MLP_fc1.weight"], rtol=1e-5, atol=1e-7
+        )
 
 
 def _shards_that_do_not_tile_are_refused(trial, shards_file, doc):

@@ -32,8 +32,11 @@ def test_checkpointed_layers_are_saved_once_per_step(tmp_path, reentrant):
     if reentrant:
         model.forward = lambda x: model.out(torch.relu(checkpoint(model.block, x, use_reentrant=True)))
     first = copy.deepcopy(model.block[0])  # not registered: its calls are not saved (no optimizer: weights stay)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["outputs", "gradients"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["outputs", "gradients"],
+    )
     hook.register_module(model)
     xs = [torch.randn(3, 4, requires_grad=reentrant) for _ in range(2)]
     expected = []

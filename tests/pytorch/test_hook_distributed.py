@@ -26,8 +26,12 @@ def _free_port() -> str:
 def _run(out_dir: Path, include_workers: str) -> None:
     port = _free_port()
     procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(r), "2", port, str(out_dir), include_workers],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(r), "2", port, str(out_dir), include_workers],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for r in range(2)
     ]
     outs = [p.communicate(timeout=120)[0] for p in procs]
@@ -51,7 +55,8 @@ def test_two_process_gloo_run(tmp_path, include_workers):
     done = [n for n in names if n.endswith("_done.ts")]
     assert done == ([f"{w}_done.ts" for w in expected_workers] if include_workers == "all" else [])
     assert json.loads((out / "collections" / "000000000" / coll_files[0]).read_text())["_meta"]["num_workers"] == len(
-        expected_workers)
+        expected_workers
+    )
     w = "DistributedDataParallel_module.0.weight"
     assert w in trial.tensor_names(collection="weights")
     assert f"gradient/{w}" in trial.tensor_names(collection="gradients")
@@ -81,8 +86,12 @@ def test_chief_marks_the_end_only_when_every_worker_is_done(tmp_path, monkeypatc
     out = tmp_path / "run"
     hooks, models = [], []
     for w in ("worker_0", "worker_1"):
-        h = smd.Hook(out_dir=str(out), include_workers="all", save_config=smd.SaveConfig(save_interval=1),
-                     include_collections=["weights"])
+        h = smd.Hook(
+            out_dir=str(out),
+            include_workers="all",
+            save_config=smd.SaveConfig(save_interval=1),
+            include_collections=["weights"],
+        )
         h._get_num_workers = lambda: 2
         h._get_worker_name = lambda w=w: w
         m = nn.Linear(3, 2)

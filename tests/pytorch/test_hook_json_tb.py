@@ -40,8 +40,10 @@ def test_json_configured_hook_equals_kwargs_configured(tmp_path, monkeypatch):
         "HookParameters": {"save_interval": "2", "eval.save_interval": "1"},
         "CollectionConfigurations": [
             {"CollectionName": "weights"},
-            {"CollectionName": "gradients",
-             "CollectionParameters": {"reductions": "mean,l2_norm", "save_raw_tensor": "true"}},
+            {
+                "CollectionName": "gradients",
+                "CollectionParameters": {"reductions": "mean,l2_norm", "save_raw_tensor": "true"},
+            },
         ],
     }
     path = tmp_path / "debughookconfig.json"
@@ -53,10 +55,14 @@ def test_json_configured_hook_equals_kwargs_configured(tmp_path, monkeypatch):
 
     every = {m: smd.SaveConfigMode(save_interval=2) for m in smd.modes.ModeKeys}
     every[smd.modes.EVAL] = smd.SaveConfigMode(save_interval=1)
-    kw = smd.Hook(out_dir=str(tmp_path / "from_kwargs"), save_config=smd.SaveConfig(mode_save_configs=every),
-                  include_collections=["weights", "gradients"])
-    kw.get_collection("gradients").reduction_config = smd.ReductionConfig(reductions=["mean"], norms=["l2"],
-                                                                          save_raw_tensor=True)
+    kw = smd.Hook(
+        out_dir=str(tmp_path / "from_kwargs"),
+        save_config=smd.SaveConfig(mode_save_configs=every),
+        include_collections=["weights", "gradients"],
+    )
+    kw.get_collection("gradients").reduction_config = smd.ReductionConfig(
+        reductions=["mean"], norms=["l2"], save_raw_tensor=True
+    )
     _train(kw)
 
     a, b = create_trial(str(tmp_path / "from_json")), create_trial(str(tmp_path / "from_kwargs"))
@@ -71,8 +77,12 @@ def test_json_configured_hook_equals_kwargs_configured(tmp_path, monkeypatch):
             assert ta.reduction_values(s).keys() == tb.reduction_values(s).keys()
     g = a.tensor("gradient/Sequential_0.weight")
     assert set(g.reduction_values(g.steps()[0])) == {("mean", False), ("l2", False)}
-    assert json.loads(next((tmp_path / "from_json" / "collections" / "000000000").iterdir()).read_text())[
-        "collections"]["gradients"]["reduction_config"]["reductions"] == "mean,l2_norm"
+    assert (
+        json.loads(next((tmp_path / "from_json" / "collections" / "000000000").iterdir()).read_text())["collections"][
+            "gradients"
+        ]["reduction_config"]["reductions"]
+        == "mean,l2_norm"
+    )
 
 
 def test_missing_json_file_gives_no_hook(tmp_path, monkeypatch):
@@ -86,8 +96,12 @@ def test_missing_json_file_gives_no_hook(tmp_path, monkeypatch):
 def test_tensorboard_scalars_and_histograms(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), export_tensorboard=True, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "losses"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        export_tensorboard=True,
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "losses"],
+    )
     losses = _train(hook)
     tb = tmp_path / "run" / "tensorboard"
     assert sorted(p.name for p in tb.iterdir()) == ["EVAL", "TRAIN"]
@@ -112,8 +126,11 @@ def test_tensorboard_scalars_and_histograms(tmp_path):
 
 
 def test_inputs_and_outputs_collections_on_demand(tmp_path):
-    hook = smd.Hook(out_dir=str(tmp_path / "io"), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["inputs", "outputs"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "io"),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["inputs", "outputs"],
+    )
     _train(hook, steps=2)
     trial = create_trial(str(tmp_path / "io"))
     assert {"inputs", "outputs"} <= set(trial.collections())
@@ -126,7 +143,13 @@ def test_inputs_and_outputs_collections_on_demand(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path / "plain"), save_config=smd.SaveConfig(save_interval=1))
     _train(hook, steps=1)
     assert set(create_trial(str(tmp_path / "plain")).collections()) == {
-        "all", "default", "weights", "biases", "gradients", "losses"}
+        "all",
+        "default",
+        "weights",
+        "biases",
+        "gradients",
+        "losses",
+    }
 
 
 def test_save_scalar_at_every_step_keeps_its_steps_in_tensorboard(tmp_path):
@@ -137,8 +160,12 @@ def test_save_scalar_at_every_step_keeps_its_steps_in_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     model = torch.nn.Linear(2, 2)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), export_tensorboard=True, include_collections=["losses"],
-                    save_config=smd.SaveConfig(save_interval=10))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        export_tensorboard=True,
+        include_collections=["losses"],
+        save_config=smd.SaveConfig(save_interval=10),
+    )
     hook.register_module(model)
     for step in range(25):
         model(torch.ones(1, 2))

@@ -83,8 +83,9 @@ def test_kernel_moments_equal_torchs(kernel, case):
 def test_the_kernel_is_used_and_what_it_does_not_take_goes_to_torch(kernel, monkeypatch):
     calls = []
     moments = TorchOps.moments
-    monkeypatch.setattr(TorchOps, "moments", staticmethod(lambda ts, abs_ts=None: calls.append(len(ts)) or
-                                                          moments(ts, abs_ts)))
+    monkeypatch.setattr(
+        TorchOps, "moments", staticmethod(lambda ts, abs_ts=None: calls.append(len(ts)) or moments(ts, abs_ts))
+    )
     ad = TorchAdapter()
     ops = [("mean", True), ("l2", False), ("max", False)]
     t = torch.randn(100, 30)

@@ -127,8 +127,13 @@ def test_fixture_recipe_gives_the_same_trial_as_1_0_34(recipe_trial):
         for step, entry in t["per_step"].items():
             got = ours["tensors"][name]["per_step"][step]
             assert _without_sha(got["value@worker_0"]) == _without_sha(entry["value@worker_0"]), (name, step)
-            np.testing.assert_allclose(mine.tensor(name).value(int(step)), fixture.tensor(name).value(int(step)),
-                                       rtol=RTOL, atol=ATOL, err_msg=f"{name} at {step}")
+            np.testing.assert_allclose(
+                mine.tensor(name).value(int(step)),
+                fixture.tensor(name).value(int(step)),
+                rtol=RTOL,
+                atol=ATOL,
+                err_msg=f"{name} at {step}",
+            )
             assert _same_floats(got["reductions@worker_0"], entry["reductions@worker_0"]), (name, step)
             compared += 1
     assert compared == 4 * 9 + 4 * 6 + 9 + 9  # params x 9 steps, gradients x 6 TRAIN steps, loss, lr

@@ -236,7 +236,13 @@ def test_close_writes_the_end_marker_and_the_collections_file(tmp_path):
     model(torch.randn(2, 8))
     hook.close()
     assert create_trial(str(out)).steps() == [0, 1]
-    assert sorted(p.name for p in out.iterdir()) == ["_smdebug", "collections", "events", "index", "training_job_end.ts"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_smdebug",
+        "collections",
+        "events",
+        "index",
+        "training_job_end.ts",
+    ]
 
 
 def test_close_without_any_saved_step(tmp_path):

@@ -21,8 +21,17 @@ RAW = {"save_config": EVERY, "include_collections": ["weights", "biases", "gradi
 REDUCED = dict(RAW, reduction_config=smd.ReductionConfig(norms=["l2"], reductions=["max"]))
 
 
-def _loop(path, steps, after_backward=None, hook_kwargs=RAW, set_to_none=True, accumulate=1, scaler=None,
-          start_at=None, model=None):
+def _loop(
+    path,
+    steps,
+    after_backward=None,
+    hook_kwargs=RAW,
+    set_to_none=True,
+    accumulate=1,
+    scaler=None,
+    start_at=None,
+    model=None,
+):
     """Train ``mlp()`` for ``steps`` forward calls (each a step); ``after_backward(i, model, opt)``
     runs between backward and the optimizer. ``start_at`` 0: each capture is handed to the copy
     thread at once (it runs while training goes on). Returns (trial, hook, per step:

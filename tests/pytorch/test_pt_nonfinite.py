@@ -48,8 +48,10 @@ def test_first_nan_loss_saves_that_step_and_the_next_three_in_full(tmp_path, cap
     assert np.isfinite(trial.tensor("Sequential_0.weight").value(33)).all()  # before the NaN update
     assert np.isnan(trial.tensor("Sequential_0.weight").value(34)).any()
     err = capsys.readouterr().err
-    assert ("64 steps trained, 5 saved (steps 0, 33-36; save_interval 500)" in err
-            and "first non-finite value: CrossEntropyLoss_output_0 at step 33, saved in full at steps 33-36" in err)
+    assert (
+        "64 steps trained, 5 saved (steps 0, 33-36; save_interval 500)" in err
+        and "first non-finite value: CrossEntropyLoss_output_0 at step 33, saved in full at steps 33-36" in err
+    )
 
 
 def test_healthy_run_keeps_the_schedule(tmp_path, capsys):
@@ -100,8 +102,7 @@ def test_a_weight_gone_nan_is_named_first_and_written_once(tmp_path):
     index = json.loads(next((tmp_path / "run" / "index").rglob("000000000020_*.json")).read_text())
     names = [r["tensorname"] for r in index["tensor_payload"]]
     assert len(names) == len(set(names))
-    assert names.index("Sequential_0.weight") < names.index("1_output_0") < names.index(
-        "CrossEntropyLoss_output_0")
+    assert names.index("Sequential_0.weight") < names.index("1_output_0") < names.index("CrossEntropyLoss_output_0")
 
 
 def test_a_second_run_into_a_finished_trials_folder_is_refused_in_one_line(tmp_path):
@@ -113,6 +114,8 @@ def test_a_second_run_into_a_finished_trials_folder_is_refused_in_one_line(tmp_p
     _train(tmp_path / "run", steps=2)
     with pytest.raises(SMDebugRuntimeError) as exc:
         smd.Hook(out_dir=str(tmp_path / "run"))
-    assert str(exc.value) == (f"{tmp_path / 'run'} holds a finished trial (training_job_end.ts exists): give the hook "
-                              "a new out_dir, so that two jobs' tensors are not mixed")
+    assert str(exc.value) == (
+        f"{tmp_path / 'run'} holds a finished trial (training_job_end.ts exists): give the hook "
+        "a new out_dir, so that two jobs' tensors are not mixed"
+    )
     assert create_trial(str(tmp_path / "run")).steps() == [0]

@@ -71,10 +71,16 @@ def _no_launcher(monkeypatch):
 @pytest.mark.parametrize("include_workers", ["all", "one"])
 def test_two_torchrun_ranks_without_a_process_group_are_two_workers(tmp_path, include_workers):
     out = tmp_path / "run"
-    procs = [subprocess.Popen([sys.executable, "-c", RANK_SCRIPT, str(out), include_workers],
-                              env=_launcher_free_env(RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r)),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RANK_SCRIPT, str(out), include_workers],
+            env=_launcher_free_env(RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     for p, text in zip(procs, outs):
         assert p.returncode == 0, text[-3000:]
@@ -102,22 +108,26 @@ def test_env_rank_reads_the_launchers_in_order():
     assert _pair({"HOROVOD_RANK": " 5 ", "HOROVOD_SIZE": "6\n"}) == (5, 6)
     # torchrun first; a launcher inside a Slurm step: its own rank, not the step's
     assert _pair({"RANK": "3", "WORLD_SIZE": "4", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) == (3, 4)
-    assert _pair({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2",
-                     "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) == (1, 2)
+    assert _pair(
+        {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}
+    ) == (1, 2)
     assert _pair({"RANK": "", "WORLD_SIZE": "", "PMI_RANK": "1", "PMI_SIZE": "2"}) == (1, 2)  # empty: unset
 
 
-@pytest.mark.parametrize("env, variable", [
-    ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK"),
-    ({"RANK": "one", "WORLD_SIZE": "2"}, "RANK"),
-    ({"RANK": "1.0", "WORLD_SIZE": "2"}, "RANK"),
-    ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK"),  # not below the size
-    ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE"),
-    ({"RANK": "0", "WORLD_SIZE": "x"}, "WORLD_SIZE"),
-    ({"RANK": "0"}, "WORLD_SIZE"),  # no size
-    ({"SLURM_PROCID": "7", "SLURM_NTASKS": "4"}, "SLURM_PROCID"),
-    ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "-2"}, "OMPI_COMM_WORLD_SIZE"),
-])
+@pytest.mark.parametrize(
+    "env, variable",
+    [
+        ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK"),
+        ({"RANK": "one", "WORLD_SIZE": "2"}, "RANK"),
+        ({"RANK": "1.0", "WORLD_SIZE": "2"}, "RANK"),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK"),  # not below the size
+        ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE"),
+        ({"RANK": "0", "WORLD_SIZE": "x"}, "WORLD_SIZE"),
+        ({"RANK": "0"}, "WORLD_SIZE"),  # no size
+        ({"SLURM_PROCID": "7", "SLURM_NTASKS": "4"}, "SLURM_PROCID"),
+        ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "-2"}, "OMPI_COMM_WORLD_SIZE"),
+    ],
+)
 def test_a_bad_value_is_ignored_with_one_warning_naming_it(caplog, env, variable):
     caplog.set_level(logging.WARNING, logger="smdebug")
     assert env_rank(env) is None

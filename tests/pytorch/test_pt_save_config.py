@@ -261,8 +261,13 @@ def test_a_module_whose_first_call_saves_nothing_still_saves_its_second(tmp_path
     also after a step whose schedule saves nothing (the plans change, and back)."""
     torch.manual_seed(3)
     model, loss_fn = Twice(), nn.CrossEntropyLoss()
-    hook = make_hook(tmp_path / "t", model, loss_fn, save_config=smd.SaveConfig(save_steps=[0, 1, 3, 4]),
-                     include_regex=[r"^fc_output_1$"])
+    hook = make_hook(
+        tmp_path / "t",
+        model,
+        loss_fn,
+        save_config=smd.SaveConfig(save_steps=[0, 1, 3, 4]),
+        include_regex=[r"^fc_output_1$"],
+    )
     outs = []
     model.fc.register_forward_hook(lambda m, i, o: outs.append(snap(o)))
     x = torch.randn(4, 8)

@@ -19,8 +19,13 @@ EVERY = smd.SaveConfig(save_interval=1)
 
 def test_a_stop_request_raises_at_the_next_forward(tmp_path):
     model, loss_fn = mlp(), nn.CrossEntropyLoss()
-    hook = make_hook(tmp_path / "t", model, loss_fn, save_config=EVERY,
-                     include_collections=["weights", "biases", "gradients", "losses"])
+    hook = make_hook(
+        tmp_path / "t",
+        model,
+        loss_fn,
+        save_config=EVERY,
+        include_collections=["weights", "biases", "gradients", "losses"],
+    )
     assert not hook.propagate_errors  # other errors would be swallowed by the guard
     hook.stop_watcher.interval = 0.0  # look at every step boundary (default: at most every 0.2 s)
 

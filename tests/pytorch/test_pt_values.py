@@ -122,8 +122,9 @@ def test_raw_tensor_shape_and_reductions_together(tmp_path):
     assert tuple(t.shape(0)) == (3, 16)
     w = torch.from_numpy(recs[0].params["Sequential_2.weight"])
     assert scalar(t.reduction_value(0, "max")) == float(w.max())
-    assert scalar(t.reduction_value(0, "l1")) == pytest.approx(float(torch.linalg.vector_norm(w.reshape(-1), ord=1)),
-                                                              rel=1e-6)
+    assert scalar(t.reduction_value(0, "l1")) == pytest.approx(
+        float(torch.linalg.vector_norm(w.reshape(-1), ord=1)), rel=1e-6
+    )
 
 
 def test_per_collection_reduction_config(tmp_path):

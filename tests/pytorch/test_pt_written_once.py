@@ -42,8 +42,9 @@ def test_a_scalar_saved_after_set_mode_at_close_does_not_replace_the_last_step(t
     assert trial.mode(3) == ModeKeys.EVAL and trial.mode_step(3) == 0
     assert trial.tensor("scalar/final_acc").value(3).tolist() == [0.9]
     np.testing.assert_allclose(trial.tensor(LOSS).value(2), recs[2].loss, rtol=1e-6)
-    np.testing.assert_allclose(trial.tensor("gradient/Sequential_0.weight").value(2),
-                               recs[2].grads["gradient/Sequential_0.weight"], rtol=1e-6)
+    np.testing.assert_allclose(
+        trial.tensor("gradient/Sequential_0.weight").value(2), recs[2].grads["gradient/Sequential_0.weight"], rtol=1e-6
+    )
 
 
 def test_set_mode_twice_then_a_scalar_goes_with_the_next_step(tmp_path):
@@ -82,8 +83,11 @@ def test_saving_after_close_is_refused_not_silently_dropped(tmp_path, caplog, ca
     hook, model, loss_fn = _hook(tmp_path / "t")
     run(hook, model, "T", loss_fn=loss_fn)
     hook.close()
-    args = {"save_scalar": ("late", 1.0), "save_tensor": ("late", np.ones(2)),
-            "record_tensor_value": ("late", torch.ones(2))}[call]
+    args = {
+        "save_scalar": ("late", 1.0),
+        "save_tensor": ("late", np.ones(2)),
+        "record_tensor_value": ("late", torch.ones(2)),
+    }[call]
     with caplog.at_level(logging.ERROR, logger="smdebug"):
         getattr(hook, call)(*args)
     assert "the hook is closed" in caplog.text and "late" in caplog.text

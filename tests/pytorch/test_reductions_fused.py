@@ -44,8 +44,9 @@ def _assert_close(got, want, t, what):
         assert abs(got - want) <= 1e-5 * abs(want) + 1e-6 * scale, (what, got, want)
 
 
-@pytest.mark.parametrize("case", ["normal", "large_mean", "positive", "negative", "one", "zeros", "ints",
-                                  "half", "big"])
+@pytest.mark.parametrize(
+    "case", ["normal", "large_mean", "positive", "negative", "one", "zeros", "ints", "half", "big"]
+)
 def test_reductions_equal_torchs_own(case):
     warnings.filterwarnings("ignore", "std|var", UserWarning)  # torch on one element: nan, and says so
     g = torch.Generator().manual_seed(3)
@@ -90,10 +91,15 @@ def test_reductions_only_take_no_copy_of_host_tensors(tmp_path, monkeypatch):
     monkeypatch.setattr(TorchOps, "clone", staticmethod(lambda t: copies.append(t.shape) or t.clone()))
     monkeypatch.setattr(TorchOps, "copy_into", staticmethod(lambda d, s: copies.append(len(d))))
     model = mlp()
-    rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"],
-                             save_raw_tensor=False)
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), reduction_config=rc,
-                    include_collections=["weights", "biases", "gradients"])
+    rc = smd.ReductionConfig(
+        reductions=["min", "max", "mean", "std"], abs_reductions=["mean"], norms=["l2"], save_raw_tensor=False
+    )
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "t"),
+        save_config=smd.SaveConfig(save_interval=1),
+        reduction_config=rc,
+        include_collections=["weights", "biases", "gradients"],
+    )
     hook.register_module(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x = torch.randn(4, 8)
@@ -110,6 +116,12 @@ def test_reductions_only_take_no_copy_of_host_tensors(tmp_path, monkeypatch):
     for s in range(3):
         for n, p in params[s].items():
             t = tr.tensor(f"Sequential_{n}")
-            for op, ab in [("min", False), ("max", False), ("mean", False), ("std", False), ("mean", True),
-                           ("l2", False)]:
+            for op, ab in [
+                ("min", False),
+                ("max", False),
+                ("mean", False),
+                ("std", False),
+                ("mean", True),
+                ("l2", False),
+            ]:
                 _assert_close(float(t.reduction_value(s, op, abs=ab)), _torch(p, op, ab), p, (n, s, op, ab))

@@ -17,8 +17,9 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 class Trainer:
     def __init__(self):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
-        self.proc = subprocess.Popen([sys.executable, str(TRAINER)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(TRAINER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
 
     def start(self, **kwargs) -> int:
         """Fork a trainer (kill_trainer.train's arguments); returns its pid."""

@@ -42,8 +42,11 @@ def train(out, seed, steps=100_000, big_from=0, pause_at=-1, workdir=None, fsize
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
-    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients", "losses", "default"])
+    hook = smd.Hook(
+        out_dir=out,
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "gradients", "losses", "default"],
+    )
     hook.register_module(model)
     loss_fn = nn.MSELoss()
     hook.register_loss(loss_fn)

@@ -38,7 +38,7 @@ def main() -> None:
         lost = sorted(set(seen) - set(steps))
         if lost:
             violations.append(f"refresh {refreshes}: steps {lost} were listed and then lost")
-        for s in steps[len(seen):] if steps[: len(seen)] == seen else steps:
+        for s in steps[len(seen) :] if steps[: len(seen)] == seen else steps:
             if s in seen:
                 continue
             t = trial.tensor("t")
@@ -52,8 +52,9 @@ def main() -> None:
         if ended:
             break
         time.sleep(0.002)  # polling the trial for new steps, bounded by the deadline
-    print(json.dumps({"refreshes": refreshes, "steps": seen, "violations": violations,
-                      "ended": trial.loaded_all_steps}))
+    print(
+        json.dumps({"refreshes": refreshes, "steps": seen, "violations": violations, "ended": trial.loaded_all_steps})
+    )
 
 
 if __name__ == "__main__":

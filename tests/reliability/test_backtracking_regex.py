@@ -52,8 +52,9 @@ def _run(code: str, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
     t0 = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                              timeout=TIMEOUT, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=TIMEOUT, env=env
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"still matching {EVIL!r} after {TIMEOUT} s")
     proc.wall = time.monotonic() - t0
@@ -74,14 +75,26 @@ def _timed(call: str) -> str:
 ENTRY_POINTS = {
     "Trial.tensor_names(regex=)": (_timed(f"create_trial(sys.argv[1]).tensor_names(regex={EVIL!r})"), []),
     "Trial.tensor_names(collection=) with a stored include_regex": (
-        _timed("create_trial(sys.argv[1]).tensor_names(collection='evil')"), []),
+        _timed("create_trial(sys.argv[1]).tensor_names(collection='evil')"),
+        [],
+    ),
     "rule parameter tensor_regex": (
-        _timed("[r.invoke(s) for r in [__import__('smdebug.rules.builtin', fromlist=['x']).ExplodingTensor("
-               f"create_trial(sys.argv[1]), tensor_regex={EVIL!r})] for s in range(3)]"), []),
+        _timed(
+            "[r.invoke(s) for r in [__import__('smdebug.rules.builtin', fromlist=['x']).ExplodingTensor("
+            f"create_trial(sys.argv[1]), tensor_regex={EVIL!r})] for s in range(3)]"
+        ),
+        [],
+    ),
 }
 CLI = {
-    "smdebug rules --param tensor_regex=": ["rules", "{trial}", "--rule", "ExplodingTensor", "--param",
-                                            f"tensor_regex={EVIL}"],
+    "smdebug rules --param tensor_regex=": [
+        "rules",
+        "{trial}",
+        "--rule",
+        "ExplodingTensor",
+        "--param",
+        f"tensor_regex={EVIL}",
+    ],
     "smdebug plot --tensor": ["plot", "{trial}", "--tensor", EVIL, "-o", "{tmp}/p.png"],
     "smdebug export --tensor": ["export", "{trial}", "--tensor", EVIL, "--format", "csv", "-o", "{tmp}/e.csv"],
 }
@@ -145,11 +158,17 @@ def test_hook_answers_at_once(tmp_path, how):
     config = "-"
     if how.startswith("hook JSON"):
         config = str(tmp_path / "hook.json")
-        Path(config).write_text(json.dumps({
-            "LocalPath": str(out),
-            "HookParameters": {"save_interval": "1"},
-            "CollectionConfigurations": [{"CollectionName": "evil", "CollectionParameters": {"include_regex": f"{EVIL},weight"}}],
-        }))
+        Path(config).write_text(
+            json.dumps(
+                {
+                    "LocalPath": str(out),
+                    "HookParameters": {"save_interval": "1"},
+                    "CollectionConfigurations": [
+                        {"CollectionName": "evil", "CollectionParameters": {"include_regex": f"{EVIL},weight"}}
+                    ],
+                }
+            )
+        )
     proc = _run(HOOK, str(out), config)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -227,9 +246,38 @@ def test_python_semantics_kept(trial_dir):
 
 
 def _sample(rng: random.Random) -> str:
-    pieces = ["gradient", "grad", "weight", "bias", "bia", "loss_", "Loss_", "lossX_", "input", "inpu", "in", "i",
-              "output", "auc", "aucpr", "map", "ma", "au", "ndcg", "pre", "average_shap/", "full_shap/", "-", "/",
-              "@", "\n", "x", "a", "b", "A"]
+    pieces = [
+        "gradient",
+        "grad",
+        "weight",
+        "bias",
+        "bia",
+        "loss_",
+        "Loss_",
+        "lossX_",
+        "input",
+        "inpu",
+        "in",
+        "i",
+        "output",
+        "auc",
+        "aucpr",
+        "map",
+        "ma",
+        "au",
+        "ndcg",
+        "pre",
+        "average_shap/",
+        "full_shap/",
+        "-",
+        "/",
+        "@",
+        "\n",
+        "x",
+        "a",
+        "b",
+        "A",
+    ]
     return "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
 
 

@@ -78,9 +78,16 @@ TENSORS = {
     "TensorProto with dtype 0 holds numeric values": _dims(1) + ld(5, b"\x00" * 4),
     "TensorProto has 2 strings for shape [3]": _dims(3) + ld(8, b"a") + ld(8, b"b"),
     "tensor_content holds 4 bytes, shape [2]": key(1, VARINT) + varint(1) + _dims(2) + ld(4, b"\x00" * 4),
-    "TensorProto has 2 values for shape [5]": key(1, VARINT) + varint(3) + _dims(5)
-    + key(7, VARINT) + varint(1) + key(7, VARINT) + varint(2),
-    "TensorProto has 3 values for shape [2]": key(1, VARINT) + varint(3) + _dims(2)
+    "TensorProto has 2 values for shape [5]": key(1, VARINT)
+    + varint(3)
+    + _dims(5)
+    + key(7, VARINT)
+    + varint(1)
+    + key(7, VARINT)
+    + varint(2),
+    "TensorProto has 3 values for shape [2]": key(1, VARINT)
+    + varint(3)
+    + _dims(2)
     + b"".join(key(7, VARINT) + varint(v) for v in (1, 2, 3)),
     "packed float_val is not a whole number of values": key(1, VARINT) + varint(1) + _dims(1) + ld(5, b"\x00" * 3),
     "TensorProto has a negative dimension": key(1, VARINT) + varint(1) + _dims(2**64 - 1) + ld(4, b""),
@@ -175,10 +182,12 @@ def test_values_and_shapes_of_a_tensor_without_raw_values(tmp_path):
     def extra(fw, s):
         if s == 1:
             fw.write_shape("u", (3,), mode=ModeKeys.TRAIN, mode_step=s)
-        fw.write_tensor(tdata=np.array([1.5], np.float32), tname="smdebug/reductions/max/v",
-                        mode=ModeKeys.TRAIN, mode_step=s)
-        fw.write_tensor(tdata=np.array([7.0], np.float32), tname="u" if s == 0 else "other",
-                        mode=ModeKeys.TRAIN, mode_step=s)
+        fw.write_tensor(
+            tdata=np.array([1.5], np.float32), tname="smdebug/reductions/max/v", mode=ModeKeys.TRAIN, mode_step=s
+        )
+        fw.write_tensor(
+            tdata=np.array([7.0], np.float32), tname="u" if s == 0 else "other", mode=ModeKeys.TRAIN, mode_step=s
+        )
 
     url = _trial_dir(tmp_path, {w: [0, 1] for w in W}, ended=True, extra=extra)
     trial = create_trial(url)
@@ -223,7 +232,9 @@ def test_missing_event_file_names_both_files(tmp_path):
         t.value(1)
     assert not isinstance(ei.value, IndexReaderException)
     msg = str(ei.value)
-    assert f"{tmp_path / event_key(1, 'worker_0')} is missing" in msg and str(tmp_path / index_key(1, "worker_0")) in msg
+    assert (
+        f"{tmp_path / event_key(1, 'worker_0')} is missing" in msg and str(tmp_path / index_key(1, "worker_0")) in msg
+    )
     np.testing.assert_array_equal(t.value(1, worker="worker_1"), _val(1, "worker_1"))
 
 

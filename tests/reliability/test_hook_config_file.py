@@ -72,8 +72,11 @@ BAD = {
     "hook_regex": ({"include_regex": "Sequential_0.*,[unclosed"}, [("gradients", {})], "include_regex"),
     "unknown_collection": ({}, [("weightz", {}), ("gradients", {})], "weightz"),
     "collection_regex": ({}, [("relu", {"include_regex": "(relu"}), ("gradients", {})], "(relu"),
-    "collection_schedule": ({}, [("weights", {"start_step": "10", "end_step": "5"}), ("gradients", {})],
-                            "start_step=10 is after end_step=5"),
+    "collection_schedule": (
+        {},
+        [("weights", {"start_step": "10", "end_step": "5"}), ("gradients", {})],
+        "start_step=10 is after end_step=5",
+    ),
 }
 
 

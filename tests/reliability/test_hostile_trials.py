@@ -129,6 +129,7 @@ def _read(trial, name, step):
 #           EventFileCorrupt naming the index or the event file
 #   "ok":   harmless; "a" at that step reads exactly (the expected value given)
 
+
 def _set(*path, value):
     def edit(d):
         target = d
@@ -166,9 +167,24 @@ for v in WRONG_TYPES + HUGE + ["1", 2.0, 1e300]:
     _case(f"meta.mode_step={v!r}", _set("meta", "mode_step", value=v), "open")
 for v in [None, 1, [], {}, "", "x", [{"mode": "GLOBAL"}]]:
     _case(f"meta={v!r}", _set("meta", value=v), "open")
-for v in [None, 1, True, [], {}, "", "../../decoy.tfevents", "/etc/passwd", "events/../../../decoy.tfevents",
-          "..\\..\\decoy.tfevents", "gs://bucket/key", "file:///etc/passwd", "events/x\0y", "\0",
-          "C:\\decoy.tfevents", "~/decoy.tfevents"]:
+for v in [
+    None,
+    1,
+    True,
+    [],
+    {},
+    "",
+    "../../decoy.tfevents",
+    "/etc/passwd",
+    "events/../../../decoy.tfevents",
+    "..\\..\\decoy.tfevents",
+    "gs://bucket/key",
+    "file:///etc/passwd",
+    "events/x\0y",
+    "\0",
+    "C:\\decoy.tfevents",
+    "~/decoy.tfevents",
+]:
     # ~ is no home folder here, just a name; "" keeps the step listed, as 1.0.34 does (reading fails)
     outcome = "read" if v in ("~/decoy.tfevents", "") else "open"
     _case(f"meta.event_file_name={v!r}", _set("meta", "event_file_name", value=v), outcome)
@@ -195,13 +211,20 @@ for field in ("start_idx", "length"):
 for v in (0, 15, 16, 17):
     _case(f"length={v}", _set("tensor_payload", 0, "length", value=v), "read")
 _case("start_idx=mid record", _set("tensor_payload", 0, "start_idx", value=7), "read")
-_case("start_idx=second record", lambda d: d["tensor_payload"][0].update(start_idx=d["tensor_payload"][1]["start_idx"],
-                                                                          length=d["tensor_payload"][1]["length"]),
-      "read")  # "b"'s record under "a"'s name: its payload CRC32C is not the one "a" was written with
+_case(
+    "start_idx=second record",
+    lambda d: d["tensor_payload"][0].update(
+        start_idx=d["tensor_payload"][1]["start_idx"], length=d["tensor_payload"][1]["length"]
+    ),
+    "read",
+)  # "b"'s record under "a"'s name: its payload CRC32C is not the one "a" was written with
 _case("start_idx=end of file", _set("tensor_payload", 0, "start_idx", value=10_000), "read")
 _case("start_idx=past end by 1 TB", _set("tensor_payload", 0, "start_idx", value=2**40), "read")
-_case("duplicate entry, last wins", lambda d: d["tensor_payload"].append(dict(d["tensor_payload"][1], tensorname="a")),
-      "b")
+_case(
+    "duplicate entry, last wins",
+    lambda d: d["tensor_payload"].append(dict(d["tensor_payload"][1], tensorname="a")),
+    "b",
+)
 _case("duplicate entries x1000", lambda d: d["tensor_payload"].extend([dict(d["tensor_payload"][0])] * 1000), "ok")
 _case("duplicate shape entries", lambda d: d["shape_payload"].extend([{"tensorname": "a", "shape": [9]}]), "ok")
 for v in [None, 1, "x", {}, [1], [None], [[]]]:
@@ -256,8 +279,20 @@ def _check_outcome(root: Path, index_path: Path, outcome: str, name: str = "a") 
     _assert_others_readable(trial)
 
 
-@pytest.mark.parametrize("junk", [b"", b"{", b"\x00" * 100, b"\xff\xfe", b"[]", b"null", b'{"meta": 1}',
-                                  b"[" * 100_000, b'"' + b"x" * 1_000_000 + b'"'])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"",
+        b"{",
+        b"\x00" * 100,
+        b"\xff\xfe",
+        b"[]",
+        b"null",
+        b'{"meta": 1}',
+        b"[" * 100_000,
+        b'"' + b"x" * 1_000_000 + b'"',
+    ],
+)
 def test_hostile_index_bytes(trial_copy, junk):
     path = _index(trial_copy)
     path.write_bytes(junk)

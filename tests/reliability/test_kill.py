@@ -79,6 +79,8 @@ def test_sigkill_at_random_points_while_writing(trainer, tmp_path):
         steps_read += got["steps"]
         tmp_left += got["tmp"]
         still_writing += got["steps"] > seen
-    print(f"\nkills survived: {survived}/{KILLS} (seed {seed}); steps read back: {steps_read}; "
-          f"runs killed with a temporary file on disk: {tmp_left}; runs that wrote on after the count: {still_writing}")
+    print(
+        f"\nkills survived: {survived}/{KILLS} (seed {seed}); steps read back: {steps_read}; "
+        f"runs killed with a temporary file on disk: {tmp_left}; runs that wrote on after the count: {still_writing}"
+    )
     assert survived == KILLS

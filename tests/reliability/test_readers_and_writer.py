@@ -63,11 +63,19 @@ def test_three_readers_while_two_workers_write(backend, tmp_path, request):
     else:
         url = str(tmp_path / "trial")
     steps = STEPS[backend]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
-               SMDEBUG_POLL_INTERVAL="0.01")
-    readers = [subprocess.Popen([sys.executable, str(READER), url, str(steps), str(len(WORKERS))],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-               for _ in range(3)]
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), SMDEBUG_POLL_INTERVAL="0.01"
+    )
+    readers = [
+        subprocess.Popen(
+            [sys.executable, str(READER), url, str(steps), str(len(WORKERS))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
     try:
         _write(url, steps, readers)
         results = []

@@ -64,8 +64,10 @@ def test_large_values_through_faults(proxy, bucket):
     assert clean["faults"] == {}
     faulty = _run(proxy, f"s3://{bucket}/faulty", FAULTS)
     n_faults = sum(faulty["faults"].values())
-    print(f"\nS3 faults injected: {n_faults} {faulty['faults']}; requests {faulty['requests']} "
-          f"(without faults {clean['requests']})")
+    print(
+        f"\nS3 faults injected: {n_faults} {faulty['faults']}; requests {faulty['requests']} "
+        f"(without faults {clean['requests']})"
+    )
     assert set(faulty["faults"]) == {"503", "reset", "midbody", "truncate"}
     # bounded retries: each fault cost one more request, no more
     assert faulty["requests"] == clean["requests"] + n_faults

@@ -25,12 +25,27 @@ STEPS, CONSOLIDATE_AT, NAN_AT = 60, 19, 40
 
 def _watch(out):
     """`smdebug watch` on the job, returned once it has opened the trial (it says so on stderr)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
-               SMDEBUG_POLL_INTERVAL="0.05")
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), SMDEBUG_POLL_INTERVAL="0.05"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "smdebug", "watch", str(out), "--rule", "ExplodingTensor",
-         "--param", "collection_names=weights,losses", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "smdebug",
+            "watch",
+            str(out),
+            "--rule",
+            "ExplodingTensor",
+            "--param",
+            "collection_names=weights,losses",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     seen = []
     for line in proc.stderr:  # synchronises on the line printed after the trial is open
         seen.append(line)
@@ -46,8 +61,9 @@ def test_watch_opened_after_consolidate_on_a_live_job_sees_every_step(tmp_path, 
     model = nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(4, 2))
     loss_fn = nn.MSELoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    hook = smd.Hook(out_dir=str(out), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "losses"])
+    hook = smd.Hook(
+        out_dir=str(out), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights", "losses"]
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     x, y = torch.randn(8, 6), torch.randn(8, 2)
@@ -80,5 +96,7 @@ def test_watch_opened_after_consolidate_on_a_live_job_sees_every_step(tmp_path, 
     objs = [parse_consolidated_key(k) for k in fresh.store.list(CONSOLIDATED_PREFIX)]
     assert [p[:2] for p in objs if p] == [(0, "worker_0")]
     assert fresh._coverage.chunks == 1 and not fresh._coverage.fallbacks
-    print(f"\nstale consolidated index: {STEPS} steps, object made at step {CONSOLIDATE_AT}; "
-          f"watch fired at step {fired[0]['step']}; reader opened mid-job sees {len(opened.steps())}")
+    print(
+        f"\nstale consolidated index: {STEPS} steps, object made at step {CONSOLIDATE_AT}; "
+        f"watch fired at step {fired[0]['step']}; reader opened mid-job sees {len(opened.steps())}"
+    )

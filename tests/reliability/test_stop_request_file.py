@@ -154,7 +154,7 @@ def test_object_storage_reads_a_bounded_range():
     assert stop_request.MAX_REQUEST_BYTES == 64 * 1024
 
 
-@pytest.mark.parametrize("t", ["9" * 400, "1e999", "true", "\"noon\""])
+@pytest.mark.parametrize("t", ["9" * 400, "1e999", "true", '"noon"'])
 def test_a_time_that_is_no_number_of_seconds_is_zero(tmp_path, t):
     out = tmp_path / "t"
     _key_path(out).write_text('{"rule": "R", "step": 4, "reason": "r", "time": ' + t + "}")

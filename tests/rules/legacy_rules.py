@@ -67,9 +67,9 @@ class SeedVanishing(Rule):
         self.calls = []
 
     def invoke_at_step(self, step):
-        for tensorname in self.base_trial.tensor_names(collection='gradients'):
+        for tensorname in self.base_trial.tensor_names(collection="gradients"):
             tensor = self.base_trial.tensor(tensorname)
-            abs_mean = tensor.reduction_value(step, 'mean', abs=True)
+            abs_mean = tensor.reduction_value(step, "mean", abs=True)
             self.calls.append([step, tensorname, round(np.asarray(abs_mean).item(), 9)])
             if abs_mean < self.threshold:
                 return True

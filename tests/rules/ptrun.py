@@ -42,8 +42,13 @@ def deep_sigmoid(seed: int, depth: int = 8) -> nn.Sequential:
 
 def train(path: Path, model: nn.Module, steps: int, save_interval: int = 1, lr: float = 0.1) -> Run:
     loss_fn = nn.CrossEntropyLoss()
-    hook = make_hook(path, register=model, loss_fn=loss_fn, save_config=SaveConfig(save_interval=save_interval),
-                     include_collections=["weights", "biases", "gradients", "losses"])
+    hook = make_hook(
+        path,
+        register=model,
+        loss_fn=loss_fn,
+        save_config=SaveConfig(save_interval=save_interval),
+        include_collections=["weights", "biases", "gradients", "losses"],
+    )
     x, y = data(n=16, seed=3)
     recs = run(hook, model, "T" * steps, x, y, lr=lr, loss_fn=loss_fn)
     hook.close()

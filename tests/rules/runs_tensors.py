@@ -38,7 +38,7 @@ def digits(n: int = 256):
 class ReluNet(nn.Module):
     """64 -> 32 -> 32 -> 10 with ReLU modules named so that their inputs match ``.*relu_input``."""
 
-    def __init__(self, seed: int = 0, init_gain: float = 2.0 ** 0.5):
+    def __init__(self, seed: int = 0, init_gain: float = 2.0**0.5):
         super().__init__()
         torch.manual_seed(seed)
         self.fc1 = nn.Linear(64, 32)
@@ -47,7 +47,7 @@ class ReluNet(nn.Module):
         self.l2_relu = nn.ReLU()
         self.fc3 = nn.Linear(32, 10)
         for fc in (self.fc1, self.fc2, self.fc3):  # He initialisation: variances kept across layers
-            nn.init.normal_(fc.weight, std=init_gain / fc.in_features ** 0.5)
+            nn.init.normal_(fc.weight, std=init_gain / fc.in_features**0.5)
             nn.init.zeros_(fc.bias)
 
     def forward(self, x):
@@ -89,15 +89,27 @@ class Run:
     def first_step(self, test, kinds=("params", "grads", "losses")) -> int | None:
         """The first global step where ``test(array)`` holds for a saved parameter, gradient or loss."""
         for s, (p, g, loss) in enumerate(zip(self.params, self.grads, self.losses)):
-            seen = [*(p.values() if "params" in kinds else ()), *(g.values() if "grads" in kinds else ()),
-                    *([loss] if "losses" in kinds else [])]
+            seen = [
+                *(p.values() if "params" in kinds else ()),
+                *(g.values() if "grads" in kinds else ()),
+                *([loss] if "losses" in kinds else []),
+            ]
             if any(test(v) for v in seen):
                 return s
         return None
 
 
-def train(path: Path, model: nn.Module, schedule: str = "T" * 6, lr: float = 0.1, collections=None,
-          regex_collections=None, before_step=None, freeze=(), hook_kwargs=None) -> Run:
+def train(
+    path: Path,
+    model: nn.Module,
+    schedule: str = "T" * 6,
+    lr: float = 0.1,
+    collections=None,
+    regex_collections=None,
+    before_step=None,
+    freeze=(),
+    hook_kwargs=None,
+) -> Run:
     """Train ``model`` on digits, one full-batch step per letter of ``schedule`` (T train, E eval).
 
     ``collections`` are the hook's include_collections (default: weights, biases, gradients,
@@ -110,8 +122,12 @@ def train(path: Path, model: nn.Module, schedule: str = "T" * 6, lr: float = 0.1
         if name in freeze:
             p.requires_grad_(False)
     cols = list(collections or ["weights", "biases", "gradients", "losses"])
-    hook = smd.Hook(out_dir=str(path), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=cols + list(regex_collections or {}), **(hook_kwargs or {}))
+    hook = smd.Hook(
+        out_dir=str(path),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=cols + list(regex_collections or {}),
+        **(hook_kwargs or {}),
+    )
     for name, regex in (regex_collections or {}).items():
         hook.get_collection(name).include(regex)
     loss_fn = nn.CrossEntropyLoss()

@@ -63,12 +63,24 @@ class SageMakerStandIn:
         self._thread.start()
 
     def list_jobs(self, body: dict) -> dict:
-        names = [n for n, st in reversed(self.jobs.items())
-                 if body.get("NameContains", "") in n and body.get("StatusEquals", st) == st]
+        names = [
+            n
+            for n, st in reversed(self.jobs.items())
+            if body.get("NameContains", "") in n and body.get("StatusEquals", st) == st
+        ]
         start = int(body.get("NextToken") or 0)
-        page = names[start:start + 1]
-        out = {"TrainingJobSummaries": [{"TrainingJobName": n, "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:1:training-job/{n}",
-                                         "CreationTime": 0, "TrainingJobStatus": self.jobs[n]} for n in page]}
+        page = names[start : start + 1]
+        out = {
+            "TrainingJobSummaries": [
+                {
+                    "TrainingJobName": n,
+                    "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:1:training-job/{n}",
+                    "CreationTime": 0,
+                    "TrainingJobStatus": self.jobs[n],
+                }
+                for n in page
+            ]
+        }
         if start + 1 < len(names):
             out["NextToken"] = str(start + 1)
         return out

@@ -24,8 +24,11 @@ torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
 loss_fn = nn.CrossEntropyLoss()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
-                include_collections=["weights", "biases", "gradients", "losses"])
+hook = smd.Hook(
+    out_dir=out,
+    save_config=smd.SaveConfig(save_interval=1),
+    include_collections=["weights", "biases", "gradients", "losses"],
+)
 hook.register_module(model)
 hook.register_loss(loss_fn)
 x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))

@@ -63,14 +63,22 @@ def test_parameters_are_parsed_and_unknown_keys_warned_once(pt_runs, caplog):
     trial = create_trial(pt_runs["a"].path)
     losses = [float(s.loss) for s in pt_runs["a"].steps]
     threshold = sorted(losses)[2]  # fires at the steps whose loss is above the third smallest
-    params = {"rule_to_invoke": "LossAbove", "threshold": str(threshold), "use_abs": "False",
-              "collection_names": "", "source_s3_uri": "s3://bucket/rule.py", "instance_type": "ml.t3.medium",
-              "action_json": '{\\"name\\": \\"log\\"}'}
+    params = {
+        "rule_to_invoke": "LossAbove",
+        "threshold": str(threshold),
+        "use_abs": "False",
+        "collection_names": "",
+        "source_s3_uri": "s3://bucket/rule.py",
+        "instance_type": "ml.t3.medium",
+        "action_json": '{\\"name\\": \\"log\\"}',
+    }
     with caplog.at_level(logging.WARNING, logger="smdebug"):
         rule = create_rule(params, trial, rule_classes=CLASSES)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings == ["smdebug: rule LossAbove: ignoring RuleParameters that are no parameter of the rule: "
-                        "instance_type, source_s3_uri"]
+    assert warnings == [
+        "smdebug: rule LossAbove: ignoring RuleParameters that are no parameter of the rule: "
+        "instance_type, source_s3_uri"
+    ]
     assert rule.threshold == threshold and rule.use_abs is False and rule.collection_names == []
     assert [p.pattern for p in rule.tensor_regex] == ["CrossEntropyLoss.*"]
     assert [s.kind for s in rule.actions.specs] == ["log"]
@@ -85,24 +93,44 @@ def test_other_trials_from_paths_in_index_order(pt_runs):
     rule = create_rule(params, base, rule_classes={"Compare": Compare})
     assert [t.path for t in rule.other_trials] == [pt_runs["a2"].path, pt_runs["b"].path]
     assert invoke_rule(rule).fired == []  # a2: the same seed
-    rule = create_rule({"rule_to_invoke": "Compare", "other_trials": pt_runs["b"].path}, pt_runs["a"].path,
-                       rule_classes=CLASSES)
+    rule = create_rule(
+        {"rule_to_invoke": "Compare", "other_trials": pt_runs["b"].path}, pt_runs["a"].path, rule_classes=CLASSES
+    )
     assert invoke_rule(rule).fired == list(range(6))  # another seed, from a path given as base_trial too
 
 
-@pytest.mark.parametrize("params, parameter, words", [
-    ({"rule_to_invoke": "LossAbove", "threshold": "abc"}, "threshold", "expected a number, got 'abc'"),
-    ({"rule_to_invoke": "LossAbove", "use_abs": "maybe"}, "use_abs", "expected True or False"),
-    ({"rule_to_invoke": "LossAbove", "tensor_regex": "loss(["}, "tensor_regex", "not a valid regular expression"),
-    ({"rule_to_invoke": "LossAbove", "action_json": "{'name': 'Email'}"}, "action_str", "not valid JSON"),
-    ({"rule_to_invoke": "LossAbove", "action_json": '{"name": "Page"}'}, "action_str", "unknown action 'Page'"),
-    ({"rule_to_invoke": "NoSuchRule"}, "rule_to_invoke", "no such built-in rule; built-in rules: AllZero, CheckInputImages, ClassImbalance"),
-    ({"rule_to_invoke": "vanishinggradient"}, "rule_to_invoke", "did you mean 'VanishingGradient'?"),
-    ({"threshold": "1"}, "rule_to_invoke", "missing"),
-    ({"rule_to_invoke": "LossAbove", "other_trial_0": "/nonexistent/trial"}, "other_trial_0", "reads only the base trial"),
-    ({"rule_to_invoke": "Compare", "other_trial_0": "/nonexistent/trial"}, "other_trial_0", "cannot open the trial at /nonexistent/trial"),
-    ({"rule_to_invoke": "VanishingGradientRule", "action_json": '{"name": "Log"}'}, "action_json", "takes no action_str"),
-])
+@pytest.mark.parametrize(
+    "params, parameter, words",
+    [
+        ({"rule_to_invoke": "LossAbove", "threshold": "abc"}, "threshold", "expected a number, got 'abc'"),
+        ({"rule_to_invoke": "LossAbove", "use_abs": "maybe"}, "use_abs", "expected True or False"),
+        ({"rule_to_invoke": "LossAbove", "tensor_regex": "loss(["}, "tensor_regex", "not a valid regular expression"),
+        ({"rule_to_invoke": "LossAbove", "action_json": "{'name': 'Email'}"}, "action_str", "not valid JSON"),
+        ({"rule_to_invoke": "LossAbove", "action_json": '{"name": "Page"}'}, "action_str", "unknown action 'Page'"),
+        (
+            {"rule_to_invoke": "NoSuchRule"},
+            "rule_to_invoke",
+            "no such built-in rule; built-in rules: AllZero, CheckInputImages, ClassImbalance",
+        ),
+        ({"rule_to_invoke": "vanishinggradient"}, "rule_to_invoke", "did you mean 'VanishingGradient'?"),
+        ({"threshold": "1"}, "rule_to_invoke", "missing"),
+        (
+            {"rule_to_invoke": "LossAbove", "other_trial_0": "/nonexistent/trial"},
+            "other_trial_0",
+            "reads only the base trial",
+        ),
+        (
+            {"rule_to_invoke": "Compare", "other_trial_0": "/nonexistent/trial"},
+            "other_trial_0",
+            "cannot open the trial at /nonexistent/trial",
+        ),
+        (
+            {"rule_to_invoke": "VanishingGradientRule", "action_json": '{"name": "Log"}'},
+            "action_json",
+            "takes no action_str",
+        ),
+    ],
+)
 def test_bad_input_names_the_parameter(pt_runs, params, parameter, words):
     trial = create_trial(pt_runs["a"].path)
     if parameter == "other_trial_0" and params["rule_to_invoke"] == "LossAbove":
@@ -115,8 +143,11 @@ def test_bad_input_names_the_parameter(pt_runs, params, parameter, words):
 
 
 def test_custom_rule_takes_its_own_string_parameters(pt_runs):
-    rule = create_rule({"rule_to_invoke": "VanishingGradientRule", "threshold": "0.001", "other": "x"},
-                       create_trial(pt_runs["a"].path), rule_classes=CLASSES)
+    rule = create_rule(
+        {"rule_to_invoke": "VanishingGradientRule", "threshold": "0.001", "other": "x"},
+        create_trial(pt_runs["a"].path),
+        rule_classes=CLASSES,
+    )
     assert rule.threshold == 0.001 and len(rule.actions) == 0
 
 
@@ -178,8 +209,9 @@ def _rule_file(tmp_path, text=CUSTOM_RULE):
 def test_custom_rule_is_loaded_from_source_s3_uri_not_substituted(pt_runs, tmp_path, form):
     path = _rule_file(tmp_path)
     source = str(path) if form == "path" else path.as_uri()
-    rule = create_rule({"source_s3_uri": source, "rule_to_invoke": "VanishingGradient", "limit": "0.25"},
-                       pt_runs["a"].path)
+    rule = create_rule(
+        {"source_s3_uri": source, "rule_to_invoke": "VanishingGradient", "limit": "0.25"}, pt_runs["a"].path
+    )
     assert not isinstance(rule, BuiltinRule) and type(rule).__name__ == "VanishingGradient"
     assert rule.limit == 0.25
     invoke_rule(rule)
@@ -188,8 +220,9 @@ def test_custom_rule_is_loaded_from_source_s3_uri_not_substituted(pt_runs, tmp_p
 
 def test_custom_rule_from_s3(pt_runs, tmp_path, boto_client, bucket):
     boto_client.put_object(Bucket=bucket, Key="rules/my_rules.py", Body=CUSTOM_RULE.encode())
-    rule = create_rule({"source_s3_uri": f"s3://{bucket}/rules/my_rules.py", "rule_to_invoke": "VanishingGradient"},
-                       pt_runs["a"].path)
+    rule = create_rule(
+        {"source_s3_uri": f"s3://{bucket}/rules/my_rules.py", "rule_to_invoke": "VanishingGradient"}, pt_runs["a"].path
+    )
     assert not isinstance(rule, BuiltinRule) and rule.limit == 0.5
 
 

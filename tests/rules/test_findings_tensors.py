@@ -74,19 +74,34 @@ def runs(tmp_path_factory):
         "healthy": train(root / "healthy", small(seed=0), "T" * 4),
         "seed1": train(root / "seed1", small(seed=1), "T" * 4),
         "deep_sigmoid": train(root / "deep_sigmoid", deep_sigmoid(), "T" * 3),
-        "no_abs_mean": train(root / "no_abs_mean", deep_sigmoid(), "T" * 3, hook_kwargs={"reduction_config": NO_ABS_MEAN}),
+        "no_abs_mean": train(
+            root / "no_abs_mean", deep_sigmoid(), "T" * 3, hook_kwargs={"reduction_config": NO_ABS_MEAN}
+        ),
         "huge_lr": train(root / "huge_lr", small(seed=0), "T" * 4, lr=1e20),
-        "huge_lr_reductions": train(root / "huge_lr_reductions", small(seed=0), "T" * 4, lr=1e20,
-                                    collections=["weights", "biases", "gradients"],
-                                    hook_kwargs={"reduction_config": ReductionConfig(reductions=["mean", "max"],
-                                                                                     save_raw_tensor=False)}),
+        "huge_lr_reductions": train(
+            root / "huge_lr_reductions",
+            small(seed=0),
+            "T" * 4,
+            lr=1e20,
+            collections=["weights", "biases", "gradients"],
+            hook_kwargs={"reduction_config": ReductionConfig(reductions=["mean", "max"], save_raw_tensor=False)},
+        ),
         "zeroed": train(root / "zeroed", small(seed=0), "T" * 4, before_step=zero_fc1_before_3),
         "scaled": train(root / "scaled", small(seed=0), "T" * 4, lr=1e-3, before_step=scale_before_3),
-        "nan_first": train(root / "nan_first", TwoLayers(), "T" * 4, collections=["outputs", "gradients", "losses"],
-                           before_step=_poison_first_bias_before_2),
-        "nan_first_params": train(root / "nan_first_params", TwoLayers(), "T" * 4,
-                                  collections=["weights", "biases", "outputs", "gradients", "losses"],
-                                  before_step=_poison_first_bias_before_2),
+        "nan_first": train(
+            root / "nan_first",
+            TwoLayers(),
+            "T" * 4,
+            collections=["outputs", "gradients", "losses"],
+            before_step=_poison_first_bias_before_2,
+        ),
+        "nan_first_params": train(
+            root / "nan_first_params",
+            TwoLayers(),
+            "T" * 4,
+            collections=["weights", "biases", "outputs", "gradients", "losses"],
+            before_step=_poison_first_bias_before_2,
+        ),
     }
 
 
@@ -152,8 +167,12 @@ def test_vanishing_gradient_names_the_smallest_gradient_its_mean_and_the_thresho
     below = sum(m < 1e-7 for m in means.values())
     assert f"({below} of {len(means)} gradient values below it)" in f.message
     j = f.to_json()
-    assert (j["rule"], j["tensors"], j["worker"], j["condition"]) == ("VanishingGradient", [smallest], "worker_0",
-                                                                      "mean |x| < 1e-07")
+    assert (j["rule"], j["tensors"], j["worker"], j["condition"]) == (
+        "VanishingGradient",
+        [smallest],
+        "worker_0",
+        "mean |x| < 1e-07",
+    )
     code, events = _rules_json(capsys, run.path, "VanishingGradient")
     e = _fired_event(events)
     assert code == 1
@@ -164,8 +183,9 @@ def test_vanishing_gradient_names_the_smallest_gradient_its_mean_and_the_thresho
 def test_exploding_tensor_names_the_tensor_nan_or_inf_and_how_many(runs, capsys):
     run = runs["huge_lr"]
     # the run itself: at step 1 the loss alone is inf, every saved parameter and gradient is finite
-    assert np.isinf(run.losses[1]) and all(np.isfinite(v).all() for v in (*run.params[1].values(),
-                                                                          *run.grads[1].values()))
+    assert np.isinf(run.losses[1]) and all(
+        np.isfinite(v).all() for v in (*run.params[1].values(), *run.grads[1].values())
+    )
     f = _finding(ExplodingTensor(run.trial))
     assert (f.step, f.worker, f.tensors, f.values) == (1, "worker_0", ("CrossEntropyLoss_output_0",), (math.inf,))
     assert f.condition == "any NaN or ±inf"
@@ -183,7 +203,12 @@ def test_exploding_tensor_names_the_tensor_nan_or_inf_and_how_many(runs, capsys)
     e = _fired_event(events)
     assert code == 1
     assert (e["step"], e["tensors"], e["values"], e["worker"], e["kind"]) == (
-        1, ["CrossEntropyLoss_output_0"], ["inf"], "worker_0", "inf")
+        1,
+        ["CrossEntropyLoss_output_0"],
+        ["inf"],
+        "worker_0",
+        "inf",
+    )
 
 
 def test_all_zero_names_the_tensor_and_its_percent_of_zeros(runs, capsys):
@@ -196,7 +221,11 @@ def test_all_zero_names_the_tensor_and_its_percent_of_zeros(runs, capsys):
     code, events = _rules_json(capsys, run.path, "AllZero", "collection_names=weights")
     e = _fired_event(events)
     assert code == 1 and (e["step"], e["tensors"], e["values"], e["condition"]) == (
-        3, ["Sequential_0.weight"], [100.0], "percent zero >= 100")
+        3,
+        ["Sequential_0.weight"],
+        [100.0],
+        "percent zero >= 100",
+    )
 
 
 def test_tensor_variance_names_the_variance_and_the_bound_it_crossed(runs, capsys):
@@ -224,8 +253,9 @@ def test_similar_across_runs_names_the_other_trial_and_the_largest_difference(ru
     assert f.message.startswith(f"Sequential_0.weight differs in trial {other.trial.name!r}: {off} of {a.size} values")
     assert f.extra["other_trial"] == other.trial.name
     assert f.condition.startswith("not allclose(")
-    code, events = _rules_json(capsys, base.path, "SimilarAcrossRuns", f"other_trials={other.path}",
-                               "collection_names=weights")
+    code, events = _rules_json(
+        capsys, base.path, "SimilarAcrossRuns", f"other_trials={other.path}", "collection_names=weights"
+    )
     e = _fired_event(events)
     assert code == 1 and (e["step"], e["tensors"], e["worker"]) == (0, ["Sequential_0.weight"], "worker_0")
     assert e["other_trial"] == other.trial.name
@@ -243,11 +273,20 @@ def test_exploding_tensor_names_the_first_layer_not_an_alphabetically_earlier_la
     # the order the model computed them: the first layer, the ReLU, the second layer, the loss, then backward
     order = computation_order(trial, 2, trial.tensor_names(step=2))
     assert order[:3] == ["z_first_output_0", "relu_output_0", "a_second_output_0"]
-    assert order.index("CrossEntropyLoss_output_0") < order.index("gradient/TwoLayers_a_second.bias") \
+    assert (
+        order.index("CrossEntropyLoss_output_0")
+        < order.index("gradient/TwoLayers_a_second.bias")
         < order.index("gradient/TwoLayers_z_first.bias")
+    )
     nf = first_nonfinite(trial)
-    assert (nf.step, nf.mode, nf.mode_step, nf.worker, nf.tensor, nf.kind) == (2, "TRAIN", 2, "worker_0",
-                                                                                "z_first_output_0", "NaN")
+    assert (nf.step, nf.mode, nf.mode_step, nf.worker, nf.tensor, nf.kind) == (
+        2,
+        "TRAIN",
+        2,
+        "worker_0",
+        "z_first_output_0",
+        "NaN",
+    )
     out = trial.tensor("z_first_output_0").value(2)
     assert (nf.count, nf.size) == (int(np.isnan(out).sum()), out.size)
     # with the parameters saved, the poisoned bias itself (written at the start of the step) comes first
@@ -259,9 +298,11 @@ def test_exploding_tensor_names_the_first_layer_not_an_alphabetically_earlier_la
 
 def test_several_workers_worker_order_first_then_write_order(tmp_path):
     nan, ok = np.array([np.nan, 1.0]), np.ones(2)
-    step0 = {"worker_0": [("a", ok), ("b", ok), ("z", ok)],
-             "worker_2": [("z", ok), ("b", nan), ("a", nan)],
-             "worker_10": [("a", nan), ("b", ok), ("z", ok)]}
+    step0 = {
+        "worker_0": [("a", ok), ("b", ok), ("z", ok)],
+        "worker_2": [("z", ok), ("b", nan), ("a", nan)],
+        "worker_10": [("a", nan), ("b", ok), ("z", ok)],
+    }
     trial = create_trial(_write_trial(tmp_path / "t", [step0], workers=("worker_0", "worker_2", "worker_10")))
     assert sorted(["worker_10", "worker_2", "worker_0"], key=worker_key) == ["worker_0", "worker_2", "worker_10"]
     assert computation_order(trial, 0, ["a", "b", "z"], worker="worker_2") == ["z", "b", "a"]
@@ -306,13 +347,32 @@ def healthy_xgb(tmp_path_factory):
     dtrain, dvalid = xgb.DMatrix(X[:n], y[:n]), xgb.DMatrix(X[n:], y[n:])
     params = {"objective": "binary:logistic", "max_depth": 2, "eval_metric": ["logloss", "auc"], "nthread": 1}
     out = tmp_path_factory.mktemp("xgb") / "healthy"
-    hook = smx.Hook(out_dir=str(out), save_config=smx.SaveConfig(save_interval=1), hyperparameters=params,
-                    train_data=dtrain, validation_data=dvalid,
-                    include_collections=["metrics", "losses", "predictions", "labels", "feature_importance",
-                                         "hyperparameters", "trees"])
+    hook = smx.Hook(
+        out_dir=str(out),
+        save_config=smx.SaveConfig(save_interval=1),
+        hyperparameters=params,
+        train_data=dtrain,
+        validation_data=dvalid,
+        include_collections=[
+            "metrics",
+            "losses",
+            "predictions",
+            "labels",
+            "feature_importance",
+            "hyperparameters",
+            "trees",
+        ],
+    )
     result: dict = {}
-    xgb.train(params, dtrain, 4, evals=[(dtrain, "train"), (dvalid, "validation")], evals_result=result,
-              callbacks=[hook], verbose_eval=False)
+    xgb.train(
+        params,
+        dtrain,
+        4,
+        evals=[(dtrain, "train"), (dvalid, "validation")],
+        evals_result=result,
+        callbacks=[hook],
+        verbose_eval=False,
+    )
     hook.close()
     assert all(np.isfinite(v).all() for m in result.values() for v in m.values())
     return str(out)
@@ -366,11 +426,11 @@ def test_a_selection_matching_nothing_names_it_and_the_collections_the_trial_hol
 
 def test_rules_reading_raw_values_say_so_on_reductions_only(runs):
     trial = runs["no_abs_mean"].trial
-    for rule, needs in ((AllZero(trial, collection_names="gradients"), "save_raw_tensor=True"),
-                        (TensorVariance(trial, collection_names="gradients", max_threshold="1"),
-                         'reductions=["variance"]'),
-                        (SimilarAcrossRuns(trial, other_trials=[trial], collection_names="gradients"),
-                         "save_raw_tensor=True")):
+    for rule, needs in (
+        (AllZero(trial, collection_names="gradients"), "save_raw_tensor=True"),
+        (TensorVariance(trial, collection_names="gradients", max_threshold="1"), 'reductions=["variance"]'),
+        (SimilarAcrossRuns(trial, other_trials=[trial], collection_names="gradients"), "save_raw_tensor=True"),
+    ):
         result = invoke_rule(rule)
         assert result.tensors_evaluated == 0
         line = nothing_evaluated_message(rule, len(result.evaluated))
@@ -391,12 +451,24 @@ def test_tensor_variance_without_a_threshold_says_so(runs):
 def test_nan_and_inf_rule_by_rule(tmp_path):
     cols = {"gradients": "^gradient/"}
     steps = [
-        [("gradient/g", np.array([np.nan, np.nan])), ("z", np.array([0.0, -0.0, np.nan, np.nan])),
-         ("w", np.array([1.0, np.inf])), ("big", np.array([1e30, -1e30], dtype=np.float32))],
-        [("gradient/g", np.array([np.inf, 1.0])), ("z", np.full(4, np.nan)), ("w", np.array([1.0, 2.0])),
-         ("big", np.ones(2, dtype=np.float32))],
-        [("gradient/g", np.array([1e-12, -1e-12])), ("z", np.ones(4)), ("w", np.array([1.0, 2.0])),
-         ("big", np.ones(2, dtype=np.float32))],
+        [
+            ("gradient/g", np.array([np.nan, np.nan])),
+            ("z", np.array([0.0, -0.0, np.nan, np.nan])),
+            ("w", np.array([1.0, np.inf])),
+            ("big", np.array([1e30, -1e30], dtype=np.float32)),
+        ],
+        [
+            ("gradient/g", np.array([np.inf, 1.0])),
+            ("z", np.full(4, np.nan)),
+            ("w", np.array([1.0, 2.0])),
+            ("big", np.ones(2, dtype=np.float32)),
+        ],
+        [
+            ("gradient/g", np.array([1e-12, -1e-12])),
+            ("z", np.ones(4)),
+            ("w", np.array([1.0, 2.0])),
+            ("big", np.ones(2, dtype=np.float32)),
+        ],
     ]
     trial = create_trial(_write_trial(tmp_path / "t", steps, collections=cols))
     # VanishingGradient: a NaN or inf gradient never fires; a vanished one does
@@ -439,8 +511,12 @@ def test_the_reason_said_at_a_step_with_gradients_outlives_steps_without(tmp_pat
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))
     loss_fn, opt = nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), include_collections=["gradients", "losses"],
-                    save_config=smd.SaveConfig(save_interval=1), reduction_config=NO_ABS_MEAN)
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        include_collections=["gradients", "losses"],
+        save_config=smd.SaveConfig(save_interval=1),
+        reduction_config=NO_ABS_MEAN,
+    )
     hook.get_collection("gradients").save_config = smd.SaveConfig(save_interval=5)
     hook.register_module(model)
     hook.register_loss(loss_fn)

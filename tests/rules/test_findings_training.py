@@ -145,8 +145,10 @@ def test_an_exploding_loss_fires_and_names_the_loss_and_its_values(tmp_path, cap
     assert f.values == pytest.approx((0.58, 2.5e9), rel=1e-5)
     pct = show_value(100 * (f.values[1] - f.values[0]) / f.values[0])
     assert pct.startswith("4.31e+11")
-    assert f.message == (f"{MSE} went from 0.58 to {show_value(f.values[1])} over TRAIN steps 0 -> 10 (+{pct} %, "
-                         "more than increase_threshold_percent 5)")
+    assert f.message == (
+        f"{MSE} went from 0.58 to {show_value(f.values[1])} over TRAIN steps 0 -> 10 (+{pct} %, "
+        "more than increase_threshold_percent 5)"
+    )
     assert f.condition == f"increase {pct} % > increase_threshold_percent 5"
     got = check_json(f, path, capsys, "LossNotDecreasing")
     assert got["values"] == pytest.approx([0.58, 2.5e9], rel=1e-5)
@@ -176,8 +178,9 @@ def test_an_infinite_loss_fires_and_a_finite_one_after_a_nan_does_not(tmp_path):
     f = finding_of(LossNotDecreasing(create_trial(write_losses(tmp_path / "inf", [1.0, 0.9, math.inf]))))
     assert (f.step, f.values, f.condition) == (2, (math.inf,), f"{MSE} is inf")
     # step 1 NaN fires; step 3 compared with step 1 (NaN, two steps back) does not
-    run = invoke_rule(LossNotDecreasing(create_trial(write_losses(tmp_path / "nan", [1.0, NAN, 0.5, 0.4])),
-                                        num_steps="2"))
+    run = invoke_rule(
+        LossNotDecreasing(create_trial(write_losses(tmp_path / "nan", [1.0, NAN, 0.5, 0.4])), num_steps="2")
+    )
     assert run.fired == [1] and run.tensors_evaluated == 2
 
 
@@ -186,8 +189,9 @@ def test_too_few_saved_steps_of_the_loss_is_the_reason_given(tmp_path, capsys):
     run = train(tmp_path / "t", Classifier(), "T" * 6, full_batch(x[:50] / 16, y[:50]))
     reason = reason_of(LossNotDecreasing(run.trial))
     assert "selection matched nothing" not in reason
-    assert ("fewer saved steps of CrossEntropyLoss_output_0 than num_steps=10 needs: 6 saved TRAIN steps (0 to 5)"
-            in reason)
+    assert (
+        "fewer saved steps of CrossEntropyLoss_output_0 than num_steps=10 needs: 6 saved TRAIN steps (0 to 5)" in reason
+    )
     assert "lower num_steps (to 5 at most here) or save the loss more often" in reason
     (summary,) = cli_events(capsys, tmp_path / "t", "LossNotDecreasing")
     assert summary["evaluated_nothing"] and "6 saved TRAIN steps" in summary["reason"]
@@ -211,8 +215,10 @@ def test_overfit_names_both_means_and_the_ratio(tmp_path, capsys):
     path = write_losses(tmp_path / "t", [1.0, 1.0, 1.0, 1.5, 1.5, 1.0], "TTTEET")
     f = finding_of(Overfit(create_trial(path)))
     assert (f.step, f.mode, f.tensors) == (5, "TRAIN", (MSE,)) and f.values == pytest.approx((1.0, 1.5))
-    assert f.message == (f"validation mean of {MSE} 1.5 (EVAL steps 0 to 1) is above the training mean 1 "
-                         "(TRAIN steps 0 to 2) by 50 %, more than ratio_threshold 0.1")
+    assert f.message == (
+        f"validation mean of {MSE} 1.5 (EVAL steps 0 to 1) is above the training mean 1 "
+        "(TRAIN steps 0 to 2) by 50 %, more than ratio_threshold 0.1"
+    )
     assert f.condition == "(validation - train) / |train| = 0.5 > ratio_threshold 0.1"
     check_json(f, path, capsys, "Overfit")
 
@@ -240,8 +246,10 @@ def test_overtraining_names_the_best_value_and_the_wait(tmp_path, capsys):
     path = write_losses(tmp_path / "t", [1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5])
     f = finding_of(Overtraining(create_trial(path)))
     assert (f.step, f.tensors) == (6, (MSE,)) and f.values == pytest.approx((0.5, 0.5))
-    assert f.message == (f"train loss {MSE} has not improved on its best 0.5 (TRAIN step 1) by more than delta 0.01 "
-                         "for 5 saved TRAIN steps (patience_train 5); now 0.5")
+    assert f.message == (
+        f"train loss {MSE} has not improved on its best 0.5 (TRAIN step 1) by more than delta 0.01 "
+        "for 5 saved TRAIN steps (patience_train 5); now 0.5"
+    )
     check_json(f, path, capsys, "Overtraining")
 
 
@@ -277,8 +285,10 @@ def test_weight_update_ratio_names_the_layer_ratio_and_worker(weight_runs, capsy
     run = weight_runs["frozen"]
     f = finding_of(WeightUpdateRatio(run.trial))
     assert (f.step, f.tensors, f.values, f.worker) == (1, ("Sequential_0.weight",), (0.0,), "worker_0")
-    assert f.message == ("update ratio |w - w_prev| / |w_prev| of Sequential_0.weight is 0 over TRAIN steps 0 -> 1, "
-                         "below small_threshold 1e-08: the weights did not change")
+    assert f.message == (
+        "update ratio |w - w_prev| / |w_prev| of Sequential_0.weight is 0 over TRAIN steps 0 -> 1, "
+        "below small_threshold 1e-08: the weights did not change"
+    )
     assert f.condition == "ratio 0 < small_threshold 1e-08"
     check_json(f, run.path, capsys, "WeightUpdateRatio")
 
@@ -304,8 +314,10 @@ def test_unchanged_tensor_names_the_steps_and_tolerances(weight_runs, capsys):
     run = weight_runs["frozen"]
     f = finding_of(UnchangedTensor(run.trial, tensor_regex="^Sequential_0.weight$"))
     assert (f.step, f.tensors, f.values) == (2, ("Sequential_0.weight",), (0.0,))
-    assert f.message == ("Sequential_0.weight did not change over TRAIN steps 0, 1, 2 (largest change 0, within "
-                         "rtol 1e-05 and atol 1e-08)")
+    assert f.message == (
+        "Sequential_0.weight did not change over TRAIN steps 0, 1, 2 (largest change 0, within "
+        "rtol 1e-05 and atol 1e-08)"
+    )
     check_json(f, run.path, capsys, "UnchangedTensor", tensor_regex="^Sequential_0.weight$")
 
 
@@ -364,16 +376,23 @@ def _relu_trial(path, bias=None, weight_nan=False, steps=2):
             model.fc1.bias[:8] = bias
         if weight_nan:
             model.fc1.weight[:, 0] = NAN
-    return train(path, model, "T" * steps, full_batch(x[:100] / 16, y[:100]),
-                 hook_kwargs={"include_collections": ["losses", "outputs"]}).trial
+    return train(
+        path,
+        model,
+        "T" * steps,
+        full_batch(x[:100] / 16, y[:100]),
+        hook_kwargs={"include_collections": ["losses", "outputs"]},
+    ).trial
 
 
 def test_dead_relu_names_the_layer_and_share(tmp_path, capsys):
     trial = _relu_trial(tmp_path / "t", bias=-100.0)
     f = finding_of(DeadRelu(trial))
     assert (f.step, f.tensors, f.values) == (0, ("relu_output_0",), (80.0,))
-    assert f.message == ("80 % of the units of relu_output_0 are dead (positive on fewer than threshold_inactivity 1 % "
-                         "of 100 samples), more than threshold_layer 50 %")
+    assert f.message == (
+        "80 % of the units of relu_output_0 are dead (positive on fewer than threshold_inactivity 1 % "
+        "of 100 samples), more than threshold_layer 50 %"
+    )
     assert f.condition == "dead units 80 % > threshold_layer 50 %"
     check_json(f, tmp_path / "t", capsys, "DeadRelu")
 
@@ -408,8 +427,14 @@ class TanhNet(nn.Module):
 
 def _tanh_trial(path, scale):
     x, y = digits()
-    return train(path, TanhNet(scale), "T", full_batch(x[:200], y[:200]), lr=0.0,
-                 hook_kwargs={"include_collections": ["losses", "inputs"]}).trial
+    return train(
+        path,
+        TanhNet(scale),
+        "T",
+        full_batch(x[:200], y[:200]),
+        lr=0.0,
+        hook_kwargs={"include_collections": ["losses", "inputs"]},
+    ).trial
 
 
 def test_saturated_activation_names_the_range(tmp_path, capsys):
@@ -436,7 +461,7 @@ def _image_trial(path, images, steps=3):
     model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
 
     def batch(_letter, i):
-        return images[100 * i:100 * (i + 1)], y[100 * i:100 * (i + 1)]
+        return images[100 * i : 100 * (i + 1)], y[100 * i : 100 * (i + 1)]
 
     return train(path, model, "T" * steps, batch, lr=0.0, hook_kwargs={"include_regex": ["^Sequential_input_0$"]}).trial
 
@@ -451,8 +476,10 @@ def test_check_input_images_names_the_channel_mean(tmp_path, capsys):
     assert f.message.startswith(f"channel 0 of the input images has mean {f.values[0]:.4g} over 200 images")
     check_json(f, tmp_path / "t", capsys, "CheckInputImages", regex="^Sequential_input_0$", threshold_samples=200)
     reason = reason_of(CheckInputImages(trial, regex="^Sequential_input_0$"))
-    assert ("300 images seen in Sequential_input_0, fewer than threshold_samples 500: lower threshold_samples or "
-            "save the inputs at more steps") in reason
+    assert (
+        "300 images seen in Sequential_input_0, fewer than threshold_samples 500: lower threshold_samples or "
+        "save the inputs at more steps"
+    ) in reason
     reason = reason_of(CheckInputImages(trial))
     assert "regex '.*hybridsequential0_input_0' matched no tensor" in reason
     assert "tensors named like inputs: Sequential_input_0" in reason
@@ -463,12 +490,11 @@ def test_check_input_images_fires_on_a_nan_pixel(tmp_path):
     z = ((x - x.mean()) / x.std()).reshape(-1, 1, 8, 8).astype(np.float32)
     z[150, 0, 3, 3] = NAN
     trial = _image_trial(tmp_path / "t", z)
-    assert finding_of(CheckInputImages(trial, regex="^Sequential_input_0$", threshold_samples="100"),
-                      end_step=1) is None  # normalised digits
+    assert (
+        finding_of(CheckInputImages(trial, regex="^Sequential_input_0$", threshold_samples="100"), end_step=1) is None
+    )  # normalised digits
     f = finding_of(CheckInputImages(trial, regex="^Sequential_input_0$", threshold_samples="100"))
     assert f.step == 1 and math.isnan(f.values[0]) and "mean NaN" in f.message
-
-
 
 
 def test_nlp_sequence_ratio_names_the_token_and_share(tmp_path, capsys):
@@ -478,7 +504,9 @@ def test_nlp_sequence_ratio_names_the_token_and_share(tmp_path, capsys):
     def batch(_letter, _i):
         return ids, np.zeros(4, dtype=np.int64)
 
-    trial = train(tmp_path / "t", TextNet(), "T", batch, hook_kwargs={"include_collections": ["losses", "inputs"]}).trial
+    trial = train(
+        tmp_path / "t", TextNet(), "T", batch, hook_kwargs={"include_collections": ["losses", "inputs"]}
+    ).trial
     f = finding_of(NLPSequenceRatio(trial, tensor_regex=".*embedding_input_0"))
     assert (f.step, f.tensors, f.values) == (0, ("embedding_input_0",), (70.0,))
     assert f.message == "token 0 is 70 % of embedding_input_0 (40 tokens), more than its threshold 50 %"
@@ -495,10 +523,20 @@ DEPTH3 = {"objective": "binary:logistic", "max_depth": 3, "nthread": 1}
 def xgb_trial(path, params, rounds, train_set, val_set, schedule=None):
     """A real XGBoost run written by ``smdebug.xgboost.Hook`` (every round)."""
     dtrain, dval = xgb.DMatrix(*train_set), xgb.DMatrix(*val_set)
-    hook = smdxgb.Hook(out_dir=str(path), save_config=smdxgb.SaveConfig(save_interval=1), validation_data=dval,
-                       include_collections=["metrics", "losses", "predictions", "labels", "trees", "feature_importance"])
-    booster = xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dval, "validation")], verbose_eval=False,
-                        callbacks=[_Schedule(schedule or {}), hook])
+    hook = smdxgb.Hook(
+        out_dir=str(path),
+        save_config=smdxgb.SaveConfig(save_interval=1),
+        validation_data=dval,
+        include_collections=["metrics", "losses", "predictions", "labels", "trees", "feature_importance"],
+    )
+    booster = xgb.train(
+        params,
+        dtrain,
+        rounds,
+        evals=[(dtrain, "train"), (dval, "validation")],
+        verbose_eval=False,
+        callbacks=[_Schedule(schedule or {}), hook],
+    )
     hook.close()
     return str(path), booster
 
@@ -552,8 +590,10 @@ def test_class_imbalance_names_the_classes_and_counts(tmp_path, cancer, capsys):
     rule = ClassImbalance(create_trial(path))
     f = finding_of(rule)
     assert f.step == 4 and f.values == (12.25,)  # 106 labels a round: 530 >= 500 at round 4
-    assert f.message == ("largest/smallest class count 490/40 = 12.25 > 10 (threshold_imbalance; class 1: 490, "
-                         "class 0: 40, over 530 labels)")
+    assert f.message == (
+        "largest/smallest class count 490/40 = 12.25 > 10 (threshold_imbalance; class 1: 490, "
+        "class 0: 40, over 530 labels)"
+    )
     assert set(f.tensors) == {"labels", "predictions"} and rule.last_reason == f.message
     check_json(f, path, capsys, "ClassImbalance")
 
@@ -592,8 +632,10 @@ def test_tree_depth_names_the_node_ids_not_the_leaf_nans(deepening, capsys):
     f = finding_of(TreeDepth(trial))
     depth = int(np.floor(np.log2(nodes.max())))
     assert (f.step, f.tensors, f.values) == (3, ("trees/Node",), (depth,)) and depth > 4
-    assert f.message == (f"the trees saved at this step are at least {depth} deep (largest node id {nodes.max()}: "
-                         f"floor(log2({nodes.max()})) = {depth}), more than depth 4")
+    assert f.message == (
+        f"the trees saved at this step are at least {depth} deep (largest node id {nodes.max()}: "
+        f"floor(log2({nodes.max()})) = {depth}), more than depth 4"
+    )
     check_json(f, path, capsys, "TreeDepth")
 
 

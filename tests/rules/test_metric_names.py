@@ -14,8 +14,23 @@ from smdebug.rules import invoke_rule
 from smdebug.rules.builtin import Overfit, Overtraining
 from smdebug.trials import create_trial
 
-LOSSES = ["train-rmse", "validation_0-logloss", "train-error@0.7", "validation-mape", "eval-mlogloss", "test-poisson-nloglik"]
-GROWING = ["train-auc", "validation-aucpr", "eval-ndcg@5", "train-pre@10", "validation-map", "valid-ndcg", "test-map@3-"]
+LOSSES = [
+    "train-rmse",
+    "validation_0-logloss",
+    "train-error@0.7",
+    "validation-mape",
+    "eval-mlogloss",
+    "test-poisson-nloglik",
+]
+GROWING = [
+    "train-auc",
+    "validation-aucpr",
+    "eval-ndcg@5",
+    "train-pre@10",
+    "validation-map",
+    "valid-ndcg",
+    "test-map@3-",
+]
 
 
 @pytest.mark.parametrize("name", LOSSES)
@@ -55,8 +70,12 @@ def test_the_loss_regex_is_one_re2_knows():
 def test_overfit_does_not_compare_a_metric_that_grows(tmp_path, metric):
     """Validation above training is overfitting for a loss; for aucpr/ndcg/pre it is the model
     doing well on validation: the rule must not treat it as a loss (it used to fire)."""
-    series = {f"train-{metric}": {s: 0.5 for s in range(6)}, f"validation-{metric}": {s: 0.9 for s in range(6)},
-              "train-rmse": {s: 1.0 for s in range(6)}, "validation-rmse": {s: 1.0 for s in range(6)}}
+    series = {
+        f"train-{metric}": {s: 0.5 for s in range(6)},
+        f"validation-{metric}": {s: 0.9 for s in range(6)},
+        "train-rmse": {s: 1.0 for s in range(6)},
+        "validation-rmse": {s: 1.0 for s in range(6)},
+    }
     run = invoke_rule(Overfit(create_trial(write_trial(tmp_path / "t", series))))
     assert run.fired == [] and run.tensors_evaluated > 0  # rmse was compared, the metric was not
     series["validation-rmse"] = {s: 2.0 for s in range(6)}

@@ -78,7 +78,16 @@ def test_every_bool_user_takes_the_same_spellings(monkeypatch, caplog):
 
 
 MODES = {
-    ModeKeys.TRAIN: [ModeKeys.TRAIN, 1, "TRAIN", "train", " Train ", "modes.TRAIN", "ModeKeys.train", "smdebug.modes.TRAIN"],
+    ModeKeys.TRAIN: [
+        ModeKeys.TRAIN,
+        1,
+        "TRAIN",
+        "train",
+        " Train ",
+        "modes.TRAIN",
+        "ModeKeys.train",
+        "smdebug.modes.TRAIN",
+    ],
     ModeKeys.EVAL: [ModeKeys.EVAL, 2, "EVAL", "eval", "modes.EVAL"],
     ModeKeys.PREDICT: [ModeKeys.PREDICT, 3, "predict", "PREDICT"],
     ModeKeys.GLOBAL: [ModeKeys.GLOBAL, 4, "global", "Global", "ModeKeys.GLOBAL"],

@@ -20,9 +20,11 @@ from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMe
 from smdebug.rules import Rule, parse_actions
 from smdebug.trials import create_trial
 
-SDK_ACTIONS = ('[{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"my-job-2021\\"}, '
-               '{\\"endpoint\\": \\"abc@abc.com\\", \\"name\\": \\"email\\"}, '
-               '{\\"endpoint\\": \\"+1234567890\\", \\"name\\": \\"sms\\"}]')
+SDK_ACTIONS = (
+    '[{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"my-job-2021\\"}, '
+    '{\\"endpoint\\": \\"abc@abc.com\\", \\"name\\": \\"email\\"}, '
+    '{\\"endpoint\\": \\"+1234567890\\", \\"name\\": \\"sms\\"}]'
+)
 
 
 class Fire(Rule):
@@ -63,18 +65,21 @@ def test_parse_sdk_escaped_form_and_keep_case():
     assert parse_actions("") == parse_actions("  ") == parse_actions(None) == []
 
 
-@pytest.mark.parametrize("action_str, words", [
-    ('{"name": "StopTraining"', "not valid JSON"),
-    ("3", "expected an object or a list"),
-    ('["stoptraining"]', "must be an object"),
-    ('{"training_job_prefix": "x"}', "has no 'name'"),
-    ('{"name": "Reboot"}', "unknown action 'Reboot'"),
-    ('{"name": "email"}', "needs an 'endpoint'"),
-    ('{"name": "Email", "endpoint": "not-an-address"}', "not an e-mail address"),
-    ('{"name": "SMS", "endpoint": "5551234"}', "E.164"),
-    ('{"name": "StopTraining", "training_job_prefix": "my_job!"}', "letters, digits"),
-    ('{"name": "StopTraining", "prefix": "my-job"}', "unknown key 'prefix'"),
-])
+@pytest.mark.parametrize(
+    "action_str, words",
+    [
+        ('{"name": "StopTraining"', "not valid JSON"),
+        ("3", "expected an object or a list"),
+        ('["stoptraining"]', "must be an object"),
+        ('{"training_job_prefix": "x"}', "has no 'name'"),
+        ('{"name": "Reboot"}', "unknown action 'Reboot'"),
+        ('{"name": "email"}', "needs an 'endpoint'"),
+        ('{"name": "Email", "endpoint": "not-an-address"}', "not an e-mail address"),
+        ('{"name": "SMS", "endpoint": "5551234"}', "E.164"),
+        ('{"name": "StopTraining", "training_job_prefix": "my_job!"}', "letters, digits"),
+        ('{"name": "StopTraining", "prefix": "my-job"}', "unknown key 'prefix'"),
+    ],
+)
 def test_malformed_action_str_fails_when_the_rule_is_built(trial, action_str, words):
     with pytest.raises(RuleConfigurationError) as exc:
         Fire(trial, action_str=action_str)
@@ -83,9 +88,11 @@ def test_malformed_action_str_fails_when_the_rule_is_built(trial, action_str, wo
 
 
 def test_local_and_log_actions_import_no_aws_sdk():
-    code = ("import sys, smdebug.rules as r\n"
-            "r.Actions('[{\"name\": \"StopTraining\"}, {\"name\": \"Log\"}]', 'X')\n"
-            "print('boto3' in sys.modules or 'botocore' in sys.modules)")
+    code = (
+        "import sys, smdebug.rules as r\n"
+        'r.Actions(\'[{"name": "StopTraining"}, {"name": "Log"}]\', \'X\')\n'
+        "print('boto3' in sys.modules or 'botocore' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -111,8 +118,10 @@ def test_log_action_only_logs(trial, caplog):
     with caplog.at_level(logging.WARNING, logger="smdebug"):
         _fire(rule, 1)
     msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert msgs == ["smdebug: rule Fire fired at step 1: Evaluation of the rule Fire at step 1 resulted in "
-                    "the condition being met look at the loss"]
+    assert msgs == [
+        "smdebug: rule Fire fired at step 1: Evaluation of the rule Fire at step 1 resulted in "
+        "the condition being met look at the loss"
+    ]
     assert read_stop_request(trial.store) is None
 
 
@@ -135,13 +144,18 @@ def test_email_and_sms_through_sns(trial, sns, aws_env):
     actions = '[{"name": "Email", "endpoint": "me@example.com"}, {"name": "SMS", "endpoint": "+15551234567"}]'
     rule = Fire(trial, action_str=actions, at=(3,))
     arn = next(t["TopicArn"] for t in sns.list_topics()["Topics"] if t["TopicArn"].endswith(":SMDebugRules"))
-    subs = {(s["Protocol"], s["Endpoint"]): s["SubscriptionArn"] for s in sns.list_subscriptions_by_topic(TopicArn=arn)["Subscriptions"]}
+    subs = {
+        (s["Protocol"], s["Endpoint"]): s["SubscriptionArn"]
+        for s in sns.list_subscriptions_by_topic(TopicArn=arn)["Subscriptions"]
+    }
     assert {("email", "me@example.com"), ("sms", "+15551234567")} <= set(subs)
-    policy = sns.get_subscription_attributes(SubscriptionArn=subs[("email", "me@example.com")])["Attributes"]["FilterPolicy"]
+    policy = sns.get_subscription_attributes(SubscriptionArn=subs[("email", "me@example.com")])["Attributes"][
+        "FilterPolicy"
+    ]
     assert json.loads(policy) == {"email": ["me@example.com"]}
     before = _sent(aws_env)
     _fire(rule, 3)
-    new = _sent(aws_env)[len(before):]
+    new = _sent(aws_env)[len(before) :]
     text = "SMDebugRule:Fire fired. Evaluation of the rule Fire at step 3 resulted in the condition being met"
     assert new == [
         (text, "SMDebugRule:Fire fired", {"email": {"Type": "String", "Value": "me@example.com"}}),
@@ -195,7 +209,9 @@ def standin(aws_env, monkeypatch):
 
 
 def test_stop_training_job_stops_the_one_matching_job(trial, standin, caplog):
-    rule = Fire(trial, action_str='{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"my-job\\"}', at=(2, 3))
+    rule = Fire(
+        trial, action_str='{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"my-job\\"}', at=(2, 3)
+    )
     assert standin.calls == []  # jobs are looked up when the rule fires
     with caplog.at_level(logging.WARNING, logger="smdebug"):
         _fire(rule, 2)
@@ -203,8 +219,12 @@ def test_stop_training_job_stops_the_one_matching_job(trial, standin, caplog):
     assert standin.stopped == ["my-job-2021"]  # once; 'other-my-job-1' contains the prefix but does not start with it
     lists = [body for op, body in standin.calls if op == "ListTrainingJobs"]
     assert len(lists) == 2 and lists[1]["NextToken"] == "1"  # paged
-    assert lists[0] == {"NameContains": "my-job", "SortBy": "CreationTime",
-                        "SortOrder": "Descending", "StatusEquals": "InProgress"}
+    assert lists[0] == {
+        "NameContains": "my-job",
+        "SortBy": "CreationTime",
+        "SortOrder": "Descending",
+        "StatusEquals": "InProgress",
+    }
     assert any("stopped SageMaker training job my-job-2021" in r.getMessage() for r in caplog.records)
 
 
@@ -214,5 +234,7 @@ def test_stop_training_job_skips_when_several_match(trial, standin, caplog):
     with caplog.at_level(logging.WARNING, logger="smdebug"):
         _fire(rule, 1)
     assert standin.stopped == []
-    assert any("found 2 InProgress training jobs starting with 'my-job-2021' (my-job-2021-b, my-job-2021)"
-               in r.getMessage() for r in caplog.records)
+    assert any(
+        "found 2 InProgress training jobs starting with 'my-job-2021' (my-job-2021-b, my-job-2021)" in r.getMessage()
+        for r in caplog.records
+    )

@@ -34,9 +34,9 @@ class VanishingGradientRule(Rule):
         self.threshold = float(threshold)
 
     def invoke_at_step(self, step):
-        for tensorname in self.base_trial.tensors(collection='gradients'):
+        for tensorname in self.base_trial.tensors(collection="gradients"):
             tensor = self.base_trial.tensor(tensorname)
-            abs_mean = tensor.reduction_value(step, 'mean', abs=True)
+            abs_mean = tensor.reduction_value(step, "mean", abs=True)
             if abs_mean < self.threshold:
                 return True
             else:
@@ -81,11 +81,12 @@ def test_seed_rule_raise_eval_cond_stops_at_first_fire(pt_runs):
 # ---------------------------------------------------------------- 1.0.34-style rules, ours vs 1.0.34
 def _run(python, rule, base, **kwargs):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # 1.0.34's own smdebug, not ours
-    proc = subprocess.run([python, str(SCRIPT), rule, str(base), json.dumps(kwargs)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [python, str(SCRIPT), rule, str(base), json.dumps(kwargs)], capture_output=True, text=True, timeout=300, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def _ours(rule, base, **kwargs):
@@ -103,18 +104,24 @@ def test_similar_runs_with_req_tensors_matches_1034(pt_runs, peer):
     differ = _ours("SimilarRuns", pt_runs["a"].path, other_trial=pt_runs["b"].path, include_regex="weight")
     assert [c[:2] for c in same] == [[s, False] for s in range(6)]  # one seed twice: identical
     assert [c[:2] for c in differ] == [[s, True] for s in range(6)]  # two seeds
-    assert differ[0][2] == ["Sequential_0.weight", "Sequential_2.weight", "gradient/Sequential_0.weight",
-                            "gradient/Sequential_2.weight"]
-    assert differ == _run(peer, "SimilarRuns", pt_runs["a"].path, other_trial=pt_runs["b"].path,
-                          include_regex="weight")
+    assert differ[0][2] == [
+        "Sequential_0.weight",
+        "Sequential_2.weight",
+        "gradient/Sequential_0.weight",
+        "gradient/Sequential_2.weight",
+    ]
+    assert differ == _run(peer, "SimilarRuns", pt_runs["a"].path, other_trial=pt_runs["b"].path, include_regex="weight")
     assert same == _run(peer, "SimilarRuns", pt_runs["a"].path, other_trial=pt_runs["a2"].path)
 
 
-@pytest.mark.parametrize("trial, regex, threshold", [
-    ("pytorch_mlp", "Sequential_.*weight", "0.02"),
-    ("multi_worker_modes", ".*", "1.0"),
-    ("reductions_only", ".*", "0.5"),  # only reductions: fetch raises TensorUnavailableForStep, no call
-])
+@pytest.mark.parametrize(
+    "trial, regex, threshold",
+    [
+        ("pytorch_mlp", "Sequential_.*weight", "0.02"),
+        ("multi_worker_modes", ".*", "1.0"),
+        ("reductions_only", ".*", "0.5"),  # only reductions: fetch raises TensorUnavailableForStep, no call
+    ],
+)
 def test_small_change_on_fixtures_matches_1034(peer, trial, regex, threshold):
     ours = _ours("SmallChange", FIXTURES / trial, regex=regex, threshold=threshold)
     theirs = _run(peer, "SmallChange", FIXTURES / trial, regex=regex, threshold=threshold)
@@ -135,7 +142,9 @@ def test_small_change_on_real_run_matches_numpy_and_1034(pt_runs, peer):
         if s:
             now = run.steps[s].params["Sequential_0.weight"].astype(np.float64)
             before = run.steps[s - 1].params["Sequential_0.weight"].astype(np.float64)
-            ratios["Sequential_0.weight"] = round(float(np.linalg.norm(now - before) / (np.linalg.norm(before) + 1e-12)), 9)
+            ratios["Sequential_0.weight"] = round(
+                float(np.linalg.norm(now - before) / (np.linalg.norm(before) + 1e-12)), 9
+            )
         expected.append([s, any(r < 0.01 for r in ratios.values()), ratios])
     assert ours == expected
     assert ours == _run(peer, "SmallChange", run.path, regex="^Sequential_0.weight$", threshold="0.01")
@@ -265,11 +274,14 @@ def test_invoke_rule_jumps_over_unsaved_steps(pt_runs):
     assert run.ended == "no_more_data"
 
 
-@pytest.mark.parametrize("trial, threshold, fired", [
-    ("pytorch_mlp", "0.03", [2, 8, 14]),  # saved abs-mean reductions; EVAL steps have no gradients
-    ("multi_worker_modes", "2.0", [0, 1, 3]),  # computed from raw values, first worker
-    ("reductions_only", "3.0", [0, 5]),  # saved reductions only
-])
+@pytest.mark.parametrize(
+    "trial, threshold, fired",
+    [
+        ("pytorch_mlp", "0.03", [2, 8, 14]),  # saved abs-mean reductions; EVAL steps have no gradients
+        ("multi_worker_modes", "2.0", [0, 1, 3]),  # computed from raw values, first worker
+        ("reductions_only", "3.0", [0, 5]),  # saved reductions only
+    ],
+)
 def test_seed_rule_on_fixtures_matches_1034(peer, trial, threshold, fired):
     ours = _ours("SeedVanishing", FIXTURES / trial, threshold=threshold)
     assert [c[0] for c in ours if c[2] < float(threshold)] == fired

@@ -42,8 +42,13 @@ class Follow(Rule):
 def test_invoke_rule_follows_a_running_training(tmp_path, monkeypatch):
     monkeypatch.setenv("SMDEBUG_POLL_INTERVAL", "0.02")
     out = tmp_path / "job"
-    proc = subprocess.Popen([sys.executable, str(TRAINER), str(out), str(STEPS)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(TRAINER), str(out), str(STEPS)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     handed = 0
 
     def hand_out(n):

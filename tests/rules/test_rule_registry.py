@@ -26,8 +26,6 @@ def every(value):
     return {s: (value(s) if callable(value) else value) for s in STEPS}
 
 
-
-
 _LABELS = np.tile([0, 1], 10)
 # rule -> {"fire": case, "quiet": case}; a case is the trial's series and collections, the
 # rule's parameters, an optional other trial (rules over several trials) and, for a rule that
@@ -38,12 +36,23 @@ CASES = {
         "quiet": ({"w": every(np.ones(8))}, {}, {"tensor_regex": "^w$"}),
     },
     "CheckInputImages": {
-        "fire": ({"img_input_0": every(np.full((2, 3, 4, 4), 5.0))}, {}, {"regex": "^img_input_0$", "threshold_samples": "2"}),
-        "quiet": ({"img_input_0": every(np.resize([1.0, -1.0], (2, 3, 4, 4)))}, {},
-                  {"regex": "^img_input_0$", "threshold_samples": "2"}),
+        "fire": (
+            {"img_input_0": every(np.full((2, 3, 4, 4), 5.0))},
+            {},
+            {"regex": "^img_input_0$", "threshold_samples": "2"},
+        ),
+        "quiet": (
+            {"img_input_0": every(np.resize([1.0, -1.0], (2, 3, 4, 4)))},
+            {},
+            {"regex": "^img_input_0$", "threshold_samples": "2"},
+        ),
     },
     "ClassImbalance": {
-        "fire": ({"labels": every(np.r_[np.zeros(20), 1]), "predictions": every(np.r_[np.zeros(20), 1])}, {}, {"samples": "10"}),
+        "fire": (
+            {"labels": every(np.r_[np.zeros(20), 1]), "predictions": every(np.r_[np.zeros(20), 1])},
+            {},
+            {"samples": "10"},
+        ),
         "quiet": ({"labels": every(_LABELS), "predictions": every(_LABELS)}, {}, {"samples": "10"}),
     },
     "Confusion": {
@@ -63,7 +72,11 @@ CASES = {
         "quiet": ({"w": every([1.0, 2.0])}, {}, {"tensor_regex": "^w$"}),
     },
     "FeatureImportanceOverweight": {
-        "fire": ({f"feature_importance/weight/f{i}": every(0.9 if i == 0 else 0.025) for i in range(5)}, {}, {"nfeatures": "1"}),
+        "fire": (
+            {f"feature_importance/weight/f{i}": every(0.9 if i == 0 else 0.025) for i in range(5)},
+            {},
+            {"nfeatures": "1"},
+        ),
         "quiet": ({f"feature_importance/weight/f{i}": every(0.2) for i in range(5)}, {}, {"nfeatures": "1"}),
     },
     "LossNotDecreasing": {
@@ -76,17 +89,33 @@ CASES = {
     },
     "Overfit": {
         "fire": ({"train-rmse": every(lambda s: 1.0 - 0.1 * s), "validation-rmse": every(1.0)}, {}, {}),
-        "quiet": ({"train-rmse": every(lambda s: 1.0 - 0.1 * s), "validation-rmse": every(lambda s: 1.0 - 0.1 * s)}, {}, {}),
+        "quiet": (
+            {"train-rmse": every(lambda s: 1.0 - 0.1 * s), "validation-rmse": every(lambda s: 1.0 - 0.1 * s)},
+            {},
+            {},
+        ),
     },
     "Overtraining": {
         "fire": ({"loss": every(1.0)}, {"losses": ["loss"]}, {"patience_train": "2"}),
         "quiet": ({"loss": every(lambda s: 0.5**s)}, {"losses": ["loss"]}, {"patience_train": "2"}),
     },
     "PoorWeightInitialization": {
-        "fire": ({"l1/relu_input": every(_RNG.normal(size=(16, 8))), "l2/relu_input": every(100 * _RNG.normal(size=(16, 8)))},
-                 {}, {}),
-        "quiet": ({"l1/relu_input": every(np.resize([1.0, -1.0], (16, 8))), "l2/relu_input": every(np.resize([1.0, -1.0], (16, 8)))},
-                  {}, {}),
+        "fire": (
+            {
+                "l1/relu_input": every(_RNG.normal(size=(16, 8))),
+                "l2/relu_input": every(100 * _RNG.normal(size=(16, 8))),
+            },
+            {},
+            {},
+        ),
+        "quiet": (
+            {
+                "l1/relu_input": every(np.resize([1.0, -1.0], (16, 8))),
+                "l2/relu_input": every(np.resize([1.0, -1.0], (16, 8))),
+            },
+            {},
+            {},
+        ),
     },
     "SaturatedActivation": {
         "fire": ({"l1/tanh_input": every(np.full((4, 8), 20.0))}, {}, {}),

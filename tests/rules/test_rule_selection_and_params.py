@@ -69,15 +69,30 @@ def test_cli_rules_exits_2_when_a_rule_looked_at_nothing(nan_gradients, capsys):
 
 
 def test_cli_rules_a_firing_wins_over_a_rule_that_looked_at_nothing(nan_gradients, capsys):
-    code = main(["rules", nan_gradients, "--rule", "ExplodingTensor", "--param", "collection_names=gradient",
-                 "--rule", "ExplodingTensor", "--param", "collection_names=gradients", "--json"])
+    code = main(
+        [
+            "rules",
+            nan_gradients,
+            "--rule",
+            "ExplodingTensor",
+            "--param",
+            "collection_names=gradient",
+            "--rule",
+            "ExplodingTensor",
+            "--param",
+            "collection_names=gradients",
+            "--json",
+        ]
+    )
     import json
 
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     summaries = [e for e in events if e["event"] == "summary"]
     assert code == 1
     assert [(s["fired"], s["evaluated_nothing"], s["tensors_evaluated"]) for s in summaries] == [
-        (False, True, 0), (True, False, 2)]
+        (False, True, 0),
+        (True, False, 2),
+    ]
 
 
 def test_cli_watch_exits_2_when_a_rule_looked_at_nothing(nan_gradients, capsys):
@@ -177,8 +192,9 @@ def _flip_to_nan(trial_dir, value: float) -> None:
     assert len(hits) == 1
 
 
-@pytest.mark.parametrize("rule, params", [("ExplodingTensor", {}), ("AllZero", {"threshold": "50"}),
-                                          ("VanishingGradient", {})])
+@pytest.mark.parametrize(
+    "rule, params", [("ExplodingTensor", {}), ("AllZero", {"threshold": "50"}), ("VanishingGradient", {})]
+)
 @pytest.mark.parametrize("index", ["per-step", "consolidated"])
 def test_rules_refuse_a_record_whose_payload_crc_does_not_match(tmp_path, rule, params, index):
     """One flipped float: Tensor.value refuses the record as corrupt; so do the rules, with the
@@ -255,8 +271,13 @@ _SERIES = {
     "feature_importance/weight/f0": {s: 0.5 for s in range(6)},
     "feature_importance/weight/f1": {s: 0.5 for s in range(6)},
 }
-_COLLS = {"gradients": ["gradient/w"], "weights": ["w"], "losses": ["loss"], "labels": ["labels"],
-          "predictions": ["predictions"]}
+_COLLS = {
+    "gradients": ["gradient/w"],
+    "weights": ["w"],
+    "losses": ["loss"],
+    "labels": ["labels"],
+    "predictions": ["predictions"],
+}
 _HITS = {
     "VanishingGradient": ({}, None),
     "ExplodingTensor": ({"tensor_regex": "^w$"}, {"tensor_regex": "^nope$"}),

@@ -42,8 +42,15 @@ def _relu_run(tmp_path, n_dead, at_step=4, steps=8):
         if g == at_step:
             m.fc1.bias[:n_dead] = -100.0
 
-    run = train(tmp_path / "t", model, "T" * steps, full_batch(x[:200] / 16, y[:200]), lr=0.1,
-                hook_kwargs={"include_collections": ["losses", "outputs"]}, before_step=kill)
+    run = train(
+        tmp_path / "t",
+        model,
+        "T" * steps,
+        full_batch(x[:200] / 16, y[:200]),
+        lr=0.1,
+        hook_kwargs={"include_collections": ["losses", "outputs"]},
+        before_step=kill,
+    )
     return run, [_dead_percent(s) for s in seen]
 
 
@@ -72,8 +79,13 @@ def test_dead_relu_in_a_sequential_needs_the_index_name(tmp_path):
     model = nn.Sequential(nn.Linear(64, 10), nn.ReLU(), nn.Linear(10, 10))
     with torch.no_grad():
         model[0].bias[:8] = -100.0
-    run = train(tmp_path / "t", model, "T" * 3, full_batch(x[:100] / 16, y[:100]),
-                hook_kwargs={"include_regex": ["^1_output_0$"]})
+    run = train(
+        tmp_path / "t",
+        model,
+        "T" * 3,
+        full_batch(x[:100] / 16, y[:100]),
+        hook_kwargs={"include_regex": ["^1_output_0$"]},
+    )
     assert "1_output_0" in run.trial.tensor_names()
     assert fired_at(DeadRelu(run.trial)) is None  # nothing matches .*relu_output
     assert fired_at(DeadRelu(run.trial, tensor_regex="^1_output_0$")) == 0
@@ -107,8 +119,15 @@ def _tanh_run(tmp_path, scale_at=None, steps=6):
             m.fc1.weight *= 5000.0
             m.fc1.bias *= 5000.0
 
-    run = train(tmp_path / "t", model, "T" * steps, full_batch(x[:200], y[:200]), lr=0.001,
-                hook_kwargs={"include_collections": ["losses", "inputs"]}, before_step=scale)
+    run = train(
+        tmp_path / "t",
+        model,
+        "T" * steps,
+        full_batch(x[:200], y[:200]),
+        lr=0.001,
+        hook_kwargs={"include_collections": ["losses", "inputs"]},
+        before_step=scale,
+    )
     return run, seen
 
 
@@ -145,8 +164,9 @@ def _image_run(tmp_path, images, steps=8):
         sl = slice(100 * i, 100 * (i + 1))
         return images[sl], y[sl]
 
-    return train(tmp_path / "t", _cnn(), "T" * steps, batch, lr=0.01,
-                 hook_kwargs={"include_regex": ["^Sequential_input_0$"]})
+    return train(
+        tmp_path / "t", _cnn(), "T" * steps, batch, lr=0.01, hook_kwargs={"include_regex": ["^Sequential_input_0$"]}
+    )
 
 
 def test_check_input_images_fires_on_unnormalised_digits(tmp_path):
@@ -168,9 +188,13 @@ def test_check_input_images_does_not_fire_on_normalised_digits(tmp_path):
     assert abs(np.mean(np.concatenate(run.inputs))) < 0.2
     assert fired_at(CheckInputImages(run.trial, regex="^Sequential_input_0$")) is None
     # channels last (NHWC): channel "3", the one channel's mean is the same
-    nhwc = train(tmp_path / "nhwc", _NHWC(), "T" * 6, lambda _l, i: (x.reshape(-1, 8, 8, 1)[100 * i:100 * (i + 1)],
-                                                                    digits()[1][100 * i:100 * (i + 1)]),
-                 hook_kwargs={"include_regex": ["^_NHWC_input_0$"]})
+    nhwc = train(
+        tmp_path / "nhwc",
+        _NHWC(),
+        "T" * 6,
+        lambda _l, i: (x.reshape(-1, 8, 8, 1)[100 * i : 100 * (i + 1)], digits()[1][100 * i : 100 * (i + 1)]),
+        hook_kwargs={"include_regex": ["^_NHWC_input_0$"]},
+    )
     assert fired_at(CheckInputImages(nhwc.trial, regex="^_NHWC_input_0$", channel="3")) == 4
 
 
@@ -196,14 +220,17 @@ def _padded(rng, lengths, width=20):
 def _text_run(tmp_path, short_at=None, steps=6):
     """Batches of 16 token sequences padded with 0 to 20 tokens; long sentences, except at step ``short_at``."""
     rng = np.random.default_rng(0)
-    batches = [_padded(rng, rng.integers(3, 7, size=16) if s == short_at else rng.integers(13, 21, size=16))
-               for s in range(steps)]
+    batches = [
+        _padded(rng, rng.integers(3, 7, size=16) if s == short_at else rng.integers(13, 21, size=16))
+        for s in range(steps)
+    ]
 
     def batch(_letter, i):
         return batches[i], (batches[i][:, 0] % 2).astype(np.int64)
 
-    run = train(tmp_path / "t", TextNet(), "T" * steps, batch, lr=0.1,
-                hook_kwargs={"include_collections": ["losses", "inputs"]})
+    run = train(
+        tmp_path / "t", TextNet(), "T" * steps, batch, lr=0.1, hook_kwargs={"include_collections": ["losses", "inputs"]}
+    )
     return run, [100 * np.mean(b == 0) for b in batches]
 
 
@@ -214,8 +241,14 @@ def test_nlp_sequence_ratio_fires_on_mostly_padding(tmp_path):
     assert fired_at(NLPSequenceRatio(run.trial, tensor_regex=".*embedding_input_0")) == 3
     # a per-token threshold: padding over 30 % fires from the first step
     first = next(s for s, p in enumerate(pad) if p > 30)
-    assert fired_at(NLPSequenceRatio(run.trial, tensor_regex=".*embedding_input_0", token_values="7, 0",
-                                     token_thresholds_percent="90, 30")) == first
+    assert (
+        fired_at(
+            NLPSequenceRatio(
+                run.trial, tensor_regex=".*embedding_input_0", token_values="7, 0", token_thresholds_percent="90, 30"
+            )
+        )
+        == first
+    )
 
 
 def test_nlp_sequence_ratio_does_not_fire_on_long_sentences(tmp_path):
@@ -234,13 +267,21 @@ def small_trial(tmp_path_factory):
 
 def test_defaults(small_trial):
     r = DeadRelu(small_trial)
-    assert ([p.pattern for p in r.tensor_regex], r.threshold_inactivity, r.threshold_layer) == ([".*relu_output"], 1.0, 50.0)
+    assert ([p.pattern for p in r.tensor_regex], r.threshold_inactivity, r.threshold_layer) == (
+        [".*relu_output"],
+        1.0,
+        50.0,
+    )
     r = SaturatedActivation(small_trial)
     assert [p.pattern for p in r.tensor_regex] == [".*tanh_input|.*sigmoid_input"] and r.collection_names == []
     assert r.ranges == {"tanh": (-9.4999, 9.4999), "sigmoid": (-23.0, 16.99999)}
     r = CheckInputImages(small_trial)
     assert (r.threshold_mean, r.threshold_samples, r.regex.pattern, r.channel) == (
-        0.2, 500, ".*hybridsequential0_input_0", 1)
+        0.2,
+        500,
+        ".*hybridsequential0_input_0",
+        1,
+    )
     r = NLPSequenceRatio(small_trial)
     assert ([p.pattern for p in r.tensor_regex], r.thresholds) == ([".*embedding0_input_0"], {0: 50.0})
     assert [c.name for c in DeadRelu.hook_collections] == ["relu_output"]
@@ -273,8 +314,11 @@ def test_string_parameters(small_trial):
         (CheckInputImages, {"channel": "1.5"}, "channel"),
         (CheckInputImages, {"regex": "(("}, "regex"),
         (NLPSequenceRatio, {"token_values": "a, b"}, "token_values"),
-        (NLPSequenceRatio, {"token_values": "1, 2, 3", "token_thresholds_percent": "10, 20"},
-         "token_thresholds_percent"),
+        (
+            NLPSequenceRatio,
+            {"token_values": "1, 2, 3", "token_thresholds_percent": "10, 20"},
+            "token_thresholds_percent",
+        ),
         (NLPSequenceRatio, {"token_thresholds_percent": "150"}, "token_thresholds_percent"),
     ],
 )

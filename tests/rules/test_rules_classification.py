@@ -17,8 +17,16 @@ from smdebug.rules.builtin.classification import class_ids
 from smdebug.trials import create_trial
 
 # a healthy model: boosted small forests, every class recalled and predicted at >= 0.94 from round 0
-GOOD = {"objective": "binary:logistic", "max_depth": 4, "eta": 1.0, "num_parallel_tree": 4, "subsample": 0.8,
-        "colsample_bynode": 0.8, "seed": 0, "nthread": 1}
+GOOD = {
+    "objective": "binary:logistic",
+    "max_depth": 4,
+    "eta": 1.0,
+    "num_parallel_tree": 4,
+    "subsample": 0.8,
+    "colsample_bynode": 0.8,
+    "seed": 0,
+    "nthread": 1,
+}
 # a poor, underfit model: starts at p = 0.9 and barely moves, so it predicts "benign" for everything
 POOR = {"objective": "binary:logistic", "max_depth": 1, "eta": 0.01, "base_score": 0.9, "nthread": 1}
 
@@ -181,8 +189,9 @@ def test_class_ids():
     np.testing.assert_array_equal(class_ids(np.array([[0.3], [0.6]])), [0, 1])
     np.testing.assert_array_equal(class_ids(np.array([np.nan, 1.0])), [-1, 1])
     # a probability vector holding NaN or inf is no class (argmax would name the NaN's index)
-    np.testing.assert_array_equal(class_ids(np.array([[0.1, np.nan, 0.2], [0.1, 0.7, 0.2], [np.inf, 0, 0]])),
-                                  [-1, 1, -1])
+    np.testing.assert_array_equal(
+        class_ids(np.array([[0.1, np.nan, 0.2], [0.1, 0.7, 0.2], [np.inf, 0, 0]])), [-1, 1, -1]
+    )
 
 
 # ------------------------------------------------------------------------------- parameters
@@ -190,7 +199,12 @@ def test_defaults_and_hook_collections(good):
     trial = create_trial(good.path)
     c = Confusion(trial)
     assert (c.category_no, c.labels, c.predictions, c.labels_collection, c.predictions_collection) == (
-        None, "labels", "predictions", "labels", "predictions")
+        None,
+        "labels",
+        "predictions",
+        "labels",
+        "predictions",
+    )
     assert (c.min_diag, c.max_off_diag) == (0.9, 0.1)
     assert Confusion(trial, category_no="None").category_no is None
     ci = ClassImbalance(trial)

@@ -9,8 +9,16 @@ def test_rules_exports_are_pinned():
     import smdebug.rules as rules
 
     assert set(rules.__all__) == {
-        "Rule", "invoke_rule", "RuleRun", "create_rule", "RequiredTensors", "RequiredTensorsForTrial",
-        "Actions", "ActionSpec", "Firing", "parse_actions",
+        "Rule",
+        "invoke_rule",
+        "RuleRun",
+        "create_rule",
+        "RequiredTensors",
+        "RequiredTensorsForTrial",
+        "Actions",
+        "ActionSpec",
+        "Firing",
+        "parse_actions",
     }
     for name in rules.__all__:
         assert getattr(rules, name) is not None
@@ -24,7 +32,7 @@ def test_building_rules_with_local_actions_loads_no_framework_or_cloud_sdk():
         "import sys, json\n"
         "from smdebug.rules import Rule, create_rule, parse_actions\n"
         "from smdebug.rules.builtin import RULE_MODULES\n"
-        "parse_actions('[{\"name\": \"StopTraining\"}, {\"name\": \"Log\"}]')\n"
+        'parse_actions(\'[{"name": "StopTraining"}, {"name": "Log"}]\')\n'
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

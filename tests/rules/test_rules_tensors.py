@@ -52,10 +52,16 @@ def runs(tmp_path_factory):
         "healthy": train(root / "healthy", small(seed=0)),
         "deep_sigmoid": train(root / "deep_sigmoid", deep_sigmoid(), "T" * 4),
         "huge_lr": train(root / "huge_lr", small(seed=0), "T" * 5, lr=1e20),
-        "huge_lr_reductions": train(root / "huge_lr_reductions", small(seed=0), "T" * 5, lr=1e20,
-                                    hook_kwargs={"reduction_config": REDUCTIONS_ONLY}),
-        "deep_sigmoid_reductions": train(root / "deep_sigmoid_reductions", deep_sigmoid(), "T" * 4,
-                                         hook_kwargs={"reduction_config": REDUCTIONS_ONLY}),
+        "huge_lr_reductions": train(
+            root / "huge_lr_reductions",
+            small(seed=0),
+            "T" * 5,
+            lr=1e20,
+            hook_kwargs={"reduction_config": REDUCTIONS_ONLY},
+        ),
+        "deep_sigmoid_reductions": train(
+            root / "deep_sigmoid_reductions", deep_sigmoid(), "T" * 4, hook_kwargs={"reduction_config": REDUCTIONS_ONLY}
+        ),
         "zeroed": train(root / "zeroed", small(seed=0), before_step=zero_fc1_before_3),
         "half_zero": train(root / "half_zero", small(seed=0), "T" * 4, before_step=half_zero_before_2),
         "scaled": train(root / "scaled", small(seed=0), lr=1e-3, before_step=scale_before_3),
@@ -102,8 +108,10 @@ def test_exploding_tensor_fires_at_the_first_inf_and_nan_of_a_huge_learning_rate
     assert run.first_step(lambda v: np.isnan(v).any()) == 2
     with caplog.at_level(logging.INFO, logger="smdebug"):
         assert fired_at(ExplodingTensor(run.trial)) == 1
-    assert "CrossEntropyLoss_output_0 holds 1 inf of 1 value (the only non-finite tensor at the step), at step 1" \
+    assert (
+        "CrossEntropyLoss_output_0 holds 1 inf of 1 value (the only non-finite tensor at the step), at step 1"
         in caplog.text
+    )
     assert fired_at(ExplodingTensor(run.trial, only_nan="True")) == 2
     # restricted to the parameters: where the parameters themselves first hold inf or NaN
     expected = run.first_step(nonfinite, kinds=("params",))

@@ -50,12 +50,12 @@ def test_loss_not_decreasing_modes(tmp_path):
     """No mode given: EVAL steps are compared (counted in EVAL steps); an explicit mode is honoured."""
     x, y = _xy()
     sched = ("T" * 3 + "E" * 2) * 6
-    run = train(tmp_path / "t", Classifier(), sched, full_batch(x[:200], y[:200], x[1000:1100], y[1000:1100]),
-                lr=0.0)
+    run = train(tmp_path / "t", Classifier(), sched, full_batch(x[:200], y[:200], x[1000:1100], y[1000:1100]), lr=0.0)
     evals = [g for g, m in enumerate(run.modes) if m == ModeKeys.EVAL]
     trains = [g for g, m in enumerate(run.modes) if m == ModeKeys.TRAIN]
     assert fired_at(LossNotDecreasing(run.trial, num_steps="4")) == evals[4] == 13
     assert fired_at(LossNotDecreasing(run.trial, num_steps="4", mode="TRAIN")) == trains[4] == 6
+
     # GLOBAL: every step counts, whatever its mode (an EVAL loss is compared with a TRAIN loss);
     # checks at steps 4, 8, 12, ... (at most once every num_steps), reading 1 of the spec
     def fires(prev, cur):
@@ -97,8 +97,14 @@ def _phase_means(run):
 
 def test_overfit_fires_on_a_tiny_train_set(tmp_path):
     x, y = _xy()
-    run = train(tmp_path / "t", Classifier(), EPOCH * 6, full_batch(x[:20], y[:20], x[1000:1300], y[1000:1300], 2),
-                lr=0.01, optimizer="adam")
+    run = train(
+        tmp_path / "t",
+        Classifier(),
+        EPOCH * 6,
+        full_batch(x[:20], y[:20], x[1000:1300], y[1000:1300], 2),
+        lr=0.01,
+        optimizer="adam",
+    )
     checks = _phase_means(run)
     ratios = [(v - t) / t for _, t, v in checks]
     first = next(i for i, r in enumerate(ratios) if r > 0.1)
@@ -113,8 +119,14 @@ def test_overfit_fires_on_a_tiny_train_set(tmp_path):
 
 def test_overfit_does_not_fire_on_a_large_train_set(tmp_path):
     x, y = _xy()
-    run = train(tmp_path / "t", Classifier(), EPOCH * 6,
-                full_batch(x[:1000], y[:1000], x[1000:1300], y[1000:1300], 2), lr=0.01, optimizer="adam")
+    run = train(
+        tmp_path / "t",
+        Classifier(),
+        EPOCH * 6,
+        full_batch(x[:1000], y[:1000], x[1000:1300], y[1000:1300], 2),
+        lr=0.01,
+        optimizer="adam",
+    )
     assert max((v - t) / t for _, t, v in _phase_means(run)) < 0.1
     assert fired_at(Overfit(run.trial)) is None
     assert fired_at(Overfit(run.trial, tensor_regex=LOSS)) is None
@@ -131,8 +143,14 @@ def _overtraining_oracle(run, patience_train=5, patience_validation=10, delta=0.
 
 def test_overtraining_fires_on_a_tiny_train_set(tmp_path):
     x, y = _xy()
-    run = train(tmp_path / "t", Classifier(), "TTE" * 20, full_batch(x[:20], y[:20], x[1000:1200], y[1000:1200]),
-                lr=0.03, optimizer="adam")
+    run = train(
+        tmp_path / "t",
+        Classifier(),
+        "TTE" * 20,
+        full_batch(x[:20], y[:20], x[1000:1200], y[1000:1200]),
+        lr=0.03,
+        optimizer="adam",
+    )
     step, mode = _overtraining_oracle(run)
     assert mode == ModeKeys.TRAIN  # the training loss stops improving by 0.01 first
     assert fired_at(Overtraining(run.trial)) == step
@@ -146,8 +164,14 @@ def test_overtraining_fires_on_a_tiny_train_set(tmp_path):
 
 def test_overtraining_does_not_fire_in_normal_training(tmp_path):
     x, y = _xy()
-    run = train(tmp_path / "t", Classifier(), EPOCH * 6,
-                full_batch(x[:1000], y[:1000], x[1000:1300], y[1000:1300], 2), lr=0.01, optimizer="adam")
+    run = train(
+        tmp_path / "t",
+        Classifier(),
+        EPOCH * 6,
+        full_batch(x[:1000], y[:1000], x[1000:1300], y[1000:1300], 2),
+        lr=0.01,
+        optimizer="adam",
+    )
     assert _overtraining_oracle(run) == (None, None)
     assert fired_at(Overtraining(run.trial)) is None
     # a larger delta: the loss no longer improves "enough"
@@ -246,13 +270,23 @@ def test_stalled_training_ends_quietly_when_training_ends(trainer, tmp_path):
 @pytest.fixture(scope="module")
 def small_trial(tmp_path_factory):
     x, y = _xy()
-    return train(tmp_path_factory.mktemp("p") / "t", Classifier(), "TTE", full_batch(x[:50], y[:50], x[:50], y[:50])).trial
+    return train(
+        tmp_path_factory.mktemp("p") / "t", Classifier(), "TTE", full_batch(x[:50], y[:50], x[:50], y[:50])
+    ).trial
 
 
 def test_defaults(small_trial):
     r = LossNotDecreasing(small_trial)
-    assert (r.collection_names, r.tensor_regex, r.use_losses_collection, r.num_steps, r.diff_percent,
-            r.increase_threshold_percent, r.mode, r.strict) == ([], [], True, 10, 0.1, 5.0, None, False)
+    assert (
+        r.collection_names,
+        r.tensor_regex,
+        r.use_losses_collection,
+        r.num_steps,
+        r.diff_percent,
+        r.increase_threshold_percent,
+        r.mode,
+        r.strict,
+    ) == ([], [], True, 10, 0.1, 5.0, None, False)
     r = Overfit(small_trial)
     assert (r.tensor_regex, r.start_step, r.patience, r.ratio_threshold) == ([], 0, 1, 0.1)
     r = Overtraining(small_trial)
@@ -263,8 +297,15 @@ def test_defaults(small_trial):
 
 
 def test_string_parameters(small_trial):
-    r = LossNotDecreasing(small_trial, use_losses_collection="False", strict="false", mode="modes.EVAL",
-                          tensor_regex="loss, CrossEntropy", collection_names="losses,default", num_steps="4.0")
+    r = LossNotDecreasing(
+        small_trial,
+        use_losses_collection="False",
+        strict="false",
+        mode="modes.EVAL",
+        tensor_regex="loss, CrossEntropy",
+        collection_names="losses,default",
+        num_steps="4.0",
+    )
     assert r.use_losses_collection is False and r.strict is False and r.mode == ModeKeys.EVAL
     assert [p.pattern for p in r.tensor_regex] == ["loss", "CrossEntropy"] and r.num_steps == 4
     assert r.collection_names == ["losses", "default"]
@@ -322,8 +363,12 @@ def test_overfit_and_overtraining_on_xgboost_metric_names(tmp_path):
     train_rmse = [1.0, 0.8, 0.6, 0.5, 0.4, 0.35, 0.33, 0.32, 0.315, 0.312]
     val_rmse = [1.0, 0.82, 0.63, 0.54, 0.47, 0.45, 0.45, 0.46, 0.46, 0.47]
     auc = [0.5 + 0.01 * s for s in range(10)]
-    series = {"train-rmse": dict(enumerate(train_rmse)), "validation-rmse": dict(enumerate(val_rmse)),
-              "train-auc": dict(enumerate(auc)), "validation-auc": dict(enumerate(auc[::-1]))}
+    series = {
+        "train-rmse": dict(enumerate(train_rmse)),
+        "validation-rmse": dict(enumerate(val_rmse)),
+        "train-auc": dict(enumerate(auc)),
+        "validation-auc": dict(enumerate(auc[::-1])),
+    }
     trial = _written(tmp_path / "t", series)
     ratio = [(v - t) / t for t, v in zip(train_rmse, val_rmse)]
     assert fired_at(Overfit(trial)) == next(s for s, r in enumerate(ratio) if r > 0.1) == 4
@@ -359,8 +404,14 @@ def test_stalled_training_with_a_job_prefix_asks_sagemaker_not_the_trial(tmp_pat
     def sleep(dt):
         clock.now += dt
 
-    rule = StalledTrainingRule(trial, threshold="60", stop_training_on_fire="True",
-                               training_job_name_prefix="stall-job", clock=clock, sleep=sleep)
+    rule = StalledTrainingRule(
+        trial,
+        threshold="60",
+        stop_training_on_fire="True",
+        training_job_name_prefix="stall-job",
+        clock=clock,
+        sleep=sleep,
+    )
     with caplog.at_level("WARNING", logger="smdebug"):
         assert fired_at(rule) == 2
     assert 60 < clock.now - 1000 <= 61.1

@@ -116,8 +116,14 @@ def test_feature_importance_fires_on_one_dominant_feature(tmp_path, cancer):
     # labels decided by one real feature (worst concave points): the trees split on it alone
     (X_tr, _), (X_va, _) = cancer
     cut = np.median(X_tr[:, 27])
-    run = write_xgb_trial(tmp_path, BINARY, (X_tr, (X_tr[:, 27] > cut) * 1.0), (X_va, (X_va[:, 27] > cut) * 1.0),
-                          num_round=4, save_interval=2)
+    run = write_xgb_trial(
+        tmp_path,
+        BINARY,
+        (X_tr, (X_tr[:, 27] > cut) * 1.0),
+        (X_va, (X_va[:, 27] > cut) * 1.0),
+        num_round=4,
+        save_interval=2,
+    )
     assert run.steps == [0, 2]
     shares = {s: top_share(run.importance[s]) for s in run.steps}
     expected = next(s for s in run.steps if shares[s] > 0.8)

@@ -33,8 +33,9 @@ def runs(tmp_path_factory):
         "frozen": train(root / "frozen", small(seed=0), freeze=("0.weight", "0.bias")),
         "with_eval": train(root / "with_eval", small(seed=0), "TTEEETT"),
         "relu_ok": train(root / "relu_ok", ReluNet(), "T" * 12, regex_collections=RELU_INPUTS),
-        "relu_bad_init": train(root / "relu_bad_init", ReluNet(), "T" * 4, regex_collections=RELU_INPUTS,
-                               before_step=bad_init),
+        "relu_bad_init": train(
+            root / "relu_bad_init", ReluNet(), "T" * 4, regex_collections=RELU_INPUTS, before_step=bad_init
+        ),
         "relu_lr0": train(root / "relu_lr0", ReluNet(), "T" * 12, lr=0.0, regex_collections=RELU_INPUTS),
     }
 

@@ -41,10 +41,16 @@ def test_exploding_tensor_stops_a_running_job(tmp_path):
     import os
 
     env = {**os.environ, **env_poll}
-    trainer = subprocess.Popen([sys.executable, str(HERE / "stop_trainer.py"), str(out), str(nan_step)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    rule = subprocess.Popen([sys.executable, "-c", RULE, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    trainer = subprocess.Popen(
+        [sys.executable, str(HERE / "stop_trainer.py"), str(out), str(nan_step)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    rule = subprocess.Popen(
+        [sys.executable, "-c", RULE, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         t_out, t_err = trainer.communicate(timeout=240)
         r_out, r_err = rule.communicate(timeout=120)

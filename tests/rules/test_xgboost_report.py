@@ -62,8 +62,11 @@ def test_binary_report_opens_clean_in_chromium(binary, chromium):
     text = page.read_text()
     assert "http://" not in text and "https://" not in text and "<script" not in text
     state = chromium.open(page.as_uri())
-    assert_clean_page(state, chromium.problems(), COMMON_SECTIONS + [
-        "confusion-matrix", "classification-scores", "accuracy-per-class", "roc"])
+    assert_clean_page(
+        state,
+        chromium.problems(),
+        COMMON_SECTIONS + ["confusion-matrix", "classification-scores", "accuracy-per-class", "roc"],
+    )
     by_section = {}
     for img in state["images"]:
         by_section.setdefault(img["section"], []).append(img["alt"])
@@ -84,8 +87,11 @@ def test_multiclass_report_in_output_path(tmp_path, chromium):
     rule, page = report_of(run.path, output_path=str(tmp_path / "out"))
     assert page == tmp_path / "out" / "rule-output" / "CreateXgboostReport" / "xgboost_report.html"
     state = chromium.open(page.as_uri())
-    assert_clean_page(state, chromium.problems(), COMMON_SECTIONS + [
-        "confusion-matrix", "classification-scores", "accuracy-per-class"])
+    assert_clean_page(
+        state,
+        chromium.problems(),
+        COMMON_SECTIONS + ["confusion-matrix", "classification-scores", "accuracy-per-class"],
+    )
     assert "multi-class classification" in state["text"]
     for k in range(10):
         assert f"class {k}\t" in state["text"]
@@ -108,8 +114,10 @@ def test_regression_report(tmp_path, chromium):
 def test_page_checks_catch_errors(tmp_path, chromium):
     """The checks above can fail: a broken image, a console error and an outside address are caught."""
     bad = tmp_path / "bad.html"
-    bad.write_text('<html><body><section id="x"><img alt="missing" src="missing.png"></section>'
-                   '<img src="http://192.0.2.1/x.png"><script>console.error("boom")</script></body></html>')
+    bad.write_text(
+        '<html><body><section id="x"><img alt="missing" src="missing.png"></section>'
+        '<img src="http://192.0.2.1/x.png"><script>console.error("boom")</script></body></html>'
+    )
     state = chromium.open(bad.as_uri())
     problems = chromium.problems()
     assert any("console.error" in p and "boom" in p for p in problems)
@@ -155,13 +163,16 @@ def test_parameters_and_collections(binary):
         CreateXgboostReport(trial, threshold="1")
     assert info.value.parameter == "threshold"
     got = {(h.name, tuple(sorted(h.parameters.items()))) for h in required_collections("CreateXgboostReport")}
-    assert got == {(c, (("save_interval", "5"),)) for c in ("metrics", "feature_importance", "predictions", "labels")} | {
-        ("hyperparameters", (("save_steps", "0"),))}
+    assert got == {
+        (c, (("save_interval", "5"),)) for c in ("metrics", "feature_importance", "predictions", "labels")
+    } | {("hyperparameters", (("save_steps", "0"),))}
 
 
 def test_import_is_light():
-    code = ("import sys, smdebug.rules.builtin.trees, smdebug.rules.builtin.classification; "
-            "print(sorted(m for m in ('matplotlib', 'xgboost', 'pandas', 'sklearn') if m in sys.modules))")
+    code = (
+        "import sys, smdebug.rules.builtin.trees, smdebug.rules.builtin.classification; "
+        "print(sorted(m for m in ('matplotlib', 'xgboost', 'pandas', 'sklearn') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

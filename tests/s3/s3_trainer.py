@@ -21,8 +21,9 @@ def main():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     loss_fn = nn.CrossEntropyLoss()
-    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=out, save_config=smd.SaveConfig(save_interval=1), include_collections=["weights", "gradients", "losses"]
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -76,8 +76,9 @@ def test_consolidated_open_range_and_value_request_counts(bucket, proxy, monkeyp
     assert ranged.steps() == list(range(1000, 2000, 50))
     assert proxy.snapshot() == {"HEAD": 1, "LIST": 1}
     proxy.reset()
-    np.testing.assert_array_equal(ranged.tensor("t2").value(1500, worker="worker_1"),
-                                  np.full((3,), 15001.2, dtype=np.float32))
+    np.testing.assert_array_equal(
+        ranged.tensor("t2").value(1500, worker="worker_1"), np.full((3,), 15001.2, dtype=np.float32)
+    )
     assert proxy.snapshot() == {"RANGE": value}
     proxy.reset()
     assert len(ranged.tensor("t3").values(worker="worker_0")) == 20

@@ -20,8 +20,12 @@ TRAINER = Path(__file__).with_name("s3_trainer.py")
 def test_reader_sees_every_step_exactly_once_while_training_writes_to_s3(bucket, aws_env, tmp_path, monkeypatch):
     monkeypatch.setenv("SMDEBUG_POLL_INTERVAL", "0.05")
     url, steps = f"s3://{bucket}/live", 25
-    trainer = subprocess.Popen([sys.executable, str(TRAINER), url, str(steps), str(tmp_path)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    trainer = subprocess.Popen(
+        [sys.executable, str(TRAINER), url, str(steps), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         trial = create_trial(url, collection_wait_timeout=120)
         seen: list[list[int]] = [trial.steps()]
@@ -51,8 +55,12 @@ def test_hook_loses_nothing_through_a_faulty_endpoint(bucket, proxy, tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
     loss_fn = nn.MSELoss()
-    hook = smd.Hook(out_dir=url, save_config=smd.SaveConfig(save_interval=1), export_tensorboard=True,
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=url,
+        save_config=smd.SaveConfig(save_interval=1),
+        export_tensorboard=True,
+        include_collections=["weights", "gradients", "losses"],
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -193,8 +193,14 @@ def test_write_chunks_writes_at_most_max_write_bytes_a_call(store, monkeypatch):
     store.write_chunks("events/big", iter(chunks))  # any iterable, consumed once
     assert store.read("events/big") == expected
     assert max(calls) == local.MAX_WRITE
-    assert calls == [4, local.MAX_WRITE, local.MAX_WRITE, local.MAX_WRITE, local.MAX_WRITE // 2,
-                     len(expected) - 4 - big.nbytes]
+    assert calls == [
+        4,
+        local.MAX_WRITE,
+        local.MAX_WRITE,
+        local.MAX_WRITE,
+        local.MAX_WRITE // 2,
+        len(expected) - 4 - big.nbytes,
+    ]
 
 
 def test_write_after_the_folder_was_removed(store):

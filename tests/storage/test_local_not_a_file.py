@@ -14,8 +14,12 @@ posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs a
 
 
 def _reads(store, key):
-    return [lambda: store.read(key), lambda: store.read_ranges(key, [(0, 10)]),
-            lambda: store.read_stamped(key), lambda: store.read_into(key, lambda n: memoryview(bytearray(n)))]
+    return [
+        lambda: store.read(key),
+        lambda: store.read_ranges(key, [(0, 10)]),
+        lambda: store.read_stamped(key),
+        lambda: store.read_into(key, lambda n: memoryview(bytearray(n))),
+    ]
 
 
 @posix_only

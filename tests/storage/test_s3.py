@@ -362,7 +362,11 @@ def test_trial_on_s3_matches_local(proxy, bucket, tmp_path):
     remote_view = _snapshot(remote)
     local_view = _snapshot(create_trial(str(tmp_path / "t1")))
     assert remote_view == local_view
-    assert remote_view["steps"] == list(range(0, 12, 2)) and remote_view["names"] == ["dense/bias", "dense/weights", "loss"]
+    assert remote_view["steps"] == list(range(0, 12, 2)) and remote_view["names"] == [
+        "dense/bias",
+        "dense/weights",
+        "loss",
+    ]
     # opening: list collections, read one, list the index, read its 12 files concurrently
     assert opened.get("LIST", 0) <= 3 and opened.get("GET", 0) == 1 + 12, opened
     assert isinstance(remote.store, S3Store) and remote.path == url

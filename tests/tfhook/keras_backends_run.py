@@ -42,8 +42,14 @@ class Sub(keras.Model):
 
 
 def sequential():
-    return keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu", name="dense"),
-                             keras.layers.Dense(3, name="dense_1")], name="sequential")
+    return keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(8, activation="relu", name="dense"),
+            keras.layers.Dense(3, name="dense_1"),
+        ],
+        name="sequential",
+    )
 
 
 def functional():
@@ -77,18 +83,33 @@ def _err(a, b) -> float:
 
 def run(kind: str, make, out: str, x, y) -> dict:
     model = make()
-    model.compile(keras.optimizers.SGD(LR, name="sgd"), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
+    model.compile(
+        keras.optimizers.SGD(LR, name="sgd"),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     before = [w.copy() for w in model.get_weights()] if model.built else None
     hook = smd.KerasHook(out, save_all=True, save_config=smd.SaveConfig(save_interval=1))
     logs = Logs()
-    model.fit(x[:64], y[:64], batch_size=BS, epochs=1, shuffle=False, validation_data=(x[64:], y[64:]),
-              callbacks=[hook, logs], verbose=0)
+    model.fit(
+        x[:64],
+        y[:64],
+        batch_size=BS,
+        epochs=1,
+        shuffle=False,
+        validation_data=(x[64:], y[64:]),
+        callbacks=[hook, logs],
+        verbose=0,
+    )
     model.predict(x[64:], batch_size=BS, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(out)
-    wname = {"k0": "dense/weights/dense/kernel:0", "b0": "dense/weights/dense/bias:0",
-             "k1": "dense_1/weights/dense_1/kernel:0", "b1": "dense_1/weights/dense_1/bias:0"}
+    wname = {
+        "k0": "dense/weights/dense/kernel:0",
+        "b0": "dense/weights/dense/bias:0",
+        "k1": "dense_1/weights/dense_1/kernel:0",
+        "b1": "dense_1/weights/dense_1/bias:0",
+    }
     steps = tr.steps(mode=T)
 
     def w(key, step):
@@ -97,13 +118,20 @@ def run(kind: str, make, out: str, x, y) -> dict:
         return tr.tensor(wname[key]).value(step, mode=T)
 
     first = 0 if before is not None else 1
-    grad = max(_err(tr.tensor(f"gradients/{n}Grad").value(s, mode=T), (w(k, s - 1) - w(k, s)) / LR)
-               for s in steps[first:] for k, n in (("k0", "dense/kernel"), ("b1", "dense_1/bias")))
-    outputs = max(_err(tr.tensor("dense/outputs").value(s, mode=T),
-                       np.maximum(tr.tensor("dense/inputs").value(s, mode=T) @ w("k0", s - 1) + w("b0", s - 1), 0))
-                  for s in steps[first:])
+    grad = max(
+        _err(tr.tensor(f"gradients/{n}Grad").value(s, mode=T), (w(k, s - 1) - w(k, s)) / LR)
+        for s in steps[first:]
+        for k, n in (("k0", "dense/kernel"), ("b1", "dense_1/bias"))
+    )
+    outputs = max(
+        _err(
+            tr.tensor("dense/outputs").value(s, mode=T),
+            np.maximum(tr.tensor("dense/inputs").value(s, mode=T) @ w("k0", s - 1) + w("b0", s - 1), 0),
+        )
+        for s in steps[first:]
+    )
     final_w = model.get_weights()
-    eval_out = np.maximum(x[64:64 + BS] @ final_w[0] + final_w[1], 0)
+    eval_out = np.maximum(x[64 : 64 + BS] @ final_w[0] + final_w[1], 0)
     return {
         "names": tr.tensor_names(),
         "steps": {m.name: tr.steps(mode=m) for m in (T, E, P)},

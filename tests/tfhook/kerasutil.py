@@ -14,11 +14,13 @@ def digits(n: int = 160):
 
 def sequential(seed: int = 0, hidden: int = 16, activation: str = "relu", bias_init="zeros"):
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([
-        keras.Input((64,)),
-        keras.layers.Dense(hidden, activation=activation, bias_initializer=bias_init, name="dense"),
-        keras.layers.Dense(10, name="dense_1"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(hidden, activation=activation, bias_initializer=bias_init, name="dense"),
+            keras.layers.Dense(10, name="dense_1"),
+        ]
+    )
 
 
 def functional(seed: int = 0):
@@ -47,8 +49,12 @@ def subclassed(seed: int = 0):
 
 
 def compile_sgd(model, lr=0.1, jit=False):
-    model.compile(keras.optimizers.SGD(lr), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"], jit_compile=jit)
+    model.compile(
+        keras.optimizers.SGD(lr),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        jit_compile=jit,
+    )
     return model
 
 

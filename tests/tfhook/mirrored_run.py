@@ -22,17 +22,32 @@ x = rng.standard_normal((64, 8)).astype("float32")
 y = rng.integers(0, 3, 64)
 with strategy.scope():
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="relu", name="dense"),
-                              keras.layers.Dense(3, name="dense_1")])
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(4, activation="relu", name="dense"),
+            keras.layers.Dense(3, name="dense_1"),
+        ]
+    )
     model.compile(keras.optimizers.SGD(0.1), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-hook = smd.KerasHook(out, save_config=smd.SaveConfig(save_interval=1), include_workers=workers,
-                     include_collections=["weights", "gradients", "losses", "layers"])
+hook = smd.KerasHook(
+    out,
+    save_config=smd.SaveConfig(save_interval=1),
+    include_workers=workers,
+    include_collections=["weights", "gradients", "losses", "layers"],
+)
 before = [v.numpy() for v in model.trainable_weights]
 model.fit(x, y, batch_size=32, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
 hook.close()
 w0 = before[0]
 b0 = before[1]
-print(json.dumps({
-    "x0": x[:16].tolist(), "x1": x[16:32].tolist(),
-    "out0": np.maximum(x[:16] @ w0 + b0, 0).tolist(), "out1": np.maximum(x[16:32] @ w0 + b0, 0).tolist(),
-}))
+print(
+    json.dumps(
+        {
+            "x0": x[:16].tolist(),
+            "x1": x[16:32].tolist(),
+            "out0": np.maximum(x[:16] @ w0 + b0, 0).tolist(),
+            "out1": np.maximum(x[16:32] @ w0 + b0, 0).tolist(),
+        }
+    )
+)

@@ -62,8 +62,9 @@ def test_deferred_reductions_of_a_tensor_equal_numpys(monkeypatch, moments_by, i
     kernel = moments_by == "numba kernel"
     calls = []
     host_moments = moments_kernel.host_moments
-    monkeypatch.setattr(moments_kernel, "host_moments", lambda a, w, k: calls.append(a[0].flags.writeable) or
-                        host_moments(a, w, k))
+    monkeypatch.setattr(
+        moments_kernel, "host_moments", lambda a, w, k: calls.append(a[0].flags.writeable) or host_moments(a, w, k)
+    )
     var = _variables()[i]
     adapter = KerasAdapter()
     t = as_tensor(var)

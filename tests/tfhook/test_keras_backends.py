@@ -29,10 +29,26 @@ HERE = Path(__file__).parent
 BACKENDS = ("tensorflow", "jax", "torch")
 INSTALLED = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
 NAMES = [  # 1.0.34's names (frameworks.md), on every backend
-    "accuracy", "batch", "dense/inputs", "dense/outputs", "dense/weights/dense/bias:0", "dense/weights/dense/kernel:0",
-    "dense_1/inputs", "dense_1/outputs", "dense_1/weights/dense_1/bias:0", "dense_1/weights/dense_1/kernel:0",
-    "gradients/dense/biasGrad", "gradients/dense/kernelGrad", "gradients/dense_1/biasGrad",
-    "gradients/dense_1/kernelGrad", "loss", "sgd/iteration:0", "sgd/learning_rate:0", "val_accuracy", "val_loss"]
+    "accuracy",
+    "batch",
+    "dense/inputs",
+    "dense/outputs",
+    "dense/weights/dense/bias:0",
+    "dense/weights/dense/kernel:0",
+    "dense_1/inputs",
+    "dense_1/outputs",
+    "dense_1/weights/dense_1/bias:0",
+    "dense_1/weights/dense_1/kernel:0",
+    "gradients/dense/biasGrad",
+    "gradients/dense/kernelGrad",
+    "gradients/dense_1/biasGrad",
+    "gradients/dense_1/kernelGrad",
+    "loss",
+    "sgd/iteration:0",
+    "sgd/learning_rate:0",
+    "val_accuracy",
+    "val_loss",
+]
 
 
 def _env(backend: str) -> dict:
@@ -45,9 +61,13 @@ def runs(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("backends")
     procs = {}
     for b in INSTALLED:
-        procs[b] = subprocess.Popen([sys.executable, str(HERE / "keras_backends_run.py"), str(root / b),
-                                     str(root / f"{b}.json")], env=_env(b), stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True)
+        procs[b] = subprocess.Popen(
+            [sys.executable, str(HERE / "keras_backends_run.py"), str(root / b), str(root / f"{b}.json")],
+            env=_env(b),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     out = {}
     for b, p in procs.items():
         text, _ = p.communicate(timeout=600)
@@ -100,16 +120,23 @@ def test_layers_of_a_subclassed_model_built_inside_fit(tmp_path, eagerly):
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, 20, size=(48, 5)), rng.integers(0, 3, size=(48,))
     model = _Embed()
-    model.compile(keras.optimizers.SGD(0.1), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  run_eagerly=eagerly)
+    model.compile(
+        keras.optimizers.SGD(0.1), keras.losses.SparseCategoricalCrossentropy(from_logits=True), run_eagerly=eagerly
+    )
     assert not model.built
     hook = smd.KerasHook(str(tmp_path), save_all=True, save_config=smd.SaveConfig(save_interval=1))
     model.fit(x, y, batch_size=16, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path))
     assert tr.steps() == [0, 1, 2]
-    for name in ("embedding/inputs", "embedding/outputs", "flatten/outputs", "dense/outputs",
-                 "gradients/embedding/embeddingsGrad", "embedding/weights/embedding/embeddings:0"):
+    for name in (
+        "embedding/inputs",
+        "embedding/outputs",
+        "flatten/outputs",
+        "dense/outputs",
+        "gradients/embedding/embeddingsGrad",
+        "embedding/weights/embedding/embeddings:0",
+    ):
         assert tr.tensor(name).steps() == [0, 1, 2], name
     assert "flatten/outputs_1" not in tr.tensor_names()  # Keras' build-time call is not a second call
     np.testing.assert_array_equal(tr.tensor("embedding/inputs").value(0), x[:16])
@@ -130,9 +157,13 @@ def test_smdebug_run_attaches_on_the_other_backends(tmp_path, monkeypatch, keras
     monkeypatch.setenv("KERAS_BACKEND", keras_backend)
     lines: list = []
     final_path = tmp_path / "final_kernel.npy"
-    result = smdebug.launch([sys.executable, str(HERE / "keras_zcc_script.py"), str(final_path)], run_dir=str(tmp_path), name="zcc",
-                            collection_configs=["weights:save_interval=1", "gradients:save_interval=2",
-                                                "losses:save_interval=1"], echo=lines.append)
+    result = smdebug.launch(
+        [sys.executable, str(HERE / "keras_zcc_script.py"), str(final_path)],
+        run_dir=str(tmp_path),
+        name="zcc",
+        collection_configs=["weights:save_interval=1", "gradients:save_interval=2", "losses:save_interval=1"],
+        echo=lines.append,
+    )
     assert result.exit_code == 0, lines
     tr = create_trial(result.out_dir)
     assert [m.name for m in tr.modes()] == ["TRAIN", "EVAL"]
@@ -140,8 +171,9 @@ def test_smdebug_run_attaches_on_the_other_backends(tmp_path, monkeypatch, keras
     assert tr.tensor("gradients/dense/kernelGrad").steps(mode=smd.modes.TRAIN) == [0, 2, 4]
     assert {"dense/weights/dense/kernel:0", "dense_1/weights/dense_1/kernel:0", "loss"} <= set(tr.tensor_names())
     final = np.load(final_path)
-    np.testing.assert_allclose(tr.tensor("dense/weights/dense/kernel:0").value(5, mode=smd.modes.TRAIN), final,
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        tr.tensor("dense/weights/dense/kernel:0").value(5, mode=smd.modes.TRAIN), final, rtol=1e-6, atol=1e-7
+    )
 
 
 def test_what_a_backend_cannot_give_is_said_once_when_the_hook_is_made(tmp_path, monkeypatch, caplog):

@@ -21,27 +21,37 @@ T, E = smd.modes.TRAIN, smd.modes.EVAL
 def _unbuilt(seed=0):
     """A Sequential without an Input: Keras builds its variables inside fit."""
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.layers.Dense(16, activation="relu", name="dense"), keras.layers.Dense(10, name="dense_1")])
+    return keras.Sequential(
+        [keras.layers.Dense(16, activation="relu", name="dense"), keras.layers.Dense(10, name="dense_1")]
+    )
 
 
 def _compile_adam(model):
-    model.compile(keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
+    model.compile(
+        keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+    )
     return model
 
 
 def test_custom_collection_regex_sees_model_variables(tmp_path):
     model = compile_sgd(sequential())
     x, y = digits()
-    hook = smd.KerasHook(str(tmp_path / "a"), save_config=smd.SaveConfig(save_interval=2), include_collections=["custom"])
+    hook = smd.KerasHook(
+        str(tmp_path / "a"), save_config=smd.SaveConfig(save_interval=2), include_collections=["custom"]
+    )
     hook.get_collection("custom").include("dense_1/")
     model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "a"))
     # what the regex matches: dense_1's variables, and its gradients and inputs/outputs captured in fit
     assert tr.tensor_names(collection="custom") == [
-        "dense_1/inputs", "dense_1/outputs", "dense_1/weights/dense_1/bias:0", "dense_1/weights/dense_1/kernel:0",
-        "gradients/dense_1/biasGrad", "gradients/dense_1/kernelGrad"]
+        "dense_1/inputs",
+        "dense_1/outputs",
+        "dense_1/weights/dense_1/bias:0",
+        "dense_1/weights/dense_1/kernel:0",
+        "gradients/dense_1/biasGrad",
+        "gradients/dense_1/kernelGrad",
+    ]
     assert tr.tensor("gradients/dense_1/kernelGrad").steps(mode=T) == [0, 2, 4]
     kernel = tr.tensor("dense_1/weights/dense_1/kernel:0")
     assert kernel.steps(mode=T) == [0, 2, 4]
@@ -49,7 +59,9 @@ def test_custom_collection_regex_sees_model_variables(tmp_path):
 
     # include_regex goes to the default collection: the same variables, whatever else is due
     model = compile_sgd(sequential())
-    hook = smd.KerasHook(str(tmp_path / "b"), save_config=smd.SaveConfig(save_interval=2), include_regex=["dense/kernel"])
+    hook = smd.KerasHook(
+        str(tmp_path / "b"), save_config=smd.SaveConfig(save_interval=2), include_regex=["dense/kernel"]
+    )
     model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "b"))
@@ -61,8 +73,11 @@ def test_model_built_in_fit_and_biases_apart_from_optimizer_slots(tmp_path):
     model = _compile_adam(_unbuilt())
     assert not model.weights  # nothing to read when the callback starts
     x, y = digits()
-    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2),
-                         include_collections=["weights", "biases", "optimizer_variables"])
+    hook = smd.KerasHook(
+        str(tmp_path / "t"),
+        save_config=smd.SaveConfig(save_interval=2),
+        include_collections=["weights", "biases", "optimizer_variables"],
+    )
     model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[hook], verbose=0)
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
@@ -72,15 +87,19 @@ def test_model_built_in_fit_and_biases_apart_from_optimizer_slots(tmp_path):
     # Adam's per-weight slots (..._bias_momentum, ..._kernel_velocity) are in no collection, as in 1.0.34
     assert tr.tensor_names(collection="optimizer_variables") == [f"{opt}/iteration:0", f"{opt}/learning_rate:0"]
     assert not [n for n in tr.tensor_names() if "momentum" in n or "velocity" in n]
-    np.testing.assert_array_equal(tr.tensor("dense/weights/dense/bias:0").value(4, mode=T),
-                                  model.get_layer("dense").bias.numpy())
+    np.testing.assert_array_equal(
+        tr.tensor("dense/weights/dense/bias:0").value(4, mode=T), model.get_layer("dense").bias.numpy()
+    )
     assert tr.tensor(f"{opt}/iteration:0").value(4, mode=T).item() == 5
 
 
 def test_tape_loop_saves_optimizer_variables(tmp_path):
     model = sequential()
-    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2),
-                         include_collections=["optimizer_variables", "losses"])
+    hook = smd.KerasHook(
+        str(tmp_path / "t"),
+        save_config=smd.SaveConfig(save_interval=2),
+        include_collections=["optimizer_variables", "losses"],
+    )
     opt = hook.wrap_optimizer(keras.optimizers.Adam(0.01))
     assert hook.wrap_optimizer(opt) is opt  # wrapping twice is wrapping once
     x, y = digits(128)
@@ -117,7 +136,9 @@ def test_epoch_end_logs_go_to_the_last_train_step(tmp_path, validation):
         assert loss.value(step, mode=T).item() == pytest.approx(hist.history["loss"][epoch], rel=1e-6)
         assert tr.tensor("accuracy").value(step, mode=T).item() == pytest.approx(hist.history["accuracy"][epoch])
         if validation:
-            assert tr.tensor("val_loss").value(step, mode=T).item() == pytest.approx(hist.history["val_loss"][epoch], rel=1e-6)
+            assert tr.tensor("val_loss").value(step, mode=T).item() == pytest.approx(
+                hist.history["val_loss"][epoch], rel=1e-6
+            )
     # batch: only at scheduled steps, the batch index (1.0.34 wrote the epoch index at an epoch's end)
     assert tr.tensor("batch").steps(mode=T) == [0, 3, 6, 9] and tr.tensor("batch").value(9, mode=T).item() == 4
     if validation:
@@ -132,8 +153,9 @@ def test_epoch_end_logs_go_to_the_last_train_step(tmp_path, validation):
 
 def test_register_model_before_compile(tmp_path):
     model = sequential()
-    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2),
-                         include_collections=["weights", "gradients"])
+    hook = smd.KerasHook(
+        str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2), include_collections=["weights", "gradients"]
+    )
     hook.register_model(model)
     with pytest.raises(SMDebugTypeError, match="register_model"):
         hook.register_model("model")
@@ -184,12 +206,16 @@ def test_a_resumed_job_continues_the_step_numbers(tmp_path):
     x, y = digits()  # 5 train batches an epoch, 2 validation batches
     model = compile_sgd(sequential())
     first = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"])
-    model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[first], verbose=0, validation_data=(x[:64], y[:64]))
+    model.fit(
+        x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[first], verbose=0, validation_data=(x[:64], y[:64])
+    )
     kernel_at_4 = model.get_layer("dense").kernel.numpy().copy()
     first.close()
     (out / END_OF_JOB).unlink()
     second = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"])
-    model.fit(x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[second], verbose=0, validation_data=(x[:64], y[:64]))
+    model.fit(
+        x, y, batch_size=BS, epochs=1, shuffle=False, callbacks=[second], verbose=0, validation_data=(x[:64], y[:64])
+    )
     second.close()
     tr = create_trial(str(out))
     assert tr.steps(mode=T) == list(range(10)) and tr.steps(mode=E) == [0, 1, 2, 3]

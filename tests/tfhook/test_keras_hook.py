@@ -20,8 +20,9 @@ def run_fit(out, model, *, jit=False, interval=1, colls=ALL_COLLS, epochs=1, val
     hook = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=interval), include_collections=colls, **kw)
     rec = Recorder()
     val = (x[:64], y[:64]) if validation else None
-    hist = model.fit(x, y, batch_size=BS, epochs=epochs, shuffle=False, callbacks=[hook, rec], verbose=0,
-                     validation_data=val)
+    hist = model.fit(
+        x, y, batch_size=BS, epochs=epochs, shuffle=False, callbacks=[hook, rec], verbose=0, validation_data=val
+    )
     return hook, rec, hist, x, y
 
 
@@ -40,10 +41,19 @@ def test_names_collections_and_steps_per_mode(tmp_path):
     assert tr.tensor_names(collection="weights") == ["dense/weights/dense/kernel:0", "dense_1/weights/dense_1/kernel:0"]
     assert tr.tensor_names(collection="biases") == ["dense/weights/dense/bias:0", "dense_1/weights/dense_1/bias:0"]
     assert tr.tensor_names(collection="gradients") == [
-        "gradients/dense/biasGrad", "gradients/dense/kernelGrad", "gradients/dense_1/biasGrad", "gradients/dense_1/kernelGrad"]
+        "gradients/dense/biasGrad",
+        "gradients/dense/kernelGrad",
+        "gradients/dense_1/biasGrad",
+        "gradients/dense_1/kernelGrad",
+    ]
     assert tr.tensor_names(collection="losses") == ["loss", "val_loss"]
     assert tr.tensor_names(collection="metrics") == ["accuracy", "batch", "val_accuracy"]
-    assert tr.tensor_names(collection="layers") == ["dense/inputs", "dense/outputs", "dense_1/inputs", "dense_1/outputs"]
+    assert tr.tensor_names(collection="layers") == [
+        "dense/inputs",
+        "dense/outputs",
+        "dense_1/inputs",
+        "dense_1/outputs",
+    ]
     opt = model.optimizer.iterations.path.split("/")[0]  # sgd, or sgd_<n> after other optimizers
     assert tr.tensor_names(collection="optimizer_variables") == [f"{opt}/iteration:0", f"{opt}/learning_rate:0"]
     g = tr.tensor("gradients/dense/kernelGrad")
@@ -59,6 +69,7 @@ def test_values_equal_keras(tmp_path, jit):
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
     T = smd.modes.TRAIN
+
     def strip(d):
         return {k.split("/", 1)[1]: v for k, v in d.items()}
 
@@ -85,14 +96,29 @@ def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path, raw):
     raw values are Keras' own."""
     model = sequential()
     colls = ["weights", "gradients"]
-    ops = [("min", False), ("max", False), ("mean", False), ("std", False), ("variance", False), ("sum", False),
-           ("mean", True), ("max", True), ("l1", False), ("l2", False)]
-    rc = smd.ReductionConfig(reductions=["min", "max", "mean", "std", "variance", "sum"], abs_reductions=["mean", "max"],
-                             norms=["l1", "l2"], save_raw_tensor=raw)
+    ops = [
+        ("min", False),
+        ("max", False),
+        ("mean", False),
+        ("std", False),
+        ("variance", False),
+        ("sum", False),
+        ("mean", True),
+        ("max", True),
+        ("l1", False),
+        ("l2", False),
+    ]
+    rc = smd.ReductionConfig(
+        reductions=["min", "max", "mean", "std", "variance", "sum"],
+        abs_reductions=["mean", "max"],
+        norms=["l1", "l2"],
+        save_raw_tensor=raw,
+    )
     compile_sgd(model)
     x, y = digits()
-    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=colls,
-                         reduction_config=rc)
+    hook = smd.KerasHook(
+        str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=colls, reduction_config=rc
+    )
     rec = Recorder()
     model.fit(x[: 5 * BS], y[: 5 * BS], batch_size=BS, epochs=1, shuffle=False, callbacks=[hook, rec], verbose=0)
     hook.close()
@@ -102,8 +128,10 @@ def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path, raw):
         after = {k.split("/", 1)[1]: v for k, v in rec.after["TRAIN"][step].items()}
         before = {k.split("/", 1)[1]: v for k, v in rec.before["TRAIN"][step].items()}
         grad = (before["dense_1/kernel"] - after["dense_1/kernel"]) / 0.1
-        for name, value, tol in (("dense/weights/dense/kernel:0", after["dense/kernel"], 1e-6),
-                                 ("gradients/dense_1/kernelGrad", grad, 2e-5)):
+        for name, value, tol in (
+            ("dense/weights/dense/kernel:0", after["dense/kernel"], 1e-6),
+            ("gradients/dense_1/kernelGrad", grad, 2e-5),
+        ):
             t = tr.tensor(name)
             if raw:
                 np.testing.assert_allclose(t.value(step, mode=T), value, rtol=0, atol=tol)
@@ -111,10 +139,18 @@ def test_reductions_and_raw_values_of_weights_and_gradients(tmp_path, raw):
                 with pytest.raises(Exception):  # noqa: B017  reductions only
                     t.value(step, mode=T)
             v64 = value.astype(np.float64)
-            ref = {("min", False): v64.min(), ("max", False): v64.max(), ("mean", False): v64.mean(),
-                   ("std", False): v64.std(), ("variance", False): v64.var(), ("sum", False): v64.sum(),
-                   ("mean", True): np.abs(v64).mean(), ("max", True): np.abs(v64).max(),
-                   ("l1", False): np.abs(v64).sum(), ("l2", False): np.sqrt((v64 * v64).sum())}
+            ref = {
+                ("min", False): v64.min(),
+                ("max", False): v64.max(),
+                ("mean", False): v64.mean(),
+                ("std", False): v64.std(),
+                ("variance", False): v64.var(),
+                ("sum", False): v64.sum(),
+                ("mean", True): np.abs(v64).mean(),
+                ("max", True): np.abs(v64).max(),
+                ("l1", False): np.abs(v64).sum(),
+                ("l2", False): np.sqrt((v64 * v64).sum()),
+            }
             scale = np.abs(v64).sum()  # rounding of a float32 sum (and of the gradient estimate) is relative to it
             for op, is_abs in ops:
                 got = float(np.asarray(t.reduction_value(step, op, abs=is_abs, mode=T)).ravel()[0])
@@ -134,8 +170,10 @@ def test_functional_and_subclassed_models(tmp_path, make):
     kernels = tr.tensor_names(collection="weights")
     assert len(kernels) == 2 and all(k.endswith("kernel:0") for k in kernels)
     paths = [p for p in rec.after["TRAIN"][3] if p.endswith("dense_1/kernel")]
-    np.testing.assert_array_equal(tr.tensor([k for k in kernels if "dense_1" in k][0]).value(3, mode=smd.modes.TRAIN),
-                                  rec.after["TRAIN"][3][paths[0]])
+    np.testing.assert_array_equal(
+        tr.tensor([k for k in kernels if "dense_1" in k][0]).value(3, mode=smd.modes.TRAIN),
+        rec.after["TRAIN"][3][paths[0]],
+    )
 
 
 def test_only_saved_steps_run_the_instrumented_function(tmp_path):
@@ -156,8 +194,11 @@ def test_only_saved_steps_run_the_instrumented_function(tmp_path):
 def test_gradient_tape_loop(tmp_path):
     model = sequential()
     opt = tf.keras.optimizers.SGD(0.1)
-    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
-                         include_collections=["weights", "biases", "gradients", "losses"])
+    hook = smd.KerasHook(
+        str(tmp_path / "t"),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["weights", "biases", "gradients", "losses"],
+    )
     x, y = digits(96)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     want = []
@@ -167,26 +208,36 @@ def test_gradient_tape_loop(tmp_path):
             loss = loss_fn(yb, model(xb))
         w = {v.path.split("/", 1)[1]: v.numpy().copy() for v in model.trainable_weights}
         grads = tape.gradient(loss, model.trainable_weights)
-        want.append((float(loss), w, {v.path.split("/", 1)[1]: g.numpy() for v, g in zip(model.trainable_weights, grads)}))
+        want.append(
+            (float(loss), w, {v.path.split("/", 1)[1]: g.numpy() for v, g in zip(model.trainable_weights, grads)})
+        )
         opt.apply_gradients(zip(grads, model.trainable_weights))
     hook.close()
     tr = create_trial(str(tmp_path / "t"))
     assert tr.steps(mode=smd.modes.TRAIN) == [0, 1, 2]
     assert tr.tensor_names(collection="gradients") == [
-        "gradients/dense/biasGrad", "gradients/dense/kernelGrad", "gradients/dense_1/biasGrad", "gradients/dense_1/kernelGrad"]
+        "gradients/dense/biasGrad",
+        "gradients/dense/kernelGrad",
+        "gradients/dense_1/biasGrad",
+        "gradients/dense_1/kernelGrad",
+    ]
     for step, (loss, w, g) in enumerate(want):
         assert float(tr.tensor("loss").value(step, mode=smd.modes.TRAIN).ravel()[0]) == pytest.approx(loss)
-        np.testing.assert_array_equal(tr.tensor("gradients/dense/kernelGrad").value(step, mode=smd.modes.TRAIN),
-                                      g["dense/kernel"])
-        np.testing.assert_array_equal(tr.tensor("weights/dense/kernel:0").value(step, mode=smd.modes.TRAIN),
-                                      w["dense/kernel"])
+        np.testing.assert_array_equal(
+            tr.tensor("gradients/dense/kernelGrad").value(step, mode=smd.modes.TRAIN), g["dense/kernel"]
+        )
+        np.testing.assert_array_equal(
+            tr.tensor("weights/dense/kernel:0").value(step, mode=smd.modes.TRAIN), w["dense/kernel"]
+        )
 
 
 def test_an_error_in_the_hook_never_stops_training(tmp_path, caplog):
     model = sequential()
     compile_sgd(model)
     x, y = digits()
-    hook = smd.KerasHook(str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
+    hook = smd.KerasHook(
+        str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"]
+    )
 
     def boom(*args, **kwargs):
         raise RuntimeError("a failure inside the hook")

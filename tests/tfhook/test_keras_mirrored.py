@@ -23,7 +23,9 @@ def runs(tmp_path_factory):
     out = {}
     for workers in ("all", "one"):
         path = tmp_path_factory.mktemp("mirrored") / workers
-        proc = subprocess.run([sys.executable, str(RUN), str(path), workers], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, str(RUN), str(path), workers], capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[workers] = (path, json.loads(proc.stdout.strip().splitlines()[-1]))
     return out
@@ -42,7 +44,9 @@ def test_all_workers_are_written_and_the_trial_loads(runs):
     np.testing.assert_allclose(t.value(0, mode=modes.TRAIN, worker=D0), np.array(expect["x0"], dtype=np.float32))
     np.testing.assert_allclose(t.value(0, mode=modes.TRAIN, worker=D1), np.array(expect["x1"], dtype=np.float32))
     out = tr.tensor("dense/outputs")
-    np.testing.assert_allclose(out.value(0, mode=modes.TRAIN, worker=D1), np.array(expect["out1"]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out.value(0, mode=modes.TRAIN, worker=D1), np.array(expect["out1"]), rtol=1e-5, atol=1e-6
+    )
     g0 = tr.tensor("gradients/dense/kernelGrad").value(0, mode=modes.TRAIN, worker=D0)
     g1 = tr.tensor("gradients/dense/kernelGrad").value(0, mode=modes.TRAIN, worker=D1)
     assert g0.shape == (8, 4) and not np.array_equal(g0, g1)  # each replica's own gradient
@@ -54,4 +58,6 @@ def test_one_worker_writes_the_chief_device_only(runs):
     path, expect = runs["one"]
     tr = create_trial(str(path))
     assert tr.workers() == [D0]
-    np.testing.assert_allclose(tr.tensor("dense/inputs").value(0, mode=modes.TRAIN), np.array(expect["x0"], dtype=np.float32))
+    np.testing.assert_allclose(
+        tr.tensor("dense/inputs").value(0, mode=modes.TRAIN), np.array(expect["x0"], dtype=np.float32)
+    )

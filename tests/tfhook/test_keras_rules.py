@@ -41,8 +41,11 @@ def fires_at(trial, rule_name, **params):
 
 
 def test_dead_relu(tmp_path):
-    dead = _fit(tmp_path / "dead", [keras.layers.Dense(32, bias_initializer=keras.initializers.Constant(-100.0)),
-                                     keras.layers.ReLU(name="relu")], colls=("layers",))
+    dead = _fit(
+        tmp_path / "dead",
+        [keras.layers.Dense(32, bias_initializer=keras.initializers.Constant(-100.0)), keras.layers.ReLU(name="relu")],
+        colls=("layers",),
+    )
     assert fires_at(dead, "DeadRelu", tensor_regex="relu/outputs") == 0
     ok = _fit(tmp_path / "ok", [keras.layers.Dense(32), keras.layers.ReLU(name="relu_1")], colls=("layers",))
     assert fires_at(ok, "DeadRelu", tensor_regex="relu_1/outputs") is None
@@ -50,10 +53,15 @@ def test_dead_relu(tmp_path):
 
 def test_saturated_activation(tmp_path):
     big = keras.initializers.RandomNormal(stddev=50.0, seed=1)
-    sat = _fit(tmp_path / "sat", [keras.layers.Dense(32, kernel_initializer=big), keras.layers.Activation("tanh", name="tanh")],
-               colls=("layers",))
+    sat = _fit(
+        tmp_path / "sat",
+        [keras.layers.Dense(32, kernel_initializer=big), keras.layers.Activation("tanh", name="tanh")],
+        colls=("layers",),
+    )
     assert fires_at(sat, "SaturatedActivation", tensor_regex="tanh/inputs") == 0
-    ok = _fit(tmp_path / "ok", [keras.layers.Dense(32), keras.layers.Activation("tanh", name="tanh_1")], colls=("layers",))
+    ok = _fit(
+        tmp_path / "ok", [keras.layers.Dense(32), keras.layers.Activation("tanh", name="tanh_1")], colls=("layers",)
+    )
     assert fires_at(ok, "SaturatedActivation", tensor_regex="tanh_1/inputs") is None
 
 
@@ -70,8 +78,13 @@ def test_exploding_tensor(tmp_path):
     boom = _fit(tmp_path / "boom", [keras.layers.Dense(32, activation="relu")], lr=1e12, colls=("losses", "weights"))
     step = fires_at(boom, "ExplodingTensor")
     losses = boom.tensor("loss")
-    first_bad = min(s for s in boom.steps() if not np.all(np.isfinite(
-        np.concatenate([np.ravel(boom.tensor(n).value(s)) for n in boom.tensor_names(step=s)]))))
+    first_bad = min(
+        s
+        for s in boom.steps()
+        if not np.all(
+            np.isfinite(np.concatenate([np.ravel(boom.tensor(n).value(s)) for n in boom.tensor_names(step=s)]))
+        )
+    )
     assert step == first_bad and step <= 2
     assert not np.isfinite(float(np.ravel(losses.value(boom.steps()[-1]))[0]))
     ok = _fit(tmp_path / "ok", [keras.layers.Dense(32, activation="relu")], colls=("losses", "weights"))

@@ -92,8 +92,16 @@ def test_request_during_validation_stops_fit_at_the_epoch_end(tmp_path):
             if batch == 0:
                 ask_stop(out)  # seen at the next validation batch
 
-    hist = model.fit(x, y, batch_size=BS, epochs=3, shuffle=False, verbose=0, validation_data=(x[:64], y[:64]),
-                     callbacks=[hook, AskInValidation()])
+    hist = model.fit(
+        x,
+        y,
+        batch_size=BS,
+        epochs=3,
+        shuffle=False,
+        verbose=0,
+        validation_data=(x[:64], y[:64]),
+        callbacks=[hook, AskInValidation()],
+    )
     hook.close()
     assert len(hist.history["loss"]) == 1  # the first epoch ended, no other began
     tr = create_trial(str(out))

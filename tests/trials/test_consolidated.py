@@ -38,8 +38,9 @@ def write_ours(root, steps, n_workers=2, close=True, ended=True):
             with FileWriter(trial_dir=root.url, step=s, worker=w, store=store, consolidator=cons[w]) as fw:
                 for name in TENSORS:
                     fw.write_tensor(value(name, s, w), name, mode=mode, mode_step=s // 3)
-                fw.write_tensor(np.array([float(s)], np.float32), "smdebug/reductions/max/a/w", mode=mode,
-                                mode_step=s // 3)
+                fw.write_tensor(
+                    np.array([float(s)], np.float32), "smdebug/reductions/max/a/w", mode=mode, mode_step=s // 3
+                )
                 fw.write_shape("a/w", (2, 3), mode=mode, mode_step=s // 3)
     if close:
         for c in cons.values():
@@ -108,8 +109,11 @@ def test_hook_trial_consolidated_reads_like_per_step(root):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 3))
     loss_fn = torch.nn.MSELoss()
-    hook = smd.Hook(out_dir=root.url, save_config=smd.SaveConfig(save_interval=40),
-                    include_collections=["weights", "gradients", "losses"])
+    hook = smd.Hook(
+        out_dir=root.url,
+        save_config=smd.SaveConfig(save_interval=40),
+        include_collections=["weights", "gradients", "losses"],
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -146,7 +150,6 @@ def test_running_job_newest_bucket_not_consolidated_shows_every_step(root):
 def proxy_if_s3(root, request):
     """The counting S3 proxy on the s3 backend (stores opened after it go through it), else None."""
     return request.getfixturevalue("proxy") if root.is_s3 else None
-
 
 
 def test_steps_written_after_consolidate_are_read(root, caplog):
@@ -281,8 +284,9 @@ def test_rules_read_a_step_rewritten_after_consolidation(root):
     mode = ModeKeys.TRAIN
     with foreign_rewrite(FileWriter(trial_dir=root.url, step=1080, worker="worker_0", store=root.store)) as fw:
         for name in TENSORS:
-            fw.write_tensor(np.full((5, 7), np.nan if name == "loss" else 1.0, np.float32), name, mode=mode,
-                            mode_step=360)
+            fw.write_tensor(
+                np.full((5, 7), np.nan if name == "loss" else 1.0, np.float32), name, mode=mode, mode_step=360
+            )
         fw.write_tensor(np.array([1.0], np.float32), "smdebug/reductions/max/a/w", mode=mode, mode_step=360)
         fw.write_shape("a/w", (5, 7), mode=mode, mode_step=360)
 

@@ -31,7 +31,8 @@ def test_read_gives_what_tensor_value_gives_for_every_worker(trial_root):
     trial = create_trial(trial_root.url)
     got = trial.read([ValueKey("w", s) for s in STEPS] + [ValueKey("b", 1, "worker_1"), ValueKey("nope", 1)])
     assert [(v.name, v.step, v.worker) for v in got] == [("w", s, w) for s in (0, 1, 2) for w in W] + [
-        ("b", 1, "worker_1")]  # step 3 has no "w", "nope" was never saved: left out
+        ("b", 1, "worker_1")
+    ]  # step 3 has no "w", "nope" was never saved: left out
     for v in got:
         assert isinstance(v, StepValue) and not v.from_reduction
         ref = trial.tensor(v.name).value(v.step, worker=v.worker)

@@ -17,10 +17,22 @@ def main():
     params = json.loads(str(data["params"]))
     dtrain = xgb.DMatrix(data["X_train"], data["y_train"])
     dvalid = xgb.DMatrix(data["X_valid"], data["y_valid"])
-    hook = Hook(out_dir=sys.argv[2], save_all=True, save_config=SaveConfig(save_interval=2), hyperparameters=params,
-                train_data=dtrain, validation_data=dvalid)
-    xgb.train(params, dtrain, int(data["rounds"]), evals=[(dtrain, "train"), (dvalid, "validation")],
-              callbacks=[hook], verbose_eval=False)
+    hook = Hook(
+        out_dir=sys.argv[2],
+        save_all=True,
+        save_config=SaveConfig(save_interval=2),
+        hyperparameters=params,
+        train_data=dtrain,
+        validation_data=dvalid,
+    )
+    xgb.train(
+        params,
+        dtrain,
+        int(data["rounds"]),
+        evals=[(dtrain, "train"), (dvalid, "validation")],
+        callbacks=[hook],
+        verbose_eval=False,
+    )
 
 
 if __name__ == "__main__":

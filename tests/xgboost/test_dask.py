@@ -29,8 +29,12 @@ COLLECTIONS = ["metrics", "losses", "hyperparameters", "trees"]
 @pytest.fixture(scope="module")
 def client():
     # one cluster for the module: starting two worker processes costs seconds on this machine
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as c,
+    ):
         yield c
 
 
@@ -42,8 +46,13 @@ def _data():
 
 
 def _hook(out_dir, include):
-    return smd.Hook(out_dir=str(out_dir), include_workers=include, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=COLLECTIONS, hyperparameters=PARAMS)
+    return smd.Hook(
+        out_dir=str(out_dir),
+        include_workers=include,
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=COLLECTIONS,
+        hyperparameters=PARAMS,
+    )
 
 
 def _dask_train(client, out_dir, include):
@@ -86,15 +95,17 @@ def test_dask_train_writes_one_worker_per_dask_worker(client, tmp_path, include,
     # the metric is the collective's (all rows): every worker saved the value dask.train returned
     for w in workers:
         for step in range(ROUNDS):
-            np.testing.assert_allclose(trial.tensor("train-logloss").value(step, worker=w)[0],
-                                       history["train"]["logloss"][step], rtol=1e-6)
+            np.testing.assert_allclose(
+                trial.tensor("train-logloss").value(step, worker=w)[0], history["train"]["logloss"][step], rtol=1e-6
+            )
 
 
 def test_dask_classifier(client, tmp_path):
     X, y = _data()
     dX, dy = da.from_array(X, chunks=(100, 5)), da.from_array(y, chunks=100)
-    clf = xgb.dask.DaskXGBClassifier(n_estimators=ROUNDS, max_depth=2, n_jobs=1, eval_metric="logloss",
-                                      callbacks=[_hook(tmp_path / "run", "all")])
+    clf = xgb.dask.DaskXGBClassifier(
+        n_estimators=ROUNDS, max_depth=2, n_jobs=1, eval_metric="logloss", callbacks=[_hook(tmp_path / "run", "all")]
+    )
     clf.client = client
     clf.fit(dX, dy, eval_set=[(dX, dy)])
     trial = create_trial(str(tmp_path / "run"))

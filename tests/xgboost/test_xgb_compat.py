@@ -32,8 +32,17 @@ def test_peer_reads_our_xgboost_trial(tmp_path, peer):
     ours = run_json(sys.executable, ORACLE, tmp_path / "run")
     assert theirs["steps"] == [0, 2, 4] and theirs["workers"] == ["worker_0"]
     names = theirs["tensor_names"]
-    assert {"train-logloss", "validation-auc", "predictions", "labels", "trees/Feature", "full_shap/mean_radius",
-            "average_shap/bias", "hyperparameters/eval_metric", "feature_importance/gain/worst_radius"} <= set(names)
+    assert {
+        "train-logloss",
+        "validation-auc",
+        "predictions",
+        "labels",
+        "trees/Feature",
+        "full_shap/mean_radius",
+        "average_shap/bias",
+        "hyperparameters/eval_metric",
+        "feature_importance/gain/worst_radius",
+    } <= set(names)
     assert set(theirs["collections"]) >= {"metrics", "losses", "feature_importance", "trees", "full_shap"}
     t_flat, o_flat = flatten_oracle(theirs), flatten_oracle(ours)
     assert set(t_flat) == set(o_flat)
@@ -43,4 +52,5 @@ def test_peer_reads_our_xgboost_trial(tmp_path, peer):
     assert theirs["tensors"]["predictions"]["per_step"]["4"]["value@worker_0"]["shape"] == [t.valid.num_row()]
     assert theirs["tensors"]["trees/Feature"]["per_step"]["2"]["value@worker_0"]["strings"][-1] == "Leaf"
     assert theirs["tensors"]["hyperparameters/eval_metric"]["per_step"]["0"]["value@worker_0"] == {
-        "strings": ["logloss", "auc", "error"]}
+        "strings": ["logloss", "auc", "error"]
+    }

@@ -23,8 +23,15 @@ def _run(out_dir, result_dir, include):
     args = json.dumps(tracker.worker_args())
     result_dir.mkdir()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), args, str(out_dir), str(r), include, str(result_dir)],
-                              env=env, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), args, str(out_dir), str(r), include, str(result_dir)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(2)
+    ]
     errs = [p.communicate(timeout=120)[1] for p in procs]
     tracker.wait_for(timeout=30)
     for p, err in zip(procs, errs):
@@ -46,5 +53,6 @@ def test_workers_are_named_by_their_rank(tmp_path, include):
     for rank, w in enumerate(workers):
         evals = results[rank]["evals"]
         assert trial.tensor("validation-logloss").value(2, worker=w)[0] == evals["validation"]["logloss"][2]
-        np.testing.assert_array_equal(trial.tensor("predictions").value(2, worker=w),
-                                      np.load(tmp_path / "res" / f"pred_{rank}.npy"))
+        np.testing.assert_array_equal(
+            trial.tensor("predictions").value(2, worker=w), np.load(tmp_path / "res" / f"pred_{rank}.npy")
+        )

@@ -24,21 +24,36 @@ def test_default_hook_saves_metrics_every_10_rounds_and_marks_the_end(tmp_path):
     train(t, hook, rounds=12)
     trial = create_trial(str(tmp_path))
     assert trial.steps() == [0, 10]  # every round is written when training returns
-    assert sorted(trial.tensor_names()) == sorted(f"{d}-{m}" for d in ("train", "validation")
-                                                  for m in ("logloss", "auc", "error"))
+    assert sorted(trial.tensor_names()) == sorted(
+        f"{d}-{m}" for d in ("train", "validation") for m in ("logloss", "auc", "error")
+    )
     assert not (tmp_path / END_OF_JOB).exists()  # the hook stays open until close() or exit
     hook.close()
     assert (tmp_path / END_OF_JOB).exists()
     colls = json.loads((tmp_path / "collections/000000000/worker_0_collections.json").read_text())
-    assert set(colls["collections"]) == {"all", "default", "hyperparameters", "metrics", "losses", "predictions",
-                                         "labels", "feature_importance", "average_shap", "full_shap", "trees"}
+    assert set(colls["collections"]) == {
+        "all",
+        "default",
+        "hyperparameters",
+        "metrics",
+        "losses",
+        "predictions",
+        "labels",
+        "feature_importance",
+        "average_shap",
+        "full_shap",
+        "trees",
+    }
     assert colls["_meta"] == {"num_workers": 1}
 
 
 def test_save_steps_and_a_collection_schedule_of_its_own(tmp_path):
     t = task("regression")
-    hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_steps=[1, 3]),
-                    include_collections=["metrics", "feature_importance"])
+    hook = smd.Hook(
+        out_dir=str(tmp_path),
+        save_config=smd.SaveConfig(save_steps=[1, 3]),
+        include_collections=["metrics", "feature_importance"],
+    )
     hook.get_collection("feature_importance").save_config = smd.SaveConfig(save_interval=2)
     train(t, hook, rounds=5)
     trial = create_trial(str(tmp_path))
@@ -65,8 +80,12 @@ def test_sklearn_estimator_with_the_hook_as_callback(tmp_path):
     t = task("multi")
     X, y = t.train.get_data().toarray(), t.train.get_label()
     Xv, yv = t.valid.get_data().toarray(), t.valid.get_label()
-    hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["metrics", "predictions", "labels"], validation_data=xgb.DMatrix(Xv, yv))
+    hook = smd.Hook(
+        out_dir=str(tmp_path),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["metrics", "predictions", "labels"],
+        validation_data=xgb.DMatrix(Xv, yv),
+    )
     clf = xgb.XGBClassifier(n_estimators=3, max_depth=2, n_jobs=1, eval_metric="mlogloss", callbacks=[hook])
     clf.fit(X, y, eval_set=[(Xv, yv)], verbose=False)
     trial = create_trial(str(tmp_path))
@@ -87,10 +106,15 @@ def test_sklearn_clone_keeps_the_hook(tmp_path):
 
 
 def _json_config(path, out_dir, **params):
-    doc = {"LocalPath": str(out_dir), "HookParameters": {k: str(v) for k, v in params.items()},
-           "CollectionConfigurations": [{"CollectionName": "metrics"}, {"CollectionName": "feature_importance"},
-                                        {"CollectionName": "predictions",
-                                         "CollectionParameters": {"save_interval": "3"}}]}
+    doc = {
+        "LocalPath": str(out_dir),
+        "HookParameters": {k: str(v) for k, v in params.items()},
+        "CollectionConfigurations": [
+            {"CollectionName": "metrics"},
+            {"CollectionName": "feature_importance"},
+            {"CollectionName": "predictions", "CollectionParameters": {"save_interval": "3"}},
+        ],
+    }
     path.write_text(json.dumps(doc))
     return path
 
@@ -103,8 +127,12 @@ def test_json_config_gives_the_same_trial_as_kwargs(tmp_path, monkeypatch):
     assert isinstance(from_json, smd.Hook) and smd.get_hook() is from_json
     from_json.validation_data = t.valid  # what SageMaker's XGBoost container sets after making the hook
     train(t, from_json, rounds=7)
-    kw = smd.Hook(out_dir=str(tmp_path / "kw"), save_config=smd.SaveConfig(save_interval=2),
-                  include_collections=["metrics", "feature_importance", "predictions"], validation_data=t.valid)
+    kw = smd.Hook(
+        out_dir=str(tmp_path / "kw"),
+        save_config=smd.SaveConfig(save_interval=2),
+        include_collections=["metrics", "feature_importance", "predictions"],
+        validation_data=t.valid,
+    )
     kw.get_collection("predictions").save_config = smd.SaveConfig(save_interval=3)
     train(t, kw, rounds=7)
     a, b = create_trial(str(tmp_path / "json")), create_trial(str(tmp_path / "kw"))
@@ -127,8 +155,12 @@ def test_json_config_without_a_schedule_saves_every_10_rounds(tmp_path):
 def test_an_error_inside_the_hook_never_stops_training(tmp_path, caplog):
     t = task("binary")
     wrong = xgb.DMatrix(np.zeros((5, 40)))  # 40 features, not 30: predict() raises inside the hook at round 2
-    hook = smd.Hook(out_dir=str(tmp_path), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["metrics", "predictions"], validation_data=wrong)
+    hook = smd.Hook(
+        out_dir=str(tmp_path),
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["metrics", "predictions"],
+        validation_data=wrong,
+    )
     hook.get_collection("predictions").save_config = smd.SaveConfig(save_interval=2, start_step=2)
     with caplog.at_level(logging.ERROR, logger="smdebug"):
         r = train(t, hook, rounds=4)
@@ -138,15 +170,19 @@ def test_an_error_inside_the_hook_never_stops_training(tmp_path, caplog):
     assert sum("disabled the hook" in m for m in caplog.messages) == 1
     trial = create_trial(str(tmp_path))
     assert trial.steps() == [0, 1, 2]  # what was saved before the error is kept
-    assert trial.tensor_names(step=2) == trial.tensor_names(step=1) == sorted(
-        f"{d}-{m}" for d in ("train", "validation") for m in ("logloss", "auc", "error"))
+    assert (
+        trial.tensor_names(step=2)
+        == trial.tensor_names(step=1)
+        == sorted(f"{d}-{m}" for d in ("train", "validation") for m in ("logloss", "auc", "error"))
+    )
 
 
 def test_an_error_inside_the_hook_propagates_when_asked(tmp_path, monkeypatch):
     monkeypatch.setenv("SMDEBUG_PROPAGATE_ERRORS", "1")
     t = task("binary")
-    hook = smd.Hook(out_dir=str(tmp_path), include_collections=["predictions"],
-                    validation_data=xgb.DMatrix(np.zeros((5, 40))))
+    hook = smd.Hook(
+        out_dir=str(tmp_path), include_collections=["predictions"], validation_data=xgb.DMatrix(np.zeros((5, 40)))
+    )
     with pytest.raises(ValueError, match="feature"):
         train(t, hook, rounds=2)
 
@@ -161,8 +197,9 @@ def test_gblinear_saves_metrics_and_shap_but_no_trees(tmp_path, caplog):
     assert trial.steps() == [0, 1, 2]
     assert not [n for n in trial.tensor_names() if n.startswith(("trees/", "feature_importance/"))]
     assert value(trial, "train-rmse", 2)[0] == r.evals_result["train"]["rmse"][2]
-    np.testing.assert_allclose(value(trial, "full_shap/f5", 2), r.booster.predict(t.train, pred_contribs=True)[:, 5],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        value(trial, "full_shap/f5", 2), r.booster.predict(t.train, pred_contribs=True)[:, 5], rtol=1e-6
+    )
     assert sum("tree booster" in m for m in caplog.messages) == 1
     assert not hook.disabled
 
@@ -230,9 +267,13 @@ def test_tensorboard_scalars_of_metrics_and_importances(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     t = task("binary")
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), export_tensorboard=True, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["metrics", "feature_importance", "predictions", "trees"],
-                    validation_data=t.valid)
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        export_tensorboard=True,
+        save_config=smd.SaveConfig(save_interval=1),
+        include_collections=["metrics", "feature_importance", "predictions", "trees"],
+        validation_data=t.valid,
+    )
     r = train(t, hook, rounds=3)
     scalars, hists = {}, set()
     for root, _dirs, files in os.walk(tmp_path / "run" / "tensorboard"):
@@ -299,8 +340,11 @@ def test_xgb_cv_is_not_supported_but_runs_to_the_end(tmp_path, caplog):
 
 def test_include_regex_saves_matching_tensors_in_default(tmp_path):
     t = task("binary")
-    hook = smd.Hook(out_dir=str(tmp_path), include_regex=["^validation-", "^feature_importance/gain/"],
-                    save_config=smd.SaveConfig(save_interval=1))
+    hook = smd.Hook(
+        out_dir=str(tmp_path),
+        include_regex=["^validation-", "^feature_importance/gain/"],
+        save_config=smd.SaveConfig(save_interval=1),
+    )
     train(t, hook, rounds=2)
     trial = create_trial(str(tmp_path))
     assert trial.tensor_names(collection="default") == ["validation-auc", "validation-error", "validation-logloss"]
@@ -343,14 +387,27 @@ def test_a_spot_job_resumes_from_the_checkpoint_folder_state(tmp_path, monkeypat
     r1 = train(t, first, rounds=4)  # saves rounds 0 and 2
     first.close()
     states = json.loads((tmp_path / "checkpoints" / "metadata.json").read_text())
-    assert states == [{"training-run": 0, "latest-global-step-saved": 2, "latest-global-step-seen": 2,
-                       "latest-mode-step": {"GLOBAL": 2}}]
+    assert states == [
+        {
+            "training-run": 0,
+            "latest-global-step-saved": 2,
+            "latest-global-step-seen": 2,
+            "latest-mode-step": {"GLOBAL": 2},
+        }
+    ]
     # smdebug 1.0.34 resumes from the same state
-    code = ("from smdebug.core.state_store import StateStore; import json; "
-            "print(json.dumps(StateStore().get_last_saved_state()))")
+    code = (
+        "from smdebug.core.state_store import StateStore; import json; "
+        "print(json.dumps(StateStore().get_last_saved_state()))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # 1.0.34's own smdebug
-    out = subprocess.run([peer, "-c", code], capture_output=True, text=True, check=True,
-                         env={**env, "CHECKPOINT_CONFIG_FILE_PATH": str(config)})
+    out = subprocess.run(
+        [peer, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**env, "CHECKPOINT_CONFIG_FILE_PATH": str(config)},
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1])["latest-global-step-seen"] == 2
     second = smd.Hook(out_dir=str(tmp_path / "b"), save_config=smd.SaveConfig(save_interval=2))
     train(t, second, rounds=3, xgb_model=r1.booster)

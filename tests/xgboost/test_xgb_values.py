@@ -79,8 +79,11 @@ def test_feature_importance_equals_get_score_normalised(run):
         for kind in IMPORTANCE_TYPES:
             scores = at_round.get_score(importance_type=kind)
             total = math.fsum(scores.values())
-            saved = {n.rsplit("/", 1)[1]: value(trial, n, s) for n in trial.tensor_names(step=s)
-                     if n.startswith(f"feature_importance/{kind}/")}
+            saved = {
+                n.rsplit("/", 1)[1]: value(trial, n, s)
+                for n in trial.tensor_names(step=s)
+                if n.startswith(f"feature_importance/{kind}/")
+            }
             assert sorted(saved) == sorted(scores)
             for f, score in scores.items():
                 assert saved[f].shape == (1,) and saved[f][0] == pytest.approx(score / total, rel=1e-12)
@@ -108,8 +111,9 @@ def test_trees_equal_trees_to_dataframe_rows_of_that_round(run):
         for col in TREE_COLUMNS:
             saved = value(trial, f"trees/{col}", s)
             if saved.dtype.kind == "U":
-                expected = ["nan" if x is None or (isinstance(x, float) and math.isnan(x)) else str(x)
-                            for x in rows[col]]
+                expected = [
+                    "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else str(x) for x in rows[col]
+                ]
                 assert saved.tolist() == expected, col
             else:
                 np.testing.assert_array_equal(saved, rows[col].to_numpy(dtype=saved.dtype), err_msg=col)

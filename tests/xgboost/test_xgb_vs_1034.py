@@ -32,17 +32,36 @@ def trials(tmp_path_factory, peer):
     tmp = tmp_path_factory.mktemp("vs1034")
     X, y = load_breast_cancer(return_X_y=True)
     params = {"objective": "binary:logistic", "max_depth": 2, "eval_metric": ["logloss", "auc", "error"], "nthread": 1}
-    np.savez(tmp / "data.npz", X_train=X[:400], y_train=y[:400], X_valid=X[400:], y_valid=y[400:],
-             params=json.dumps(params), rounds=ROUNDS)
+    np.savez(
+        tmp / "data.npz",
+        X_train=X[:400],
+        y_train=y[:400],
+        X_valid=X[400:],
+        y_valid=y[400:],
+        params=json.dumps(params),
+        rounds=ROUNDS,
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the peer imports its own smdebug
-    p = subprocess.run([peer, str(PEER_RUN), str(tmp / "data.npz"), str(tmp / "theirs")], capture_output=True,
-                       text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [peer, str(PEER_RUN), str(tmp / "data.npz"), str(tmp / "theirs")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     dtrain, dvalid = xgb.DMatrix(X[:400], y[:400]), xgb.DMatrix(X[400:], y[400:])
-    hook = smd.Hook(out_dir=str(tmp / "ours"), save_all=True, save_config=smd.SaveConfig(save_interval=2),
-                    hyperparameters=params, train_data=dtrain, validation_data=dvalid)
-    xgb.train(params, dtrain, ROUNDS, evals=[(dtrain, "train"), (dvalid, "validation")], callbacks=[hook],
-              verbose_eval=False)
+    hook = smd.Hook(
+        out_dir=str(tmp / "ours"),
+        save_all=True,
+        save_config=smd.SaveConfig(save_interval=2),
+        hyperparameters=params,
+        train_data=dtrain,
+        validation_data=dvalid,
+    )
+    xgb.train(
+        params, dtrain, ROUNDS, evals=[(dtrain, "train"), (dvalid, "validation")], callbacks=[hook], verbose_eval=False
+    )
     return create_trial(str(tmp / "ours")), create_trial(str(tmp / "theirs"))
 
 

@@ -34,8 +34,15 @@ from smdebug.trials import create_trial
 COLLECTIONS = ["metrics", "losses", "predictions", "labels", "feature_importance", "trees", "hyperparameters"]
 # a classifier every classification rule finds healthy: boosted small forests, every class recalled and
 # predicted at >= 0.9 from round 0 on, importances spread over many features, trees of depth <= 4
-GOOD = {"objective": "binary:logistic", "max_depth": 4, "eta": 1.0, "num_parallel_tree": 4, "subsample": 0.8,
-        "colsample_bynode": 0.8, "seed": 0}
+GOOD = {
+    "objective": "binary:logistic",
+    "max_depth": 4,
+    "eta": 1.0,
+    "num_parallel_tree": 4,
+    "subsample": 0.8,
+    "colsample_bynode": 0.8,
+    "seed": 0,
+}
 # a model whose losses fall steadily and whose validation loss stays within 5% of its training loss
 STEADY = {"objective": "binary:logistic", "max_depth": 1, "eta": 0.3, "eval_metric": ["logloss"]}
 
@@ -73,12 +80,24 @@ def hook_run(out_dir, params, train, valid, rounds, schedule=None, collections=C
     """Train with our hook saving ``collections`` every round; the trial is complete when it returns."""
     params = {**params, "nthread": 1}
     dtrain, dvalid = xgb.DMatrix(*train), xgb.DMatrix(*valid)
-    hook = smd.Hook(out_dir=str(out_dir), include_collections=collections, save_config=smd.SaveConfig(save_interval=1),
-                    hyperparameters=params, validation_data=dvalid)
+    hook = smd.Hook(
+        out_dir=str(out_dir),
+        include_collections=collections,
+        save_config=smd.SaveConfig(save_interval=1),
+        hyperparameters=params,
+        validation_data=dvalid,
+    )
     res: dict = {}
     callbacks = ([_Schedule(schedule)] if schedule else []) + [hook]
-    booster = xgb.train(params, dtrain, rounds, evals=[(dtrain, "train"), (dvalid, "validation")],
-                        evals_result=res, verbose_eval=False, callbacks=callbacks)
+    booster = xgb.train(
+        params,
+        dtrain,
+        rounds,
+        evals=[(dtrain, "train"), (dvalid, "validation")],
+        evals_result=res,
+        verbose_eval=False,
+        callbacks=callbacks,
+    )
     assert not hook.disabled
     hook.close()  # the trial is complete
     return HookRun(str(out_dir), booster, res, dvalid, rounds, hook)
@@ -185,8 +204,9 @@ def test_tree_depth_fires_at_the_first_depth_12_round(tmp_path, cancer):
     # max_depth 3, then 12 from round 3 on (set before the round, as XGBoost's schedulers do)
     params = {"objective": "binary:logistic", "max_depth": 3}
     deep = {3: {"max_depth": 12, "min_child_weight": 0, "lambda": 0}}
-    run = hook_run(tmp_path / "trial", params, *subset(*cancer, {0: 60, 1: 60}), rounds=5, schedule=deep,
-                   collections=["trees"])
+    run = hook_run(
+        tmp_path / "trial", params, *subset(*cancer, {0: 60, 1: 60}), rounds=5, schedule=deep, collections=["trees"]
+    )
     assert [true_depth(run.booster, t) for t in range(3)] == [3, 3, 3]
     assert min(true_depth(run.booster, t) for t in (3, 4)) > 4
     expected = next(s for s in range(run.rounds) if estimated_depth(run.booster, s) > 4)
@@ -199,8 +219,14 @@ def test_feature_importance_overweight_fires_on_one_dominant_feature(tmp_path):
     # the label is the sign of feature 0: every split of every tree is on f0
     X = np.random.default_rng(0).normal(size=(300, 10))
     y = (X[:, 0] > 0).astype(float)
-    run = hook_run(tmp_path / "trial", {"objective": "binary:logistic", "max_depth": 3}, (X[:200], y[:200]),
-                   (X[200:], y[200:]), rounds=3, collections=["feature_importance"])
+    run = hook_run(
+        tmp_path / "trial",
+        {"objective": "binary:logistic", "max_depth": 3},
+        (X[:200], y[:200]),
+        (X[200:], y[200:]),
+        rounds=3,
+        collections=["feature_importance"],
+    )
     assert list(run.booster[:1].get_score(importance_type="weight")) == ["f0"]
     trial = create_trial(run.path)
     assert trial.tensor_names(regex="feature_importance/weight") == ["feature_importance/weight/f0"]
@@ -211,8 +237,9 @@ def test_feature_importance_overweight_fires_on_one_dominant_feature(tmp_path):
 
 
 def test_class_imbalance_fires_on_skewed_labels_once_enough_are_seen(tmp_path, cancer):
-    run = hook_run(tmp_path / "trial", GOOD, *subset(*cancer, {0: 10, 1: 150}), rounds=5,
-                   collections=["predictions", "labels"])
+    run = hook_run(
+        tmp_path / "trial", GOOD, *subset(*cancer, {0: 10, 1: 150}), rounds=5, collections=["predictions", "labels"]
+    )
     assert np.bincount(run.labels()).tolist() == [10, 150]
     # 160 labels a round: judged from 500 on, i.e. after 4 rounds
     expected = next(s for s in range(run.rounds) if 160 * (s + 1) >= 500)
@@ -225,8 +252,9 @@ def test_class_imbalance_fires_on_skewed_labels_once_enough_are_seen(tmp_path, c
 def test_confusion_fires_on_a_poor_model(tmp_path, cancer):
     # starts at p = 0.9 and barely moves: predicts "benign" for every sample
     poor = {"objective": "binary:logistic", "max_depth": 1, "eta": 0.01, "base_score": 0.9}
-    run = hook_run(tmp_path / "trial", poor, *subset(*cancer, {0: 60, 1: 60}), rounds=3,
-                   collections=["predictions", "labels"])
+    run = hook_run(
+        tmp_path / "trial", poor, *subset(*cancer, {0: 60, 1: 60}), rounds=3, collections=["predictions", "labels"]
+    )
     matrices = [confusion(run.labels(), run.predictions(s)) for s in range(run.rounds)]
     expected = next(s for s, c in enumerate(matrices) if confusion_is_poor(c))
     rule = Confusion(create_trial(run.path))
@@ -243,8 +271,14 @@ def test_overfit_fires_when_a_booster_overfits_a_tiny_train_set(tmp_path, cancer
     X, y = cancer
     idx = np.random.default_rng(1).permutation(len(y))
     tr, va = idx[:20], idx[-150:]
-    params = {"objective": "binary:logistic", "max_depth": 6, "eta": 0.3, "lambda": 0, "min_child_weight": 0,
-              "eval_metric": ["logloss"]}
+    params = {
+        "objective": "binary:logistic",
+        "max_depth": 6,
+        "eta": 0.3,
+        "lambda": 0,
+        "min_child_weight": 0,
+        "eval_metric": ["logloss"],
+    }
     run = hook_run(tmp_path / "trial", params, (X[tr], y[tr]), (X[va], y[va]), rounds=8, collections=["metrics"])
     tl, vl = (np.array(run.evals_result[d]["logloss"]) for d in ("train", "validation"))
     ratio = (vl - tl) / tl
@@ -260,8 +294,15 @@ def test_loss_not_decreasing_fires_once_the_learning_rate_is_0(tmp_path, cancer)
     tr, va = idx[:-150], idx[-150:]
     params = {"objective": "binary:logistic", "max_depth": 2, "eta": 0.3, "eval_metric": ["logloss"]}
     # eta 0 from round 4 on: rounds 4, 5, 6 add trees that change nothing
-    run = hook_run(tmp_path / "trial", params, (X[tr], y[tr]), (X[va], y[va]), rounds=7, schedule={4: {"eta": 0.0}},
-                   collections=["losses"])
+    run = hook_run(
+        tmp_path / "trial",
+        params,
+        (X[tr], y[tr]),
+        (X[va], y[va]),
+        rounds=7,
+        schedule={4: {"eta": 0.0}},
+        collections=["losses"],
+    )
     losses = {f"{d}-logloss": np.array(run.evals_result[d]["logloss"]) for d in ("train", "validation")}
     assert all(np.all(v[4:] == v[3]) for v in losses.values())
 
@@ -273,8 +314,9 @@ def test_loss_not_decreasing_fires_once_the_learning_rate_is_0(tmp_path, cancer)
     assert trial.tensor_names() == ["train-logloss", "validation-logloss"]
     assert fired_at(LossNotDecreasing(trial, num_steps=3)) == expected == 6
     # a booster with learning rate 0 from the start: the first comparison fires
-    flat = hook_run(tmp_path / "flat", {**params, "eta": 0.0}, (X[tr], y[tr]), (X[va], y[va]), rounds=4,
-                    collections=["losses"])
+    flat = hook_run(
+        tmp_path / "flat", {**params, "eta": 0.0}, (X[tr], y[tr]), (X[va], y[va]), rounds=4, collections=["losses"]
+    )
     assert len(set(flat.evals_result["validation"]["logloss"])) == 1
     assert fired_at(LossNotDecreasing(create_trial(flat.path), num_steps=3)) == 3
 
@@ -283,8 +325,13 @@ def test_loss_not_decreasing_fires_once_the_learning_rate_is_0(tmp_path, cancer)
 @needs_chromium
 def test_xgboost_report_from_a_hook_trial_opens_clean_in_chromium(tmp_path, cancer, chromium):
     params = {**GOOD, "eval_metric": ["logloss", "auc"]}
-    run = hook_run(tmp_path / "job" / "debug-output", params, *subset(*cancer, {0: 60, 1: 60}), rounds=4,
-                   collections=["metrics", "feature_importance", "predictions", "labels", "hyperparameters"])
+    run = hook_run(
+        tmp_path / "job" / "debug-output",
+        params,
+        *subset(*cancer, {0: 60, 1: 60}),
+        rounds=4,
+        collections=["metrics", "feature_importance", "predictions", "labels", "hyperparameters"],
+    )
     rule = CreateXgboostReport(create_trial(run.path))
     assert fired_at(rule) is None  # it never fires; it writes at the last step
     page = Path(rule.report_path)
@@ -293,8 +340,17 @@ def test_xgboost_report_from_a_hook_trial_opens_clean_in_chromium(tmp_path, canc
     state = chromium.open(page.as_uri())
     assert chromium.problems() == []
     assert state["title"] == "XGBoost training report"
-    assert state["sections"] == ["summary", "hyperparameters", "labels-distribution", "metrics", "feature-importance",
-                                 "confusion-matrix", "classification-scores", "accuracy-per-class", "roc"]
+    assert state["sections"] == [
+        "summary",
+        "hyperparameters",
+        "labels-distribution",
+        "metrics",
+        "feature-importance",
+        "confusion-matrix",
+        "classification-scores",
+        "accuracy-per-class",
+        "roc",
+    ]
     assert state["images"] and all(img["complete"] and img["width"] > 100 for img in state["images"])
     by_section: dict = {}
     for img in state["images"]:

@@ -30,14 +30,17 @@ def task(kind: str, feature_names: bool = False) -> Task:
         X, y = X[:600], y[:600]
         names = None
         if kind == "multi":
-            params = {"objective": "multi:softprob", "num_class": 10, "max_depth": 2,
-                      "eval_metric": ["mlogloss", "merror"]}
+            params = {
+                "objective": "multi:softprob",
+                "num_class": 10,
+                "max_depth": 2,
+                "eval_metric": ["mlogloss", "merror"],
+            }
         else:
             params = {"objective": "reg:squarederror", "max_depth": 3, "eval_metric": ["rmse", "mae"]}
     params["nthread"] = 1  # the machine's cores are shared: several threads wait on each other
     n = int(len(y) * 0.7)
-    return Task(params, xgb.DMatrix(X[:n], y[:n], feature_names=names),
-                xgb.DMatrix(X[n:], y[n:], feature_names=names))
+    return Task(params, xgb.DMatrix(X[:n], y[:n], feature_names=names), xgb.DMatrix(X[n:], y[n:], feature_names=names))
 
 
 @dataclass
@@ -48,15 +51,30 @@ class Run:
 
 def train(t: Task, hook, rounds: int = 5, **kw) -> Run:
     res: dict = {}
-    b = xgb.train(t.params, t.train, rounds, evals=[(t.train, "train"), (t.valid, "validation")],
-                  evals_result=res, callbacks=[hook] if hook is not None else None, verbose_eval=False, **kw)
+    b = xgb.train(
+        t.params,
+        t.train,
+        rounds,
+        evals=[(t.train, "train"), (t.valid, "validation")],
+        evals_result=res,
+        callbacks=[hook] if hook is not None else None,
+        verbose_eval=False,
+        **kw,
+    )
     return Run(b, res)
 
 
 def full_hook(out_dir, t: Task, interval: int = 1, **kw) -> smd.Hook:
     """A hook that saves every collection every ``interval`` rounds."""
-    return smd.Hook(out_dir=str(out_dir), save_all=True, save_config=smd.SaveConfig(save_interval=interval),
-                    hyperparameters=t.params, train_data=t.train, validation_data=t.valid, **kw)
+    return smd.Hook(
+        out_dir=str(out_dir),
+        save_all=True,
+        save_config=smd.SaveConfig(save_interval=interval),
+        hyperparameters=t.params,
+        train_data=t.train,
+        validation_data=t.valid,
+        **kw,
+    )
 
 
 def value(trial, name, step):

@@ -171,8 +171,10 @@ class NonFinite:
         inside = [f"{self.mode} step {self.mode_step}"] if self.mode is not None and self.mode_step is not None else []
         inside.append(self.worker)
         what = ("saved reduction" if self.from_reductions else "value") + ("s" if self.size != 1 else "")
-        return (f"{self.tensor} went {self.kind} first: {self.count} of its {self.size} {what}, at global step "
-                f"{self.step} ({', '.join(inside)})")
+        return (
+            f"{self.tensor} went {self.kind} first: {self.count} of its {self.size} {what}, at global step "
+            f"{self.step} ({', '.join(inside)})"
+        )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -203,12 +205,12 @@ def _mode_of(trial: Any, step: int) -> tuple[str | None, int | None]:
         mode, mode_step = trial.mode(step), trial.mode_step(step)
     except Exception:  # noqa: BLE001 - a trial-like object without modes
         return None, None
-    return (getattr(mode, "name", None if mode is None else str(mode)),
-            None if mode_step is None else int(mode_step))
+    return (getattr(mode, "name", None if mode is None else str(mode)), None if mode_step is None else int(mode_step))
 
 
-def scan_nonfinite(trial: Any, *, start_step: int = 0, end_step: int | None = None,
-                   regex: str | Iterable[str] | None = None) -> NonFiniteScan:
+def scan_nonfinite(
+    trial: Any, *, start_step: int = 0, end_step: int | None = None, regex: str | Iterable[str] | None = None
+) -> NonFiniteScan:
     """:func:`first_nonfinite`, saying also how much it read (``values`` 0: no numeric tensor)."""
     wanted = set(trial.tensor_names(regex=regex)) if regex is not None else None
     steps = [s for s in trial.steps() if s >= start_step and (end_step is None or s < end_step)]
@@ -236,13 +238,13 @@ def scan_nonfinite(trial: Any, *, start_step: int = 0, end_step: int | None = No
             nan, inf, size, reds = bad[first]
             mode, mode_step = _mode_of(trial, step)
             kind, count = ("NaN", nan) if nan else ("inf", inf)
-            return NonFiniteScan(NonFinite(step, mode, mode_step, first[0], first[1], kind, count, size, reds),
-                                 read_steps, checked)
+            return NonFiniteScan(
+                NonFinite(step, mode, mode_step, first[0], first[1], kind, count, size, reds), read_steps, checked
+            )
     return NonFiniteScan(None, read_steps, checked)
 
 
-def first_nonfinite(trial: Any, *, start_step: int = 0, end_step: Any = None,
-                    regex: Any = None) -> NonFinite | None:
+def first_nonfinite(trial: Any, *, start_step: int = 0, end_step: Any = None, regex: Any = None) -> NonFinite | None:
     """The first non-finite value of ``trial`` ("which layer went NaN first"), or None when every
     value is finite.
 

@@ -37,22 +37,30 @@ def text_cell(value: Any, cls: str = "") -> str:
     return f"<td{_class(cls)}>{html.escape('-' if value is None else str(value))}</td>"
 
 
-def table(headers: Sequence[Any] | None, rows: Iterable[Sequence[Any]], *, tid: str | None = None,
-          cell: Callable[[Any], str] = text_cell, first_cls: str = "") -> str:
+def table(
+    headers: Sequence[Any] | None,
+    rows: Iterable[Sequence[Any]],
+    *,
+    tid: str | None = None,
+    cell: Callable[[Any], str] = text_cell,
+    first_cls: str = "",
+) -> str:
     """A table: a header row when ``headers`` has a non-empty entry, then one row per item of
     ``rows``, each value made a cell by ``cell`` (default :func:`text_cell`); ``first_cls`` is the
     CSS class of the first column's cells and heading."""
     head = ""
     if headers and any(headers):
-        head = "".join(f"<th{_class(first_cls if i == 0 else '')}>{html.escape(str(h))}</th>"
-                       for i, h in enumerate(headers))
+        head = "".join(
+            f"<th{_class(first_cls if i == 0 else '')}>{html.escape(str(h))}</th>" for i, h in enumerate(headers)
+        )
         head = f"<thead><tr>{head}</tr></thead>"
 
     def row(r: Sequence[Any]) -> str:
         if not first_cls:
             return "".join(cell(v) for v in r)
-        return "".join(text_cell(v, first_cls) if i == 0 and not isinstance(v, Raw) else cell(v)
-                       for i, v in enumerate(r))
+        return "".join(
+            text_cell(v, first_cls) if i == 0 and not isinstance(v, Raw) else cell(v) for i, v in enumerate(r)
+        )
 
     body = "".join(f"<tr>{row(r)}</tr>" for r in rows)
     ident = f" id='{tid}'" if tid else ""
@@ -71,5 +79,7 @@ def png_img(png: bytes, alt: str, cls: str = "") -> str:
 
 def document(title: str, body: str, css: str, script: str = "") -> str:
     """The whole page: one file, its style (and script) inline, nothing fetched from the network."""
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{css}</style></head>\n<body>{body}{script}</body></html>\n")
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{css}</style></head>\n<body>{body}{script}</body></html>\n"
+    )

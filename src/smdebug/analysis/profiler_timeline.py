@@ -59,7 +59,15 @@ import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = ["build_timeline", "timeline_nodes", "node_of", "kineto_files", "counter_name", "counter_arg", "DETAILED_PREFIX"]
+__all__ = [
+    "build_timeline",
+    "timeline_nodes",
+    "node_of",
+    "kineto_files",
+    "counter_name",
+    "counter_arg",
+    "DETAILED_PREFIX",
+]
 
 DETAILED_PREFIX = "framework/pytorch/detailed_profiling/"
 _KINETO_NAME = re.compile(r"(?P<node>[^/_]+)_(?P<start>\d+)_(?P<end>\d+)\.pt\.trace\.json$")
@@ -79,8 +87,9 @@ def _window(trial, start_us, end_us) -> tuple:
     # stream that ends first, often the system samples, and dropped the steps recorded after them
     last = trial.get_end_timestamp()
     if first is None or last is None:
-        raise SMDebugValueError(f"{getattr(trial, 'path', trial)}: no profiler data (no system metrics and "
-                                "no framework events)")
+        raise SMDebugValueError(
+            f"{getattr(trial, 'path', trial)}: no profiler data (no system metrics and no framework events)"
+        )
     start = int(first if start_us is None else start_us)
     end = int(last if end_us is None else end_us)
     if end < start:
@@ -121,7 +130,9 @@ def kineto_files(trial) -> list[dict]:
     for key in store.list(DETAILED_PREFIX):
         m = _KINETO_NAME.search(key)
         if m:
-            out.append({"key": key, "fw_node": _reader_node(m["node"]), "start_us": int(m["start"]), "end_us": int(m["end"])})
+            out.append(
+                {"key": key, "fw_node": _reader_node(m["node"]), "start_us": int(m["start"]), "end_us": int(m["end"])}
+            )
     return sorted(out, key=lambda f: f["start_us"])
 
 
@@ -132,8 +143,13 @@ def _gather(trial, start: int, end: int) -> dict:
     fw_nodes = sorted({str(n) for n in events.node_id})
     files = [f for f in kineto_files(trial) if f["end_us"] >= start and f["start_us"] <= end]
     fw_nodes_all = sorted(set(fw_nodes) | {f["fw_node"] for f in files})
-    return {"series": series, "events": events, "files": files, "system_nodes": system_nodes,
-            "nodes": {fw: node_of(fw, system_nodes) for fw in fw_nodes_all}}
+    return {
+        "series": series,
+        "events": events,
+        "files": files,
+        "system_nodes": system_nodes,
+        "nodes": {fw: node_of(fw, system_nodes) for fw in fw_nodes_all},
+    }
 
 
 def timeline_nodes(trial, start_us: int | None = None, end_us: int | None = None) -> list[str]:
@@ -145,11 +161,21 @@ def timeline_nodes(trial, start_us: int | None = None, end_us: int | None = None
 
 def _meta(pid: int, name: str, sort_index: int, tid: int | None = None, thread: str | None = None) -> list[dict]:
     if tid is None:
-        return [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": 0, "args": {"name": name}},
-                {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "ts": 0,
-                 "args": {"sort_index": sort_index}}]
-    return [{"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0, "args": {"name": thread}},
-            {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "ts": 0, "args": {"sort_index": tid}}]
+        return [
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": 0, "args": {"name": name}},
+            {
+                "ph": "M",
+                "name": "process_sort_index",
+                "pid": pid,
+                "tid": 0,
+                "ts": 0,
+                "args": {"sort_index": sort_index},
+            },
+        ]
+    return [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0, "args": {"name": thread}},
+        {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "ts": 0, "args": {"sort_index": tid}},
+    ]
 
 
 def _bucket_mean(ts: np.ndarray, vals: np.ndarray, points: int) -> tuple:
@@ -198,8 +224,9 @@ def _counters(series, max_points: int, downsampled: dict) -> list[dict]:
             ts, vals = _bucket_mean(ts, vals, max_points)
         finite = np.isfinite(vals)
         for t, v in zip(ts[finite].tolist(), vals[finite].tolist()):
-            out.append({"ph": "C", "name": track, "cat": s.type, "pid": _SYSTEM_PID, "tid": 0, "ts": int(t),
-                        "args": {key: v}})
+            out.append(
+                {"ph": "C", "name": track, "cat": s.type, "pid": _SYSTEM_PID, "tid": 0, "ts": int(t), "args": {key: v}}
+            )
     return out
 
 
@@ -251,8 +278,18 @@ def _framework(events, fw_nodes: list[str]) -> list[dict]:
             args = dict(events.args[i] or {}) if events.args else {}
             if events.step[i] >= 0:
                 args.setdefault("step_num", int(events.step[i]))
-            out.append({"ph": "X", "name": str(events.name[i]), "cat": phase, "pid": pids[fw], "tid": tids[lane],
-                        "ts": start, "dur": end - start, "args": args})
+            out.append(
+                {
+                    "ph": "X",
+                    "name": str(events.name[i]),
+                    "cat": phase,
+                    "pid": pids[fw],
+                    "tid": tids[lane],
+                    "ts": start,
+                    "dur": end - start,
+                    "args": args,
+                }
+            )
     return out
 
 
@@ -284,8 +321,9 @@ def _kineto_file(doc: dict, f: dict, n: int, where: str, first_pid: int, flow_id
             e["ts"] = 0
         else:
             if base is None and float(e["ts"]) < 1e14:
-                raise SMDebugValueError(f"{where}: no baseTimeNanoseconds and relative times: cannot "
-                                        "place it on the timeline")
+                raise SMDebugValueError(
+                    f"{where}: no baseTimeNanoseconds and relative times: cannot place it on the timeline"
+                )
             e["ts"] = shift_us + float(e["ts"])
             if "id" in e and ph in ("s", "t", "f"):
                 # integers: Perfetto reads a string id as hexadecimal and drops the flow when it is not
@@ -377,8 +415,16 @@ def _thread_names(events: list[dict]) -> list[dict]:
             continue
         seen.add(key)
         tid = e.get("tid")
-        out.append({"ph": "M", "name": "thread_name", "pid": e["pid"], "tid": tid, "ts": 0,
-                    "args": {"name": tid if isinstance(tid, str) and tid else f"thread {tid}"}})
+        out.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": e["pid"],
+                "tid": tid,
+                "ts": 0,
+                "args": {"name": tid if isinstance(tid, str) and tid else f"thread {tid}"},
+            }
+        )
     return out
 
 
@@ -386,27 +432,60 @@ def _verdicts(rule_reports: dict, at_us: int) -> list[dict]:
     """A slice per window in which a rule fired (its report's ``Verdict.fired_windows``), one
     thread per rule; a rule that fired without saying where: an instant event of its thread at ``at_us``."""
     out = []
-    fired = [(rule, rep) for rule, rep in sorted((rule_reports or {}).items())
-             if int(rep.get("RuleTriggered", 0) or 0) > 0 or (rep.get("Verdict") or {}).get("fired_windows")]
+    fired = [
+        (rule, rep)
+        for rule, rep in sorted((rule_reports or {}).items())
+        if int(rep.get("RuleTriggered", 0) or 0) > 0 or (rep.get("Verdict") or {}).get("fired_windows")
+    ]
     for tid, (rule, rep) in enumerate(fired, start=1):
         verdict = rep.get("Verdict") or {}
-        args = {"RuleTriggered": rep.get("RuleTriggered"), "Violations": rep.get("Violations"),
-                "Datapoints": rep.get("Datapoints"), "message": verdict.get("message", "")}
+        args = {
+            "RuleTriggered": rep.get("RuleTriggered"),
+            "Violations": rep.get("Violations"),
+            "Datapoints": rep.get("Datapoints"),
+            "message": verdict.get("message", ""),
+        }
         out += _meta(_RULES_PID, "", 0, tid, rule)
         windows = verdict.get("fired_windows") or []
         for start, end in windows:
-            out.append({"ph": "X", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
-                        "ts": int(start), "dur": max(int(end) - int(start), 0), "args": args})
+            out.append(
+                {
+                    "ph": "X",
+                    "name": f"{rule} fired",
+                    "cat": "rule",
+                    "pid": _RULES_PID,
+                    "tid": tid,
+                    "ts": int(start),
+                    "dur": max(int(end) - int(start), 0),
+                    "args": args,
+                }
+            )
         if not windows:  # on the rule's own (named) thread: a global instant would sit on a track of no name
-            out.append({"ph": "i", "s": "t", "name": f"{rule} fired", "cat": "rule", "pid": _RULES_PID, "tid": tid,
-                        "ts": at_us, "args": args})
+            out.append(
+                {
+                    "ph": "i",
+                    "s": "t",
+                    "name": f"{rule} fired",
+                    "cat": "rule",
+                    "pid": _RULES_PID,
+                    "tid": tid,
+                    "ts": at_us,
+                    "args": args,
+                }
+            )
     if out:
         out = _meta(_RULES_PID, "profiler rules", _RULES_PID) + out
     return out
 
 
-def build_timeline(trial, node: str | None = None, start_us: int | None = None, end_us: int | None = None,
-                   rule_reports: dict | None = None, max_counter_points: int = 20000) -> dict:
+def build_timeline(
+    trial,
+    node: str | None = None,
+    start_us: int | None = None,
+    end_us: int | None = None,
+    rule_reports: dict | None = None,
+    max_counter_points: int = 20000,
+) -> dict:
     """The Chrome trace object of ``node`` (None: the only node; an error naming them when there
     are several) over ``[start_us, end_us]`` (default: the whole profile)."""
     if max_counter_points < 1:
@@ -445,8 +524,14 @@ def build_timeline(trial, node: str | None = None, start_us: int | None = None, 
     return {
         "traceEvents": meta + rest,
         "displayTimeUnit": "ms",
-        "otherData": {"producer": "smdebug", "node": node, "ts_base_us": start + early, "start_us": start, "end_us": end,
-                      "framework_processes": fw_nodes, "detailed_profiles": [f["key"] for f in g["files"]
-                                                                            if f["fw_node"] in fw_nodes],
-                      "downsampled": downsampled},
+        "otherData": {
+            "producer": "smdebug",
+            "node": node,
+            "ts_base_us": start + early,
+            "start_us": start,
+            "end_us": end,
+            "framework_processes": fw_nodes,
+            "detailed_profiles": [f["key"] for f in g["files"] if f["fw_node"] in fw_nodes],
+            "downsampled": downsampled,
+        },
     }

@@ -17,8 +17,23 @@ from __future__ import annotations
 import math
 import time
 
-__all__ = ["sig", "fmt_count", "fmt_duration", "fmt_us", "fmt_at", "fmt_span", "fmt_clock", "fmt_bytes_rate",
-           "metric_unit", "unit_word", "fmt_metric", "fmt_percent", "fmt_param", "parse_params", "UNIT_WORDS"]
+__all__ = [
+    "sig",
+    "fmt_count",
+    "fmt_duration",
+    "fmt_us",
+    "fmt_at",
+    "fmt_span",
+    "fmt_clock",
+    "fmt_bytes_rate",
+    "metric_unit",
+    "unit_word",
+    "fmt_metric",
+    "fmt_percent",
+    "fmt_param",
+    "parse_params",
+    "UNIT_WORDS",
+]
 
 
 def sig(x, n: int = 3) -> str:
@@ -172,13 +187,25 @@ def fmt_metric(value, unit: str) -> str:
 # (percentage points), "count", "x" (times the median), "std" (standard deviations), "" (as is)
 _PARAM_KINDS = {
     ("*", "scan_interval_us"): "us",
-    ("*", "patience"): "count", ("*", "window"): "count", ("*", "n_outliers"): "count",
-    ("*", "threshold_p95"): "%", ("*", "threshold_p5"): "%", ("*", "cpu_threshold_p95"): "%",
-    ("*", "gpu_threshold_p95"): "%", ("*", "gpu_memory_threshold_p95"): "%", ("*", "gpu_threshold"): "%",
-    ("*", "cpu_threshold"): "%", ("*", "io_threshold"): "%", ("*", "min_threshold"): "%",
-    ("*", "max_threshold"): "%", ("CPUBottleneck", "threshold"): "%", ("IOBottleneck", "threshold"): "%",
-    ("MaxInitializationTime", "threshold"): "min", ("GPUMemoryIncrease", "increase"): "points",
-    ("StepOutlier", "stddev"): "std", ("StepOutlier", "min_ratio"): "x",
+    ("*", "patience"): "count",
+    ("*", "window"): "count",
+    ("*", "n_outliers"): "count",
+    ("*", "threshold_p95"): "%",
+    ("*", "threshold_p5"): "%",
+    ("*", "cpu_threshold_p95"): "%",
+    ("*", "gpu_threshold_p95"): "%",
+    ("*", "gpu_memory_threshold_p95"): "%",
+    ("*", "gpu_threshold"): "%",
+    ("*", "cpu_threshold"): "%",
+    ("*", "io_threshold"): "%",
+    ("*", "min_threshold"): "%",
+    ("*", "max_threshold"): "%",
+    ("CPUBottleneck", "threshold"): "%",
+    ("IOBottleneck", "threshold"): "%",
+    ("MaxInitializationTime", "threshold"): "min",
+    ("GPUMemoryIncrease", "increase"): "points",
+    ("StepOutlier", "stddev"): "std",
+    ("StepOutlier", "min_ratio"): "x",
 }
 
 

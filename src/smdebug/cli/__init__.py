@@ -42,8 +42,10 @@ def version_line() -> str:
     """``smdebug-open 1.1.0 (import smdebug, from /path/to/smdebug)``: this package, not AWS's smdebug."""
     import smdebug
 
-    return (f"{DISTRIBUTION} {smdebug.__version__} (import smdebug, from {os.path.dirname(smdebug.__file__)}; "
-            "a re-implementation of SageMaker Debugger's smdebug, not AWS's 'smdebug' package)")
+    return (
+        f"{DISTRIBUTION} {smdebug.__version__} (import smdebug, from {os.path.dirname(smdebug.__file__)}; "
+        "a re-implementation of SageMaker Debugger's smdebug, not AWS's 'smdebug' package)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="smdebug",
         description="Look into smdebug trials: what was saved, values, plots, rules, reports, exports.",
     )
-    parser.add_argument("--version", action=_Version, nargs=0,
-                        help="which package this is (its distribution name and version) and exit")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="which package this is (its distribution name and version) and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _MODULES:
         importlib.import_module(f"smdebug.cli.{name}").add(sub)

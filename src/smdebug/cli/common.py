@@ -51,8 +51,9 @@ class Reminder:
     """Says a waiting message once when due, then sparsely: after ``first`` seconds, then at
     doubling intervals up to one every ``cap`` seconds. ``clock`` is injectable for tests."""
 
-    def __init__(self, clock: Callable[[], float], speak: Callable[[str], None], first: float = 0.0,
-                 cap: float = 300.0):
+    def __init__(
+        self, clock: Callable[[], float], speak: Callable[[str], None], first: float = 0.0, cap: float = 300.0
+    ):
         self.clock, self.speak, self.cap = clock, speak, cap
         self.start = clock()
         self.due = self.start + first
@@ -121,8 +122,11 @@ def open_trial(path: str, wait: float = 0.0, *, clock=None, sleep=None, speak=No
                 pass
         if problem and problem != "no such folder":
             raise CliError(f"{path}: {problem}")
-        what = "its folder (the job creates it when it starts)" if problem else \
-            "its collections file (the hook writes it at the first step)"
+        what = (
+            "its folder (the job creates it when it starts)"
+            if problem
+            else "its collections file (the hook writes it at the first step)"
+        )
         waited = remind.waited()
         if waited >= wait:
             why = f"{path}: no such folder" if problem else not_a_trial
@@ -256,8 +260,10 @@ def check_step_range(start: int | None, end: int | None) -> None:
     if end is not None and end < 0:
         raise CliError(f"--end-step {end}: must be at least 0")
     if start is not None and end is not None and end <= start:
-        raise CliError(f"--start-step {start} --end-step {end}: the end step must be after the start step "
-                       "(steps start <= step < end are evaluated)")
+        raise CliError(
+            f"--start-step {start} --end-step {end}: the end step must be after the start step "
+            "(steps start <= step < end are evaluated)"
+        )
 
 
 def check_at_least(option: str, value, least) -> None:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 
 def add(sub) -> None:
-    p = sub.add_parser("consolidate", help="write consolidated index objects (under _smdebug/index/) so that "
-                                           "the trial opens with one read per 1000 steps and worker")
+    p = sub.add_parser(
+        "consolidate",
+        help="write consolidated index objects (under _smdebug/index/) so that "
+        "the trial opens with one read per 1000 steps and worker",
+    )
     p.add_argument("trial", help="trial folder or s3://bucket/prefix")
-    p.add_argument("--include-incomplete", action="store_true",
-                   help="also consolidate the newest buckets of a job without training_job_end.ts (safe on a "
-                        "live job: readers read the steps written later from their per-step files)")
+    p.add_argument(
+        "--include-incomplete",
+        action="store_true",
+        help="also consolidate the newest buckets of a job without training_job_end.ts (safe on a "
+        "live job: readers read the steps written later from their per-step files)",
+    )
     p.set_defaults(func=run_consolidate)
 
 

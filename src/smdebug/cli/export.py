@@ -38,8 +38,13 @@ def add(sub) -> None:
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="default parquet")
     p.add_argument("--tensor", metavar="REGEX", help="only tensors whose name matches REGEX")
     p.add_argument("--mode", help="only this mode (train, eval, predict, global)")
-    p.add_argument("--raw-max-size", type=int, default=1, metavar="N",
-                   help="flatten raw tensors of at most N elements (default 1: scalars only)")
+    p.add_argument(
+        "--raw-max-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="flatten raw tensors of at most N elements (default 1: scalars only)",
+    )
     p.set_defaults(func=run)
 
 
@@ -137,8 +142,9 @@ def run(args) -> int:
         needs_extra("pyarrow", "export")
     mode = parse_mode(args.mode)
     trial = open_trial(args.trial)
-    cols = to_columns(rows(trial, args.tensor, mode, args.raw_max_size,
-                           speak=lambda line: say(f"smdebug export: {line}")))
+    cols = to_columns(
+        rows(trial, args.tensor, mode, args.raw_max_size, speak=lambda line: say(f"smdebug export: {line}"))
+    )
     n = len(cols["step"])
     with writing(out):
         if args.format == "csv":
@@ -164,11 +170,19 @@ def _write_parquet(path: str, cols: dict) -> None:
         import pyarrow.dataset as ds
     except ImportError:
         raise CliError("Parquet needs pyarrow: pip install 'smdebug-open[export]' (or use --format csv)") from None
-    schema = pa.schema([
-        ("step", pa.int64()), ("mode", pa.string()), ("mode_step", pa.int64()), ("worker", pa.string()),
-        ("tensor", pa.string()), ("reduction", pa.string()), ("abs", pa.bool_()), ("value", pa.float64()),
-        ("int_value", pa.int64()),
-    ])
+    schema = pa.schema(
+        [
+            ("step", pa.int64()),
+            ("mode", pa.string()),
+            ("mode_step", pa.int64()),
+            ("worker", pa.string()),
+            ("tensor", pa.string()),
+            ("reduction", pa.string()),
+            ("abs", pa.bool_()),
+            ("value", pa.float64()),
+            ("int_value", pa.int64()),
+        ]
+    )
     table = pa.table({c: cols[c] for c in COLUMNS}, schema=schema)
     if table.num_rows == 0:  # write_dataset writes no file at all: the folder would be missing
         import pyarrow.parquet as pq
@@ -177,6 +191,11 @@ def _write_parquet(path: str, cols: dict) -> None:
         pq.write_table(table, os.path.join(path, "part-0.parquet"))  # the columns, no row
         return
     ds.write_dataset(
-        table, path, format="parquet", partitioning=["mode"], partitioning_flavor="hive",
-        existing_data_behavior="overwrite_or_ignore", basename_template="part-{i}.parquet",
+        table,
+        path,
+        format="parquet",
+        partitioning=["mode"],
+        partitioning_flavor="hive",
+        existing_data_behavior="overwrite_or_ignore",
+        basename_template="part-{i}.parquet",
     )

@@ -14,13 +14,20 @@ from smdebug.cli.common import add_trial_argument, check_step_range, emit_json, 
 
 
 def add(sub) -> None:
-    p = sub.add_parser("nonfinite", help="the first tensor that went NaN or inf (in the order the model "
-                                         "computed them) and where; exit 1 when found")
+    p = sub.add_parser(
+        "nonfinite",
+        help="the first tensor that went NaN or inf (in the order the model "
+        "computed them) and where; exit 1 when found",
+    )
     add_trial_argument(p)
     p.add_argument("--start-step", type=int, default=0, help="first global step to scan (default 0)")
     p.add_argument("--end-step", type=int, help="scan steps before this one (default: all)")
-    p.add_argument("--regex", action="append", metavar="REGEX",
-                   help="scan only the tensors matching REGEX (repeat for several; default: every tensor)")
+    p.add_argument(
+        "--regex",
+        action="append",
+        metavar="REGEX",
+        help="scan only the tensors matching REGEX (repeat for several; default: every tensor)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
@@ -33,13 +40,21 @@ def run(args) -> int:
     scan = scan_nonfinite(trial, start_step=args.start_step, end_step=args.end_step, regex=args.regex)
     code = 1 if scan.found is not None else 0 if scan.values else 2
     if args.json:
-        emit_json({"found": scan.found is not None, "first": scan.found.to_json() if scan.found else None,
-                   "steps_checked": scan.steps, "values_checked": scan.values})
+        emit_json(
+            {
+                "found": scan.found is not None,
+                "first": scan.found.to_json() if scan.found else None,
+                "steps_checked": scan.steps,
+                "values_checked": scan.values,
+            }
+        )
     elif scan.found is not None:
         print(scan.found.text())
     elif scan.values:
-        print(f"every value is finite: {scan.values} numeric values checked in {scan.steps} "
-              f"step{'s' if scan.steps != 1 else ''}")
+        print(
+            f"every value is finite: {scan.values} numeric values checked in {scan.steps} "
+            f"step{'s' if scan.steps != 1 else ''}"
+        )
     else:
         print(f"{trial.path}: no numeric tensor in the steps scanned: nothing to check for NaN or inf")
     return code

@@ -31,8 +31,11 @@ def add(sub) -> None:
     p.add_argument("--mode", help="train, eval, predict or global (default: every mode saved, one line each)")
     p.add_argument("--max-lines", type=int, default=30, help="at most this many lines (default 30)")
     p.add_argument("--log", action="store_true", help="a logarithmic y axis (symmetric when values go negative)")
-    p.add_argument("--smooth", action="store_true",
-                   help=f"TensorBoard's smoothing (exponential moving average, weight {SMOOTHING})")
+    p.add_argument(
+        "--smooth",
+        action="store_true",
+        help=f"TensorBoard's smoothing (exponential moving average, weight {SMOOTHING})",
+    )
     p.add_argument("-o", "--output", required=True, help="output file: .png, .svg or .pdf")
     p.set_defaults(func=run)
 
@@ -74,8 +77,10 @@ def collect(trial, regex=None, reduction=None, abs_=False, mode=None, max_lines=
                 out.append(s)
             if len(out) >= max_lines:
                 if i + 1 < len(names):
-                    (speak or say)(f"drew the first {max_lines} lines (--max-lines): {len(names) - i - 1} more "
-                                   f"matching tensors not drawn, from {names[i + 1]}")
+                    (speak or say)(
+                        f"drew the first {max_lines} lines (--max-lines): {len(names) - i - 1} more "
+                        f"matching tensors not drawn, from {names[i + 1]}"
+                    )
                 return out
     if not out:
         if skipped and len(skipped) == len(names):
@@ -153,8 +158,17 @@ def figure(series: list, title: str, by_mode_step: bool, *, log: bool = False, s
             nonzero = np.abs(values[values != 0])
             ax.set_yscale("symlog", linthresh=float(nonzero.min()) if nonzero.size else 1.0)
     if bad_x:
-        ax.scatter(sorted(set(bad_x)), [0.0] * len(set(bad_x)), marker="x", color="#d62728", s=40, zorder=5,
-                   transform=ax.get_xaxis_transform(), clip_on=False, label="NaN or inf")
+        ax.scatter(
+            sorted(set(bad_x)),
+            [0.0] * len(set(bad_x)),
+            marker="x",
+            color="#d62728",
+            s=40,
+            zorder=5,
+            transform=ax.get_xaxis_transform(),
+            clip_on=False,
+            label="NaN or inf",
+        )
         every_x = [x for s in series for x in (s.mode_steps if by_mode_step else s.steps)]
         lo, hi = min(every_x), max(every_x)
         pad = max((hi - lo) * 0.03, 0.5)
@@ -186,10 +200,22 @@ def run(args) -> int:
     mode = parse_mode(args.mode)
     needs_extra("matplotlib", "plot")
     trial = open_trial(args.trial)
-    series = collect(trial, args.tensor, args.reduction, args.abs, mode, args.max_lines,
-                     speak=lambda line: say(f"smdebug plot: {line}"))
-    fig = figure(series, f"{trial.name}: {args.tensor or 'losses'}", by_mode_step=mode is not None, log=args.log,
-                 smooth=args.smooth)
+    series = collect(
+        trial,
+        args.tensor,
+        args.reduction,
+        args.abs,
+        mode,
+        args.max_lines,
+        speak=lambda line: say(f"smdebug plot: {line}"),
+    )
+    fig = figure(
+        series,
+        f"{trial.name}: {args.tensor or 'losses'}",
+        by_mode_step=mode is not None,
+        log=args.log,
+        smooth=args.smooth,
+    )
     with writing(out):
         fig.savefig(out)
     print(f"wrote {out}: {len(series)} line(s), {sum(len(s.values) for s in series)} points")

@@ -18,6 +18,7 @@ from smdebug.cli.common import CliError, add_trial_argument, check_at_least, che
 
 __all__ = ["add", "open_profile", "find_profile", "open_report_trial", "run_profiler_rules", "PROFILE_SUBFOLDERS"]
 
+
 def add(sub) -> None:
     p = sub.add_parser("profile", help="a profiled job: what was recorded, one timeline, the profiler rules")
     cmds = p.add_subparsers(dest="profile_command", required=True, metavar="{info,timeline,rules}")
@@ -27,16 +28,27 @@ def add(sub) -> None:
     info.add_argument("--json", action="store_true", help="print one JSON document")
     info.set_defaults(func=run_info)
 
-    tl = cmds.add_parser("timeline", help="one Chrome/Perfetto trace per node: framework events, system "
-                         "metrics as counters, torch.profiler's detailed trace")
+    tl = cmds.add_parser(
+        "timeline",
+        help="one Chrome/Perfetto trace per node: framework events, system "
+        "metrics as counters, torch.profiler's detailed trace",
+    )
     add_trial_argument(tl)
-    tl.add_argument("-o", "--output", required=True, help="the .json trace file (with several nodes: one file "
-                    "per node, the node's name before the extension)")
+    tl.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="the .json trace file (with several nodes: one file per node, the node's name before the extension)",
+    )
     tl.add_argument("--node", help="only this node (algo-1...)")
     tl.add_argument("--start", type=float, help="seconds after the profile's first record")
     tl.add_argument("--end", type=float, help="seconds after the profile's first record")
-    tl.add_argument("--max-points", type=int, default=20000,
-                    help="at most this many points per system metric; longer series are averaged (default 20000)")
+    tl.add_argument(
+        "--max-points",
+        type=int,
+        default=20000,
+        help="at most this many points per system metric; longer series are averaged (default 20000)",
+    )
     tl.add_argument("--rules", action="store_true", help="run the profiler rules and show where they fired")
     tl.add_argument("--json", action="store_true", help="print what was written as one JSON document")
     tl.set_defaults(func=run_timeline)
@@ -44,8 +56,13 @@ def add(sub) -> None:
     rules = cmds.add_parser("rules", help="run the profiler rules (all, or --rule NAME...) and print their verdicts")
     add_trial_argument(rules)
     rules.add_argument("--rule", action="append", default=[], metavar="NAME", help="a profiler rule (repeatable)")
-    rules.add_argument("--param", action="append", default=[], metavar="RULE.NAME=VALUE",
-                       help="a rule parameter, e.g. StepOutlier.stddev=2 (repeatable)")
+    rules.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="RULE.NAME=VALUE",
+        help="a rule parameter, e.g. StepOutlier.stddev=2 (repeatable)",
+    )
     rules.add_argument("--json", action="store_true", help="print the rules' reports as one JSON document")
     rules.set_defaults(func=run_rules)
 
@@ -90,9 +107,11 @@ def open_profile(path: str):
             raise CliError(f"{path}: not a folder (give the profiler's folder)")
     found = find_profile(path)
     if found is None:
-        raise CliError(f"{path} holds no profiler data: no system/ or framework/ files, nor a profiler/ or "
-                       "profiler-output/ folder with them (give the profiler's folder: ProfilerConfig's local_path, "
-                       "<out_dir>/profiler by default, or a job's profiler-output)")
+        raise CliError(
+            f"{path} holds no profiler data: no system/ or framework/ files, nor a profiler/ or "
+            "profiler-output/ folder with them (give the profiler's folder: ProfilerConfig's local_path, "
+            "<out_dir>/profiler by default, or a job's profiler-output)"
+        )
     if found != path:
         say(f"smdebug profile: {path} holds no profile itself: reading {found}")
     return ProfilerTrial(found)
@@ -106,8 +125,9 @@ def open_report_trial(args):
     from smdebug.cli.common import open_trial
 
     if getattr(args, "param", None):
-        raise CliError(f"--param {args.param[0]}: sets a profiler rule's parameter, for the profiler report "
-                       "(add --profile)")
+        raise CliError(
+            f"--param {args.param[0]}: sets a profiler rule's parameter, for the profiler report (add --profile)"
+        )
     try:
         return open_trial(args.trial)
     except CliError as exc:
@@ -118,8 +138,10 @@ def open_report_trial(args):
         if found is None:
             raise
         where = "" if found == args.trial else f" (in {found})"
-        raise CliError(f"{exc}; it holds a profile{where}: for the profiler report add --profile "
-                       f"(smdebug report --profile {args.trial} -o {args.output})") from None
+        raise CliError(
+            f"{exc}; it holds a profile{where}: for the profiler report add --profile "
+            f"(smdebug report --profile {args.trial} -o {args.output})"
+        ) from None
 
 
 # ---------------------------------------------------------------- info
@@ -149,17 +171,31 @@ def summarize(trial) -> dict:
         spans = trial.steps(mode)
         if len(spans):
             d = spans.duration_us
-            steps[mode] = {"steps": len(spans), "first": int(spans.step.min()), "last": int(spans.step.max()),
-                           "mean_ms": float(np.mean(d)) / 1e3, "max_ms": float(np.max(d)) / 1e3}
+            steps[mode] = {
+                "steps": len(spans),
+                "first": int(spans.step.min()),
+                "last": int(spans.step.max()),
+                "mean_ms": float(np.mean(d)) / 1e3,
+                "max_ms": float(np.max(d)) / 1e3,
+            }
     return {
-        "path": trial.path, "first_timestamp_us": first, "latest_timestamp_us": trial.get_latest_timestamp(),
+        "path": trial.path,
+        "first_timestamp_us": first,
+        "latest_timestamp_us": trial.get_latest_timestamp(),
         "end_timestamp_us": last,
         "duration_s": None if first is None or last is None or last < first else (last - first) / 1e6,
         "job_finished": trial.job_finished(),
-        "nodes": {k: {"series": v["series"], "samples": v["samples"],
-                      "devices": {t: len(d) for t, d in sorted(v["devices"].items())}} for k, v in sorted(nodes.items())},
-        "framework_processes": {k: {"events": sum(v.values()), "phases": dict(sorted(v.items()))}
-                                for k, v in sorted(procs.items())},
+        "nodes": {
+            k: {
+                "series": v["series"],
+                "samples": v["samples"],
+                "devices": {t: len(d) for t, d in sorted(v["devices"].items())},
+            }
+            for k, v in sorted(nodes.items())
+        },
+        "framework_processes": {
+            k: {"events": sum(v.values()), "phases": dict(sorted(v.items()))} for k, v in sorted(procs.items())
+        },
         "steps": steps,
         "detailed_profiles": [f["key"] for f in kineto_files(trial)],
     }
@@ -185,8 +221,10 @@ def run_info(args) -> int:
     if not info["framework_processes"]:
         print("no framework events")
     for mode, s in info["steps"].items():
-        print(f"{mode} steps: {s['steps']:,} ({s['first']}..{s['last']}), mean {s['mean_ms']:.1f} ms, "
-              f"max {s['max_ms']:.1f} ms")
+        print(
+            f"{mode} steps: {s['steps']:,} ({s['first']}..{s['last']}), mean {s['mean_ms']:.1f} ms, "
+            f"max {s['max_ms']:.1f} ms"
+        )
     if info["detailed_profiles"]:
         print(f"detailed profiling: {len(info['detailed_profiles'])} torch.profiler trace(s)")
     return 0
@@ -224,26 +262,37 @@ def run_timeline(args) -> int:
         nodes = [args.node] if args.node else timeline_nodes(trial, start, end)
         written = []
         for node in nodes:
-            trace = build_timeline(trial, node=node, start_us=start, end_us=end, rule_reports=reports,
-                                   max_counter_points=args.max_points)
+            trace = build_timeline(
+                trial, node=node, start_us=start, end_us=end, rule_reports=reports, max_counter_points=args.max_points
+            )
             path = out if len(nodes) == 1 else _node_path(out, node)
             text = json.dumps(trace, allow_nan=False, separators=(",", ":"))
             with writing(path), open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            written.append({"node": node, "path": path, "events": len(trace["traceEvents"]),
-                            "downsampled": trace["otherData"]["downsampled"]})
+            written.append(
+                {
+                    "node": node,
+                    "path": path,
+                    "events": len(trace["traceEvents"]),
+                    "downsampled": trace["otherData"]["downsampled"],
+                }
+            )
     except SMDebugValueError as exc:
         raise CliError(str(exc)) from None
     for w in written:
         if w["downsampled"]:
-            say(f"smdebug profile timeline: {w['node']}: {len(w['downsampled'])} system metrics averaged down to "
-                f"{args.max_points} points each (--max-points)")
+            say(
+                f"smdebug profile timeline: {w['node']}: {len(w['downsampled'])} system metrics averaged down to "
+                f"{args.max_points} points each (--max-points)"
+            )
     if args.json:
         emit_json({"written": written})
         return 0
     for w in written:
-        print(f"wrote {w['path']} ({w['events']:,} events, node {w['node']}); open it in https://ui.perfetto.dev "
-              "or chrome://tracing")
+        print(
+            f"wrote {w['path']} ({w['events']:,} events, node {w['node']}); open it in https://ui.perfetto.dev "
+            "or chrome://tracing"
+        )
     return 0
 
 
@@ -306,8 +355,7 @@ def run_profiler_rules(trial, names: list | None = None, param_specs: list | Non
         except RuleConfigurationError as exc:
             raise CliError(str(exc)) from None
     if running:  # (once the parameters are known to be right: a bad one is the only line)
-        say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was "
-            "written so far")
+        say(f"smdebug profile: {trial.path} has no end marker (the job may still run): judging what was written so far")
     quiet = _SaidByTheVerdicts(rules)
     logger = logging.getLogger("smdebug")
     logger.addFilter(quiet)
@@ -346,13 +394,16 @@ def run_rules(args) -> int:
         for name in sorted(reports, key=lambda n: (n not in fired, n)):
             text, cls = verdicts[name]
             message = (reports[name].get("Verdict") or {}).get("message", "")
-            line = f"{name}: {text}" + (f": {message}" if message and not message.startswith(text) else
-                                        message[len(text):])
+            line = f"{name}: {text}" + (
+                f": {message}" if message and not message.startswith(text) else message[len(text) :]
+            )
             print(("FIRED " if cls == "fired" else "") + line)
             if cls == "fired":
                 print(f"  what to do: {advice_for(name, reports[name])[1]}")
-        print(f"{len(fired)} of {len(reports)} rules fired" + (f"; {len(unjudged)} could not judge: "
-                                                              f"{', '.join(unjudged)}" if unjudged else ""))
+        print(
+            f"{len(fired)} of {len(reports)} rules fired"
+            + (f"; {len(unjudged)} could not judge: {', '.join(unjudged)}" if unjudged else "")
+        )
     if fired:
         return 1
     # a rule named on the command line that judged nothing is not a pass; among all rules (the

@@ -25,12 +25,20 @@ def add(sub) -> None:
     add_trial_argument(p)
     p.add_argument("-o", "--output", required=True, help="the .html file to write")
     p.add_argument("--no-rules", action="store_true", help="leave the rules out")
-    p.add_argument("--profile", action="store_true",
-                   help="TRIAL is a profiler folder (or a folder whose profiler/ or profiler-output/ holds one): "
-                        "write the profiler report (steps, phases, system usage, the profiler rules' verdicts)")
-    p.add_argument("--param", action="append", default=[], metavar="RULE.NAME=VALUE",
-                   help="with --profile: a profiler rule's parameter, e.g. StepOutlier.n_outliers=0 (repeatable; "
-                        "as smdebug profile rules --param)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="TRIAL is a profiler folder (or a folder whose profiler/ or profiler-output/ holds one): "
+        "write the profiler report (steps, phases, system usage, the profiler rules' verdicts)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="RULE.NAME=VALUE",
+        help="with --profile: a profiler rule's parameter, e.g. StepOutlier.n_outliers=0 (repeatable; "
+        "as smdebug profile rules --param)",
+    )
     p.set_defaults(func=run)
 
 
@@ -67,21 +75,49 @@ def run_applicable_rules(trial) -> list:
                 if runs[0].done:
                     break
         except Exception as exc:  # noqa: BLE001 - one rule's failure is reported, not fatal
-            results.append({"rule": name, "status": "error", "steps": [], "message": f"{type(exc).__name__}: {exc}",
-                            "finding": None})
+            results.append(
+                {
+                    "rule": name,
+                    "status": "error",
+                    "steps": [],
+                    "message": f"{type(exc).__name__}: {exc}",
+                    "finding": None,
+                }
+            )
             continue
         r = runs[0]
         if r.firings:
             f = r.firings[0]
-            results.append({"rule": name, "status": "fired", "steps": [x.step for x in r.firings], "message": f.what(),
-                            "finding": _finding_json(f)})
+            results.append(
+                {
+                    "rule": name,
+                    "status": "fired",
+                    "steps": [x.step for x in r.firings],
+                    "message": f.what(),
+                    "finding": _finding_json(f),
+                }
+            )
         elif getattr(r.rule, "tensors_evaluated", None) == 0:
             # a selection that matched nothing is not a clean bill of health (smdebug rules exits 2 for it)
-            results.append({"rule": name, "status": "evaluated nothing", "steps": [],
-                            "message": nothing_evaluated_message(r.rule, r.evaluated), "finding": None})
+            results.append(
+                {
+                    "rule": name,
+                    "status": "evaluated nothing",
+                    "steps": [],
+                    "message": nothing_evaluated_message(r.rule, r.evaluated),
+                    "finding": None,
+                }
+            )
         else:
-            results.append({"rule": name, "status": "no issue", "steps": [], "message": f"{r.evaluated} steps evaluated",
-                            "finding": None})
+            results.append(
+                {
+                    "rule": name,
+                    "status": "no issue",
+                    "steps": [],
+                    "message": f"{r.evaluated} steps evaluated",
+                    "finding": None,
+                }
+            )
     return results
 
 
@@ -141,9 +177,11 @@ def _chart(sid: str, series: list, title: str) -> str:
             alt = sid + (" log" if log else "") + (" smoothed" if smooth else "")
             png = _png(figure(series, title, by_mode_step=False, log=log, smooth=smooth))
             imgs.append(img(png, alt, f"v{int(log)}{int(smooth)}"))
-    return (f"<div class='chart'><input type='checkbox' class='log' id='{sid}-log'><label for='{sid}-log'>log scale"
-            f"</label> <input type='checkbox' class='smooth' id='{sid}-smooth'><label for='{sid}-smooth'>smoothed"
-            f"</label>{''.join(imgs)}</div>")
+    return (
+        f"<div class='chart'><input type='checkbox' class='log' id='{sid}-log'><label for='{sid}-log'>log scale"
+        f"</label> <input type='checkbox' class='smooth' id='{sid}-smooth'><label for='{sid}-smooth'>smoothed"
+        f"</label>{''.join(imgs)}</div>"
+    )
 
 
 def _normstable(sid: str, series: list) -> str:
@@ -158,18 +196,30 @@ def _normstable(sid: str, series: list) -> str:
     for s in sorted(series, key=lambda s: natural_key(s.label)):
         finite = [v for v in s.values if math.isfinite(v)]
         bad = next((st for st, v in zip(s.steps, s.values) if not math.isfinite(v)), None)
-        cells = [(s.label, None), (show_value(s.values[0]), s.values[0]), (show_value(s.values[-1]), s.values[-1]),
-                 (show_value(min(finite)) if finite else "-", min(finite) if finite else None),
-                 (show_value(max(finite)) if finite else "-", max(finite) if finite else None),
-                 ("-" if bad is None else str(bad), bad)]
-        rows.append("<tr>" + "".join(
-            f"<td{'' if v is None or not math.isfinite(v) else f' data-v={v!r}'}>{html.escape(str(t))}</td>"
-            for t, v in cells) + "</tr>")
-    head = "".join(f"<th title='sort'>{h}</th>" for h in ("tensor", "first", "last", "min", "max",
-                                                            "first NaN/inf step"))
-    return (f"<p><input type='search' class='filter' data-table='{sid}-table' placeholder='filter tensors (regex)'> "
-            f"{len(series)} tensors; click a heading to sort</p><table id='{sid}-table' class='sortable'>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        cells = [
+            (s.label, None),
+            (show_value(s.values[0]), s.values[0]),
+            (show_value(s.values[-1]), s.values[-1]),
+            (show_value(min(finite)) if finite else "-", min(finite) if finite else None),
+            (show_value(max(finite)) if finite else "-", max(finite) if finite else None),
+            ("-" if bad is None else str(bad), bad),
+        ]
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td{'' if v is None or not math.isfinite(v) else f' data-v={v!r}'}>{html.escape(str(t))}</td>"
+                for t, v in cells
+            )
+            + "</tr>"
+        )
+    head = "".join(
+        f"<th title='sort'>{h}</th>" for h in ("tensor", "first", "last", "min", "max", "first NaN/inf step")
+    )
+    return (
+        f"<p><input type='search' class='filter' data-table='{sid}-table' placeholder='filter tensors (regex)'> "
+        f"{len(series)} tensors; click a heading to sort</p><table id='{sid}-table' class='sortable'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 # the norm tables: sorted by a click on a heading, rows filtered by the regex typed above them
@@ -240,8 +290,11 @@ def _histograms(trial) -> str | None:
             ax.tick_params(labelsize="x-small")
             ax.legend(fontsize="xx-small")
         fig.tight_layout()
-        more = f"<p class='meta'>{len(raw) - len(shown)} more {coll} saved whole are not drawn.</p>" \
-            if len(raw) > len(shown) else ""
+        more = (
+            f"<p class='meta'>{len(raw) - len(shown)} more {coll} saved whole are not drawn.</p>"
+            if len(raw) > len(shown)
+            else ""
+        )
         out.append(f"<h3>{html.escape(coll)}</h3>{img(_png(fig), f'{coll} histograms')}{more}")
     return "".join(out) or None
 
@@ -276,22 +329,29 @@ def _finding_html(found: dict) -> str:
     tensors, values = found.get("tensors") or [], found.get("values") or []
     if len(tensors) == len(values):  # one value a tensor
         for name, value in zip(tensors, values):
-            items.append(f"<li>tensor <code class='tensor'>{e(str(name))}</code> = "
-                         f"<b class='value'>{e(show_value(value))}</b></li>")
+            items.append(
+                f"<li>tensor <code class='tensor'>{e(str(name))}</code> = "
+                f"<b class='value'>{e(show_value(value))}</b></li>"
+            )
     else:  # e.g. a loss's previous and current value, or a ratio over several tensors
         items.extend(f"<li>tensor <code class='tensor'>{e(str(name))}</code></li>" for name in tensors)
         if values:
-            items.append("<li>" + ("value " if len(values) == 1 else "values ") + ", ".join(
-                f"<b class='value'>{e(show_value(v))}</b>" for v in values) + "</li>")
+            items.append(
+                "<li>"
+                + ("value " if len(values) == 1 else "values ")
+                + ", ".join(f"<b class='value'>{e(show_value(v))}</b>" for v in values)
+                + "</li>"
+            )
     if found.get("condition"):
         items.append(f"<li>condition <code class='condition'>{e(str(found['condition']))}</code></li>")
     where = _where(found.get("step"), found.get("mode"), found.get("mode_step"), found.get("worker"))
     items.append(f"<li class='where'>at {e(where)}</li>")
     extra = [(k, v) for k, v in found.items() if k not in FINDING_FIELDS and isinstance(v, (str, int, float, bool))]
     if extra:
-        items.append("<li>" + e(", ".join(f"{k} {show_value(v) if isinstance(v, float) else v}" for k, v in extra)) + "</li>")
-    return (f"<p class='found'>{e(str(found.get('message') or ''))}</p>"
-            f"<ul class='finding'>{''.join(items)}</ul>")
+        items.append(
+            "<li>" + e(", ".join(f"{k} {show_value(v) if isinstance(v, float) else v}" for k, v in extra)) + "</li>"
+        )
+    return f"<p class='found'>{e(str(found.get('message') or ''))}</p><ul class='finding'>{''.join(items)}</ul>"
 
 
 def _rules_html(results: list) -> str:
@@ -305,12 +365,16 @@ def _rules_html(results: list) -> str:
             detail = f"<p class='reason'>{html.escape(r['message'])}</p>"
         else:
             detail = html.escape(r["message"])
-        rows.append(f"<tr><td>{html.escape(r['rule'])}</td>"
-                    f"<td class='{_STATUS_CLASS[r['status']]}'>{html.escape(r['status'])}</td>"
-                    f"<td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
-                    f"<td>{detail}</td></tr>")
-    return ("<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
-            f"<th>what it found</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        rows.append(
+            f"<tr><td>{html.escape(r['rule'])}</td>"
+            f"<td class='{_STATUS_CLASS[r['status']]}'>{html.escape(r['status'])}</td>"
+            f"<td>{html.escape(', '.join(map(str, r['steps'])) or '-')}</td>"
+            f"<td>{detail}</td></tr>"
+        )
+    return (
+        "<table id='rule-results'><thead><tr><th>rule</th><th>result</th><th>fired at step</th>"
+        f"<th>what it found</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _nonfinite_html(trial) -> str:
@@ -329,11 +393,13 @@ def _nonfinite_html(trial) -> str:
         size = nf.size if nf.size else nf.count
         what = "saved reduction" if getattr(nf, "from_reductions", False) else "value"
         many = f"{nf.count} of {size} {what}{'s' if size != 1 else ''}"
-        return (f"<p id='first-nonfinite' class='fired'><code class='tensor'>{e(nf.tensor)}</code> was the first "
-                f"tensor to hold <b class='kind'>{e(nf.kind)}</b>: <span class='count'>{e(many)}</span>, at "
-                f"<span class='where'>{e(_where(nf.step, nf.mode, nf.mode_step, nf.worker))}</span>.</p>"
-                "<p class='meta'>The first tensor, in the order the model computed them, that held NaN or inf, "
-                "at the first step any did; what came after it was computed from it.</p>")
+        return (
+            f"<p id='first-nonfinite' class='fired'><code class='tensor'>{e(nf.tensor)}</code> was the first "
+            f"tensor to hold <b class='kind'>{e(nf.kind)}</b>: <span class='count'>{e(many)}</span>, at "
+            f"<span class='where'>{e(_where(nf.step, nf.mode, nf.mode_step, nf.worker))}</span>.</p>"
+            "<p class='meta'>The first tensor, in the order the model computed them, that held NaN or inf, "
+            "at the first step any did; what came after it was computed from it.</p>"
+        )
     if not scan.steps:
         return "<p id='first-nonfinite'>The trial holds no step with a tensor yet: nothing to check.</p>"
     if not scan.values:
@@ -377,11 +443,16 @@ def render(trial, with_rules: bool = True) -> str:
         f"<p class='meta'>{html.escape(info['path'])} &middot; training {ended} &middot; "
         f"{len(info['steps'])} steps &middot; workers: {html.escape(', '.join(info['workers']))} &middot; "
         f"written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
-        + table(["mode", "steps", "first", "last"],
-                 [(m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()])
+        + table(
+            ["mode", "steps", "first", "last"],
+            [(m, len(s), s[0] if s else "-", s[-1] if s else "-") for m, s in info["mode_steps"].items()],
+        )
     )
-    parts = [f"<h1>smdebug report: {html.escape(info['trial'])}</h1>", section("summary", "Summary", summary),
-             section("nonfinite", "First non-finite value", _nonfinite_html(trial))]
+    parts = [
+        f"<h1>smdebug report: {html.escape(info['trial'])}</h1>",
+        section("summary", "Summary", summary),
+        section("nonfinite", "First non-finite value", _nonfinite_html(trial)),
+    ]
     loss = _loss_chart(trial)
     parts.append(section("losses", "Losses", loss or "<p>No losses were saved.</p>"))
     xgboost = _xgboost_sections(trial)
@@ -389,24 +460,41 @@ def render(trial, with_rules: bool = True) -> str:
         if xgboost is not None:
             break  # boosted trees have no gradients or weights per layer: their page is below
         series = _norm_series(trial, coll)
-        body = (_chart(coll, series[:MAX_NORM_LINES], title) + _normstable(coll, series) if series
-                else f"<p>No {coll} were saved.</p>")
+        body = (
+            _chart(coll, series[:MAX_NORM_LINES], title) + _normstable(coll, series)
+            if series
+            else f"<p>No {coll} were saved.</p>"
+        )
         parts.append(section(coll, title, body))
     if xgboost is not None:
         parts.append(section("xgboost", "XGBoost training", "".join(xgboost)))
     else:
         hists = _histograms(trial)
         if hists:
-            parts.append(section("histograms", "Distributions of the values saved whole (first and last step)",
-                                  hists))
+            parts.append(section("histograms", "Distributions of the values saved whole (first and last step)", hists))
     if with_rules:
         parts.append(section("rules", "Rules", _rules_html(run_applicable_rules(trial))))
-    parts.append(section("collections", "Collections",
-                          table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()])))
-    saved = table(["tensor", "steps", "modes", "raw", "reductions", "shape"], [
-        (t["name"], len(t["steps"]), " ".join(f"{m}:{c}" for m, c in t["modes"].items()), "yes" if t["raw"] else "no",
-         ", ".join(t["reductions"]) or "-", "x".join(map(str, t["shape"])) if t["shape"] else "-")
-        for t in info["tensors"]])
+    parts.append(
+        section(
+            "collections",
+            "Collections",
+            table(["collection", "tensors saved"], [(c, len(n)) for c, n in info["collections"].items()]),
+        )
+    )
+    saved = table(
+        ["tensor", "steps", "modes", "raw", "reductions", "shape"],
+        [
+            (
+                t["name"],
+                len(t["steps"]),
+                " ".join(f"{m}:{c}" for m, c in t["modes"].items()),
+                "yes" if t["raw"] else "no",
+                ", ".join(t["reductions"]) or "-",
+                "x".join(map(str, t["shape"])) if t["shape"] else "-",
+            )
+            for t in info["tensors"]
+        ],
+    )
     if len(info["tensors"]) > 30:  # a long list stays folded: the charts and tables above come first
         saved = f"<details><summary>{len(info['tensors'])} tensors</summary>{saved}</details>"
     parts.append(section("saved", "What was saved", saved))

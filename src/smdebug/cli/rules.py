@@ -48,8 +48,10 @@ class _ParamAction(argparse.Action):
             parser.error(f"--param {value!r}: expected NAME=VALUE")
         rule, params = specs[-1]
         if key.strip() in params:
-            parser.error(f"--param {key.strip()} given twice for --rule {rule} "
-                         f"({params[key.strip()]!r}, then {val!r}): give it once")
+            parser.error(
+                f"--param {key.strip()} given twice for --rule {rule} "
+                f"({params[key.strip()]!r}, then {val!r}): give it once"
+            )
         params[key.strip()] = val
 
 
@@ -77,30 +79,55 @@ class _RuleListFormatter(argparse.RawDescriptionHelpFormatter):
 
 def _add_rule_options(p) -> None:
     add_trial_argument(p)
-    p.add_argument("--rule", action=_RuleAction, required=True, metavar="NAME",
-                   help="a built-in rule (listed below); repeat for several")
-    p.add_argument("--param", action=_ParamAction, metavar="NAME=VALUE",
-                   help="a parameter of the --rule before it (strings as in SageMaker's RuleParameters)")
+    p.add_argument(
+        "--rule",
+        action=_RuleAction,
+        required=True,
+        metavar="NAME",
+        help="a built-in rule (listed below); repeat for several",
+    )
+    p.add_argument(
+        "--param",
+        action=_ParamAction,
+        metavar="NAME=VALUE",
+        help="a parameter of the --rule before it (strings as in SageMaker's RuleParameters)",
+    )
     p.add_argument("--start-step", type=int, default=0, help="first global step to evaluate (default 0)")
     p.add_argument("--end-step", type=int, help="evaluate steps before this one (default: all)")
-    p.add_argument("--all-firings", action="store_true",
-                   help="keep evaluating a rule after it fired (default: a rule stops at its first firing, as on SageMaker)")
+    p.add_argument(
+        "--all-firings",
+        action="store_true",
+        help="keep evaluating a rule after it fired (default: a rule stops at its first firing, as on SageMaker)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object per firing, then a summary")
 
 
 def add(sub) -> None:
-    p = sub.add_parser("rules", help="run built-in rules over a trial; exit 1 when any fired, "
-                                     "2 when one evaluated no tensor",
-                       epilog=_RULE_LIST, formatter_class=_RuleListFormatter)
+    p = sub.add_parser(
+        "rules",
+        help="run built-in rules over a trial; exit 1 when any fired, 2 when one evaluated no tensor",
+        epilog=_RULE_LIST,
+        formatter_class=_RuleListFormatter,
+    )
     _add_rule_options(p)
     p.set_defaults(func=run_rules)
-    w = sub.add_parser("watch", help="follow a running job and run built-in rules on each new step",
-                       epilog=_RULE_LIST, formatter_class=_RuleListFormatter)
+    w = sub.add_parser(
+        "watch",
+        help="follow a running job and run built-in rules on each new step",
+        epilog=_RULE_LIST,
+        formatter_class=_RuleListFormatter,
+    )
     _add_rule_options(w)
-    w.add_argument("--stop-training", action="store_true",
-                   help="when a rule fires, ask the job to stop (the StopTraining action)")
-    w.add_argument("--wait", type=float, default=600.0, metavar="SECONDS",
-                   help="how long to wait for a job that has not started writing (default 600)")
+    w.add_argument(
+        "--stop-training", action="store_true", help="when a rule fires, ask the job to stop (the StopTraining action)"
+    )
+    w.add_argument(
+        "--wait",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for a job that has not started writing (default 600)",
+    )
     w.set_defaults(func=run_watch)
 
 
@@ -115,9 +142,18 @@ class Firing:
 
     def to_json(self) -> dict:
         """``{"event": "fired", ...}``: the finding's stable fields (smdebug.rules.finding.FINDING_FIELDS)."""
-        out = {"event": "fired", "rule": self.rule, "step": self.step, "mode": self.mode,
-               "mode_step": self.mode_step, "worker": None, "tensors": [], "values": [], "condition": "",
-               "message": self.message}
+        out = {
+            "event": "fired",
+            "rule": self.rule,
+            "step": self.step,
+            "mode": self.mode,
+            "mode_step": self.mode_step,
+            "worker": None,
+            "tensors": [],
+            "values": [],
+            "condition": "",
+            "message": self.message,
+        }
         if self.finding is not None:
             out.update(self.finding.to_json())
             out.update(rule=self.rule, step=self.step, mode=self.mode, mode_step=self.mode_step)
@@ -152,8 +188,10 @@ def build_rules(trial, specs, action_str: str = "") -> list:
         try:
             cls = find_rule_class(name)
             if getattr(cls, "profiler_rule", False):
-                raise CliError(f"--rule {name}: a profiler rule, judged over the job's profiler data: "
-                               f"smdebug profile rules PROFILE --rule {name}")
+                raise CliError(
+                    f"--rule {name}: a profiler rule, judged over the job's profiler data: "
+                    f"smdebug profile rules PROFILE --rule {name}"
+                )
             rule = cls(trial, action_str=action_str, **params)
         except RuleConfigurationError as exc:
             raise CliError(str(exc)) from None
@@ -214,8 +252,11 @@ def evaluate_step(runs, trial, step, all_firings=False) -> list:
         except RuleEvaluationConditionMet as exc:
             mode, mode_step = trial.mode(step), trial.mode_step(step)
             finding = getattr(exc, "finding", None)
-            detail = "" if finding is not None else (
-                getattr(run.rule, "reason", None) or getattr(run.rule, "last_reason", None) or "")
+            detail = (
+                ""
+                if finding is not None
+                else (getattr(run.rule, "reason", None) or getattr(run.rule, "last_reason", None) or "")
+            )
             message = str(exc) + (f": {detail}" if detail else "")
             f = Firing(run.name, step, getattr(mode, "name", str(mode)), mode_step, message, finding)
             run.firings.append(f)
@@ -247,11 +288,22 @@ def _summary(runs, as_json: bool) -> int:
         report = getattr(r.rule, "report_path", None) if getattr(r.rule, "reports_written", 0) else None
         if as_json:
             first = r.firings[0].to_json() if r.firings else None
-            print(json.dumps({"event": "summary", "rule": r.name, "fired": bool(r.firings),
-                              "steps": [f.step for f in r.firings], "first": first, "evaluated": r.evaluated,
-                              "tensors_evaluated": tensors, "evaluated_nothing": nothing,
-                              "reason": nothing_evaluated_message(r.rule, r.evaluated) if nothing else None,
-                              **({"report": report} if report else {})}))
+            print(
+                json.dumps(
+                    {
+                        "event": "summary",
+                        "rule": r.name,
+                        "fired": bool(r.firings),
+                        "steps": [f.step for f in r.firings],
+                        "first": first,
+                        "evaluated": r.evaluated,
+                        "tensors_evaluated": tensors,
+                        "evaluated_nothing": nothing,
+                        "reason": nothing_evaluated_message(r.rule, r.evaluated) if nothing else None,
+                        **({"report": report} if report else {}),
+                    }
+                )
+            )
             continue
         if r.firings:
             steps = ", ".join(str(f.step) for f in r.firings)
@@ -281,8 +333,7 @@ def run_rules(args) -> int:
     return _summary(runs, args.json)
 
 
-def follow_steps(trial, start: int, end: int | None, *, clock=None, sleep=None, speak=None,
-                 quiet_for: float = 60.0):
+def follow_steps(trial, start: int, end: int | None, *, clock=None, sleep=None, speak=None, quiet_for: float = 60.0):
     """Complete global steps >= start as the job writes them; ends when training has ended.
 
     When no step comes for ``quiet_for`` seconds, says on stderr (then sparsely) which step it
@@ -315,8 +366,10 @@ def follow_steps(trial, start: int, end: int | None, *, clock=None, sleep=None, 
 
             def message(waited, step=nxt, last=last):
                 seen = f"the last complete step is {last}" if last >= 0 else "no step is complete yet"
-                return (f"still waiting for step {step} after {waited:.0f} s ({seen}; no training_job_end.ts: "
-                        "if the job has stopped, Ctrl-C ends the watch)")
+                return (
+                    f"still waiting for step {step} after {waited:.0f} s ({seen}; no training_job_end.ts: "
+                    "if the job has stopped, Ctrl-C ends the watch)"
+                )
 
             remind(message)
             sleep(poll_interval())

@@ -9,46 +9,92 @@ import argparse
 
 def add(sub) -> None:
     p = sub.add_parser(
-        "run", help="run a training command with hooks attached and rules as jobs beside it",
+        "run",
+        help="run a training command with hooks attached and rules as jobs beside it",
         description="Run COMMAND (python train.py, torchrun ..., accelerate launch ...) with the smdebug hook "
-                    "attached without code changes, and each rule as a job on the live trial. "
-                    "Example: smdebug run --rule exploding_tensor --action stop -- python train.py",
+        "attached without code changes, and each rule as a job on the live trial. "
+        "Example: smdebug run --rule exploding_tensor --action stop -- python train.py",
     )
     p.add_argument("--out-dir", help="the trial: a folder or s3://bucket/prefix (default RUN_DIR/debug-output)")
     p.add_argument("--run-dir", help="status.json, events.jsonl, config/, rule-output/ (default smdebug-runs/NAME)")
     p.add_argument("--name", help="the job's name (default smdebug-run-<time>-<hex>)")
     p.add_argument("--config", metavar="JSON", help="a debughookconfig.json (SageMaker's in-container hook file)")
-    p.add_argument("--job", metavar="JSON", help="a CreateTrainingJob request: DebugHookConfig, "
-                                                 "DebugRuleConfigurations, TensorBoardOutputConfig, ProfilerConfig, "
-                                                 "ProfilerRuleConfigurations")
-    p.add_argument("--collection", action="append", default=[], metavar="NAME[:K=V...]",
-                   help="a collection to save, e.g. weights:save_interval=10 (repeatable)")
-    p.add_argument("--hook-param", action="append", default=[], metavar="K=V",
-                   help="a HookParameters entry, e.g. save_interval=100 (repeatable)")
-    p.add_argument("--rule", action="append", default=[], metavar="RULE[:K=V...]",
-                   help="a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.*, or a profiler "
-                        "rule by class name, e.g. ProfilerReport or step_outlier:n_outliers=0 (switches profiling "
-                        "on) (repeatable)")
-    p.add_argument("--rule-file", action="append", default=[], metavar="FILE.py:CLASS[:K=V...]",
-                   help="a rule of your own (a path, file:// or s3://), e.g. my_rules.py:MyRule:threshold=20")
-    p.add_argument("--action", action="append", default=[], metavar="ACTION",
-                   help="what every rule does when it fires: stop, log, email:ADDRESS, sms:+NUMBER")
+    p.add_argument(
+        "--job",
+        metavar="JSON",
+        help="a CreateTrainingJob request: DebugHookConfig, "
+        "DebugRuleConfigurations, TensorBoardOutputConfig, ProfilerConfig, "
+        "ProfilerRuleConfigurations",
+    )
+    p.add_argument(
+        "--collection",
+        action="append",
+        default=[],
+        metavar="NAME[:K=V...]",
+        help="a collection to save, e.g. weights:save_interval=10 (repeatable)",
+    )
+    p.add_argument(
+        "--hook-param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a HookParameters entry, e.g. save_interval=100 (repeatable)",
+    )
+    p.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="RULE[:K=V...]",
+        help="a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.*, or a profiler "
+        "rule by class name, e.g. ProfilerReport or step_outlier:n_outliers=0 (switches profiling "
+        "on) (repeatable)",
+    )
+    p.add_argument(
+        "--rule-file",
+        action="append",
+        default=[],
+        metavar="FILE.py:CLASS[:K=V...]",
+        help="a rule of your own (a path, file:// or s3://), e.g. my_rules.py:MyRule:threshold=20",
+    )
+    p.add_argument(
+        "--action",
+        action="append",
+        default=[],
+        metavar="ACTION",
+        help="what every rule does when it fires: stop, log, email:ADDRESS, sms:+NUMBER",
+    )
     p.add_argument("--tensorboard", metavar="DIR", help="also write TensorBoard event files there")
-    p.add_argument("--profile", action="store_true",
-                   help="profile the job: system metrics and framework metrics with the defaults")
-    p.add_argument("--profiler-config", metavar="FILE|JSON",
-                   help="a ProfilerConfig (CreateTrainingJob's, or a profilerconfig.json): a file or a JSON object")
-    p.add_argument("--profile-interval-ms", type=int, metavar="N",
-                   help="system metrics every N milliseconds (SageMaker: 100, 200, 500, 1000, 5000 or 60000)")
-    p.add_argument("--node-rank", metavar="K", help="this node's rank in a multi-node job: rules run on node 0 "
-                   "only (default $NODE_RANK, else $SM_CURRENT_HOST's place in $SM_HOSTS, else 0)")
+    p.add_argument(
+        "--profile", action="store_true", help="profile the job: system metrics and framework metrics with the defaults"
+    )
+    p.add_argument(
+        "--profiler-config",
+        metavar="FILE|JSON",
+        help="a ProfilerConfig (CreateTrainingJob's, or a profilerconfig.json): a file or a JSON object",
+    )
+    p.add_argument(
+        "--profile-interval-ms",
+        type=int,
+        metavar="N",
+        help="system metrics every N milliseconds (SageMaker: 100, 200, 500, 1000, 5000 or 60000)",
+    )
+    p.add_argument(
+        "--node-rank",
+        metavar="K",
+        help="this node's rank in a multi-node job: rules run on node 0 "
+        "only (default $NODE_RANK, else $SM_CURRENT_HOST's place in $SM_HOSTS, else 0)",
+    )
     p.add_argument("--no-zcc", action="store_true", help="do not attach hooks (the script makes its own)")
-    p.add_argument("--stop-grace", default=120.0, metavar="S",
-                   help="after a StopTraining action, SIGTERM the job if it still runs after S seconds (120)")
-    p.add_argument("--term-grace", default=30.0, metavar="S",
-                   help="then SIGKILL it after S more seconds (30)")
-    p.add_argument("--rule-timeout", default=600.0, metavar="S",
-                   help="how long rule jobs may take after training ended (600)")
+    p.add_argument(
+        "--stop-grace",
+        default=120.0,
+        metavar="S",
+        help="after a StopTraining action, SIGTERM the job if it still runs after S seconds (120)",
+    )
+    p.add_argument("--term-grace", default=30.0, metavar="S", help="then SIGKILL it after S more seconds (30)")
+    p.add_argument(
+        "--rule-timeout", default=600.0, metavar="S", help="how long rule jobs may take after training ended (600)"
+    )
     p.add_argument("job_command", nargs=argparse.REMAINDER, metavar="COMMAND", help="-- then the command")
     p.set_defaults(func=run_job)
 
@@ -68,18 +114,34 @@ def run_job(args) -> int:
     try:
         name = check_name(args.name) if args.name is not None else default_name()
         run_dir = args.run_dir or os.path.join("smdebug-runs", name)
-        spec = build_spec(name=name, out_dir=args.out_dir,
-                          default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
-                          job=args.job, config=args.config, hook_parameters=args.hook_param,
-                          collections=args.collection, rules=args.rule, rule_files=args.rule_file,
-                          actions=args.action, tensorboard=args.tensorboard, profile=args.profile,
-                          profiler_config=args.profiler_config, profile_interval_ms=args.profile_interval_ms,
-                          default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
+        spec = build_spec(
+            name=name,
+            out_dir=args.out_dir,
+            default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
+            job=args.job,
+            config=args.config,
+            hook_parameters=args.hook_param,
+            collections=args.collection,
+            rules=args.rule,
+            rule_files=args.rule_file,
+            actions=args.action,
+            tensorboard=args.tensorboard,
+            profile=args.profile,
+            profiler_config=args.profiler_config,
+            profile_interval_ms=args.profile_interval_ms,
+            default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"),
+        )
         check_output(spec.out_dir, "--out-dir" if args.out_dir else "the output location")
-        launcher = Launcher(spec, command, run_dir, zcc=not args.no_zcc,
-                            stop_grace=check_seconds(args.stop_grace, "--stop-grace"),
-                            term_grace=check_seconds(args.term_grace, "--term-grace"),
-                            rule_timeout=check_seconds(args.rule_timeout, "--rule-timeout"), node_rank=args.node_rank)
+        launcher = Launcher(
+            spec,
+            command,
+            run_dir,
+            zcc=not args.no_zcc,
+            stop_grace=check_seconds(args.stop_grace, "--stop-grace"),
+            term_grace=check_seconds(args.term_grace, "--term-grace"),
+            rule_timeout=check_seconds(args.rule_timeout, "--rule-timeout"),
+            node_rank=args.node_rank,
+        )
         return launcher.run().exit_code
     except LaunchConfigError as exc:
         raise CliError(str(exc)) from None

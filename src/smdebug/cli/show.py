@@ -15,9 +15,12 @@ def add(sub) -> None:
     p.add_argument("--mode", help="train, eval, predict or global (default global)")
     p.add_argument("--worker", help="worker name (default: the first worker that saved it)")
     p.add_argument("--full", action="store_true", help="print the whole array")
-    p.add_argument("--json", action="store_true",
-                   help="print strict JSON for scripts: NaN and infinities as the strings \"NaN\", \"Infinity\", "
-                        "\"-Infinity\"; complex numbers as [real, imag]")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print strict JSON for scripts: NaN and infinities as the strings "NaN", "Infinity", '
+        '"-Infinity"; complex numbers as [real, imag]',
+    )
     p.set_defaults(func=run)
 
 
@@ -39,11 +42,14 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
         try:
             trial._check_step_readable(step, mode=mode)  # an unreadable index file is not "not saved"
         except IndexReaderException as exc:
-            raise CliError(f"tensor {name!r} at {mode.name} step {step} cannot be read (an index file is "
-                           f"unreadable): {exc}") from None
+            raise CliError(
+                f"tensor {name!r} at {mode.name} step {step} cannot be read (an index file is unreadable): {exc}"
+            ) from None
         raise CliError(f"tensor {name!r} was not saved at {mode.name} step {step} (saved at {_few(steps)})")
     if worker is not None and worker not in t.workers(step, mode=mode):
-        raise CliError(f"worker {worker!r} did not save {name!r} at step {step} (workers: {', '.join(t.workers(step, mode=mode))})")
+        raise CliError(
+            f"worker {worker!r} did not save {name!r} at step {step} (workers: {', '.join(t.workers(step, mode=mode))})"
+        )
     out = {"tensor": name, "step": step, "mode": mode.name, "worker": worker}
     saved = t.saved(step, mode=mode, worker=worker)
     out["reductions"] = {
@@ -65,7 +71,9 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
         out["nan"] = int(np.isnan(v).sum())
         out["inf"] = int(np.isinf(v).sum())
         if finite.size:
-            out.update(min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()), std=float(finite.std()))
+            out.update(
+                min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()), std=float(finite.std())
+            )
         if value.dtype.kind == "c":
             out["statistics_of"] = "magnitude"  # min/max/mean/std/NaN/Inf of |z|
     out["_value"] = value
@@ -87,7 +95,10 @@ def run(args) -> int:
             info["value"] = value.tolist()
         emit_json(info)
         return 0
-    print(f"{info['tensor']}  step {info['step']} ({info['mode']})" + (f"  worker {info['worker']}" if info["worker"] else ""))
+    print(
+        f"{info['tensor']}  step {info['step']} ({info['mode']})"
+        + (f"  worker {info['worker']}" if info["worker"] else "")
+    )
     if info.get("shape") is not None:
         print(f"shape   {tuple(info['shape'])}")
     if info.get("raw"):

@@ -128,14 +128,19 @@ def encode_consolidated(worker: str, bucket: int, files: list[FileIndex]) -> byt
     }
     jb = orjson.dumps(meta)
     head = zlib.compress(
-        b"".join((
-            struct.pack("<I", len(jb)), jb,
-            np.asarray([f.step for f in files], "<i8").tobytes(),
-            np.asarray([f.mode for f in files], "u1").tobytes(),
-            np.asarray([f.mode_step for f in files], "<i8").tobytes(),
-            np.asarray(layout_ids, "<i4").tobytes(),
-            np.asarray(event_ids, "<i4").tobytes(),
-        )), 6)
+        b"".join(
+            (
+                struct.pack("<I", len(jb)),
+                jb,
+                np.asarray([f.step for f in files], "<i8").tobytes(),
+                np.asarray([f.mode for f in files], "u1").tobytes(),
+                np.asarray([f.mode_step for f in files], "<i8").tobytes(),
+                np.asarray(layout_ids, "<i4").tobytes(),
+                np.asarray(event_ids, "<i4").tobytes(),
+            )
+        ),
+        6,
+    )
     s = np.asarray(starts, "<i8")
     n = np.asarray(lengths, "<i8")
     # a file's records follow one another: store each start as its distance from the end of the
@@ -147,7 +152,8 @@ def encode_consolidated(worker: str, bucket: int, files: list[FileIndex]) -> byt
         first = np.cumsum(counts) - counts
         expected[first[counts > 0]] = 0
     entries = zlib.compress(
-        b"".join(((s - expected).astype("<i8").tobytes(), n.tobytes(), np.asarray(crcs, "<i8").tobytes())), 6)
+        b"".join(((s - expected).astype("<i8").tobytes(), n.tobytes(), np.asarray(crcs, "<i8").tobytes())), 6
+    )
     fixed = _FIXED.pack(MAGIC, len(head), crc32c(head), len(entries), crc32c(entries))
     return b"".join((fixed, head, entries))
 
@@ -188,23 +194,44 @@ def decode_head(buf: bytes, where: object) -> ConsolidatedHead:
         mode_steps = np.frombuffer(arrays[off[2] : off[3]], "<i8")
         layout_ids = np.frombuffer(arrays[off[3] : off[4]], "<i4")
         event_ids = np.frombuffer(arrays[off[4] : off[5]], "<i4")
-        layouts = [ChunkLayout(tuple(t), tuple((nm, o, tuple(int(d) for d in s)) for nm, o, s in sh))
-                   for t, sh in meta["layouts"]]
+        layouts = [
+            ChunkLayout(tuple(t), tuple((nm, o, tuple(int(d) for d in s)) for nm, o, s in sh))
+            for t, sh in meta["layouts"]
+        ]
         event_names = list(meta["event_names"])
         worker, bucket, n_entries = str(meta["worker"]), int(meta["bucket"]), int(meta["entries"])
     except IndexReaderException:
         raise
     except (zlib.error, struct.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise _bad(where, f"unreadable head ({exc})") from None
-    if n and (np.any(np.diff(steps) <= 0) or layout_ids.min() < 0 or layout_ids.max() >= len(layouts)
-              or event_ids.min() < EVENT_STANDARD or event_ids.max() >= len(event_names)
-              or modes.min() < 1 or modes.max() > 4):
+    if n and (
+        np.any(np.diff(steps) <= 0)
+        or layout_ids.min() < 0
+        or layout_ids.max() >= len(layouts)
+        or event_ids.min() < EVENT_STANDARD
+        or event_ids.max() >= len(event_names)
+        or modes.min() < 1
+        or modes.max() > 4
+    ):
         raise _bad(where, "inconsistent head arrays")
     expected = int(np.asarray([len(x.tags) for x in layouts], np.int64)[layout_ids].sum()) if n else 0
     if n_entries != expected:
         raise _bad(where, f"head counts {n_entries} entries, its layouts {expected}")
-    return ConsolidatedHead(worker, bucket, layouts, event_names, steps, modes, mode_steps, layout_ids,
-                            event_ids, n_entries, end, entries_len, entries_crc)
+    return ConsolidatedHead(
+        worker,
+        bucket,
+        layouts,
+        event_names,
+        steps,
+        modes,
+        mode_steps,
+        layout_ids,
+        event_ids,
+        n_entries,
+        end,
+        entries_len,
+        entries_crc,
+    )
 
 
 def object_tag(obj: bytes, where: object = "<bytes>") -> int:

@@ -64,9 +64,7 @@ def _event(step: int, summary: bytes, wall_time: float | None) -> bytes:
     return double(1, wt) + key(2, VARINT) + varint(int(step)) + ld(5, summary)
 
 
-def encode_tensor_event(
-    tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None
-) -> bytes:
+def encode_tensor_event(tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None) -> bytes:
     """The payload of one smdebug tensor record (``metadata`` from :func:`mode_metadata`)."""
     value = ld(1, tag.encode("utf-8")) + ld(8, encode_tensor(arr)) + ld(9, metadata)
     return _event(step, ld(1, value), wall_time)
@@ -77,7 +75,11 @@ _LEN = struct.Struct("<Q")
 
 
 def encode_tensor_record(
-    tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None,
+    tag: str,
+    arr: np.ndarray,
+    step: int,
+    metadata: bytes,
+    wall_time: float | None = None,
     payload_crc: bool = False,
 ) -> bytes:
     """A whole framed record of one tensor: :func:`encode_tensor_event` framed as TFRecord."""
@@ -85,7 +87,11 @@ def encode_tensor_record(
 
 
 def encode_tensor_record_chunks(
-    tag: str, arr: np.ndarray, step: int, metadata: bytes, wall_time: float | None = None,
+    tag: str,
+    arr: np.ndarray,
+    step: int,
+    metadata: bytes,
+    wall_time: float | None = None,
     payload_crc: bool = False,
 ) -> list:
     """The record as [bytes before the content, the content, bytes after]: the content is a
@@ -300,7 +306,10 @@ _LAYOUTS: dict[tuple, _StepLayout] = {}
 
 
 def encode_step_records(
-    tags: Sequence[str], arrays: Sequence[np.ndarray], step: int, metadata: bytes,
+    tags: Sequence[str],
+    arrays: Sequence[np.ndarray],
+    step: int,
+    metadata: bytes,
     wall_times: Sequence[float | None] | None = None,
 ) -> tuple[list, list[int]] | None:
     """Many records of one step as file chunks, and each record's length; None where the

@@ -30,9 +30,7 @@ class ParsedIndex:
 def encode_index(meta: dict, tensor_payload: list, shape_payload: list) -> bytes:
     """An index file from its three sections as JSON-ready values (tests write odd files with it;
     writers use :class:`IndexBuilder`)."""
-    return orjson.dumps(
-        {"meta": meta, "tensor_payload": tensor_payload, "shape_payload": shape_payload}
-    )
+    return orjson.dumps({"meta": meta, "tensor_payload": tensor_payload, "shape_payload": shape_payload})
 
 
 class IndexBuilder:
@@ -95,18 +93,30 @@ class IndexBuilder:
         if self.event_file_name is not None:
             meta["event_file_name"] = self.event_file_name
         if self.crcs is None:
-            tp = [{"tensorname": n, "start_idx": s, "length": ln} for n, s, ln in zip(self.tags, self.starts, self.lengths)]
+            tp = [
+                {"tensorname": n, "start_idx": s, "length": ln}
+                for n, s, ln in zip(self.tags, self.starts, self.lengths)
+            ]
         else:  # each payload's CRC32C: readers verify it (smdebug 1.0.34 ignores the key)
-            tp = [{"tensorname": n, "start_idx": s, "length": ln, "crc32c": c}
-                  for n, s, ln, c in zip(self.tags, self.starts, self.lengths, self.crcs)]
+            tp = [
+                {"tensorname": n, "start_idx": s, "length": ln, "crc32c": c}
+                for n, s, ln, c in zip(self.tags, self.starts, self.lengths, self.crcs)
+            ]
         sp = [{"tensorname": n, "originalname": o, "shape": list(shape)} for n, o, shape in self.shapes]
         return encode_index(meta, tp, sp)
 
     def parsed(self) -> ParsedIndex:
         shapes = {n: (shape, o) for n, o, shape in self.shapes}
-        return ParsedIndex(self._written_mode(), self.mode_step, self.event_file_name if self.tags else None, tuple(self.tags),
-                           list(self.starts), list(self.lengths), shapes,
-                           list(self.crcs) if self.crcs is not None else None)
+        return ParsedIndex(
+            self._written_mode(),
+            self.mode_step,
+            self.event_file_name if self.tags else None,
+            tuple(self.tags),
+            list(self.starts),
+            list(self.lengths),
+            shapes,
+            list(self.crcs) if self.crcs is not None else None,
+        )
 
 
 _INT64_MAX = 2**63 - 1

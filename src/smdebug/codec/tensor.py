@@ -147,8 +147,16 @@ def encode_tensor(arr: np.ndarray) -> bytes:
     return tensor_head(arr) + tensor_content(arr).tobytes()
 
 
-_VAL_FIELDS = {5: "float_val", 6: "double_val", 7: "int_val", 10: "int64_val", 11: "bool_val",
-               13: "half_val", 16: "uint32_val", 17: "uint64_val"}
+_VAL_FIELDS = {
+    5: "float_val",
+    6: "double_val",
+    7: "int_val",
+    10: "int64_val",
+    11: "bool_val",
+    13: "half_val",
+    16: "uint32_val",
+    17: "uint64_val",
+}
 _FIXED = {5: ("<f4", 4), 6: ("<f8", 8)}
 
 
@@ -214,8 +222,7 @@ def decode_tensor(buf: bytes, span: Span) -> np.ndarray:
     if content is not None:
         if len(content) != count * npdt.itemsize:
             raise EventFileCorrupt(
-                f"tensor_content holds {len(content)} bytes, shape {shape} of {npdt} needs "
-                f"{count * npdt.itemsize}"
+                f"tensor_content holds {len(content)} bytes, shape {shape} of {npdt} needs {count * npdt.itemsize}"
             )
         return _reshape(np.frombuffer(content, dtype=npdt), shape).copy()
     # TensorFlow's typed repeated fields (what TF itself writes for small tensors)

@@ -34,8 +34,7 @@ def unframe(buf: bytes, offset: int = 0, where: object = "<bytes>", base: int = 
     at = base + offset
     if offset + 12 > end:
         raise EventFileCorrupt(
-            f"{where}: truncated record at byte {at} "
-            f"(header needs 12 bytes, {max(end - offset, 0)} left)"
+            f"{where}: truncated record at byte {at} (header needs 12 bytes, {max(end - offset, 0)} left)"
         )
     header = bytes(buf[offset : offset + 8])
     (length,) = _LEN.unpack(header)

@@ -10,5 +10,11 @@ from smdebug.modes import (
     str_to_mode_keys,
 )
 
-__all__ = ["ModeKeys", "ALLOWED_MODES", "ALLOWED_MODE_NAMES", "str_to_mode_keys",
-           "MODE_PLUGIN_NAME", "MODE_STEP_PLUGIN_NAME"]
+__all__ = [
+    "ModeKeys",
+    "ALLOWED_MODES",
+    "ALLOWED_MODE_NAMES",
+    "str_to_mode_keys",
+    "MODE_PLUGIN_NAME",
+    "MODE_STEP_PLUGIN_NAME",
+]

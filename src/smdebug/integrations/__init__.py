@@ -21,4 +21,6 @@ def engine_missing(extra: str, engine: str, exc: ModuleNotFoundError) -> ModuleN
     needs) is not installed: it names the extra to install; raise it ``from exc``."""
     return ModuleNotFoundError(
         f"smdebug.integrations.{extra} needs {engine}, which could not be imported ({exc}): "
-        f"pip install 'smdebug-open[{extra}]'", name=exc.name)
+        f"pip install 'smdebug-open[{extra}]'",
+        name=exc.name,
+    )

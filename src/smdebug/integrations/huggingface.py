@@ -70,8 +70,10 @@ class _HookState:
         if last is not None and last[0] is obj and last[1] == global_step:
             if not self._warned:
                 self._warned = True
-                logger.warning("smdebug: the Trainer has more than one SMDebugCallback for this hook (or the same one "
-                               "added twice): each event is handled once, the other callbacks do nothing")
+                logger.warning(
+                    "smdebug: the Trainer has more than one SMDebugCallback for this hook (or the same one "
+                    "added twice): each event is handled once, the other callbacks do nothing"
+                )
             return False
         self._last[event] = (obj, global_step)
         return True

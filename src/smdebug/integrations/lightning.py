@@ -48,8 +48,10 @@ def _epoch_metrics(trainer) -> dict:
         return results.metrics(False)["log"]
     if not _warned:
         _warned.append(True)
-        logger.warning("smdebug: this Lightning version does not say which loop logged a value: the epoch-end "
-                       "values saved are all of trainer.logged_metrics, in the mode of the epoch that ends")
+        logger.warning(
+            "smdebug: this Lightning version does not say which loop logged a value: the epoch-end "
+            "values saved are all of trainer.logged_metrics, in the mode of the epoch that ends"
+        )
     return dict(trainer.logged_metrics)
 
 

@@ -21,6 +21,18 @@ _slot = bind(Hook)
 get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook
 
 __all__ = [
-    "Hook", "reductions", "Reduced", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig",
-    "SaveConfigMode", "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+    "Hook",
+    "reductions",
+    "Reduced",
+    "Collection",
+    "CollectionManager",
+    "CollectionKeys",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "modes",
+    "create_trial",
+    "get_hook",
+    "set_hook",
+    "del_hook",
 ]

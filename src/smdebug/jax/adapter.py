@@ -47,8 +47,10 @@ def host_value(x: Any) -> np.ndarray:
     if x.is_fully_addressable:
         return np.asarray(x)
     if not x.is_fully_replicated:
-        raise ValueError(f"an array of shape {x.shape} sharded over several processes and not replicated: "
-                         "this process holds only part of it")
+        raise ValueError(
+            f"an array of shape {x.shape} sharded over several processes and not replicated: "
+            "this process holds only part of it"
+        )
     return np.asarray(x.addressable_data(0))
 
 

@@ -50,14 +50,18 @@ def _distributed() -> bool:
 def _check_record(hook: Hook, **trees: Any) -> None:
     """record's arguments: a caller's error is raised at once (cheap checks: record runs every step)."""
     if any(isinstance(t, jax.core.Tracer) for t in trees.values()):
-        raise SMDebugRuntimeError("record: called inside a traced (jax.jit-compiled) function; return the values "
-                                  "from the step and record them after it")
+        raise SMDebugRuntimeError(
+            "record: called inside a traced (jax.jit-compiled) function; return the values "
+            "from the step and record them after it"
+        )
     if not hook.disabled and hook.step < 0:
         raise SMDebugRuntimeError("record: no step has begun; call hook.begin_step() before the training step")
     metrics = trees.get("metrics")
     if metrics is not None and (is_array(metrics) or isinstance(metrics, (int, float, np.ndarray, np.generic))):
-        raise SMDebugTypeError(f"record: metrics must be a dict (or another pytree) of named values, e.g. "
-                               f"{{'accuracy': acc}}, not a bare {type(metrics).__name__}")
+        raise SMDebugTypeError(
+            f"record: metrics must be a dict (or another pytree) of named values, e.g. "
+            f"{{'accuracy': acc}}, not a bare {type(metrics).__name__}"
+        )
 
 
 class Hook(BaseHook):
@@ -146,8 +150,16 @@ class Hook(BaseHook):
 
     # ---------------------------------------------------------------- saving
     @guarded(check=_check_record)
-    def record(self, *, loss: Any = None, metrics: Any = None, params: Any = None, grads: Any = None,
-               updates: Any = None, opt_state: Any = None) -> None:
+    def record(
+        self,
+        *,
+        loss: Any = None,
+        metrics: Any = None,
+        params: Any = None,
+        grads: Any = None,
+        updates: Any = None,
+        opt_state: Any = None,
+    ) -> None:
         """Hand the hook what the current step computed (each argument a pytree of arrays; a Flax
         NNX model for ``params``, an ``nnx.Optimizer`` for ``opt_state``; a tree of
         :func:`smdebug.jax.reductions` for reductions computed on the device). The loss is
@@ -157,8 +169,14 @@ class Hook(BaseHook):
             self._watch_losses(loss)
         if not self.saving_this_step():
             return
-        given = (("loss", loss), ("metrics", metrics), ("params", params), ("grads", grads), ("updates", updates),
-                 ("opt_state", opt_state))
+        given = (
+            ("loss", loss),
+            ("metrics", metrics),
+            ("params", params),
+            ("grads", grads),
+            ("updates", updates),
+            ("opt_state", opt_state),
+        )
         for argument, tree in given:
             if tree is not None:
                 self._save_tree(KINDS[argument], _plain_tree(argument, tree))
@@ -182,15 +200,23 @@ class Hook(BaseHook):
 
     def _fetchable(self, name: str, value: Any) -> bool:
         if isinstance(value, jax.core.Tracer):
-            raise SMDebugRuntimeError(f"record: {name} is a tracer (recorded inside a jax.jit-compiled function); "
-                                      "return it from the step and record it after")
+            raise SMDebugRuntimeError(
+                f"record: {name} is a tracer (recorded inside a jax.jit-compiled function); "
+                "return it from the step and record it after"
+            )
         if value.is_deleted():
-            self._warn(name, "%s was not saved: its buffer was deleted (donated to a jitted call) before it was "
-                       "recorded; record the step's outputs, before the next step donates them")
+            self._warn(
+                name,
+                "%s was not saved: its buffer was deleted (donated to a jitted call) before it was "
+                "recorded; record the step's outputs, before the next step donates them",
+            )
             return False
         if not can_fetch(value):
-            self._warn(name, "%s was not saved: it is sharded over several processes and not replicated; gather "
-                       "it (jax.experimental.multihost_utils.process_allgather) or record its reductions")
+            self._warn(
+                name,
+                "%s was not saved: it is sharded over several processes and not replicated; gather "
+                "it (jax.experimental.multihost_utils.process_allgather) or record its reductions",
+            )
             return False
         return True
 
@@ -213,8 +239,13 @@ class Hook(BaseHook):
         own = self._reduced_plans.get(key)
         if own is None:
             targets = tuple(ReductionTarget(get_reduction_tensor_name(name, op, a), op, a) for op, a in leaf.ops)
-            own = self._reduced_plans[key] = SavePlan(save_shape=plan.save_shape, reductions=targets, save_raw=False,
-                                                      histogram_tag=None, tensorboard_scalar=False)
+            own = self._reduced_plans[key] = SavePlan(
+                save_shape=plan.save_shape,
+                reductions=targets,
+                save_raw=False,
+                histogram_tag=None,
+                tensorboard_scalar=False,
+            )
         if self.dry_run:
             logger.debug("smdebug dry run: would save the reductions of %s at step %s", name, self.step)
         elif self.writes:
@@ -284,8 +315,9 @@ def _plain_tree(argument: str, tree: Any) -> Any:
         return tree.opt_state
     if isinstance(tree, nnx.Module):
         return nnx.state(tree, nnx.Param) if argument in ("params", "grads", "updates") else nnx.state(tree)
-    raise SMDebugTypeError(f"record: {argument} got a Flax {type(tree).__name__}: pass its state "
-                           f"(nnx.state(...)) or the pytree of arrays")
+    raise SMDebugTypeError(
+        f"record: {argument} got a Flax {type(tree).__name__}: pass its state (nnx.state(...)) or the pytree of arrays"
+    )
 
 
 def _leaves(kind: Kind, tree: Any) -> list[tuple[str, Any]]:

@@ -92,8 +92,10 @@ def named_leaves(tree: Any, kind: Kind, is_leaf: Any = None) -> list[tuple[str, 
         name = path_name(path)
         if not name:
             if not kind.bare_name:
-                raise SMDebugTypeError(f"record: {kind.argument} must be a dict (or another pytree) of named values, "
-                                       f"not a bare {type(leaf).__name__}: e.g. {{'accuracy': acc}}")
+                raise SMDebugTypeError(
+                    f"record: {kind.argument} must be a dict (or another pytree) of named values, "
+                    f"not a bare {type(leaf).__name__}: e.g. {{'accuracy': acc}}"
+                )
             name = kind.bare_name
         out.append((kind.prefix + name, leaf))
     return out

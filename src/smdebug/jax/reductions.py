@@ -48,8 +48,14 @@ class Reduced:
     ``where[i][0]``), so that a step's reductions reach the host in a transfer or two. A pytree
     itself: the tables are its leaves, the rest static, so it passes out of ``jax.jit``."""
 
-    def __init__(self, tables: Sequence[Any], names: tuple[str, ...], ops: tuple[tuple[str, bool], ...],
-                 shapes: tuple[tuple[int, ...], ...], where: tuple[tuple[int, int], ...]):
+    def __init__(
+        self,
+        tables: Sequence[Any],
+        names: tuple[str, ...],
+        ops: tuple[tuple[str, bool], ...],
+        shapes: tuple[tuple[int, ...], ...],
+        where: tuple[tuple[int, int], ...],
+    ):
         self.tables = tuple(tables)
         self.names = names
         self.ops = ops
@@ -71,8 +77,10 @@ class Reduced:
     def as_dict(self) -> dict[str, Any]:
         """``{name: {"min": value, "abs_mean": value, ...}}`` (host values; for a look at them)."""
         tables = jax.device_get(list(self.tables))
-        return {n: {("abs_" if a else "") + op: tables[t][r, j] for j, (op, a) in enumerate(self.ops)}
-                for n, (t, r) in zip(self.names, self.where)}
+        return {
+            n: {("abs_" if a else "") + op: tables[t][r, j] for j, (op, a) in enumerate(self.ops)}
+            for n, (t, r) in zip(self.names, self.where)
+        }
 
     def __repr__(self) -> str:
         ops = ", ".join(("abs_" if a else "") + op for op, a in self.ops)
@@ -85,8 +93,10 @@ def _ops(config: Any) -> tuple[tuple[str, bool], ...]:
     elif isinstance(config, (list, tuple)) and all(isinstance(c, str) for c in config):
         config = ReductionConfig.from_dict({"reductions": ",".join(config)})
     if not isinstance(config, ReductionConfig):
-        raise SMDebugTypeError(f"reductions: config must be a ReductionConfig or a list of reduction names "
-                               f"('mean', 'l2_norm', 'abs_max'), not {type(config).__name__}")
+        raise SMDebugTypeError(
+            f"reductions: config must be a ReductionConfig or a list of reduction names "
+            f"('mean', 'l2_norm', 'abs_max'), not {type(config).__name__}"
+        )
     ops = tuple(config.all_reductions())
     if not ops:
         raise SMDebugValueError(f"reductions: config {config!r} names no reduction")

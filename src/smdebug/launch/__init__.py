@@ -28,10 +28,29 @@ def default_name() -> str:
     return time.strftime("smdebug-run-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.urandom(2).hex()}"
 
 
-def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(), hook_parameters=None,
-           tensorboard_output_config=None, out_dir=None, run_dir=None, job=None, actions=(), name=None,
-           zcc=True, stop_grace=120.0, term_grace=30.0, rule_timeout=600.0, echo=None, profile=False,
-           profiler_config=None, profile_interval_ms=None, node_rank=None) -> LaunchResult:
+def launch(
+    command,
+    *,
+    rules=(),
+    debugger_hook_config=None,
+    collection_configs=(),
+    hook_parameters=None,
+    tensorboard_output_config=None,
+    out_dir=None,
+    run_dir=None,
+    job=None,
+    actions=(),
+    name=None,
+    zcc=True,
+    stop_grace=120.0,
+    term_grace=30.0,
+    rule_timeout=600.0,
+    echo=None,
+    profile=False,
+    profiler_config=None,
+    profile_interval_ms=None,
+    node_rank=None,
+) -> LaunchResult:
     """Run ``command`` (a list, or a string split on whitespace) with hooks attached and ``rules`` beside it.
 
     ``rules``: ``rule_configs.<fn>()`` dicts, DebugRuleConfiguration dicts, SageMaker SDK ``Rule``
@@ -52,23 +71,44 @@ def launch(command, *, rules=(), debugger_hook_config=None, collection_configs=(
     # one item given alone: "weights" is one collection, not the collections w, e, i, ...
     rules, collection_configs, actions = (
         [v] if isinstance(v, (str, dict)) or (v is not None and not hasattr(v, "__iter__")) else list(v or ())
-        for v in (rules, collection_configs, actions))
+        for v in (rules, collection_configs, actions)
+    )
     if isinstance(hook_parameters, str):
         hook_parameters = [hook_parameters]
     stop_grace, term_grace, rule_timeout = (
-        check_seconds(v, k) for v, k in ((stop_grace, "stop_grace"), (term_grace, "term_grace"),
-                                         (rule_timeout, "rule_timeout")))
+        check_seconds(v, k)
+        for v, k in ((stop_grace, "stop_grace"), (term_grace, "term_grace"), (rule_timeout, "rule_timeout"))
+    )
     name = check_name(name, "name") if name is not None else default_name()
     run_dir = run_dir or os.path.join("smdebug-runs", name)
-    spec = build_spec(name=name, out_dir=out_dir, default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
-                      job=job, hook_config=debugger_hook_config, hook_parameters=hook_parameters,
-                      collections=collection_configs, rules=rules, actions=actions,
-                      tensorboard=tensorboard_output_config, profile=profile, profiler_config=profiler_config,
-                      profile_interval_ms=profile_interval_ms,
-                      default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"))
+    spec = build_spec(
+        name=name,
+        out_dir=out_dir,
+        default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
+        job=job,
+        hook_config=debugger_hook_config,
+        hook_parameters=hook_parameters,
+        collections=collection_configs,
+        rules=rules,
+        actions=actions,
+        tensorboard=tensorboard_output_config,
+        profile=profile,
+        profiler_config=profiler_config,
+        profile_interval_ms=profile_interval_ms,
+        default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"),
+    )
     check_output(spec.out_dir, "out_dir" if out_dir else "the output location")
-    launcher = Launcher(spec, list(command), run_dir, zcc=zcc, stop_grace=stop_grace, term_grace=term_grace,
-                        rule_timeout=rule_timeout, echo=echo, node_rank=node_rank)
+    launcher = Launcher(
+        spec,
+        list(command),
+        run_dir,
+        zcc=zcc,
+        stop_grace=stop_grace,
+        term_grace=term_grace,
+        rule_timeout=rule_timeout,
+        echo=echo,
+        node_rank=node_rank,
+    )
     return launcher.run()
 
 

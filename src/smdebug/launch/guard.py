@@ -72,8 +72,12 @@ class Guard:
     as the launcher's death would."""
 
     def __init__(self, term_grace: float, out_dir, profiler_dir=None):
-        self.config = {"term_grace": term_grace, "out_dir": out_dir, "profiler_dir": profiler_dir,
-                       "path": os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))}
+        self.config = {
+            "term_grace": term_grace,
+            "out_dir": out_dir,
+            "profiler_dir": profiler_dir,
+            "path": os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        }
         self._w: int | None = None
         self._proc: subprocess.Popen | None = None
 
@@ -83,8 +87,12 @@ class Guard:
         r, w = os.pipe()  # not inherited by the job (PEP 446)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), json.dumps({**self.config, "fd": r})], pass_fds=(r,),
-                start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                [sys.executable, os.path.abspath(__file__), json.dumps({**self.config, "fd": r})],
+                pass_fds=(r,),
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+            )
         except OSError:
             os.close(w)
             return False

@@ -78,12 +78,15 @@ def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list | None]
             return profiler_rule_from_flag(prof, parse_params(rest, where), where), None
         import difflib
 
-        near = difflib.get_close_matches(head.lower(), [*RULE_CONFIGS, *(c.lower() for c in profiler_rule_classes())],
-                                         n=1, cutoff=0.6)
+        near = difflib.get_close_matches(
+            head.lower(), [*RULE_CONFIGS, *(c.lower() for c in profiler_rule_classes())], n=1, cutoff=0.6
+        )
         match = next((c for c in profiler_rule_classes() if c.lower() == near[0]), near[0]) if near else None
-        raise LaunchConfigError(f"{where}: {head!r} is no built-in rule (debugger rules: {', '.join(RULE_CONFIGS)}; "
-                                f"profiler rules: {', '.join(profiler_rule_classes())}; a rule of your own goes "
-                                "in --rule-file FILE.py:CLASS)" + (f"; did you mean {match}?" if match else ""))
+        raise LaunchConfigError(
+            f"{where}: {head!r} is no built-in rule (debugger rules: {', '.join(RULE_CONFIGS)}; "
+            f"profiler rules: {', '.join(profiler_rule_classes())}; a rule of your own goes "
+            "in --rule-file FILE.py:CLASS)" + (f"; did you mean {match}?" if match else "")
+        )
     return _from_rule_configs(rule_config(fn), parse_params(rest, where), where)
 
 
@@ -91,8 +94,10 @@ def _from_rule_configs(doc: dict, params: dict, where: str) -> tuple[dict, list]
     conf = doc["DebugRuleConfiguration"]
     if "rule_to_invoke" in params:
         raise LaunchConfigError(f"{where}: you cannot provide a 'rule_to_invoke' for a built-in rule")
-    rule = {"RuleConfigurationName": conf["RuleConfigurationName"],
-            "RuleParameters": {**conf.get("RuleParameters", {}), **params}}
+    rule = {
+        "RuleConfigurationName": conf["RuleConfigurationName"],
+        "RuleParameters": {**conf.get("RuleParameters", {}), **params},
+    }
     return rule, list(doc.get("CollectionConfigurations") or [])
 
 
@@ -100,7 +105,7 @@ def rule_file_from_flag(text: str, where: str = "--rule-file") -> dict:
     """``my_rules.py:MyRule:threshold=20`` (or ``file://...``, ``s3://...``) -> a custom DebugRuleConfiguration."""
     where = f"{where} {text}"
     scheme = next((s for s in _SCHEMES if text.startswith(s)), "")
-    path, rest = _split_head(text[len(scheme):], where)
+    path, rest = _split_head(text[len(scheme) :], where)
     if not rest or not rest[0].strip() or "=" in rest[0]:
         raise LaunchConfigError(f"{where}: expected FILE.py:CLASS[:NAME=VALUE...]")
     cls = rest[0].strip()
@@ -111,8 +116,11 @@ def rule_file_from_flag(text: str, where: str = "--rule-file") -> dict:
         if not os.path.isfile(local):
             raise LaunchConfigError(f"{where}: the rule file {local} does not exist")
         source = local
-    return {"RuleConfigurationName": cls, "RuleEvaluatorImage": CUSTOM_IMAGE,
-            "RuleParameters": {"source_s3_uri": source, "rule_to_invoke": cls, **params}}
+    return {
+        "RuleConfigurationName": cls,
+        "RuleEvaluatorImage": CUSTOM_IMAGE,
+        "RuleParameters": {"source_s3_uri": source, "rule_to_invoke": cls, **params},
+    }
 
 
 def collection_from_flag(text: str, where: str = "--collection") -> dict:
@@ -158,9 +166,12 @@ def add_rule(builder: SpecBuilder, obj, where: str) -> None:
             builder.add_rule(rule, f"{where} {obj}", colls)
     elif is_profiler_rule_object(obj):
         builder.add_profiler_rule(profiler_rule_dict(obj, where), where)
-    elif (isinstance(obj, dict) and isinstance(obj.get("RuleParameters"), dict)
-          and "source_s3_uri" not in obj["RuleParameters"]
-          and str(obj["RuleParameters"].get("rule_to_invoke", "")).strip() in profiler_rule_classes()):
+    elif (
+        isinstance(obj, dict)
+        and isinstance(obj.get("RuleParameters"), dict)
+        and "source_s3_uri" not in obj["RuleParameters"]
+        and str(obj["RuleParameters"].get("rule_to_invoke", "")).strip() in profiler_rule_classes()
+    ):
         builder.add_profiler_rule(obj, where)
     elif isinstance(obj, dict) and "DebugRuleConfiguration" in obj:
         extra = set(obj) - {"DebugRuleConfiguration", "CollectionConfigurations"}
@@ -173,8 +184,10 @@ def add_rule(builder: SpecBuilder, obj, where: str) -> None:
     elif callable(getattr(obj, "to_debugger_rule_config_dict", None)):
         _add_sdk_rule(builder, obj, where)
     else:
-        raise LaunchConfigError(f"{where}: {type(obj).__name__} is no rule (give a rule_configs dict, a "
-                                "DebugRuleConfiguration dict, a SageMaker SDK Rule or a flag string)")
+        raise LaunchConfigError(
+            f"{where}: {type(obj).__name__} is no rule (give a rule_configs dict, a "
+            "DebugRuleConfiguration dict, a SageMaker SDK Rule or a flag string)"
+        )
 
 
 def _add_sdk_rule(builder: SpecBuilder, rule, where: str) -> None:
@@ -221,9 +234,25 @@ def load_json_file(path: str, what: str) -> dict:
     return doc
 
 
-def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, config=None, hook_config=None,
-               hook_parameters=None, collections=(), rules=(), rule_files=(), actions=(), tensorboard=None,
-               profile=False, profiler_config=None, profile_interval_ms=None, default_profiler_dir=None):
+def build_spec(
+    *,
+    name: str,
+    out_dir=None,
+    default_out_dir=None,
+    job=None,
+    config=None,
+    hook_config=None,
+    hook_parameters=None,
+    collections=(),
+    rules=(),
+    rule_files=(),
+    actions=(),
+    tensorboard=None,
+    profile=False,
+    profiler_config=None,
+    profile_interval_ms=None,
+    default_profiler_dir=None,
+):
     """One JobSpec from every input: ``job`` (a CreateTrainingJob request: path or dict), ``config``
     (a debughookconfig.json path), ``hook_config`` (DebugHookConfig dict or SDK object), flag strings.
     Profiling (:mod:`smdebug.launch.profiling`): ``profile`` (the defaults), ``profiler_config`` (a
@@ -256,14 +285,21 @@ def build_spec(*, name: str, out_dir=None, default_out_dir=None, job=None, confi
     for r in rule_files:
         b.add_rule(rule_file_from_flag(r), f"--rule-file {r}")
     if tensorboard is not None:
-        b.add_tensorboard({"LocalPath": tensorboard} if isinstance(tensorboard, str)
-                          else _request_dict(tensorboard, "tensorboard"), "tensorboard")
+        b.add_tensorboard(
+            {"LocalPath": tensorboard} if isinstance(tensorboard, str) else _request_dict(tensorboard, "tensorboard"),
+            "tensorboard",
+        )
     for a in actions:
         b.add_action(a if isinstance(a, dict) else action_from_flag(a), f"--action {a}")
     spec = b.build(name, out_dir, default_out_dir)
-    _add_profiling(spec, b, profile, profiler_config, profile_interval_ms,
-                   default_profiler_dir or os.path.join(os.path.dirname(default_out_dir or spec.out_dir),
-                                                        "profiler-output"))
+    _add_profiling(
+        spec,
+        b,
+        profile,
+        profiler_config,
+        profile_interval_ms,
+        default_profiler_dir or os.path.join(os.path.dirname(default_out_dir or spec.out_dir), "profiler-output"),
+    )
     if actions and not spec.rules and not spec.profiler_rules:
         raise LaunchConfigError("--action needs a rule to act when it fires (--rule or --rule-file)")
     return spec
@@ -274,8 +310,9 @@ def _add_profiling(spec, builder: SpecBuilder, profile, config, interval_ms, def
 
     doc, where = None, "--profile"
     if config is not None and builder.profiler_config is not None:
-        raise LaunchConfigError(f"a profiler configuration is given twice: in {builder.profiler_config[1]} and "
-                                "in --profiler-config")
+        raise LaunchConfigError(
+            f"a profiler configuration is given twice: in {builder.profiler_config[1]} and in --profiler-config"
+        )
     if config is not None:
         where = "--profiler-config"
         doc = read_profiler_config(config, where)

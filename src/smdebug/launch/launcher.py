@@ -70,8 +70,11 @@ class LaunchResult:
     @property
     def issues(self) -> list[str]:
         """The rules (debugger and profiler) that found issues."""
-        return [r["RuleConfigurationName"] for r in [*self.rules, *self.profiler_rules]
-                if r["RuleEvaluationStatus"] == "IssuesFound"]
+        return [
+            r["RuleConfigurationName"]
+            for r in [*self.rules, *self.profiler_rules]
+            if r["RuleEvaluationStatus"] == "IssuesFound"
+        ]
 
 
 def end_status(rc: int, *, stop_requested: bool, interrupted: bool) -> str:
@@ -98,9 +101,20 @@ def _remote(path: str) -> bool:
 class Launcher:
     """Runs ``command`` under ``spec``; everything about the configuration is checked when it is made."""
 
-    def __init__(self, spec: JobSpec, command: list[str], run_dir: str, *, zcc: bool = True,
-                 stop_grace: float = 120.0, term_grace: float = 30.0, rule_timeout: float = 600.0,
-                 poll: float | None = None, echo=None, node_rank: int | None = None):
+    def __init__(
+        self,
+        spec: JobSpec,
+        command: list[str],
+        run_dir: str,
+        *,
+        zcc: bool = True,
+        stop_grace: float = 120.0,
+        term_grace: float = 30.0,
+        rule_timeout: float = 600.0,
+        poll: float | None = None,
+        echo=None,
+        node_rank: int | None = None,
+    ):
         if not command:
             raise LaunchConfigError("no command to run: give it after --")
         self.spec = spec
@@ -109,7 +123,9 @@ class Launcher:
         self.zcc = zcc
         self.stop_grace, self.term_grace, self.rule_timeout = float(stop_grace), float(term_grace), float(rule_timeout)
         self.poll = poll if poll is not None else (REMOTE_POLL if _remote(spec.out_dir) else LOCAL_POLL)
-        self._echo = echo if echo is not None else (lambda msg: print(f"smdebug run: {msg}", file=sys.stderr, flush=True))
+        self._echo = (
+            echo if echo is not None else (lambda msg: print(f"smdebug run: {msg}", file=sys.stderr, flush=True))
+        )
         self.node_rank = resolve_node_rank(node_rank)
         self._check_out_dir()
         os.makedirs(os.path.join(self.run_dir, "config"), exist_ok=True)
@@ -118,17 +134,40 @@ class Launcher:
         self.board = StatusBoard(self.run_dir, spec, self.command, self.node_rank)
         # rules run once, on the node of rank 0; the others follow the trial's stop request
         self.follower = None if self.node_rank == 0 else StopFollower(spec.out_dir, self._follow_stop, self.poll)
-        self.jobs = [] if self.node_rank else [
-            RuleJob(r, spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name), spec.name,
-                    on_change=self._rule_changed, on_stop=self._stop_requested, poll=self.poll,
-                    on_judged=self._rule_judged)
-            for r in spec.rules]
-        self.profiler_jobs = [] if self.node_rank else [
-            ProfilerRuleJob(r, self.profiler_dir,  # type: ignore[arg-type]  # set whenever there are profiler rules
-                            spec.out_dir, os.path.join(self.run_dir, "rule-output", r.name),
-                            spec.name, on_change=self._rule_changed, on_stop=self._stop_requested,
-                            poll=max(self.poll, PROFILER_POLL))
-            for r in spec.profiler_rules]
+        self.jobs = (
+            []
+            if self.node_rank
+            else [
+                RuleJob(
+                    r,
+                    spec.out_dir,
+                    os.path.join(self.run_dir, "rule-output", r.name),
+                    spec.name,
+                    on_change=self._rule_changed,
+                    on_stop=self._stop_requested,
+                    poll=self.poll,
+                    on_judged=self._rule_judged,
+                )
+                for r in spec.rules
+            ]
+        )
+        self.profiler_jobs = (
+            []
+            if self.node_rank
+            else [
+                ProfilerRuleJob(
+                    r,
+                    self.profiler_dir,  # type: ignore[arg-type]  # set whenever there are profiler rules
+                    spec.out_dir,
+                    os.path.join(self.run_dir, "rule-output", r.name),
+                    spec.name,
+                    on_change=self._rule_changed,
+                    on_stop=self._stop_requested,
+                    poll=max(self.poll, PROFILER_POLL),
+                )
+                for r in spec.profiler_rules
+            ]
+        )
         self.board.jobs = self.jobs
         self.board.profiler_jobs = self.profiler_jobs
         self._proc: subprocess.Popen | None = None
@@ -166,8 +205,9 @@ class Launcher:
             if not _remote(self.spec.out_dir):
                 os.makedirs(self.spec.out_dir, exist_ok=True)
             if open_store(self.spec.out_dir).exists(END_OF_JOB):
-                raise LaunchConfigError(f"{self.spec.out_dir} holds a finished trial ({END_OF_JOB} exists): give "
-                                        "another --out-dir")
+                raise LaunchConfigError(
+                    f"{self.spec.out_dir} holds a finished trial ({END_OF_JOB} exists): give another --out-dir"
+                )
         except LaunchConfigError:
             raise
         except Exception as exc:
@@ -263,11 +303,15 @@ class Launcher:
                 self._stop_step = step
                 self._stop.set()
         if late:
-            self._echo(f"rule {rule} found an issue at {where or f'step {step}'} after training had ended: "
-                       "StopTraining had nothing to stop")
+            self._echo(
+                f"rule {rule} found an issue at {where or f'step {step}'} after training had ended: "
+                "StopTraining had nothing to stop"
+            )
             return
-        self._echo(f"rule {rule} found an issue at {where or f'step {step}'}: StopTraining (SIGTERM in "
-                   f"{self.stop_grace:g} s if the job has not stopped)")
+        self._echo(
+            f"rule {rule} found an issue at {where or f'step {step}'}: StopTraining (SIGTERM in "
+            f"{self.stop_grace:g} s if the job has not stopped)"
+        )
         self.board.update(job_status="Stopping", secondary="Stopping", StopRequest={"Rule": rule, "Step": step})
         threading.Thread(target=self._escalate, name="smdebug-stop", daemon=True).start()
 
@@ -297,9 +341,11 @@ class Launcher:
         for note in self.spec.schedule_notes:
             self._echo(note)
         if self.spec.profiling_auto:
-            self._echo(f"profiling switched on for the profiler rules "
-                       f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "
-                       f"{(self.spec.profiler or {}).get('ProfilingIntervalInMilliseconds')} ms into {self.profiler_dir}")
+            self._echo(
+                f"profiling switched on for the profiler rules "
+                f"{', '.join(r.name for r in self.spec.profiler_rules)}: system and framework metrics every "
+                f"{(self.spec.profiler or {}).get('ProfilingIntervalInMilliseconds')} ms into {self.profiler_dir}"
+            )
         self.board.update(secondary="Starting")
         # signals are handled from before the job starts (one that comes while the rule jobs start is
         # passed on once the job runs) to the final status (one while the rule jobs finish ends the wait)
@@ -339,9 +385,15 @@ class Launcher:
         status = end_status(rc, stop_requested=self._stop.is_set(), interrupted=self._interrupted)
         self.board.update(job_status=status, secondary=status)
         late = self._signal if not self._interrupted else None
-        result = LaunchResult(exit_code=exit_code(rc, late), status=status, run_dir=self.run_dir,
-                              out_dir=self.spec.out_dir, rules=[j.describe() for j in self.jobs],
-                              stop_step=self._stop_step, profiler_rules=[j.describe() for j in self.profiler_jobs])
+        result = LaunchResult(
+            exit_code=exit_code(rc, late),
+            status=status,
+            run_dir=self.run_dir,
+            out_dir=self.spec.out_dir,
+            rules=[j.describe() for j in self.jobs],
+            stop_step=self._stop_step,
+            profiler_rules=[j.describe() for j in self.profiler_jobs],
+        )
         self._summary(result, late)
         return result
 
@@ -360,8 +412,9 @@ class Launcher:
 
     def _wait_job(self, proc: subprocess.Popen) -> int:
         """The command's return code; meanwhile each signal to the launcher goes to its process group."""
-        threading.Thread(target=lambda: self._events.put(("exited", proc.wait())), name="smdebug-job-wait",
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: self._events.put(("exited", proc.wait())), name="smdebug-job-wait", daemon=True
+        ).start()
         while True:
             kind, value = self._events.get()
             if kind == "exited":
@@ -399,15 +452,21 @@ class Launcher:
                 break
         running = self._running_jobs()
         if running and self._signal is not None:
-            self._echo(f"{signal.Signals(self._signal).name}: not waiting for the rule jobs "
-                       f"{', '.join(j.name for j in running)}: they end Stopped")
+            self._echo(
+                f"{signal.Signals(self._signal).name}: not waiting for the rule jobs "
+                f"{', '.join(j.name for j in running)}: they end Stopped"
+            )
         for job in running:
             if self._signal is not None:
-                job.give_up("Stopped", f"The launcher was interrupted ({signal.Signals(self._signal).name}) "
-                            "before the rule job ended.")
+                job.give_up(
+                    "Stopped",
+                    f"The launcher was interrupted ({signal.Signals(self._signal).name}) before the rule job ended.",
+                )
             else:
-                job.give_up("Error", f"ClientError: the rule job did not finish within {self.rule_timeout:g} s "
-                            "after training ended")
+                job.give_up(
+                    "Error",
+                    f"ClientError: the rule job did not finish within {self.rule_timeout:g} s after training ended",
+                )
 
     def _reap_group(self) -> None:
         """Processes the command left behind are ended: in its group (data-loader workers, ranks), and
@@ -417,8 +476,9 @@ class Launcher:
         finally:
             left = end_processes(processes_with_env("SMDEBUG_LAUNCH_RUN_DIR", self.run_dir), min(self.term_grace, 5.0))
             if left:
-                self._echo(f"ended {len(left)} process(es) the job left outside its process group: "
-                           f"{', '.join(map(str, left))}")
+                self._echo(
+                    f"ended {len(left)} process(es) the job left outside its process group: {', '.join(map(str, left))}"
+                )
 
     def _reap_own_group(self) -> None:
         try:

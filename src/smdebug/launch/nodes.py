@@ -48,8 +48,9 @@ def resolve_node_rank(value=None, environ=None) -> int:
         except json.JSONDecodeError:
             hosts = None
         if not isinstance(hosts, list) or host not in hosts:
-            raise LaunchConfigError(f"$SM_CURRENT_HOST={host!r} is not in $SM_HOSTS={env.get('SM_HOSTS')!r}: "
-                                    "give --node-rank")
+            raise LaunchConfigError(
+                f"$SM_CURRENT_HOST={host!r} is not in $SM_HOSTS={env.get('SM_HOSTS')!r}: give --node-rank"
+            )
         return sorted(hosts).index(host)
     return 0
 

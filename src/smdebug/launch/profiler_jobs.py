@@ -32,9 +32,18 @@ from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMe
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import LaunchConfigError, RuleSpec, rule_spec
 
-__all__ = ["profiler_rule_classes", "resolve_profiler_rule", "profiler_rule_from_flag", "profiler_rule_dict",
-           "is_profiler_rule_object", "check_profiler_rule", "ProfilerRuleJob", "PROFILER_POLL", "live_rotation",
-           "training_marked_ended"]
+__all__ = [
+    "profiler_rule_classes",
+    "resolve_profiler_rule",
+    "profiler_rule_from_flag",
+    "profiler_rule_dict",
+    "is_profiler_rule_object",
+    "check_profiler_rule",
+    "ProfilerRuleJob",
+    "PROFILER_POLL",
+    "live_rotation",
+    "training_marked_ended",
+]
 
 logger = logging.getLogger("smdebug")
 
@@ -71,7 +80,8 @@ def is_profiler_rule_object(obj) -> bool:
     if isinstance(obj, dict):
         return "rule_name" in obj and "rule_parameters" in obj
     return callable(getattr(obj, "to_profiler_rule_config_dict", None)) or (
-        hasattr(obj, "rule_name") and hasattr(obj, "rule_parameters"))
+        hasattr(obj, "rule_name") and hasattr(obj, "rule_parameters")
+    )
 
 
 def profiler_rule_dict(obj, where: str) -> dict:
@@ -94,8 +104,9 @@ def _check_params(cls, params: dict, where: str) -> None:
     known = {p.name: p for p in cls.params}
     for key, value in params.items():
         if key not in known:
-            raise LaunchConfigError(f"{where}: {cls.__name__} has no parameter {key!r} (accepted: "
-                                    f"{', '.join(sorted(known))})")
+            raise LaunchConfigError(
+                f"{where}: {cls.__name__} has no parameter {key!r} (accepted: {', '.join(sorted(known))})"
+            )
         try:
             known[key].parse(value)
         except (ValueError, TypeError, OverflowError) as exc:
@@ -117,13 +128,13 @@ def check_profiler_rule(spec: RuleSpec):
 
     where = spec.where or f"profiler rule {spec.name}"
     if spec.source is not None:
-        raise LaunchConfigError(f"{where}: profiler rule {spec.name}: custom profiler rules (source_s3_uri) are "
-                                "not run by smdebug run")
+        raise LaunchConfigError(
+            f"{where}: profiler rule {spec.name}: custom profiler rules (source_s3_uri) are not run by smdebug run"
+        )
     name = spec.rule_to_invoke.strip()
     cls = profiler_rule_classes().get(name)
     if cls is None:
-        raise LaunchConfigError(f"{where}: {name!r} is no profiler rule (one of "
-                                f"{', '.join(profiler_rule_classes())})")
+        raise LaunchConfigError(f"{where}: {name!r} is no profiler rule (one of {', '.join(profiler_rule_classes())})")
     params = rule_parameters(spec)
     if name == "ProfilerReport":
         from smdebug.rules.profiler.report import split_overrides
@@ -154,8 +165,7 @@ class ProfilerRuleJob(RuleJob):
 
     kind = "profiler"
 
-    def __init__(self, spec: RuleSpec, profiler_dir: str, stop_out_dir: str, output_dir: str, run_name: str,
-                 **kwargs):
+    def __init__(self, spec: RuleSpec, profiler_dir: str, stop_out_dir: str, output_dir: str, run_name: str, **kwargs):
         kwargs.setdefault("poll", PROFILER_POLL)
         self.profiler_dir = profiler_dir
         self.stop_out_dir = stop_out_dir
@@ -174,15 +184,17 @@ class ProfilerRuleJob(RuleJob):
     def _make_rule(self):
         from smdebug.trials import create_trial
 
-        trial = create_trial(self.profiler_dir, profiler=True,
-                             output_dir=os.path.join(self.output_dir, "profiler-output"))
+        trial = create_trial(
+            self.profiler_dir, profiler=True, output_dir=os.path.join(self.output_dir, "profiler-output")
+        )
         from smdebug.rules.profiler.base import LIVE_STEP_US
 
         kwargs = {"stop_out_dir": self.stop_out_dir, "live_step_us": LIVE_STEP_US}  # judged as the data comes
         if self.spec.rule_to_invoke.strip() == "ProfilerReport":
             kwargs["output_dir"] = os.path.join(self.output_dir, "profiler-output")
-        rule = self._cls(trial, action_str=self.spec.parameters.get("action_json", ""), **kwargs,
-                         **rule_parameters(self.spec))
+        rule = self._cls(
+            trial, action_str=self.spec.parameters.get("action_json", ""), **kwargs, **rule_parameters(self.spec)
+        )
         rule.poll_s = self._poll  # the driver's wait between two looks at a running job
         return rule
 
@@ -199,8 +211,7 @@ class ProfilerRuleJob(RuleJob):
             fired = rule.report["Verdict"]["fired_windows"] if rule is not None else []
             self.fired_window = fired[-1] if fired else None
             reason = getattr(rule, "reason", "")
-            self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}{': ' + reason if reason else ''}\n",
-                      rule=rule)
+            self._end("IssuesFound", f"RuleEvaluationConditionMet: {exc}{': ' + reason if reason else ''}\n", rule=rule)
             self._stop_training_if_asked(exc.step)
             return
         except Exception as exc:
@@ -213,11 +224,19 @@ class ProfilerRuleJob(RuleJob):
         if self._stopping:
             self._end("Stopped", f"The launcher was interrupted after {verdict['windows_judged']} windows.", rule=rule)
         elif verdict["status"] == "no issue":
-            self._end("NoIssuesFound", f"Evaluated {verdict['windows_judged']} windows of "
-                      f"{rule.scan_interval_us} us: {verdict['message']}{_sub_verdicts(rule)}.", rule=rule)
+            self._end(
+                "NoIssuesFound",
+                f"Evaluated {verdict['windows_judged']} windows of "
+                f"{rule.scan_interval_us} us: {verdict['message']}{_sub_verdicts(rule)}.",
+                rule=rule,
+            )
         else:  # "no data", "no GPU data", "not enough data": a "no issue" would mean nothing
-            self._end("Error", f"ClientError: the rule evaluated nothing in {verdict['windows_judged']} windows "
-                      f"of {self.profiler_dir}: {verdict['message']}", rule=rule)
+            self._end(
+                "Error",
+                f"ClientError: the rule evaluated nothing in {verdict['windows_judged']} windows "
+                f"of {self.profiler_dir}: {verdict['message']}",
+                rule=rule,
+            )
 
     def report_extra(self, rule) -> dict:
         out: dict[str, Any] = {"ProfilerOutput": self.profiler_dir}
@@ -242,7 +261,8 @@ def live_rotation(profiler: dict, rule_classes) -> dict:
     short job's for all its life)."""
     params = profiler.get("ProfilingParameters") or {}
     if not any(getattr(c, "reads_framework", False) for c in rule_classes) or any(
-            k.lower() == "rotatefilecloseintervalinseconds" for k in params):
+        k.lower() == "rotatefilecloseintervalinseconds" for k in params
+    ):
         return profiler
     return {**profiler, "ProfilingParameters": {**params, "RotateFileCloseIntervalInSeconds": LIVE_ROTATE_S}}
 

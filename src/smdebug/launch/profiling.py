@@ -46,12 +46,15 @@ def profiler_document(doc: dict | None, where: str, *, default_local_path: str, 
     doc = {} if doc is None else doc
     unknown = set(doc) - _KEYS
     if unknown:
-        raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} of a ProfilerConfig (allowed: "
-                                f"{', '.join(sorted(_KEYS))})")
+        raise LaunchConfigError(
+            f"{where}: unknown member {sorted(unknown)[0]!r} of a ProfilerConfig (allowed: {', '.join(sorted(_KEYS))})"
+        )
     params = string_map(doc.get("ProfilingParameters"), f"ProfilingParameters of {where}", MAX_MAP)
     params.setdefault("LocalPath", default_local_path)
-    out = {"ProfilingIntervalInMilliseconds": doc.get("ProfilingIntervalInMilliseconds", 500),
-           "ProfilingParameters": params}
+    out = {
+        "ProfilingIntervalInMilliseconds": doc.get("ProfilingIntervalInMilliseconds", 500),
+        "ProfilingParameters": params,
+    }
     if interval_ms is not None:
         out["ProfilingIntervalInMilliseconds"] = interval_ms
     if doc.get("DisableProfiler") is not None:

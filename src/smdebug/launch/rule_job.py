@@ -78,8 +78,10 @@ def check_rule(spec: RuleSpec):
         key, near = next(iter(unknown.items()))
         hint = f" (did you mean {' or '.join(near)}?)" if near else ""
         accepted = ", ".join(sorted(p.name for p in cls.params)) if issubclass(cls, BuiltinRule) else ""
-        raise LaunchConfigError(f"{where}: rule {spec.name} has no parameter {key!r}{hint}"
-                                + (f"; its parameters: {accepted}" if accepted else ""))
+        raise LaunchConfigError(
+            f"{where}: rule {spec.name} has no parameter {key!r}{hint}"
+            + (f"; its parameters: {accepted}" if accepted else "")
+        )
     if issubclass(cls, BuiltinRule):
         for p in cls.params:
             if p.name in spec.parameters:
@@ -95,8 +97,19 @@ class RuleJob:
 
     kind = "debugger"  # or "profiler" (smdebug.launch.profiler_jobs)
 
-    def __init__(self, spec: RuleSpec, out_dir: str, output_dir: str, run_name: str, *, on_change=None,
-                 on_stop=None, poll: float = 0.02, wait_s: float = 1e9, on_judged=None):
+    def __init__(
+        self,
+        spec: RuleSpec,
+        out_dir: str,
+        output_dir: str,
+        run_name: str,
+        *,
+        on_change=None,
+        on_stop=None,
+        poll: float = 0.02,
+        wait_s: float = 1e9,
+        on_judged=None,
+    ):
         self.spec = spec
         self.name = spec.name
         self.out_dir = out_dir
@@ -143,8 +156,11 @@ class RuleJob:
         stops a SageMaker job instead) asks the launcher to stop this job."""
         from smdebug.rules.actions import parse_actions
 
-        kinds = {s.kind for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
-                 if "training_job_prefix" not in s.params}
+        kinds = {
+            s.kind
+            for s in parse_actions(self.spec.parameters.get("action_json", ""), self.name)
+            if "training_job_prefix" not in s.params
+        }
         if "stoptraining" in kinds and self._on_stop is not None:
             self._on_stop(self, step)
 
@@ -166,10 +182,14 @@ class RuleJob:
 
     def describe(self) -> dict:
         """A DebugRuleEvaluationStatus; ``Finding`` (ours) names what a firing found."""
-        out: dict[str, object] = {"RuleConfigurationName": self.name, "RuleEvaluationJobArn": self.arn,
-               "RuleEvaluationStatus": self.status, "StatusDetails": self.details,
-               "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
-               + f".{int(self.modified * 1000) % 1000:03d}Z"}
+        out: dict[str, object] = {
+            "RuleConfigurationName": self.name,
+            "RuleEvaluationJobArn": self.arn,
+            "RuleEvaluationStatus": self.status,
+            "StatusDetails": self.details,
+            "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
+            + f".{int(self.modified * 1000) % 1000:03d}Z",
+        }
         if self.finding is not None:
             out["Finding"] = self.finding
         return out
@@ -182,8 +202,9 @@ class RuleJob:
     def _open_trial(self):
         from smdebug.trials import create_trial
 
-        return create_trial(self.out_dir, name="base_trial", collection_wait_timeout=self._wait_s,
-                            poll_interval=self._poll)
+        return create_trial(
+            self.out_dir, name="base_trial", collection_wait_timeout=self._wait_s, poll_interval=self._poll
+        )
 
     def _run(self) -> None:
         from smdebug.rules import create_rule, invoke_rule
@@ -196,17 +217,19 @@ class RuleJob:
                 if self._stopping:  # interrupted before the job saved anything: no fault of the hook
                     self._end("Stopped", "The launcher was interrupted before the training job saved any data.")
                     return
-                self._end("Error", "ClientError: No debugging data was saved by the training job. Check that "
-                          "the debugger hook was attached (smdebug run prints one line when it attaches). "
-                          f"Training ended and {self.out_dir} holds no collection files.")
+                self._end(
+                    "Error",
+                    "ClientError: No debugging data was saved by the training job. Check that "
+                    "the debugger hook was attached (smdebug run prints one line when it attaches). "
+                    f"Training ended and {self.out_dir} holds no collection files.",
+                )
                 return
             params = {k: v for k, v in self.spec.parameters.items() if k not in _RANGE_KEYS}
             params.pop("source_s3_uri", None)
             rule = create_rule(params, trial, rule_classes={self.spec.rule_to_invoke.strip(): self._cls})
             self._follow_judged(rule)
             start = _int_param(self.spec, "start_step") or 0
-            run = invoke_rule(rule, start_step=start, end_step=_int_param(self.spec, "end_step"),
-                              raise_eval_cond=True)
+            run = invoke_rule(rule, start_step=start, end_step=_int_param(self.spec, "end_step"), raise_eval_cond=True)
         except RuleEvaluationConditionMet as exc:
             self.fired_step = exc.step
             self.finding = exc.finding.to_json() if getattr(exc, "finding", None) is not None else None
@@ -221,16 +244,28 @@ class RuleJob:
         if self._stopping:
             self._end("Stopped", f"The launcher was interrupted after {len(run.evaluated)} steps.", run=run)
         elif not run.evaluated:
-            self._end("Error", f"ClientError: the rule evaluated no step ({run.skipped} skipped: the tensors "
-                      "it reads were not saved, or no step was saved). Check the collections it needs.", run=run)
+            self._end(
+                "Error",
+                f"ClientError: the rule evaluated no step ({run.skipped} skipped: the tensors "
+                "it reads were not saved, or no step was saved). Check the collections it needs.",
+                run=run,
+            )
         elif run.looked_at_nothing:  # steps evaluated, but no tensor judged: "no issue" would mean nothing
             from smdebug.rules.rule_invoker import nothing_evaluated_message
 
-            self._end("Error", f"ClientError: {nothing_evaluated_message(rule, len(run.evaluated))}. Check the "
-                      "collections and parameters it needs.", run=run)
+            self._end(
+                "Error",
+                f"ClientError: {nothing_evaluated_message(rule, len(run.evaluated))}. Check the "
+                "collections and parameters it needs.",
+                run=run,
+            )
         else:
-            self._end("NoIssuesFound", f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
-                      f"{run.evaluated[-1]}); {run.skipped} skipped.", run=run)
+            self._end(
+                "NoIssuesFound",
+                f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
+                f"{run.evaluated[-1]}); {run.skipped} skipped.",
+                run=run,
+            )
 
     def _follow_judged(self, rule) -> None:
         """``on_judged(job)`` after each step the rule was invoked at (judged, skipped or the end):
@@ -257,10 +292,14 @@ class RuleJob:
         if run is not None:
             self.evaluated = len(run.evaluated)
         report: dict[str, object] = {
-            "RuleConfigurationName": self.name, "RuleEvaluationStatus": status,
-            "RuleTriggered": int(status == "IssuesFound"), "FiredAtStep": self.fired_step,
-            "StepsEvaluated": self.evaluated, "RuleParameters": self.spec.parameters,
-            "StatusDetails": details[:STATUS_DETAILS_MAX]}
+            "RuleConfigurationName": self.name,
+            "RuleEvaluationStatus": status,
+            "RuleTriggered": int(status == "IssuesFound"),
+            "FiredAtStep": self.fired_step,
+            "StepsEvaluated": self.evaluated,
+            "RuleParameters": self.spec.parameters,
+            "StatusDetails": details[:STATUS_DETAILS_MAX],
+        }
         if self.finding is not None:
             report["Finding"] = self.finding
         if rule is not None and isinstance(getattr(rule, "report", None), dict):

@@ -40,8 +40,15 @@ MAX_VALUE = 256  # ConfigKey / ConfigValue length
 _NAME = re.compile(r"^[A-Za-z0-9\-_.]{1,256}$")
 _BUILTIN_IMAGE = re.compile(r"(^|/)sagemaker-debugger-rules(:[^/]*)?$")
 _HOOK_KEYS = {"S3OutputPath", "LocalPath", "HookParameters", "CollectionConfigurations", "DebugHookSpecification"}
-_RULE_KEYS = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters", "LocalPath", "S3OutputPath",
-              "InstanceType", "VolumeSizeInGB"}
+_RULE_KEYS = {
+    "RuleConfigurationName",
+    "RuleEvaluatorImage",
+    "RuleParameters",
+    "LocalPath",
+    "S3OutputPath",
+    "InstanceType",
+    "VolumeSizeInGB",
+}
 
 
 class LaunchConfigError(SMDebugValueError):
@@ -78,8 +85,9 @@ def collection_entry(value, where: str) -> dict:
         raise LaunchConfigError(f"{where} must be an object with CollectionName, not {value!r}")
     unknown = set(value) - {"CollectionName", "CollectionParameters"}
     if unknown:
-        raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} (allowed: CollectionName, "
-                                "CollectionParameters)")
+        raise LaunchConfigError(
+            f"{where}: unknown member {sorted(unknown)[0]!r} (allowed: CollectionName, CollectionParameters)"
+        )
     name = value.get("CollectionName")
     if not isinstance(name, str) or not name.strip():
         raise LaunchConfigError(f"{where} has no CollectionName")
@@ -108,8 +116,11 @@ class RuleSpec:
         return self.parameters.get("source_s3_uri")
 
     def to_request_dict(self) -> dict:
-        return {"RuleConfigurationName": self.name, "RuleEvaluatorImage": self.image,
-                "RuleParameters": dict(self.parameters)}
+        return {
+            "RuleConfigurationName": self.name,
+            "RuleEvaluatorImage": self.image,
+            "RuleParameters": dict(self.parameters),
+        }
 
 
 def rule_spec(value, where: str) -> RuleSpec:
@@ -121,8 +132,9 @@ def rule_spec(value, where: str) -> RuleSpec:
         raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} of a DebugRuleConfiguration")
     name = value.get("RuleConfigurationName")
     if not isinstance(name, str) or not _NAME.match(name):
-        raise LaunchConfigError(f"{where}: RuleConfigurationName {name!r} must be 1 to 256 letters, digits, "
-                                "'-', '_' or '.'")
+        raise LaunchConfigError(
+            f"{where}: RuleConfigurationName {name!r} must be 1 to 256 letters, digits, '-', '_' or '.'"
+        )
     params = string_map(value.get("RuleParameters"), f"RuleParameters of rule {name} ({where})", MAX_RULE_PARAMS)
     if not params.get("rule_to_invoke", "").strip():
         raise LaunchConfigError(f"{where}: rule {name} has no RuleParameters.rule_to_invoke")
@@ -134,8 +146,10 @@ def rule_spec(value, where: str) -> RuleSpec:
         if builtin and image != BUILTIN_IMAGE:
             raise LaunchConfigError(f"{where}: rule {name} names the built-in rules image and a source_s3_uri")
     elif not builtin:
-        raise LaunchConfigError(f"{where}: rule {name} runs in the container image {image!r}; container images "
-                                "are not run here: give the rule's Python file as RuleParameters.source_s3_uri")
+        raise LaunchConfigError(
+            f"{where}: rule {name} runs in the container image {image!r}; container images "
+            "are not run here: give the rule's Python file as RuleParameters.source_s3_uri"
+        )
     return RuleSpec(name=name, parameters=params, image=image, where=where)
 
 
@@ -160,9 +174,12 @@ class JobSpec:
         if self.tensorboard and self.tensorboard.get("LocalPath"):
             hp.setdefault("export_tensorboard", "true")
             hp.setdefault("tensorboard_dir", self.tensorboard["LocalPath"])
-        doc = {"S3OutputPath": self.s3_output_path, "LocalPath": self.out_dir,
-               "HookParameters": hp or None,
-               "CollectionConfigurations": [dict(c) for c in self.collections] or None}
+        doc = {
+            "S3OutputPath": self.s3_output_path,
+            "LocalPath": self.out_dir,
+            "HookParameters": hp or None,
+            "CollectionConfigurations": [dict(c) for c in self.collections] or None,
+        }
         return doc
 
     def hook_config_json(self) -> str:
@@ -171,8 +188,11 @@ class JobSpec:
     def request_dict(self) -> dict:
         """The CreateTrainingJob members this spec stands for."""
         hook = {k: v for k, v in self.hook_config().items() if v is not None}
-        out = {"TrainingJobName": self.name, "DebugHookConfig": hook,
-               "DebugRuleConfigurations": [r.to_request_dict() for r in self.rules]}
+        out = {
+            "TrainingJobName": self.name,
+            "DebugHookConfig": hook,
+            "DebugRuleConfigurations": [r.to_request_dict() for r in self.rules],
+        }
         if self.tensorboard:
             out["TensorBoardOutputConfig"] = dict(self.tensorboard)
         if self.profiler:
@@ -195,8 +215,10 @@ def read_json_file(path: str, what: str) -> bytes:
             if not stat.S_ISREG(st.st_mode):
                 raise LaunchConfigError(f"{what} {path} is not a regular file")
             if st.st_size > MAX_JSON_BYTES:
-                raise LaunchConfigError(f"{what} {path} is {st.st_size} bytes; a configuration file may hold "
-                                        f"{MAX_JSON_BYTES >> 20} MiB at most")
+                raise LaunchConfigError(
+                    f"{what} {path} is {st.st_size} bytes; a configuration file may hold "
+                    f"{MAX_JSON_BYTES >> 20} MiB at most"
+                )
             return f.read(MAX_JSON_BYTES + 1)
     except OSError as exc:
         raise LaunchConfigError(f"{what} {path}: {exc.strerror or exc}") from None
@@ -219,8 +241,10 @@ def check_name(name, where: str = "--name") -> str:
     """A job name as SageMaker takes it (letters, digits and dashes, 63 at most): it names the run's
     folder under smdebug-runs/, so ``../../x`` never writes outside it."""
     if not isinstance(name, str) or not _JOB_NAME.match(name):
-        raise LaunchConfigError(f"{where} {name!r}: a job name is 1 to 63 letters, digits and dashes, starting "
-                                "and ending with a letter or digit")
+        raise LaunchConfigError(
+            f"{where} {name!r}: a job name is 1 to 63 letters, digits and dashes, starting "
+            "and ending with a letter or digit"
+        )
     return name
 
 
@@ -249,7 +273,7 @@ def check_output(out_dir: str, where: str = "the output location") -> None:
         except Exception as exc:  # noqa: BLE001 - the store's error names the bucket and the cause
             raise LaunchConfigError(f"{where} {out_dir}: {exc}") from None
         return
-    path = os.path.abspath(out_dir[len("file://"):] if out_dir.startswith("file://") else out_dir)
+    path = os.path.abspath(out_dir[len("file://") :] if out_dir.startswith("file://") else out_dir)
     probe = path
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
@@ -280,15 +304,28 @@ def check_hook_values(doc: dict, where: str) -> None:
             name = doc["CollectionConfigurations"][0]["CollectionName"]
             near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
             hint = f"did you mean {near[0]}? " if near else ""
-            text = (f"no collection {name!r}: {hint}the hooks' collections are {', '.join(sorted(known))}; another "
-                    "name needs an include_regex saying what it holds")
+            text = (
+                f"no collection {name!r}: {hint}the hooks' collections are {', '.join(sorted(known))}; another "
+                "name needs an include_regex saying what it holds"
+            )
         raise LaunchConfigError(f"{where}: {text}") from None
     if unknown:
         key = unknown[0].rpartition(".")[2]
         from smdebug.core.config.hook_config_values import REDUCTION_KEYS, SAVE_KEYS
 
-        choices = sorted({*SAVE_KEYS, *REDUCTION_KEYS, "include_regex", "save_histogram", "include_workers",
-                          "save_all", "dry_run", "export_tensorboard", "tensorboard_dir"})
+        choices = sorted(
+            {
+                *SAVE_KEYS,
+                *REDUCTION_KEYS,
+                "include_regex",
+                "save_histogram",
+                "include_workers",
+                "save_all",
+                "dry_run",
+                "export_tensorboard",
+                "tensorboard_dir",
+            }
+        )
         near = difflib.get_close_matches(key, choices, n=1, cutoff=0.7)
         raise LaunchConfigError(f"{where}: unknown parameter {key!r}" + (f" (did you mean {near[0]}?)" if near else ""))
 
@@ -321,8 +358,10 @@ class SpecBuilder:
         self._hook_where = where
         unknown = set(doc) - _HOOK_KEYS
         if unknown:
-            raise LaunchConfigError(f"{where}: unknown member {sorted(unknown)[0]!r} of a DebugHookConfig "
-                                    f"(allowed: {', '.join(sorted(_HOOK_KEYS))})")
+            raise LaunchConfigError(
+                f"{where}: unknown member {sorted(unknown)[0]!r} of a DebugHookConfig "
+                f"(allowed: {', '.join(sorted(_HOOK_KEYS))})"
+            )
         for key in ("S3OutputPath", "LocalPath"):
             if doc.get(key) is not None and not isinstance(doc[key], str):
                 raise LaunchConfigError(f"{where}: {key} must be a path string")
@@ -340,8 +379,9 @@ class SpecBuilder:
         check_hook_values({"HookParameters": params}, where)
         for k, v in params.items():
             if k in self.hook_parameters and self.hook_parameters[k] != v:
-                raise LaunchConfigError(f"{where}: hook parameter {k} is set twice ({self.hook_parameters[k]!r} "
-                                        f"and {v!r})")
+                raise LaunchConfigError(
+                    f"{where}: hook parameter {k} is set twice ({self.hook_parameters[k]!r} and {v!r})"
+                )
             self.hook_parameters[k] = v
 
     def add_collection(self, value, where: str, from_rule: bool = False) -> None:
@@ -389,11 +429,18 @@ class SpecBuilder:
         (the latter checked by :func:`smdebug.launch.inputs.build_spec`)."""
         if not isinstance(doc, dict):
             raise LaunchConfigError(f"{where} must hold a JSON object (a CreateTrainingJob request)")
-        known = {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig", "ProfilerConfig",
-                 "ProfilerRuleConfigurations"}
+        known = {
+            "DebugHookConfig",
+            "DebugRuleConfigurations",
+            "TensorBoardOutputConfig",
+            "ProfilerConfig",
+            "ProfilerRuleConfigurations",
+        }
         if not known & set(doc):
-            raise LaunchConfigError(f"{where} has none of {', '.join(sorted(known))}: not a CreateTrainingJob "
-                                    "request with a debugger configuration")
+            raise LaunchConfigError(
+                f"{where} has none of {', '.join(sorted(known))}: not a CreateTrainingJob "
+                "request with a debugger configuration"
+            )
         if isinstance(doc.get("TrainingJobName"), str):
             self.name = doc["TrainingJobName"]
         if doc.get("DebugHookConfig") is not None:
@@ -433,8 +480,7 @@ class SpecBuilder:
             current = r.parameters.get("action_json", "")
             specs = parse_actions(current, r.name)
             kind = action_json["name"].lower()
-            if any(s.kind == kind and s.params == {k: v for k, v in action_json.items() if k != "name"}
-                   for s in specs):
+            if any(s.kind == kind and s.params == {k: v for k, v in action_json.items() if k != "name"} for s in specs):
                 continue
             items = json.loads(current.replace('\\"', '"')) if current.strip() else []
             items = [items] if isinstance(items, dict) else items
@@ -450,13 +496,16 @@ class SpecBuilder:
         seen: dict[str, str] = {}
         for r in [*self.rules, *self.profiler_rules]:  # one rule-output/<name>/ each
             if r.name in seen:
-                raise LaunchConfigError(f"two rules are named {r.name} ({seen[r.name]} and {r.where}): "
-                                        "RuleConfigurationName must be unique")
+                raise LaunchConfigError(
+                    f"two rules are named {r.name} ({seen[r.name]} and {r.where}): RuleConfigurationName must be unique"
+                )
             seen[r.name] = r.where
         if len(self.collections) > MAX_COLLECTIONS:
             names = ", ".join(c["CollectionName"] for c in self.collections)
-            raise LaunchConfigError(f"{len(self.collections)} collection configurations ({names}); SageMaker "
-                                    f"allows at most {MAX_COLLECTIONS}")
+            raise LaunchConfigError(
+                f"{len(self.collections)} collection configurations ({names}); SageMaker "
+                f"allows at most {MAX_COLLECTIONS}"
+            )
         if len(self.hook_parameters) > MAX_MAP:
             raise LaunchConfigError(f"{len(self.hook_parameters)} hook parameters; SageMaker allows {MAX_MAP}")
         job = check_name(self.name, "TrainingJobName") if self.name else name
@@ -471,9 +520,17 @@ class SpecBuilder:
         from smdebug.launch.schedule import choose_intervals
 
         collections = [dict(c) for c in self.collections]
-        notes = choose_intervals(collections, {n for n, from_rule in self._collection_keys if from_rule},
-                                 self.rules, self.hook_parameters)
-        return JobSpec(name=job, out_dir=out_dir, s3_output_path=self.s3_output_path,
-                       hook_parameters=dict(self.hook_parameters), collections=collections,
-                       rules=list(self.rules), tensorboard=self.tensorboard,
-                       profiler_rules=list(self.profiler_rules), schedule_notes=notes)
+        notes = choose_intervals(
+            collections, {n for n, from_rule in self._collection_keys if from_rule}, self.rules, self.hook_parameters
+        )
+        return JobSpec(
+            name=job,
+            out_dir=out_dir,
+            s3_output_path=self.s3_output_path,
+            hook_parameters=dict(self.hook_parameters),
+            collections=collections,
+            rules=list(self.rules),
+            tensorboard=self.tensorboard,
+            profiler_rules=list(self.profiler_rules),
+            schedule_notes=notes,
+        )

@@ -51,8 +51,9 @@ class StatusBoard:
             doc["ProfilerConfig"] = dict(self.spec.profiler)
             doc["ProfilerRuleConfigurations"] = [r.to_request_dict() for r in self.spec.profiler_rules]
             doc["ProfilerRuleEvaluationStatuses"] = [j.describe() for j in self.profiler_jobs]
-            doc["ProfilingStatus"] = "Disabled" if str(self.spec.profiler.get("DisableProfiler", "")).lower() in (
-                "true", "1") else "Enabled"
+            doc["ProfilingStatus"] = (
+                "Disabled" if str(self.spec.profiler.get("DisableProfiler", "")).lower() in ("true", "1") else "Enabled"
+            )
         doc.update(self.extra)
         return doc
 
@@ -68,9 +69,21 @@ class StatusBoard:
             with open(tmp, "w") as f:
                 json.dump(doc, f, indent=2)
             os.replace(tmp, self.path)
-            event = {"time": doc["LastModifiedTime"], "detail-type": "SageMaker Training Job State Change",
-                     "detail": {k: doc[k] for k in ("TrainingJobName", "TrainingJobStatus", "SecondaryStatus",
-                                                    "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses",
-                                                    "ProfilingStatus") if k in doc}}
+            event = {
+                "time": doc["LastModifiedTime"],
+                "detail-type": "SageMaker Training Job State Change",
+                "detail": {
+                    k: doc[k]
+                    for k in (
+                        "TrainingJobName",
+                        "TrainingJobStatus",
+                        "SecondaryStatus",
+                        "DebugRuleEvaluationStatuses",
+                        "ProfilerRuleEvaluationStatuses",
+                        "ProfilingStatus",
+                    )
+                    if k in doc
+                },
+            }
             with open(self.events_path, "a") as f:
                 f.write(json.dumps(event) + "\n")

@@ -53,8 +53,10 @@ class _Attach:
             if interval and getattr(hook, "stop_watcher", None) is not None:
                 hook.stop_watcher.interval = min(hook.stop_watcher.interval, float(interval))
             self.hook = hook
-            sys.stderr.write(f"smdebug: attached to {type(model).__name__} {model.name!r} (Keras fit/evaluate/"
-                             f"predict) via zero-code-change; saving to {hook.out_dir}\n")
+            sys.stderr.write(
+                f"smdebug: attached to {type(model).__name__} {model.name!r} (Keras fit/evaluate/"
+                f"predict) via zero-code-change; saving to {hook.out_dir}\n"
+            )
         return [*callbacks, self.hook]
 
 

@@ -55,8 +55,10 @@ class _Attach:
         if interval and getattr(hook, "stop_watcher", None) is not None:
             hook.stop_watcher.interval = min(hook.stop_watcher.interval, float(interval))
         self.hook = hook
-        sys.stderr.write(f"smdebug: attached to {type(block).__name__} {block.name!r} via zero-code-change; "
-                         f"saving to {hook.out_dir}\n")
+        sys.stderr.write(
+            f"smdebug: attached to {type(block).__name__} {block.name!r} via zero-code-change; "
+            f"saving to {hook.out_dir}\n"
+        )
 
 
 def install():

@@ -108,8 +108,10 @@ class _Attach:
         existing = smd.get_hook()
         if existing is not None:  # the script made its own hook: it keeps it
             self._fast_stop_checks(existing)
-            sys.stderr.write(f"smdebug: the script made its own hook, saving to {existing.out_dir}: smdebug run "
-                             f"attached none{_elsewhere(existing.out_dir)}\n")
+            sys.stderr.write(
+                f"smdebug: the script made its own hook, saving to {existing.out_dir}: smdebug run "
+                f"attached none{_elsewhere(existing.out_dir)}\n"
+            )
             return
         hook = smd.get_hook(create_if_not_exists=True)
         if hook is None:
@@ -126,8 +128,10 @@ class _Attach:
         inner = getattr(target, "_orig_mod", target)
         n = sum(p.numel() for p in inner.parameters())
         wrapped = f" (in {type(module).__name__})" if target is not module else ""
-        sys.stderr.write(f"smdebug: attached to {inner._get_name()}{wrapped}, {n} parameters, via zero-code-change; "
-                         f"saving to {hook.out_dir}\n")
+        sys.stderr.write(
+            f"smdebug: attached to {inner._get_name()}{wrapped}, {n} parameters, via zero-code-change; "
+            f"saving to {hook.out_dir}\n"
+        )
         if target is module:
             # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
             # (a forward hook fires from this call on)
@@ -208,9 +212,11 @@ class _Attach:
         inner = getattr(self.root, "_orig_mod", self.root)
         mine = [n for n, p in inner.named_parameters() if p.requires_grad and id(p) not in trained]
         if mine:
-            sys.stderr.write(f"smdebug: warning: {inner._get_name()}, the model attached to, has parameters the "
-                             f"optimizer does not train ({', '.join(mine[:3])}...): attach explicitly with "
-                             "hook.register_module(model) if it is not the model being trained\n")
+            sys.stderr.write(
+                f"smdebug: warning: {inner._get_name()}, the model attached to, has parameters the "
+                f"optimizer does not train ({', '.join(mine[:3])}...): attach explicitly with "
+                "hook.register_module(model) if it is not the model being trained\n"
+            )
 
 
 def _elsewhere(out_dir: str) -> str:
@@ -226,8 +232,10 @@ def _elsewhere(out_dir: str) -> str:
         return ""
     if not run_dir or os.path.abspath(str(out_dir)) == os.path.abspath(run_dir):
         return ""
-    return (f"; the run's rules read {run_dir}, not that folder (make the hook with "
-            "smd.Hook.create_from_json_file() to save where they read)")
+    return (
+        f"; the run's rules read {run_dir}, not that folder (make the hook with "
+        "smd.Hook.create_from_json_file() to save where they read)"
+    )
 
 
 def install():

@@ -18,7 +18,18 @@ def get_hook(json_config_path: str | None = None, create_if_not_exists: bool = T
     applies (1.0.34's MXNet get_hook always did), else None."""
     return _slot.get_hook(json_config_path=json_config_path, create_if_not_exists=create_if_not_exists)
 
+
 __all__ = [
-    "Hook", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig", "SaveConfigMode",
-    "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+    "Hook",
+    "Collection",
+    "CollectionManager",
+    "CollectionKeys",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "modes",
+    "create_trial",
+    "get_hook",
+    "set_hook",
+    "del_hook",
 ]

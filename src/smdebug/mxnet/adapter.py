@@ -133,5 +133,11 @@ class MXNetAdapter(NumpyAdapter):
 
     # ---------------------------------------------------------------- writer thread
     def materialize(self, objs: list, held: list | None = None) -> list:
-        return [o.resolve() if isinstance(o, Pending) else o.compute() if isinstance(o, DeferredReduction)
-                else np.asarray(o) for o in objs]
+        return [
+            o.resolve()
+            if isinstance(o, Pending)
+            else o.compute()
+            if isinstance(o, DeferredReduction)
+            else np.asarray(o)
+            for o in objs
+        ]

@@ -19,6 +19,13 @@ from smdebug.profiler.system import HostSampler, SystemMetricsSampler
 from smdebug.profiler.timeline import TimelineWriter
 
 __all__ = [
-    "ProfilerConfig", "ProfilingRange", "Profiler", "profiler_for_hook", "step_phase", "SystemMetricsSampler", "HostSampler",
-    "TimelineWriter", "PythonProfiling",
+    "ProfilerConfig",
+    "ProfilingRange",
+    "Profiler",
+    "profiler_for_hook",
+    "step_phase",
+    "SystemMetricsSampler",
+    "HostSampler",
+    "TimelineWriter",
+    "PythonProfiling",
 ]

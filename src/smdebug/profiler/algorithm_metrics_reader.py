@@ -25,13 +25,37 @@ def trace_events(events: FrameworkEvents) -> list[TraceEvent]:
     suffix = events.file_suffix if events.file_suffix is not None else [None] * n
     args = events.args if events.args else [None] * n
     for phase, name, start, end, node, pid, tid, ppid, sfx, a in zip(
-            events.phase.tolist(), events.name.tolist(), events.start_us.tolist(), events.end_us.tolist(),
-            events.node_id.tolist(), events.pid.tolist(), events.tid.tolist(), phase_pid.tolist(), list(suffix), args):
+        events.phase.tolist(),
+        events.name.tolist(),
+        events.start_us.tolist(),
+        events.end_us.tolist(),
+        events.node_id.tolist(),
+        events.pid.tolist(),
+        events.tid.tolist(),
+        phase_pid.tolist(),
+        list(suffix),
+        args,
+    ):
         info = processes.get((ppid, phase))
         if info is None:
             info = processes[(ppid, phase)] = ProcessInfo(ppid, phase)
-        out.append(TraceEvent(start, name, end - start, ppid, tid, a, node, "X", FILE_TYPES.get(sfx, ""),
-                              event_phase=phase, pid=pid, tid=tid, process_info=info))
+        out.append(
+            TraceEvent(
+                start,
+                name,
+                end - start,
+                ppid,
+                tid,
+                a,
+                node,
+                "X",
+                FILE_TYPES.get(sfx, ""),
+                event_phase=phase,
+                pid=pid,
+                tid=tid,
+                process_info=info,
+            )
+        )
     return out
 
 

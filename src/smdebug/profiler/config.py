@@ -236,11 +236,13 @@ class ProfilerConfig:
             if not isinstance(self.local_path, (str, os.PathLike)) or not str(self.local_path).strip():
                 raise SMDebugValueError(f"profiler config: LocalPath={self.local_path!r} must be a non-empty path")
             self.local_path = str(self.local_path).strip()
-        self.interval_millis = _number("ProfilingIntervalInMilliseconds", self.interval_millis, int, MIN_INTERVAL_MS,
-                                      MAX_INTERVAL_MS)
+        self.interval_millis = _number(
+            "ProfilingIntervalInMilliseconds", self.interval_millis, int, MIN_INTERVAL_MS, MAX_INTERVAL_MS
+        )
         self.rotate_max_file_size = _number("RotateMaxFileSizeInBytes", self.rotate_max_file_size, int, 1)
-        self.rotate_close_interval_s = _number("RotateFileCloseIntervalInSeconds", self.rotate_close_interval_s,
-                                               float, 0)
+        self.rotate_close_interval_s = _number(
+            "RotateFileCloseIntervalInSeconds", self.rotate_close_interval_s, float, 0
+        )
         self.file_open_fail_threshold = _number("FileOpenFailThreshold", self.file_open_fail_threshold, int, 1)
         self.dataloader = _range_arg("DataloaderProfilingConfig", self.dataloader)
         self.python = _range_arg("PythonProfilingConfig", self.python)
@@ -302,8 +304,7 @@ class ProfilerConfig:
                 if low == "disableprofiler":
                     kw["disabled"] = value
             else:
-                logger.warning("smdebug: %s: key ProfilingParameters.%s is not used by smdebug's profiler",
-                               source, key)
+                logger.warning("smdebug: %s: key ProfilingParameters.%s is not used by smdebug's profiler", source, key)
         return cls(**kw)
 
     @classmethod

@@ -140,7 +140,10 @@ def open_job(proc: str = "/proc", lookup_s: float = 1.0) -> JobSampler | None:
     per-task run and wait times."""
     pid = os.getpid()
     if not os.path.exists(f"{proc}/{pid}/task/{pid}/schedstat"):
-        logger.info("smdebug: profiler: no job CPU and memory rows: %s/<pid>/task/<tid>/schedstat is not "
-                    "there (not Linux); the profiler rules read the host's rows instead", proc)
+        logger.info(
+            "smdebug: profiler: no job CPU and memory rows: %s/<pid>/task/<tid>/schedstat is not "
+            "there (not Linux); the profiler rules read the host's rows instead",
+            proc,
+        )
         return None
     return JobSampler(proc=proc, lookup_s=lookup_s)

@@ -21,8 +21,15 @@ import socket
 import time
 
 __all__ = [
-    "RESOURCE_CONFIG", "system_node_id", "framework_node_id", "system_file", "timeline_file",
-    "timeline_tmp_file", "python_stats_dir", "END_MARKER", "TIMELINE_SUFFIX",
+    "RESOURCE_CONFIG",
+    "system_node_id",
+    "framework_node_id",
+    "system_file",
+    "timeline_file",
+    "timeline_tmp_file",
+    "python_stats_dir",
+    "END_MARKER",
+    "TIMELINE_SUFFIX",
 ]
 
 RESOURCE_CONFIG = "/opt/ml/input/config/resourceconfig.json"

@@ -42,8 +42,9 @@ class MetricsReaderBase:
         if end_us >= self.get_timestamp_of_latest_available_file():
             self._trial.refresh()
 
-    def get_events(self, start_time, end_time, unit=TimeUnits.MICROSECONDS, event_type=None,
-                   file_suffix_filter=None) -> list:
+    def get_events(
+        self, start_time, end_time, unit=TimeUnits.MICROSECONDS, event_type=None, file_suffix_filter=None
+    ) -> list:
         """The events of ``[start_time, end_time]`` (inclusive, in ``unit``), sorted by time."""
         end_us = convert_utc_timestamp_to_microseconds(end_time, unit)
         self._refresh_if_needed(end_us)

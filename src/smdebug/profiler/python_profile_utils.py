@@ -11,9 +11,20 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
-__all__ = ["PythonProfileModes", "StepPhase", "PythonProfilerName", "cProfileTimer", "CPROFILE_NAME",
-           "PYINSTRUMENT_NAME", "CPROFILE_STATS_FILENAME", "PYINSTRUMENT_JSON_FILENAME", "PYINSTRUMENT_HTML_FILENAME",
-           "str_to_python_profile_mode", "python_profile_mode_to_str", "mode_keys_to_python_profile_mode"]
+__all__ = [
+    "PythonProfileModes",
+    "StepPhase",
+    "PythonProfilerName",
+    "cProfileTimer",
+    "CPROFILE_NAME",
+    "PYINSTRUMENT_NAME",
+    "CPROFILE_STATS_FILENAME",
+    "PYINSTRUMENT_JSON_FILENAME",
+    "PYINSTRUMENT_HTML_FILENAME",
+    "str_to_python_profile_mode",
+    "python_profile_mode_to_str",
+    "mode_keys_to_python_profile_mode",
+]
 
 CPROFILE_NAME = "cprofile"
 PYINSTRUMENT_NAME = "pyinstrument"
@@ -51,9 +62,14 @@ class cProfileTimer(Enum):  # noqa: N801 - 1.0.34's name
     DEFAULT = "default"
 
 
-_MODE_WORDS = {PythonProfileModes.TRAIN: "train", PythonProfileModes.EVAL: "eval",
-               PythonProfileModes.PREDICT: "predict", PythonProfileModes.GLOBAL: "global",
-               PythonProfileModes.PRE_STEP_ZERO: "prestepzero", PythonProfileModes.POST_HOOK_CLOSE: "posthookclose"}
+_MODE_WORDS = {
+    PythonProfileModes.TRAIN: "train",
+    PythonProfileModes.EVAL: "eval",
+    PythonProfileModes.PREDICT: "predict",
+    PythonProfileModes.GLOBAL: "global",
+    PythonProfileModes.PRE_STEP_ZERO: "prestepzero",
+    PythonProfileModes.POST_HOOK_CLOSE: "posthookclose",
+}
 _WORD_MODES = {w: m for m, w in _MODE_WORDS.items()}
 
 

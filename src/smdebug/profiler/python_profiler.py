@@ -73,16 +73,24 @@ class _Pyinstrument:
 class PythonProfiling:
     """Starts and stops the Python profiler at step boundaries (``boundary``)."""
 
-    def __init__(self, root: str, framework: str, node_id: str, profiler: str = "cprofile",
-                 timer: str = "total_time", on_file=None):
+    def __init__(
+        self,
+        root: str,
+        framework: str,
+        node_id: str,
+        profiler: str = "cprofile",
+        timer: str = "total_time",
+        on_file=None,
+    ):
         if profiler == "pyinstrument":
             try:
                 import pyinstrument  # noqa: F401
             except ImportError:
                 from smdebug.exceptions import MissingDependency
 
-                raise MissingDependency("pyinstrument", "profiler",
-                                        "for PythonProfilingConfig.ProfilerName='pyinstrument'") from None
+                raise MissingDependency(
+                    "pyinstrument", "profiler", "for PythonProfilingConfig.ProfilerName='pyinstrument'"
+                ) from None
         self.root = root
         self.framework = framework
         self.node_id = node_id

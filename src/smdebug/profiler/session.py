@@ -80,8 +80,15 @@ class Profiler:
     rank naming framework files (None: the process id). ``system_metrics``: None samples on local
     rank 0 only (one sampler a node)."""
 
-    def __init__(self, config: ProfilerConfig | None = None, out_dir: str | None = None, framework: str = "python",
-                 rank: int | None = None, system_metrics: bool | None = None, gpus="auto"):
+    def __init__(
+        self,
+        config: ProfilerConfig | None = None,
+        out_dir: str | None = None,
+        framework: str = "python",
+        rank: int | None = None,
+        system_metrics: bool | None = None,
+        gpus="auto",
+    ):
         if config is None:
             config = ProfilerConfig.load()
             if config is None:
@@ -101,7 +108,7 @@ class Profiler:
             self.url = store.url
             self.root = self.upload.staging  # written as a local root, uploaded file by file
         else:
-            root = root[len("file://"):] if root.startswith("file://") else root
+            root = root[len("file://") :] if root.startswith("file://") else root
             self.root = os.path.abspath(os.path.expanduser(root))
             self.url = self.root
         self.config = config
@@ -115,23 +122,35 @@ class Profiler:
         self._spans: dict = {}  # key -> (phase, name, start_us, args) of open spans
         self.timeline = None
         if config.framework_metrics and not config.disabled:
-            self.timeline = TimelineWriter(self.root, self.node_id, config.rotate_max_file_size,
-                                           config.rotate_close_interval_s, config.file_open_fail_threshold,
-                                           on_file=self.file_done)
+            self.timeline = TimelineWriter(
+                self.root,
+                self.node_id,
+                config.rotate_max_file_size,
+                config.rotate_close_interval_s,
+                config.file_open_fail_threshold,
+                on_file=self.file_done,
+            )
         self.python = None
         if config.python is not None and not config.disabled:
             from smdebug.profiler.python_profiler import PythonProfiling
 
-            self.python = PythonProfiling(self.root, framework, self.node_id, config.python_profiler,
-                                          config.cprofile_timer, on_file=self.file_done)
+            self.python = PythonProfiling(
+                self.root,
+                framework,
+                self.node_id,
+                config.python_profiler,
+                config.cprofile_timer,
+                on_file=self.file_done,
+            )
         self.system = None
         if system_metrics is None:
             system_metrics = config.system_metrics and _local_rank() == 0
         if system_metrics and not config.disabled:
             from smdebug.profiler.system import SystemMetricsSampler
 
-            self.system = SystemMetricsSampler(self.root, config.interval_millis, system_node_id(), gpus=gpus,
-                                               on_file=self.file_done).start()
+            self.system = SystemMetricsSampler(
+                self.root, config.interval_millis, system_node_id(), gpus=gpus, on_file=self.file_done
+            ).start()
         _register_exit(weakref.ref(self), remote=self.upload is not None)
         if self.upload is not None:
             logger.info("smdebug: profiler: recording to %s (staged in %s)", self.url, self.root)
@@ -204,8 +223,9 @@ class Profiler:
         span = self._spans.pop(key, None)
         if span is not None and self.timeline is not None:
             phase, name, start, args = span
-            self.timeline.complete(phase, name, start, now_us() if end_us is None else end_us,
-                                   {"pid": self.pid, **(args or {})})
+            self.timeline.complete(
+                phase, name, start, now_us() if end_us is None else end_us, {"pid": self.pid, **(args or {})}
+            )
 
     @property
     def current_step(self):
@@ -280,8 +300,10 @@ def profiler_for_hook(config: ProfilerConfig | dict | None, out_dir: str, framew
     elif not isinstance(config, ProfilerConfig):
         from smdebug.exceptions import SMDebugTypeError
 
-        raise SMDebugTypeError(f"profiler_config={config!r} must be a smdebug.profiler.ProfilerConfig or a "
-                               "ProfilerConfig dict (SageMaker's JSON), not a " + type(config).__name__)
+        raise SMDebugTypeError(
+            f"profiler_config={config!r} must be a smdebug.profiler.ProfilerConfig or a "
+            "ProfilerConfig dict (SageMaker's JSON), not a " + type(config).__name__
+        )
     if config is None or config.disabled:
         return None
     return Profiler(config, out_dir=out_dir, framework=framework, rank=rank)

@@ -82,15 +82,34 @@ class HostSampler:
             if disk is not None and self._disk is not None:
                 ops = (disk.read_count - self._disk.read_count) + (disk.write_count - self._disk.write_count)
                 out.append(("i/o", "IOPS", "", max(0, ops) / dt))
-                out.append(("i/o", "ReadThroughputInBytesPerSecond", "",
-                            max(0, disk.read_bytes - self._disk.read_bytes) / dt))
-                out.append(("i/o", "WriteThroughputInBytesPerSecond", "",
-                            max(0, disk.write_bytes - self._disk.write_bytes) / dt))
+                out.append(
+                    ("i/o", "ReadThroughputInBytesPerSecond", "", max(0, disk.read_bytes - self._disk.read_bytes) / dt)
+                )
+                out.append(
+                    (
+                        "i/o",
+                        "WriteThroughputInBytesPerSecond",
+                        "",
+                        max(0, disk.write_bytes - self._disk.write_bytes) / dt,
+                    )
+                )
             if net is not None and self._net is not None:
-                out.append(("network", "ReceiveBytesPerSecond", "Algorithm",
-                            max(0, net.bytes_recv - self._net.bytes_recv) / dt))
-                out.append(("network", "TransmitBytesPerSecond", "Algorithm",
-                            max(0, net.bytes_sent - self._net.bytes_sent) / dt))
+                out.append(
+                    (
+                        "network",
+                        "ReceiveBytesPerSecond",
+                        "Algorithm",
+                        max(0, net.bytes_recv - self._net.bytes_recv) / dt,
+                    )
+                )
+                out.append(
+                    (
+                        "network",
+                        "TransmitBytesPerSecond",
+                        "Algorithm",
+                        max(0, net.bytes_sent - self._net.bytes_sent) / dt,
+                    )
+                )
         out.append(("memory", "MemoryUsedPercent", "", float(ps.virtual_memory().percent)))
         self._cpu, self._disk, self._net, self._t = cpu, disk, net, now
         return out
@@ -102,8 +121,10 @@ def format_rows(rows, node_id: str, timestamp: float) -> bytes:
     profiler/reading/system_bulk.py)."""
     timestamp = round(timestamp, 6)
     return b"".join(
-        orjson.dumps({"Type": t, "Name": n, "Dimension": d, "Value": round(v, 2), "NodeId": node_id,
-                      "Timestamp": timestamp}) + b"\n"
+        orjson.dumps(
+            {"Type": t, "Name": n, "Dimension": d, "Value": round(v, 2), "NodeId": node_id, "Timestamp": timestamp}
+        )
+        + b"\n"
         for t, n, d, v in rows
     )
 
@@ -113,8 +134,16 @@ class SystemMetricsSampler:
     profiler.gpu.GpuSampler, None for no GPU rows, or "auto" (NVML if it finds a GPU). ``job``: a
     profiler.job_metrics.JobSampler, None for no job rows, or "auto" (where the kernel gives them)."""
 
-    def __init__(self, root: str, interval_ms: int = 500, node_id: str = "algo-1", gpus="auto",
-                 host: HostSampler | None = None, on_file=None, job="auto"):
+    def __init__(
+        self,
+        root: str,
+        interval_ms: int = 500,
+        node_id: str = "algo-1",
+        gpus="auto",
+        host: HostSampler | None = None,
+        on_file=None,
+        job="auto",
+    ):
         self.root = root
         self.on_file = on_file  # called with each finished minute file (the profiler uploads it)
         self.interval = interval_ms / 1000.0

@@ -44,8 +44,10 @@ class SystemMetricsReader(MetricsReaderBase):
             ns = (s.timestamp_s * 1e9).astype(np.int64)
             keep = (ns >= start_ns) & (ns <= end_ns)
             name = s.name if s.name != "" else None
-            rows.extend((ts, s.type, name, s.dimension, v, s.node_id)
-                        for ts, v in zip(s.timestamp_s[keep].tolist(), s.value[keep].tolist()))
+            rows.extend(
+                (ts, s.type, name, s.dimension, v, s.node_id)
+                for ts, v in zip(s.timestamp_s[keep].tolist(), s.value[keep].tolist())
+            )
         rows.sort(key=lambda r: r[0])
         return [ProfilerSystemEvent(t, n, d, v, node, ts) for ts, t, n, d, v, node in rows]
 

@@ -19,5 +19,7 @@ class ProfilerSystemEvent:
         self.timestamp = timestamp
 
     def __repr__(self):
-        return (f"ProfilerSystemEvent({self.type!r}, {self.name!r}, {self.dimension!r}, {self.value!r}, "
-                f"{self.node_id!r}, {self.timestamp!r})")
+        return (
+            f"ProfilerSystemEvent({self.type!r}, {self.name!r}, {self.dimension!r}, {self.value!r}, "
+            f"{self.node_id!r}, {self.timestamp!r})"
+        )

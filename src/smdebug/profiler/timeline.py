@@ -60,10 +60,19 @@ def now_us() -> int:
 
 
 class TimelineWriter:
-    def __init__(self, root: str, node_id: str, max_bytes: int = 10 * 1024 * 1024,
-                 close_interval_s: float = 60.0, open_fail_threshold: int = 50,
-                 suffix: str = TIMELINE_SUFFIX, flush_interval_s: float = 1.0, batch: int = 512,
-                 clock=time.monotonic, on_file=None):
+    def __init__(
+        self,
+        root: str,
+        node_id: str,
+        max_bytes: int = 10 * 1024 * 1024,
+        close_interval_s: float = 60.0,
+        open_fail_threshold: int = 50,
+        suffix: str = TIMELINE_SUFFIX,
+        flush_interval_s: float = 1.0,
+        batch: int = 512,
+        clock=time.monotonic,
+        on_file=None,
+    ):
         self.root = root
         self.on_file = on_file  # called with each finished file's path (the profiler uploads it)
         self.node_id = node_id
@@ -142,8 +151,11 @@ class TimelineWriter:
             if not self.healthy:
                 self.dropped += 1
                 continue
-            if self._f is not None and self._file_events and (
-                    self._size > self.max_bytes or now - self._opened_at > self.close_interval_s):
+            if (
+                self._f is not None
+                and self._file_events
+                and (self._size > self.max_bytes or now - self._opened_at > self.close_interval_s)
+            ):
                 self._finish()
             if self._f is None and not self._open(now):
                 self.dropped += 1
@@ -155,7 +167,13 @@ class TimelineWriter:
                 ev = {"name": name, "ph": "i", "pid": pid, "ts": int(start) - base, "s": "t"}
                 end = start
             else:
-                ev = {"name": name, "ph": "X", "pid": pid, "ts": int(start) - base, "dur": max(0, int(end) - int(start))}
+                ev = {
+                    "name": name,
+                    "ph": "X",
+                    "pid": pid,
+                    "ts": int(start) - base,
+                    "dur": max(0, int(end) - int(start)),
+                }
             if args:
                 ev["args"] = args
             out = b",\n" + orjson.dumps(ev)
@@ -175,8 +193,7 @@ class TimelineWriter:
 
     @staticmethod
     def _meta_sort(pid: int) -> bytes:
-        return b",\n" + orjson.dumps({"name": "process_sort_index", "ph": "M", "pid": pid,
-                                      "args": {"sort_index": pid}})
+        return b",\n" + orjson.dumps({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
 
     def _open(self, now: float) -> bool:
         try:
@@ -186,14 +203,18 @@ class TimelineWriter:
             self._open_failures += 1
             if self._open_failures >= self.open_fail_threshold:
                 self.healthy = False
-                logger.error("smdebug: profiler: cannot open %s (%s) %d times: framework events are dropped "
-                             "from now on", self._tmp, exc, self._open_failures)
+                logger.error(
+                    "smdebug: profiler: cannot open %s (%s) %d times: framework events are dropped from now on",
+                    self._tmp,
+                    exc,
+                    self._open_failures,
+                )
             return False
         self._open_failures = 0
-        head = b"[\n" + orjson.dumps({"name": "process_name", "ph": "M", "pid": 0,
-                                       "args": {"start_time_since_epoch_in_micros": self.base_us}})
-        head += b",\n" + orjson.dumps({"name": "process_sort_index", "ph": "M", "pid": 0,
-                                       "args": {"sort_index": 0}})
+        head = b"[\n" + orjson.dumps(
+            {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": self.base_us}}
+        )
+        head += b",\n" + orjson.dumps({"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}})
         f.write(head)
         f.flush()  # the time base, for a reader that looks before the first events
         self._f = f

@@ -38,8 +38,22 @@ class ProcessInfo:
 class TraceEvent:
     """One framework event; times in microseconds since the epoch."""
 
-    def __init__(self, ts, name, dur, phase_pid, phase_tid, event_args, node_id, phase, file_type,
-                 event_phase="", pid=0, tid=0, process_info=None):
+    def __init__(
+        self,
+        ts,
+        name,
+        dur,
+        phase_pid,
+        phase_tid,
+        event_args,
+        node_id,
+        phase,
+        file_type,
+        event_phase="",
+        pid=0,
+        tid=0,
+        process_info=None,
+    ):
         self.start_time = ts
         self.event_name = name
         self.duration = dur
@@ -67,5 +81,7 @@ class TraceEvent:
         return json.dumps(out)
 
     def __repr__(self):
-        return (f"TraceEvent({self.event_phase!r}, {self.event_name!r}, start={self.start_time}, "
-                f"dur={self.duration}, node={self.node_id!r})")
+        return (
+            f"TraceEvent({self.event_phase!r}, {self.event_name!r}, start={self.start_time}, "
+            f"dur={self.duration}, node={self.node_id!r})"
+        )

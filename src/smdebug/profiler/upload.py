@@ -85,8 +85,12 @@ class RemoteUpload:
             first = path not in self.failed
             self.failed[path] = f"{type(exc).__name__}: {exc}"
             if first:
-                logger.error("smdebug: profiler: could not upload %s to %s (%s); the file is kept and tried "
-                             "again at close", path, self.store.url, exc)
+                logger.error(
+                    "smdebug: profiler: could not upload %s to %s (%s); the file is kept and tried again at close",
+                    path,
+                    self.store.url,
+                    exc,
+                )
             return False
         self.failed.pop(path, None)
         self.uploaded.append(key)
@@ -115,12 +119,20 @@ class RemoteUpload:
                 else:
                     self._upload(path)
         if unfinished:
-            logger.error("smdebug: profiler: %d files were still being written at close and are not uploaded "
-                         "to %s: %s", len(unfinished), self.store.url, ", ".join(unfinished))
+            logger.error(
+                "smdebug: profiler: %d files were still being written at close and are not uploaded to %s: %s",
+                len(unfinished),
+                self.store.url,
+                ", ".join(unfinished),
+            )
         if self.failed:
-            logger.error("smdebug: profiler: %d files could not be uploaded to %s; they are kept in %s: %s",
-                         len(self.failed), self.store.url, self.staging,
-                         "; ".join(f"{p} ({e})" for p, e in self.failed.items()))
+            logger.error(
+                "smdebug: profiler: %d files could not be uploaded to %s; they are kept in %s: %s",
+                len(self.failed),
+                self.store.url,
+                self.staging,
+                "; ".join(f"{p} ({e})" for p, e in self.failed.items()),
+            )
         for key in end_markers:
             self.store.write(key, b"")
         if not unfinished and not self.failed:

@@ -14,11 +14,20 @@ from smdebug.profiler.reading.system_files import system_file_info
 from smdebug.profiler.reading.trace_files import node_id_from_trace_name
 
 __all__ = [
-    "TimeUnits", "convert_utc_timestamp_to_nanoseconds", "convert_utc_timestamp_to_microseconds",
-    "convert_utc_timestamp_to_seconds", "convert_utc_datetime_to_nanoseconds", "convert_utc_datetime_to_microseconds",
-    "us_since_epoch_to_human_readable_time", "ns_since_epoch_to_human_readable_time", "is_valid_tracefilename",
-    "get_node_id_from_tracefilename", "get_timestamp_from_tracefilename", "get_node_id_from_system_profiler_filename",
-    "get_utctimestamp_us_since_epoch_from_system_profiler_file", "validate_system_profiler_file",
+    "TimeUnits",
+    "convert_utc_timestamp_to_nanoseconds",
+    "convert_utc_timestamp_to_microseconds",
+    "convert_utc_timestamp_to_seconds",
+    "convert_utc_datetime_to_nanoseconds",
+    "convert_utc_datetime_to_microseconds",
+    "us_since_epoch_to_human_readable_time",
+    "ns_since_epoch_to_human_readable_time",
+    "is_valid_tracefilename",
+    "get_node_id_from_tracefilename",
+    "get_timestamp_from_tracefilename",
+    "get_node_id_from_system_profiler_filename",
+    "get_utctimestamp_us_since_epoch_from_system_profiler_file",
+    "validate_system_profiler_file",
 ]
 
 
@@ -33,8 +42,9 @@ def _unit(unit) -> TimeUnits:
     if not isinstance(unit, TimeUnits):
         from smdebug.exceptions import SMDebugTypeError
 
-        raise SMDebugTypeError(f"unit={unit!r}: use smdebug.profiler.utils.TimeUnits (SECONDS, MILLISECONDS, "
-                               "MICROSECONDS, NANOSECONDS)")
+        raise SMDebugTypeError(
+            f"unit={unit!r}: use smdebug.profiler.utils.TimeUnits (SECONDS, MILLISECONDS, MICROSECONDS, NANOSECONDS)"
+        )
     return unit
 
 

@@ -13,6 +13,16 @@ _slot = bind(Hook)
 get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook
 
 __all__ = [
-    "Hook", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig", "SaveConfigMode",
-    "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+    "Hook",
+    "Collection",
+    "CollectionManager",
+    "CollectionKeys",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "modes",
+    "create_trial",
+    "get_hook",
+    "set_hook",
+    "del_hook",
 ]

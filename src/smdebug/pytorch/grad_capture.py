@@ -53,5 +53,10 @@ class CaptureCheck:
         names = hook.buffer.drop_captures(ids)
         self.affected.append(hook.step)
         log = logger.warning if len(self.affected) == 1 else logger.info
-        log("smdebug: step %s: %s changed in place while the hook captured %s (torch's version counter); "
-            "not saved at that step", hook.step, ", ".join(names) or "tensors", "it" if len(names) == 1 else "them")
+        log(
+            "smdebug: step %s: %s changed in place while the hook captured %s (torch's version counter); "
+            "not saved at that step",
+            hook.step,
+            ", ".join(names) or "tensors",
+            "it" if len(names) == 1 else "them",
+        )

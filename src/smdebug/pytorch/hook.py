@@ -151,17 +151,22 @@ class Hook(BaseHook):
         name = worker_name(d.get_rank())
         if self.step > self.init_step and self.worker != name and not self._late_group_warned:
             self._late_group_warned = True
-            logger.warning("smdebug: torch.distributed started after the hook's first step, as rank %s of %s, but "
-                           "this process saves as %s (the rank it had then); start the process group before the "
-                           "first step, or launch with torchrun (which sets $RANK)", d.get_rank(),
-                           d.get_world_size(), self.worker)
+            logger.warning(
+                "smdebug: torch.distributed started after the hook's first step, as rank %s of %s, but "
+                "this process saves as %s (the rank it had then); start the process group before the "
+                "first step, or launch with torchrun (which sets $RANK)",
+                d.get_rank(),
+                d.get_world_size(),
+                self.worker,
+            )
 
     def _is_tensor(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor)
 
     # ---------------------------------------------------------------- registration
-    @guarded(check=lambda self, module: check_type("register_module", "module", module, torch.nn.Module,
-                                                   "a torch.nn.Module"))
+    @guarded(
+        check=lambda self, module: check_type("register_module", "module", module, torch.nn.Module, "a torch.nn.Module")
+    )
     def register_module(self, module: Any) -> None:
         """Register a model (or a model wrapped by torch.compile / DistributedDataParallel)."""
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
@@ -175,8 +180,9 @@ class Hook(BaseHook):
         if self._step_module is None:
             self._step_module = module
             # before FSDP2's own pre-forward hook, which swaps the root's sharded parameters for whole ones
-            self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook,
-                                                                  prepend=is_fsdp_module(model)))
+            self._handles.append(
+                module.register_forward_pre_hook(self._forward_pre_hook, prepend=is_fsdp_module(model))
+            )
             if self.profiling is not None:
                 self.profiling.register_module(module)
         if compiled:
@@ -196,8 +202,11 @@ class Hook(BaseHook):
 
     register_hook = register_module
 
-    @guarded(check=lambda self, loss_module: check_type("register_loss", "loss_module", loss_module,
-                                                        torch.nn.Module, "a torch.nn.Module"))
+    @guarded(
+        check=lambda self, loss_module: check_type(
+            "register_loss", "loss_module", loss_module, torch.nn.Module, "a torch.nn.Module"
+        )
+    )
     def register_loss(self, loss_module: Any) -> None:
         """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss, and
         watched every step: its first NaN or infinite value saves that step and the next few in full."""
@@ -244,8 +253,12 @@ class Hook(BaseHook):
         """Save the registered models' gradients as they are now (see drive_steps_by_trainer)."""
         if self.step < 0 or not self.saving_this_step():
             return
-        pairs = ((self.GRADIENT_PREFIX + f"{top}_{pname}", p.grad) for top, model in self._tops
-                 for pname, p in model.named_parameters() if p.grad is not None)
+        pairs = (
+            (self.GRADIENT_PREFIX + f"{top}_{pname}", p.grad)
+            for top, model in self._tops
+            for pname, p in model.named_parameters()
+            if p.grad is not None
+        )
         for name, value in self._unsharded(pairs):
             self._save_for_tensor(name, value)
 
@@ -277,10 +290,15 @@ class Hook(BaseHook):
                 for pname, p in model.named_parameters():
                     if f"{top}_{pname}" not in skip:
                         self._save_for_tensor(f"{top}_{pname}", p)
-        self._save_deferred(self._unsharded((f"{top}_{pname}", p) for top, model in self._tops
-                                            if id(model) not in self._copy_now
-                                            for pname, p in model.named_parameters()
-                                            if f"{top}_{pname}" not in skip))
+        self._save_deferred(
+            self._unsharded(
+                (f"{top}_{pname}", p)
+                for top, model in self._tops
+                if id(model) not in self._copy_now
+                for pname, p in model.named_parameters()
+                if f"{top}_{pname}" not in skip
+            )
+        )
         if self.writes:
             self._sharded.flush(self.store, self.worker)
 
@@ -357,8 +375,11 @@ class Hook(BaseHook):
 
         return call
 
-    @guarded(check=lambda self, tensor_name, tensor_value: check_type(
-        f"record_tensor_value({tensor_name!r})", "tensor_value", tensor_value, torch.Tensor, "a torch.Tensor"))
+    @guarded(
+        check=lambda self, tensor_name, tensor_value: check_type(
+            f"record_tensor_value({tensor_name!r})", "tensor_value", tensor_value, torch.Tensor, "a torch.Tensor"
+        )
+    )
     def record_tensor_value(self, tensor_name: str, tensor_value: Any) -> None:
         """Save a tensor computed outside a module (e.g. ``F.mse_loss(...)``) as '<name>_output_<i>'
         (watched like a loss: its first NaN or infinite value saves that step and the next few in full)."""

@@ -58,8 +58,9 @@ def _safe(method):
             if p.propagate_errors:
                 raise
             p.disabled = True
-            logger.exception("smdebug: profiler: an error in %s disabled profiling; training continues",
-                             method.__name__)
+            logger.exception(
+                "smdebug: profiler: an error in %s disabled profiling; training continues", method.__name__
+            )
             return None
 
     return wrapper
@@ -130,8 +131,9 @@ class TorchProfiling:
         if profiler.config.detailed is not None and not profiler.config.disabled:
             from smdebug.pytorch.profiling_detailed import DetailedProfiling
 
-            self.detailed = DetailedProfiling(profiler.root, profiler.node_id, profiler.config.detailed,
-                                              on_file=profiler.file_done)
+            self.detailed = DetailedProfiling(
+                profiler.root, profiler.node_id, profiler.config.detailed, on_file=profiler.file_done
+            )
         t = profiler.timeline
         if t is not None:
             profiling_workers.enable(t.root, t.max_bytes, t.close_interval_s, t.open_fail_threshold)
@@ -207,8 +209,13 @@ class TorchProfiling:
     def on_dataloader_init(self, it, loader, start: int, end: int) -> None:
         name = f"{type(it).__name__}.__init__"
         if self.profiler.dataloader_wanted(name):
-            self.profiler.record("DataLoaderIterInitialize", name, start, end,
-                                 {"num_workers": loader.num_workers, "pin_memory": bool(loader.pin_memory)})
+            self.profiler.record(
+                "DataLoaderIterInitialize",
+                name,
+                start,
+                end,
+                {"num_workers": loader.num_workers, "pin_memory": bool(loader.pin_memory)},
+            )
 
     @_safe
     def on_dataloader_next(self, it, start: int, end: int, worker_id) -> None:

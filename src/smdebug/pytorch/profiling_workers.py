@@ -37,8 +37,12 @@ _FETCHERS = (_fetch._MapDatasetFetcher, _fetch._IterableDatasetFetcher)
 def enable(root: str, max_bytes: int, close_interval_s: float, open_fail_threshold: int) -> None:
     global _settings
     with _lock:
-        _settings = {"root": root, "max_bytes": max_bytes, "close_interval_s": close_interval_s,
-                     "open_fail_threshold": open_fail_threshold}
+        _settings = {
+            "root": root,
+            "max_bytes": max_bytes,
+            "close_interval_s": close_interval_s,
+            "open_fail_threshold": open_fail_threshold,
+        }
         if not _originals:
             for cls in _FETCHERS:
                 _originals[cls] = cls.fetch
@@ -59,8 +63,10 @@ def _worker_writer() -> TimelineWriter:
     pid = os.getpid()
     if _writer_pid != pid:  # first batch of this worker process
         s = _settings
-        _writer = TimelineWriter(s["root"], framework_node_id(None), s["max_bytes"], s["close_interval_s"],
-                                 s["open_fail_threshold"])
+        assert s is not None, "enable() runs before a worker's first batch"
+        _writer = TimelineWriter(
+            s["root"], framework_node_id(None), s["max_bytes"], s["close_interval_s"], s["open_fail_threshold"]
+        )
         _writer_pid = pid
         multiprocessing.util.Finalize(_writer, _writer.close, exitpriority=10)
     return _writer
@@ -77,8 +83,9 @@ def _wrap(orig):
         start = now_us()
         data = orig(self, possibly_batched_index)
         try:
-            _worker_writer().complete("DataLoaderWorker", "worker", start, now_us(),
-                                      {"worker_id": info.id, "pid": os.getpid()})
+            _worker_writer().complete(
+                "DataLoaderWorker", "worker", start, now_us(), {"worker_id": info.id, "pid": os.getpid()}
+            )
         except Exception:  # never break the data loading: this worker stops recording
             _settings = None
             logger.exception("smdebug: profiler: data-loader worker %s stops recording", info.id)

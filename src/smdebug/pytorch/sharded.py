@@ -27,8 +27,7 @@ import torch
 
 from smdebug.exceptions import SMDebugValueError, TensorUnavailable
 
-__all__ = ["ShardInfo", "ShardedTensors", "is_dtensor", "is_fsdp_module", "plain_class_name", "read_full",
-           "shards_key"]
+__all__ = ["ShardInfo", "ShardedTensors", "is_dtensor", "is_fsdp_module", "plain_class_name", "read_full", "shards_key"]
 
 logger = logging.getLogger("smdebug")
 SHARDS_PREFIX = "shards/"
@@ -85,9 +84,14 @@ class ShardInfo:
     mesh_coordinate: list  # this rank's place in the mesh, one index per mesh dimension
 
     def to_json(self) -> dict:
-        return {"global_shape": self.global_shape, "local_shape": self.local_shape, "offset": self.offset,
-                "placements": self.placements, "mesh_shape": self.mesh_shape,
-                "mesh_coordinate": self.mesh_coordinate}
+        return {
+            "global_shape": self.global_shape,
+            "local_shape": self.local_shape,
+            "offset": self.offset,
+            "placements": self.placements,
+            "mesh_shape": self.mesh_shape,
+            "mesh_coordinate": self.mesh_coordinate,
+        }
 
     @classmethod
     def of(cls, t) -> ShardInfo:
@@ -95,8 +99,14 @@ class ShardInfo:
 
         local_shape, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
         mesh = t.device_mesh
-        return cls(list(t.shape), list(local_shape), list(offset), [str(p) for p in t.placements],
-                   list(mesh.shape), list(mesh.get_coordinate() or []))
+        return cls(
+            list(t.shape),
+            list(local_shape),
+            list(offset),
+            [str(p) for p in t.placements],
+            list(mesh.shape),
+            list(mesh.get_coordinate() or []),
+        )
 
 
 class ShardedTensors:
@@ -163,10 +173,12 @@ def read_full(trial, tensor_name: str, step: int, mode=None) -> np.ndarray:
         count[where] += 1
     if out is None or not (count == 1).all():
         holders = sorted(w for ws in regions.values() for w in ws)
-        raise SMDebugValueError(f"the shards of {tensor_name} at step {step} in {trial.path} cover "
-                                f"{int((count > 0).sum())} of its {count.size} elements, "
-                                f"{int((count > 1).sum())} of them twice or more (workers {holders}): "
-                                f"save every rank (include_workers='all')")
+        raise SMDebugValueError(
+            f"the shards of {tensor_name} at step {step} in {trial.path} cover "
+            f"{int((count > 0).sum())} of its {count.size} elements, "
+            f"{int((count > 1).sum())} of them twice or more (workers {holders}): "
+            f"save every rank (include_workers='all')"
+        )
     return out
 
 
@@ -176,10 +188,14 @@ def _one_region(trial, value, tensor_name: str, step: int, mode, workers: list, 
     for worker in workers:
         part = value.value(step, mode=mode, worker=worker)
         if list(part.shape) != local_shape:
-            raise SMDebugValueError(f"{tensor_name} at step {step} of {worker}: shape {list(part.shape)}, but "
-                                    f"{shards_key(worker)} in {trial.path} says {local_shape}")
+            raise SMDebugValueError(
+                f"{tensor_name} at step {step} of {worker}: shape {list(part.shape)}, but "
+                f"{shards_key(worker)} in {trial.path} says {local_shape}"
+            )
         if parts and not np.allclose(part, parts[0], rtol=1e-5, atol=1e-7, equal_nan=True):
-            raise SMDebugValueError(f"{tensor_name} at step {step} in {trial.path}: the replicas of one shard differ "
-                                    f"({workers[0]} and {worker} saved the same region with different values)")
+            raise SMDebugValueError(
+                f"{tensor_name} at step {step} in {trial.path}: the replicas of one shard differ "
+                f"({workers[0]} and {worker} saved the same region with different values)"
+            )
         parts.append(part)
     return parts[0]

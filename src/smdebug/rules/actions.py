@@ -175,8 +175,13 @@ class LocalStopTraining:
         except Exception as exc:  # an action never ends the rule
             logger.error("smdebug: rule %s could not write its stop request to %s: %s", self.rule_name, store.url, exc)
             return
-        logger.warning("smdebug: rule %s fired at step %s (%s): asked training at %s to stop",
-                       firing.rule_name, firing.step, firing.reason, store.url)
+        logger.warning(
+            "smdebug: rule %s fired at step %s (%s): asked training at %s to stop",
+            firing.rule_name,
+            firing.step,
+            firing.reason,
+            store.url,
+        )
 
 
 class LogAction:

@@ -49,8 +49,12 @@ class SageMakerStopTraining:
     def matching_jobs(self) -> list[str]:
         """Names of InProgress jobs starting with the prefix (the newest first)."""
         found: list[str] = []
-        kwargs = {"NameContains": self.prefix, "SortBy": "CreationTime", "SortOrder": "Descending",
-                  "StatusEquals": "InProgress"}
+        kwargs = {
+            "NameContains": self.prefix,
+            "SortBy": "CreationTime",
+            "SortOrder": "Descending",
+            "StatusEquals": "InProgress",
+        }
         for _ in range(MAX_PAGES):
             res = self.client.list_training_jobs(**kwargs)
             for job in res.get("TrainingJobSummaries", []):
@@ -75,7 +79,11 @@ class SageMakerStopTraining:
             logger.warning(
                 "smdebug: rule %s fired at step %s but StopTraining found %d InProgress training jobs starting "
                 "with %r (%s); it stops only when exactly one matches, so nothing was stopped",
-                self.rule_name, firing.step, len(jobs), self.prefix, ", ".join(jobs) or "none",
+                self.rule_name,
+                firing.step,
+                len(jobs),
+                self.prefix,
+                ", ".join(jobs) or "none",
             )
             return
         try:
@@ -84,8 +92,9 @@ class SageMakerStopTraining:
             logger.error("smdebug: rule %s could not stop training job %s: %s", self.rule_name, jobs[0], exc)
             return
         self.stopped = jobs[0]
-        logger.warning("smdebug: rule %s fired at step %s: stopped SageMaker training job %s",
-                       self.rule_name, firing.step, jobs[0])
+        logger.warning(
+            "smdebug: rule %s fired at step %s: stopped SageMaker training job %s", self.rule_name, firing.step, jobs[0]
+        )
 
 
 class SnsMessage:
@@ -115,8 +124,14 @@ class SnsMessage:
                     ReturnSubscriptionArn=False,
                 )
         except Exception as exc:
-            logger.error("smdebug: rule %s: could not set up SNS topic %s for %s %s: %s",
-                         rule_name, TOPIC_NAME, protocol, endpoint, exc)
+            logger.error(
+                "smdebug: rule %s: could not set up SNS topic %s for %s %s: %s",
+                rule_name,
+                TOPIC_NAME,
+                protocol,
+                endpoint,
+                exc,
+            )
 
     def _subscribed(self) -> bool:
         """Whether the endpoint is subscribed already; when listing is not allowed, say no
@@ -142,8 +157,12 @@ class SnsMessage:
 
     def invoke(self, firing) -> None:
         if self.topic_arn is None:
-            logger.error("smdebug: rule %s fired at step %s; no SNS topic, so no %s was sent",
-                         self.rule_name, firing.step, self.protocol)
+            logger.error(
+                "smdebug: rule %s fired at step %s; no SNS topic, so no %s was sent",
+                self.rule_name,
+                firing.step,
+                self.protocol,
+            )
             return
         subject = f"SMDebugRule:{self.rule_name} fired"
         try:

@@ -52,7 +52,7 @@ def _read_source(source: str, name: str) -> tuple[str, bytes]:
     source = source.strip()
     if source.endswith("/"):
         raise bad(f"{source} is a folder; give the Python file that defines {name}")
-    path = source[len("file://"):] if source.startswith("file://") else source
+    path = source[len("file://") :] if source.startswith("file://") else source
     folder, _, key = path.rpartition("/")
     if not is_remote(path):
         folder = folder or "."
@@ -83,11 +83,15 @@ def load_custom_rule(source: str, name: str) -> type[Rule]:
         raise RuleConfigurationError(name, SOURCE_KEY, f"{where} fails to load: {what}") from exc
     cls = module.__dict__.get(name)
     if not (isinstance(cls, type) and issubclass(cls, Rule)):
-        found = sorted(k for k, v in module.__dict__.items()
-                       if isinstance(v, type) and issubclass(v, Rule) and v.__module__ == module.__name__)
+        found = sorted(
+            k
+            for k, v in module.__dict__.items()
+            if isinstance(v, type) and issubclass(v, Rule) and v.__module__ == module.__name__
+        )
         what = "no Rule subclass" if cls is None or isinstance(cls, type) else f"a {type(cls).__name__}"
-        raise RuleConfigurationError(name, "rule_to_invoke",
-                                     f"{where} defines {what} named {name!r} (its rules: {', '.join(found) or 'none'})")
+        raise RuleConfigurationError(
+            name, "rule_to_invoke", f"{where} defines {what} named {name!r} (its rules: {', '.join(found) or 'none'})"
+        )
     return cls
 
 
@@ -149,8 +153,12 @@ def unknown_parameters(cls: type[Rule], params: Mapping[str, Any]) -> dict[str, 
     fixed = {"rule_to_invoke", SOURCE_KEY, "action_json", "start_step", "end_step"}
     out = {}
     for key in params:
-        if key in accepted or key in fixed or (_OTHER_TRIAL.match(key) or key == "other_trials") and (
-                "other_trials" in takes):
+        if (
+            key in accepted
+            or key in fixed
+            or (_OTHER_TRIAL.match(key) or key == "other_trials")
+            and ("other_trials" in takes)
+        ):
             continue
         out[key] = difflib.get_close_matches(key, sorted(accepted), n=2, cutoff=0.7)
     return out
@@ -184,8 +192,13 @@ def _open(path: str, key: str, rule_name: str) -> Trial:
         raise RuleConfigurationError(rule_name, key, f"cannot open the trial at {path}: {exc}") from exc
 
 
-def create_rule(rule_parameters: dict[str, Any], base_trial: Trial | str, other_trials: Iterable[Trial] | None = None, *,
-                rule_classes: Mapping[str, type[Rule]] | Iterable[type[Rule]] | None = None) -> Rule:
+def create_rule(
+    rule_parameters: dict[str, Any],
+    base_trial: Trial | str,
+    other_trials: Iterable[Trial] | None = None,
+    *,
+    rule_classes: Mapping[str, type[Rule]] | Iterable[type[Rule]] | None = None,
+) -> Rule:
     """Build the rule named by ``rule_parameters["rule_to_invoke"]`` with the other keys as parameters.
 
     ``base_trial`` is a Trial or a path. ``other_trial_<i>`` (or ``other_trials``, comma-separated)
@@ -214,13 +227,15 @@ def create_rule(rule_parameters: dict[str, Any], base_trial: Trial | str, other_
     if action_str and "action_str" not in takes:
         raise RuleConfigurationError(name, "action_json", f"{cls.__name__}.__init__ takes no action_str")
     if (paths or other_trials) and "other_trials" not in takes:
-        raise RuleConfigurationError(name, paths[0][0] if paths else "other_trials",
-                                     f"{cls.__name__}.__init__ takes no other_trials")
+        raise RuleConfigurationError(
+            name, paths[0][0] if paths else "other_trials", f"{cls.__name__}.__init__ takes no other_trials"
+        )
     kwargs = {k: v for k, v in params.items() if var_kw or k in accepted}
     ignored = sorted(set(params) - set(kwargs))
     if ignored:
-        logger.warning("smdebug: rule %s: ignoring RuleParameters that are no parameter of the rule: %s",
-                       name, ", ".join(ignored))
+        logger.warning(
+            "smdebug: rule %s: ignoring RuleParameters that are no parameter of the rule: %s", name, ", ".join(ignored)
+        )
     if isinstance(base_trial, str):
         base_trial = _open(base_trial, "base_trial", name)
     if paths:

@@ -51,7 +51,9 @@ def as_float(value: Any) -> float:
         try:
             out = float(value)
         except OverflowError:
-            raise ValueError(f"expected a number a float can hold, got an int of {int(value).bit_length()} bits") from None
+            raise ValueError(
+                f"expected a number a float can hold, got an int of {int(value).bit_length()} bits"
+            ) from None
     elif isinstance(value, str):
         try:
             out = float(value.strip())

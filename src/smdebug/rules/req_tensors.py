@@ -120,8 +120,9 @@ class RequiredTensors:
                 return req
         raise SMDebugValueError(f"{trial!r} is neither the rule's base trial nor one of its other_trials")
 
-    def add(self, name: str, steps: int | Iterable[int], trial: Trial | None = None,
-            should_match_regex: bool = False) -> None:
+    def add(
+        self, name: str, steps: int | Iterable[int], trial: Trial | None = None, should_match_regex: bool = False
+    ) -> None:
         self._for(trial).add(name, steps, should_match_regex=should_match_regex)
 
     def get_tensor_steps(self, name: str, trial: Trial | None = None) -> list[int]:

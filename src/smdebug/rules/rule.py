@@ -39,7 +39,13 @@ class Rule(ABC):
         self.action_str = action_str
         self._actions = Actions(action_str, rule_name=self.rule_name)
         self.last_finding: Finding | None = None  # what the last firing found (see found())
-        self.report: dict[str, Any] = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
+        self.report: dict[str, Any] = {
+            "RuleTriggered": 0,
+            "Violations": 0,
+            "Details": {},
+            "Datapoints": 0,
+            "RuleParameters": "",
+        }
 
     @property
     def actions(self) -> Actions:
@@ -48,13 +54,23 @@ class Rule(ABC):
     def set_required_tensors(self, step: int) -> None:  # noqa: B027 - optional hook
         """Declare with ``self.req_tensors.add(...)`` what evaluating ``step`` reads (optional)."""
 
-    def found(self, step: int, message: str, *, tensors: Iterable[str] = (), values: Iterable[Any] = (),
-              condition: str = "", worker: str | None = None, **extra: Any) -> bool:
+    def found(
+        self,
+        step: int,
+        message: str,
+        *,
+        tensors: Iterable[str] = (),
+        values: Iterable[Any] = (),
+        condition: str = "",
+        worker: str | None = None,
+        **extra: Any,
+    ) -> bool:
         """Say what the condition found and return True: ``return self.found(step, "...", tensors=[name],
         values=[v], condition="< 1e-07", worker=w)`` in ``invoke_at_step``. The firing's messages,
         ``--json``, status.json and the stop request then name it (:class:`~smdebug.rules.finding.Finding`)."""
-        self.last_finding = Finding(self.rule_name, int(step), message, tuple(tensors), tuple(values),
-                                    condition, worker, extra=extra)
+        self.last_finding = Finding(
+            self.rule_name, int(step), message, tuple(tensors), tuple(values), condition, worker, extra=extra
+        )
         return True
 
     @abstractmethod

@@ -71,8 +71,9 @@ def _next_saved_step(trial: Any, step: int) -> int:
     return step + 1
 
 
-def invoke_rule(rule_obj: Rule, start_step: int = 0, end_step: int | None = None,
-                raise_eval_cond: bool = False) -> RuleRun:
+def invoke_rule(
+    rule_obj: Rule, start_step: int = 0, end_step: int | None = None, raise_eval_cond: bool = False
+) -> RuleRun:
     """Run the rule step by step; with end_step None, until the job ends (NoMoreData).
 
     Steps where a tensor or the step itself is unavailable are skipped. When the condition is
@@ -144,5 +145,7 @@ def nothing_evaluated_message(rule_obj: Rule, steps_evaluated: int) -> str:
     if reason:
         return f"{name}: evaluated no tensor in {steps_evaluated} steps: {reason}; its 'no issue' means nothing"
     selection = rule_obj.selection() if hasattr(rule_obj, "selection") else "?"
-    return (f"{name}: evaluated no tensor in {steps_evaluated} steps "
-            f"(selection matched nothing it could judge: {selection}); its 'no issue' means nothing")
+    return (
+        f"{name}: evaluated no tensor in {steps_evaluated} steps "
+        f"(selection matched nothing it could judge: {selection}); its 'no issue' means nothing"
+    )

@@ -202,8 +202,11 @@ class LocalStore(Store):
         prefix = f"{key}/" if key else ""
         if not folders:  # files only (the common leaf folder): no Python statement per name
             names.sort()
-            out.extend([prefix + n for n in names] if start_after is None else [
-                c for n in names if (c := prefix + n) > start_after])
+            out.extend(
+                [prefix + n for n in names]
+                if start_after is None
+                else [c for n in names if (c := prefix + n) > start_after]
+            )
             return
         # sorted as keys sort: a folder's name is followed by '/', which sorts after '-' and '.'
         # (a file's name holds no '/': a name that ends with one is a folder's)

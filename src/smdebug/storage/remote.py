@@ -153,10 +153,11 @@ class FsspecStore(Store):
         except Exception as exc:  # noqa: BLE001
             raise self._wrap(prefix, exc, "list") from exc
         top = self._fsroot + "/" if self._fsroot else ""
-        keys = sorted(p[len(top):] for p in map(self.fs._strip_protocol, found) if p.startswith(top))
+        keys = sorted(p[len(top) :] for p in map(self.fs._strip_protocol, found) if p.startswith(top))
         under = base + "/"
         return [
-            k for k in keys
+            k
+            for k in keys
             if (not base or k == base or k.startswith(under)) and (start_after is None or k > start_after)
         ]
 

@@ -41,9 +41,17 @@ BODY_ATTEMPTS = 3  # a GET whose body breaks off is asked again
 
 _THROTTLING = frozenset(
     {
-        "SlowDown", "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
-        "RequestThrottledException", "TooManyRequestsException", "RequestLimitExceeded",
-        "BandwidthLimitExceeded", "ProvisionedThroughputExceededException", "EC2ThrottledException",
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "ProvisionedThroughputExceededException",
+        "EC2ThrottledException",
     }
 )
 _TRANSIENT_CODES = frozenset(
@@ -58,7 +66,9 @@ def endpoint_from_env() -> str | None:
 
 
 def retry_delay(
-    attempts: int, response: tuple[Any, dict | None] | None = None, caught_exception: BaseException | None = None,
+    attempts: int,
+    response: tuple[Any, dict | None] | None = None,
+    caught_exception: BaseException | None = None,
     **_: object,
 ) -> float | None:
     """botocore ``needs-retry`` handler: seconds to wait before the next attempt, or None.
@@ -158,8 +168,10 @@ class S3Store(FsspecStore):
         if err is exc:
             return err
         if _error_code(exc) == "NoSuchBucket":
-            err = ObjectNotFound(f"cannot {verb} {self.describe(key)}: the bucket {self.bucket!r} does not exist "
-                                 "(check its name, and the endpoint or region)")
+            err = ObjectNotFound(
+                f"cannot {verb} {self.describe(key)}: the bucket {self.bucket!r} does not exist "
+                "(check its name, and the endpoint or region)"
+            )
         elif isinstance(exc, (PermissionError, bce.NoCredentialsError, bce.PartialCredentialsError)):
             err = StorageError(f"{err} (check the AWS credentials: environment, ~/.aws or instance role)")
         elif isinstance(exc, _CONNECT_ERRORS):

@@ -18,6 +18,16 @@ _slot = bind(KerasHook)
 get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook
 
 __all__ = [
-    "KerasHook", "Collection", "CollectionManager", "CollectionKeys", "SaveConfig", "SaveConfigMode",
-    "ReductionConfig", "modes", "create_trial", "get_hook", "set_hook", "del_hook",
+    "KerasHook",
+    "Collection",
+    "CollectionManager",
+    "CollectionKeys",
+    "SaveConfig",
+    "SaveConfigMode",
+    "ReductionConfig",
+    "modes",
+    "create_trial",
+    "get_hook",
+    "set_hook",
+    "del_hook",
 ]

@@ -55,8 +55,11 @@ def read_variable(var: Any) -> tf.Tensor:
     ``tf.convert_to_tensor`` (the hook reads every saved weight at every saved step). Distributed
     variables, and anything read while tracing, go through ``tf.convert_to_tensor``."""
     handle = getattr(var, "handle", None)
-    if (getattr(handle, "dtype", None) == tf.resource and not isinstance(var, tf.distribute.DistributedValues)
-            and tf.executing_eagerly()):
+    if (
+        getattr(handle, "dtype", None) == tf.resource
+        and not isinstance(var, tf.distribute.DistributedValues)
+        and tf.executing_eagerly()
+    ):
         return tf.raw_ops.ReadVariableOp(resource=handle, dtype=var.dtype)
     return tf.convert_to_tensor(var)
 
@@ -99,5 +102,11 @@ class KerasAdapter(NumpyAdapter):
 
     def materialize(self, objs: list, held: list | None = None) -> list:
         compute_together(objs)  # the step's reductions: one reduce_moments per dtype
-        return [host_view(o) if isinstance(o, tf.Tensor) else o.compute() if isinstance(o, DeferredReduction)
-                else np.asarray(o) for o in objs]
+        return [
+            host_view(o)
+            if isinstance(o, tf.Tensor)
+            else o.compute()
+            if isinstance(o, DeferredReduction)
+            else np.asarray(o)
+            for o in objs
+        ]

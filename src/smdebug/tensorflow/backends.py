@@ -26,8 +26,17 @@ from typing import Any
 import keras
 import numpy as np
 
-__all__ = ["name", "is_tensorflow", "to_numpy", "as_value", "make_adapter", "sync_state", "is_symbolic",
-           "for_stash", "limits"]
+__all__ = [
+    "name",
+    "is_tensorflow",
+    "to_numpy",
+    "as_value",
+    "make_adapter",
+    "sync_state",
+    "is_symbolic",
+    "for_stash",
+    "limits",
+]
 
 
 def name() -> str:
@@ -116,6 +125,8 @@ def limits() -> list[str]:
         from keras.src.backend.config import is_nnx_enabled
 
         if is_nnx_enabled():
-            out.append("gradients and layer inputs/outputs inside fit (Keras' Flax NNX mode traces the class's "
-                       "train_step, not the model's)")
+            out.append(
+                "gradients and layer inputs/outputs inside fit (Keras' Flax NNX mode traces the class's "
+                "train_step, not the model's)"
+            )
     return out

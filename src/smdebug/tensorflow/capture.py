@@ -102,8 +102,14 @@ class DualFunction:
 
     _smdebug = True
 
-    def __init__(self, plain, instrumented, wants_capture: Callable[[], bool], receive: Callable[[dict], None],
-                 host: HostValues | None = None):
+    def __init__(
+        self,
+        plain,
+        instrumented,
+        wants_capture: Callable[[], bool],
+        receive: Callable[[dict], None],
+        host: HostValues | None = None,
+    ):
         self.plain = plain
         self.instrumented = instrumented
         self.wants_capture = wants_capture
@@ -177,8 +183,11 @@ def _wrap_apply(optimizer, stash: Stash, name_of: Callable) -> None:
     def apply(grads, trainable_variables=None):
         if stash.active:
             # on jax, stateless_apply calls apply(grads): the variables are the optimizer's own
-            variables = trainable_variables if trainable_variables is not None else getattr(
-                optimizer, "_trainable_variables", None)
+            variables = (
+                trainable_variables
+                if trainable_variables is not None
+                else getattr(optimizer, "_trainable_variables", None)
+            )
             for g, v in zip(grads, variables or ()):
                 if g is not None:
                     stash.put(name_of(v), _dense(g))
@@ -232,8 +241,16 @@ def _put_all(stash: Stash, name: str, value) -> None:
         stash.put(name, value)
 
 
-def install(model, stash: Stash, *, gradients: bool, layers: bool, grad_name: Callable,
-            wants_capture: Callable[[str], bool], receive: Callable[[str, dict], None]) -> None:
+def install(
+    model,
+    stash: Stash,
+    *,
+    gradients: bool,
+    layers: bool,
+    grad_name: Callable,
+    wants_capture: Callable[[str], bool],
+    receive: Callable[[str, dict], None],
+) -> None:
     """Give ``model`` dual train and test functions (idempotent: a second fit reuses them)."""
     if gradients and getattr(model, "optimizer", None) is not None:
         _wrap_apply(model.optimizer, stash, grad_name)
@@ -247,9 +264,17 @@ def install(model, stash: Stash, *, gradients: bool, layers: bool, grad_name: Ca
             continue
         plain, instrumented = _dual(model, kind, stash)
         mode = "TRAIN" if kind == "train" else "EVAL"
-        setattr(model, attr, DualFunction(plain, instrumented, functools.partial(wants_capture, mode),
-                                          functools.partial(receive, mode),
-                                          host=stash.host if backends.name() == "jax" else None))
+        setattr(
+            model,
+            attr,
+            DualFunction(
+                plain,
+                instrumented,
+                functools.partial(wants_capture, mode),
+                functools.partial(receive, mode),
+                host=stash.host if backends.name() == "jax" else None,
+            ),
+        )
 
 
 def _dual(model, kind: str, stash: Stash) -> tuple:

@@ -99,7 +99,9 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._capture_colls: set = set()  # collections whose regexes match gradients or layers
         cannot = backends.limits()
         if cannot:  # one warning, when the hook is made
-            logger.warning("smdebug: on Keras' %s backend the KerasHook cannot save %s", backends.name(), "; ".join(cannot))
+            logger.warning(
+                "smdebug: on Keras' %s backend the KerasHook cannot save %s", backends.name(), "; ".join(cannot)
+            )
 
     # ---------------------------------------------------------------- collections
     def _wants(self, coll: str) -> bool:
@@ -182,7 +184,8 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         # a collection's regex sees the captured tensors too (``include("dense_1/")``: its gradients)
         layers = model._flatten_layers(include_self=False, recursive=True)
         grad_probes = [names.gradient_name(v, top) for v in model.trainable_weights] or [
-            f"gradients/{la.name}/{var}Grad" for la in layers for var in ("kernel", "bias")]  # not built yet
+            f"gradients/{la.name}/{var}Grad" for la in layers for var in ("kernel", "bias")
+        ]  # not built yet
         by_regex_g = self._regex_collections(grad_probes)
         by_regex_l = self._regex_collections([f"{la.name}/{io}" for la in layers for io in ("inputs", "outputs")])
         self._capture_colls |= by_regex_g | by_regex_l
@@ -193,9 +196,13 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
                 self._assign(names.gradient_name(v, top), _K.GRADIENTS)
         if want_grads or want_layers:
             capture.install(
-                model, self._stash, gradients=want_grads, layers=want_layers,
+                model,
+                self._stash,
+                gradients=want_grads,
+                layers=want_layers,
                 grad_name=lambda v, _top=top: names.gradient_name(v, _top),
-                wants_capture=self._wants_capture, receive=self._receive,
+                wants_capture=self._wants_capture,
+                receive=self._receive,
             )
 
     def _refresh_variables(self) -> None:
@@ -208,8 +215,11 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
     def _regex_collections(self, probes: list) -> set:
         """The saved collections whose regexes match one of ``probes`` (tensor names)."""
         colls = self.collection_manager.get_collections()
-        return {name for name in self.include_collections
-                if (c := colls.get(name)) is not None and c.include_regex and any(c.matches(p) for p in probes)}
+        return {
+            name
+            for name in self.include_collections
+            if (c := colls.get(name)) is not None and c.include_regex and any(c.matches(p) for p in probes)
+        }
 
     @guarded(default=False)
     def _wants_capture(self, mode: str) -> bool:
@@ -350,7 +360,9 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     # ---------------------------------------------------------------- user tensors
     @guarded(check=check_save_tensor)
-    def save_tensor(self, tensor_name: Any, tensor_value: Any, collections_to_write: Any = CollectionKeys.DEFAULT) -> None:
+    def save_tensor(
+        self, tensor_name: Any, tensor_value: Any, collections_to_write: Any = CollectionKeys.DEFAULT
+    ) -> None:
         super().save_tensor(tensor_name, backends.to_numpy(tensor_value), collections_to_write)
 
     def _write_held(self) -> None:

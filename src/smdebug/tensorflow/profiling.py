@@ -91,8 +91,12 @@ def _get_iterator(self):
     if _active is None:
         return dataset
     if getattr(self, "steps_per_execution", 1) != 1:
-        _warn_once("spe", "smdebug: profiler: steps_per_execution=%s: Keras fetches batches inside its graph "
-                   "loop, no DataIterator events are recorded", getattr(self, "steps_per_execution", None))
+        _warn_once(
+            "spe",
+            "smdebug: profiler: steps_per_execution=%s: Keras fetches batches inside its graph "
+            "loop, no DataIterator events are recorded",
+            getattr(self, "steps_per_execution", None),
+        )
         return dataset
     return _TimedDataset(dataset)
 
@@ -105,8 +109,10 @@ def _install_patch() -> bool:
         try:
             from keras.src.backend.tensorflow.trainer import TFEpochIterator
         except ImportError:
-            _warn_once("keras", "smdebug: profiler: this Keras has no TensorFlow TFEpochIterator: no DataIterator "
-                       "events are recorded")
+            _warn_once(
+                "keras",
+                "smdebug: profiler: this Keras has no TensorFlow TFEpochIterator: no DataIterator events are recorded",
+            )
             return False
         _original_get_iterator = TFEpochIterator._get_iterator
         TFEpochIterator._get_iterator = _get_iterator
@@ -156,8 +162,12 @@ class TFDetailedProfiling:
             try:
                 tf.profiler.experimental.start(log_dir)
             except (tf.errors.AlreadyExistsError, tf.errors.UnavailableError) as exc:
-                logger.warning("smdebug: profiler: detailed profiling from step %s is skipped: another TensorFlow "
-                               "profile is running (%s)", step, exc)
+                logger.warning(
+                    "smdebug: profiler: detailed profiling from step %s is skipped: another TensorFlow "
+                    "profile is running (%s)",
+                    step,
+                    exc,
+                )
                 self._refused = True
                 return
             self._log_dir, self._start_us = log_dir, start
@@ -188,8 +198,9 @@ class KerasProfiling:
         self.detailed = None
         cfg = profiler.config
         if cfg.detailed is not None and not cfg.disabled:
-            self.detailed = TFDetailedProfiling(profiler.root, profiler.node_id, cfg.detailed,
-                                                on_file=profiler.file_done)
+            self.detailed = TFDetailedProfiling(
+                profiler.root, profiler.node_id, cfg.detailed, on_file=profiler.file_done
+            )
         if profiler.timeline is not None and _install_patch():
             _active = self
 
@@ -230,8 +241,9 @@ class KerasProfiling:
             if p.propagate_errors:
                 raise
             p.disabled = True
-            logger.exception("smdebug: profiler: %s failed; the profiler is disabled, training goes on",
-                             getattr(fn, "__name__", fn))
+            logger.exception(
+                "smdebug: profiler: %s failed; the profiler is disabled, training goes on", getattr(fn, "__name__", fn)
+            )
 
     def close(self) -> None:
         global _active

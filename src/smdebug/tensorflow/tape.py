@@ -67,8 +67,10 @@ def _optimizer_applied(hook: Any, optimizer: Any) -> None:
 
 def wrap_tape(hook, tape):
     if not backends.is_tensorflow():
-        raise SMDebugTypeError(f"wrap_tape needs Keras' TensorFlow backend (a tf.GradientTape); Keras runs on "
-                               f"{backends.name()}: use model.fit with the hook as a callback")
+        raise SMDebugTypeError(
+            f"wrap_tape needs Keras' TensorFlow backend (a tf.GradientTape); Keras runs on "
+            f"{backends.name()}: use model.fit with the hook as a callback"
+        )
     import tensorflow as tf
 
     if not isinstance(tape, tf.GradientTape):

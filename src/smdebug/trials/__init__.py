@@ -36,37 +36,67 @@ DEFAULT_PROFILER_OUTPUT_DIR = "/opt/ml/processing/outputs/"
 
 
 @overload
-def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None,
-                 profiler: Literal[False] = False, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
-                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> Trial: ...
+def create_trial(
+    path: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    profiler: Literal[False] = False,
+    output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+    *,
+    range_steps: tuple[int | None, int | None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> Trial: ...
 
 
 @overload
-def create_trial(path: str | os.PathLike[str] | None, name: str | None, profiler: Literal[True],
-                 output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
-                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> ProfilerTrial: ...
+def create_trial(
+    path: str | os.PathLike[str] | None,
+    name: str | None,
+    profiler: Literal[True],
+    output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+    *,
+    range_steps: tuple[int | None, int | None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> ProfilerTrial: ...
 
 
 @overload
-def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, *,
-                 profiler: Literal[True], output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
-                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> ProfilerTrial: ...
+def create_trial(
+    path: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    *,
+    profiler: Literal[True],
+    output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+    range_steps: tuple[int | None, int | None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> ProfilerTrial: ...
 
 
 @overload
-def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, profiler: bool = False,
-                 output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
-                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> Trial | ProfilerTrial: ...
+def create_trial(
+    path: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    profiler: bool = False,
+    output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+    *,
+    range_steps: tuple[int | None, int | None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> Trial | ProfilerTrial: ...
 
 
-def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = None, profiler: bool = False,
-                 output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, *,
-                 range_steps: tuple[int | None, int | None] | None = None, out_dir: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> Trial | ProfilerTrial:
+def create_trial(
+    path: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    profiler: bool = False,
+    output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
+    *,
+    range_steps: tuple[int | None, int | None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> Trial | ProfilerTrial:
     """Open the trial at a local path or ``s3://bucket/prefix``.
 
     ``name`` defaults to the last component of the path. ``profiler=True`` opens the job's
@@ -84,8 +114,10 @@ def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = 
     if path is None:
         raise SMDebugTypeError("create_trial needs a path (a local folder or s3://bucket/prefix)")
     if not isinstance(profiler, bool):
-        raise SMDebugTypeError(f"create_trial: profiler={profiler!r} must be True or False (the third "
-                               "argument; pass a step range as range_steps=(begin, end))")
+        raise SMDebugTypeError(
+            f"create_trial: profiler={profiler!r} must be True or False (the third "
+            "argument; pass a step range as range_steps=(begin, end))"
+        )
     path = os.fspath(path).strip() if hasattr(path, "__fspath__") else str(path).strip()
     if name is None:
         name = os.path.basename(path.rstrip("/"))
@@ -96,8 +128,9 @@ def create_trial(path: str | os.PathLike[str] | None = None, name: str | None = 
     return Trial(name, open_store(path), range_steps=range_steps, **kwargs)
 
 
-def create_profiler_trial(path: str, name: str | None, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR,
-                          **kwargs: Any) -> ProfilerTrial:
+def create_profiler_trial(
+    path: str, name: str | None, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, **kwargs: Any
+) -> ProfilerTrial:
     """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here):
     :class:`smdebug.trials.profiler_trial.ProfilerTrial` over ``<path>/system`` and
     ``<path>/framework``; ``output_dir`` is where profiler rules write their reports."""
@@ -124,7 +157,12 @@ def _refuse_a_tensor_trial(path: str) -> None:
     except Exception:  # noqa: BLE001 - not there (yet): a live job's folder is read as it comes
         return
     if "index" in folders or "events" in folders:
-        hint = (f"; its profile is in {path.rstrip('/')}/profiler" if "profiler" in folders
-                else "; the hook wrote no profile there (ProfilerConfig)")
-        raise SMDebugValueError(f"create_trial({path!r}, profiler=True): {path} is a tensor trial (create_trial(path) "
-                                f"reads it), not a profile{hint}")
+        hint = (
+            f"; its profile is in {path.rstrip('/')}/profiler"
+            if "profiler" in folders
+            else "; the hook wrote no profile there (ProfilerConfig)"
+        )
+        raise SMDebugValueError(
+            f"create_trial({path!r}, profiler=True): {path} is a tensor trial (create_trial(path) "
+            f"reads it), not a profile{hint}"
+        )

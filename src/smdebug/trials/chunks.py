@@ -24,8 +24,21 @@ class Chunk:
     files instead, and every later lookup uses those.
     """
 
-    __slots__ = ("key", "where", "worker", "bucket", "head", "steps", "rows", "live_steps", "layouts", "_entries",
-                 "_load", "_fallback", "_files")
+    __slots__ = (
+        "key",
+        "where",
+        "worker",
+        "bucket",
+        "head",
+        "steps",
+        "rows",
+        "live_steps",
+        "layouts",
+        "_entries",
+        "_load",
+        "_fallback",
+        "_files",
+    )
 
     def __init__(self, key: str, where: str, head: ConsolidatedHead, layouts: list, load, fallback, rows=None):
         self.key, self.where = key, where

@@ -77,7 +77,8 @@ class _Warner:
         first = not self.coverage.fallbacks
         self.coverage.fallbacks.append(msg)
         (logger.warning if first else logger.debug)(
-            "smdebug: %s; reading the per-step index files instead (nothing is lost, only speed)", msg)
+            "smdebug: %s; reading the per-step index files instead (nothing is lost, only speed)", msg
+        )
 
 
 def _in_range(bucket: int, rng) -> bool:
@@ -151,8 +152,9 @@ def _read_head(store: Store, key: str, tag: int, bucket: int, worker: str, res):
         buf = buf + store.read_ranges(key, [(len(buf), end - len(buf))])[0]
     head = decode_head(buf, where)
     if (head.worker, head.bucket) != (worker, bucket) or crc32c(bytes(buf[:end])) != tag:
-        raise IndexReaderException(f"{where}: stale: holds bucket {head.bucket} of {head.worker}, "
-                                   "or a head its name does not match")
+        raise IndexReaderException(
+            f"{where}: stale: holds bucket {head.bucket} of {head.worker}, or a head its name does not match"
+        )
     entries = None
     if len(buf) >= head.entries_offset + head.entries_len:
         entries = decode_entries(head, buf[head.entries_offset :], where)
@@ -288,8 +290,12 @@ def rewritten_since(store: Store, chunk, rows) -> str | None:
         except IndexReaderException as exc:
             return f"step {step}: {exc}"
         tags = chunk.head.layouts[chunk.head.layout_ids[row]].tags
-        same = (tuple(p.tags) == tuple(tags) and p.event_file_name == chunk.event_key(row)
-                and int(chunk.head.mode_steps[row]) == p.mode_step and int(chunk.head.modes[row]) == p.mode.value)
+        same = (
+            tuple(p.tags) == tuple(tags)
+            and p.event_file_name == chunk.event_key(row)
+            and int(chunk.head.mode_steps[row]) == p.mode_step
+            and int(chunk.head.modes[row]) == p.mode.value
+        )
         for pos in range(len(tags)) if same else ():
             crc = None if p.crcs is None else p.crcs[pos]
             if chunk.location(row, pos, where) != (p.starts[pos], p.lengths[pos]) or chunk.crc(row, pos) != crc:

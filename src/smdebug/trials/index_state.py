@@ -65,7 +65,6 @@ class Layout:
             tensors.setdefault(name, [-1, {}])
         self.tensors = tensors
 
-
     def steps_and_modes(self) -> tuple[set, dict]:
         """The global steps of this layout's files and {mode: {mode step: global step}} (the first
         file of a mode step wins), taken in once for every tensor of the layout."""
@@ -82,8 +81,19 @@ class Layout:
 class IndexFile:
     """One index file: one global step of one worker, one mode."""
 
-    __slots__ = ("key", "step", "worker", "mode", "mode_step", "event_key", "layout", "starts", "lengths", "shapes",
-                 "crcs")
+    __slots__ = (
+        "key",
+        "step",
+        "worker",
+        "mode",
+        "mode_step",
+        "event_key",
+        "layout",
+        "starts",
+        "lengths",
+        "shapes",
+        "crcs",
+    )
 
     def __init__(self, key: str, step: int, worker: str, parsed: ParsedIndex, layout: Layout):
         self.key = key
@@ -112,9 +122,7 @@ class IndexFile:
             raise IndexReaderException(f"{where}: the index names no event file (event_file_name is empty)")
         start, length = self.starts[pos], self.lengths[pos]
         if type(start) is not int or type(length) is not int or start < 0 or length < 16 or start + length > 2**63 - 1:
-            raise IndexReaderException(
-                f"{where}: bad record location start_idx={start!r} length={length!r}"
-            )
+            raise IndexReaderException(f"{where}: bad record location start_idx={start!r} length={length!r}")
         return start, length
 
 
@@ -224,8 +232,12 @@ class IndexState:
             chunk = max(window // 2, 1)
             cut = min(-(-excess // chunk) * chunk, len(pending))
             last = pending[cut - 1]
-            logger.info("smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as "
-                        "complete", len(pending), window, last)
+            logger.info(
+                "smdebug: %d steps wait for straggling workers (window %d); treating steps up to %d as complete",
+                len(pending),
+                window,
+                last,
+            )
         return last
 
     def max_step(self) -> int:

@@ -8,8 +8,15 @@ from typing import Any
 
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = ["check_range", "parse_poll_interval", "incomplete_step_window", "collection_wait_seconds",
-           "INCOMPLETE_STEP_WAIT_WINDOW_KEY", "COLLECTION_WAIT_TIMEOUT_KEY", "POLL_INTERVAL_KEY"]
+__all__ = [
+    "check_range",
+    "parse_poll_interval",
+    "incomplete_step_window",
+    "collection_wait_seconds",
+    "INCOMPLETE_STEP_WAIT_WINDOW_KEY",
+    "COLLECTION_WAIT_TIMEOUT_KEY",
+    "POLL_INTERVAL_KEY",
+]
 
 INCOMPLETE_STEP_WAIT_WINDOW_KEY = "SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW"
 INCOMPLETE_STEP_WAIT_WINDOW_DEFAULT = 1000
@@ -35,7 +42,9 @@ def check_range(range_steps: Any) -> tuple[int | None, int | None] | None:
 
 def parse_poll_interval(value: Any) -> float:
     """Seconds between two looks at a live trial: ``poll_interval``, else $SMDEBUG_POLL_INTERVAL, else 1."""
-    where, value = ("poll_interval", value) if value is not None else (POLL_INTERVAL_KEY, os.getenv(POLL_INTERVAL_KEY, "1"))
+    where, value = (
+        ("poll_interval", value) if value is not None else (POLL_INTERVAL_KEY, os.getenv(POLL_INTERVAL_KEY, "1"))
+    )
     try:
         if float(value) > 0:
             return float(value)

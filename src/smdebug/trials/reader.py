@@ -123,8 +123,9 @@ class RecordReader:
         for (ekey, sp, group), res in zip(wanted, results):
             if isinstance(res, ObjectNotFound):
                 ikey = picks[group[0][2]].file.key
-                raise EventFileCorrupt(f"{store.describe(ekey)} is missing, but the index {store.describe(ikey)} "
-                                       "points to it")
+                raise EventFileCorrupt(
+                    f"{store.describe(ekey)} is missing, but the index {store.describe(ikey)} points to it"
+                )
             if isinstance(res, Exception):
                 raise res
             if cache is not None:
@@ -146,8 +147,12 @@ class RecordReader:
                 if crc is not None and off + length <= len(buf):  # (a short buffer: the decoder says truncated)
                     body = memoryview(buf)[off + HEADER_BYTES : off + length - 4]
                     if crc32c(body) != crc:
-                        check_payload(body, RecordCheck(f.step, p.tensor, crc, Where(store, f.key)),  # type: ignore[arg-type]
-                                      where, start)
+                        check_payload(
+                            body,
+                            RecordCheck(f.step, p.tensor, crc, Where(store, f.key)),  # type: ignore[arg-type]
+                            where,
+                            start,
+                        )
                 out[i] = decode(buf, off, length, (f.layout, p.pos), where, start)
         return out
 

@@ -34,6 +34,7 @@ class Where:
     def __format__(self, spec):
         return format(str(self), spec)
 
+
 WINDOW = 256 * 1024  # bytes fetched around a requested record on object storage
 
 

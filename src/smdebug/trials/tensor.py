@@ -53,8 +53,9 @@ class TrialView(Protocol):
 
     def _global_step_currently(self, mode: ModeKeys | None, mode_step: int) -> Any: ...
 
-    def _check_step_readable(self, step: int, worker: str | None = None,
-                             mode: ModeKeys | None = ModeKeys.GLOBAL) -> None: ...
+    def _check_step_readable(
+        self, step: int, worker: str | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL
+    ) -> None: ...
 
 
 class Tensor:
@@ -272,8 +273,9 @@ class Tensor:
             picks.append((f, pos))
         return dict(zip(steps, self._read(picks)))
 
-    def reduction_values(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL,
-                         worker: str | None = None) -> dict[tuple[str, bool], np.ndarray]:
+    def reduction_values(
+        self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None
+    ) -> dict[tuple[str, bool], np.ndarray]:
         """{(reduction name, abs): value} of the reductions saved at the step."""
         f = self._file(step_num, mode, worker)
         entry = f.layout.tensors.get(self.name)
@@ -281,8 +283,14 @@ class Tensor:
         keys = list(reds)
         return dict(zip(keys, self._read([(f, reds[k]) for k in keys])))
 
-    def reduction_value(self, step_num: int, reduction_name: str, mode: ModeKeys | None = ModeKeys.GLOBAL,
-                        worker: str | None = None, abs: bool = False) -> np.ndarray:
+    def reduction_value(
+        self,
+        step_num: int,
+        reduction_name: str,
+        mode: ModeKeys | None = ModeKeys.GLOBAL,
+        worker: str | None = None,
+        abs: bool = False,
+    ) -> np.ndarray:
         """A saved reduction, or one computed from the saved raw tensor (vector norms)."""
         f = self._file(step_num, mode, worker)
         entry = f.layout.tensors.get(self.name)
@@ -294,7 +302,9 @@ class Tensor:
                 return get_numpy_reduction(reduction_name, self._read([(f, entry[0])])[0], abs)
         raise TensorUnavailableForStep(self.name, step_num, mode, reduction=reduction_name, abs=bool(abs))
 
-    def saved(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> dict[str, Any]:
+    def saved(
+        self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None
+    ) -> dict[str, Any]:
         """What was saved of this tensor at a step, without reading a value.
 
         ``{"raw": bool, "reductions": [(name, abs), ...], "shape": tuple or None}``; the shape is
@@ -309,7 +319,9 @@ class Tensor:
             "shape": tuple(saved_shape[0]) if saved_shape is not None else None,
         }
 
-    def shape(self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None) -> tuple[int, ...]:
+    def shape(
+        self, step_num: int, mode: ModeKeys | None = ModeKeys.GLOBAL, worker: str | None = None
+    ) -> tuple[int, ...]:
         f = self._file(step_num, mode, worker)
         saved = f.shapes.get(self.name)
         if saved is not None:

@@ -44,6 +44,7 @@ __all__ = ["Trial"]
 
 logger = logging.getLogger("smdebug")
 
+
 class Trial:
     """Reads a trial folder (or S3 prefix) written by an smdebug hook or FileWriter.
 
@@ -103,8 +104,11 @@ class Trial:
             if keys:
                 break
             if self._training_ended() or time.monotonic() >= deadline:
-                raise MissingCollectionFiles(self.path if os.path.exists(self.path) or "://" in self.path
-                                             else f"{self.path} (which does not exist)")
+                raise MissingCollectionFiles(
+                    self.path
+                    if os.path.exists(self.path) or "://" in self.path
+                    else f"{self.path} (which does not exist)"
+                )
             time.sleep(min(self.poll_interval, max(deadline - time.monotonic(), 0.01)))
         first = keys[0]
         self.collection_manager = CollectionManager.load_from_string(
@@ -126,8 +130,9 @@ class Trial:
         """Read index files that appeared since the last refresh."""
         listed = []
         if self._coverage is None:  # the consolidated index objects, read once at open
-            self._coverage = open_consolidated(self.store, self._index, self.worker_set, self.num_workers,
-                                               self.range_steps)
+            self._coverage = open_consolidated(
+                self.store, self._index, self.worker_set, self.num_workers, self.range_steps
+            )
             self._list_after = max(self._list_after or "", self._coverage.list_after or "") or None
             listed, self._coverage.extra = self._coverage.extra, []  # steps written after their bucket's object
         listed += [(k, parse_index_key(k)) for k in self.store.list(INDEX_PREFIX, start_after=self._list_after)]
@@ -200,9 +205,15 @@ class Trial:
             names |= self._tensors_matching_regex(coll.include_regex, f"include_regex of collection {coll.name!r}")
         return names
 
-    def tensor_names(self, step: int | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL,
-                     regex: str | Iterable[str] | None = None, collection: Collection | str | None = None, *,
-                     show_prefixed_tensors: bool = False) -> list[str]:
+    def tensor_names(
+        self,
+        step: int | None = None,
+        mode: ModeKeys | None = ModeKeys.GLOBAL,
+        regex: str | Iterable[str] | None = None,
+        collection: Collection | str | None = None,
+        *,
+        show_prefixed_tensors: bool = False,
+    ) -> list[str]:
         """Names of saved tensors, filtered by step (of ``mode``), mode, regex or collection."""
         self.maybe_refresh()
         mode = mode or ModeKeys.GLOBAL
@@ -237,11 +248,7 @@ class Trial:
 
     # ------------------------------------------------------------------ steps and modes
     def _is_complete(self, g: int) -> bool:
-        return (
-            self.loaded_all_steps
-            or self.last_complete_step >= g
-            or self._index.worker_count(g) >= self.num_workers
-        )
+        return self.loaded_all_steps or self.last_complete_step >= g or self._index.worker_count(g) >= self.num_workers
 
     def _all_steps(self, mode: ModeKeys | None = ModeKeys.GLOBAL) -> list[int]:
         mode = mode or ModeKeys.GLOBAL
@@ -308,8 +315,9 @@ class Trial:
             return StepState.AVAILABLE if self._is_complete(g) else StepState.NOT_YET_AVAILABLE
         return StepState.UNAVAILABLE if self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
 
-    def wait_for_steps(self, required_steps: Iterable[int], mode: ModeKeys = ModeKeys.GLOBAL,
-                       timeout: float | None = None) -> None:
+    def wait_for_steps(
+        self, required_steps: Iterable[int], mode: ModeKeys = ModeKeys.GLOBAL, timeout: float | None = None
+    ) -> None:
         """Block until each step is available; StepUnavailable / NoMoreData when it never will be.
 
         ``timeout`` (seconds, default none) bounds the wait with a TimeoutError.
@@ -336,7 +344,9 @@ class Trial:
                     time.sleep(self.poll_interval)
 
     # ------------------------------------------------------------------ values
-    def _check_step_readable(self, step: int, worker: str | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL) -> None:
+    def _check_step_readable(
+        self, step: int, worker: str | None = None, mode: ModeKeys | None = ModeKeys.GLOBAL
+    ) -> None:
         """Raise the error of an unreadable index file of this step (and worker, if given). A step
         of another mode is matched by global step when known; when not, any unreadable index
         file of a global step the trial has not mapped may hold it, and the error says so."""
@@ -354,7 +364,8 @@ class Trial:
         if unknown:
             raise IndexReaderException(
                 f"step {step} of mode {mode.name} is in no readable index file, and {len(unknown)} index file(s) "
-                f"of this trial cannot be read (it may be in one): {unknown[0]}")
+                f"of this trial cannot be read (it may be in one): {unknown[0]}"
+            )
 
     def _may_hold(self, mode: ModeKeys, mode_step: int, g: int) -> bool:
         """Whether global step ``g`` can be ``mode_step`` of ``mode``, given the steps of that mode known
@@ -369,8 +380,14 @@ class Trial:
         return drop_stale(self.store, files)
 
     # ------------------------------------------------------------------ batched reads
-    def read(self, keys: list[ValueKey], *, reduction: str | None = None, abs: bool = False,
-             reductions_if_no_value: bool = False) -> list[StepValue]:
+    def read(
+        self,
+        keys: list[ValueKey],
+        *,
+        reduction: str | None = None,
+        abs: bool = False,
+        reductions_if_no_value: bool = False,
+    ) -> list[StepValue]:
         """The saved values of ``keys`` (:class:`~smdebug.trials.ValueKey`: name, global step, worker or
         None for every worker) in one batched read, each payload checked against its index's CRC32C;
         what is not saved is left out. With ``reduction`` (and ``abs``), the saved reduction where there

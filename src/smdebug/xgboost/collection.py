@@ -6,8 +6,15 @@ from smdebug.core.config.collection import Collection, CollectionKeys
 from smdebug.core.config.collection_defaults import CollectionDefaults
 from smdebug.core.metric_names import LOSS_REGEX, METRIC_REGEX, is_loss_metric
 
-__all__ = ["Collection", "CollectionManager", "CollectionKeys", "XGBOOST_COLLECTIONS", "DEFAULT_XGBOOST_COLLECTIONS",
-           "DEFAULT_REGEXES", "is_loss_metric"]
+__all__ = [
+    "Collection",
+    "CollectionManager",
+    "CollectionKeys",
+    "XGBOOST_COLLECTIONS",
+    "DEFAULT_XGBOOST_COLLECTIONS",
+    "DEFAULT_REGEXES",
+    "is_loss_metric",
+]
 
 # 1.0.34's regexes, except where they drop what the collection's name promises:
 # - metrics / losses: 1.0.34's `^[a-zA-z]+-[a-zA-z0-9]+$` misses every data set or metric name with

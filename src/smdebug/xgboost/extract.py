@@ -145,8 +145,19 @@ def _tree_row(tree: int, line: str) -> tuple:
     if m:
         node = int(m.group(1))
         nan = float("nan")
-        return (tree, node, f"{tree}-{node}", "Leaf", nan, "nan", "nan", "nan",
-                float(m.group(2)), float(m.group(3)), "nan")
+        return (
+            tree,
+            node,
+            f"{tree}-{node}",
+            "Leaf",
+            nan,
+            "nan",
+            "nan",
+            "nan",
+            float(m.group(2)),
+            float(m.group(3)),
+            "nan",
+        )
     m = _SPLIT.match(line)
     if not m:
         raise ValueError(f"cannot parse tree {tree} of the model dump: {line.strip()!r}")
@@ -159,8 +170,19 @@ def _tree_row(tree: int, line: str) -> tuple:
         feature, _, value = cond.rpartition("<")
         split, category = float(value), "nan"
     yes, no, missing = (f"{tree}-{m.group(i)}" for i in (3, 4, 5))
-    return (tree, node, f"{tree}-{node}", feature, split, yes, no, missing,
-            float(m.group(6)), float(m.group(7)), category)
+    return (
+        tree,
+        node,
+        f"{tree}-{node}",
+        feature,
+        split,
+        yes,
+        no,
+        missing,
+        float(m.group(6)),
+        float(m.group(7)),
+        category,
+    )
 
 
 def hyperparameter_value(value) -> np.ndarray:

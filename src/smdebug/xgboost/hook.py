@@ -31,7 +31,12 @@ __all__ = ["Hook"]
 
 logger = logging.getLogger("smdebug")
 DEFAULT_SAVE_INTERVAL = 10  # 1.0.34's default for XGBoost (other frameworks: SaveConfig's 500)
-JSON_DEFAULT_VALUES: dict[str, Any] = {"save_interval": DEFAULT_SAVE_INTERVAL, "start_step": 0, "end_step": None, "save_steps": []}
+JSON_DEFAULT_VALUES: dict[str, Any] = {
+    "save_interval": DEFAULT_SAVE_INTERVAL,
+    "start_step": 0,
+    "end_step": None,
+    "save_steps": [],
+}
 
 
 @dataclass(kw_only=True)
@@ -125,8 +130,10 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
 
     def _check_open(self, name: str) -> None:
         if self._sent_away():
-            raise SMDebugRuntimeError(f"{name} is not saved: this hook was sent to the Dask workers, which save the "
-                                      f"training in {self.out_dir}; make another hook (another out_dir) for the client")
+            raise SMDebugRuntimeError(
+                f"{name} is not saved: this hook was sent to the Dask workers, which save the "
+                f"training in {self.out_dir}; make another hook (another out_dir) for the client"
+            )
         super()._check_open(name)
 
     def __deepcopy__(self, memo: Any) -> Any:
@@ -197,8 +204,11 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
     @guarded()
     def _after_iteration(self, model: Any, epoch: Any, evals_log: Any) -> None:
         if self._training_ended or self._closed:  # one training run per hook
-            self._warn_once("closed", "smdebug: this hook's training run ended; make a new hook for "
-                            "another run (nothing of this one is saved)")
+            self._warn_once(
+                "closed",
+                "smdebug: this hook's training run ended; make a new hook for "
+                "another run (nothing of this one is saved)",
+            )
             return
         if self._trees_kind is None:
             self._before_training(model)
@@ -236,8 +246,9 @@ class Hook(BaseHook, xgb.callback.TrainingCallback):
             if CK.TREES in saves:
                 for column, values in extract.round_trees(model).items():
                     save(f"trees/{column}", values)
-        if (CK.FULL_SHAP in saves or CK.AVERAGE_SHAP in saves) and self._have(self.train_data is not None,
-                                                                               "train_data"):
+        if (CK.FULL_SHAP in saves or CK.AVERAGE_SHAP in saves) and self._have(
+            self.train_data is not None, "train_data"
+        ):
             shap = extract.shap_values(model, self.train_data)
             if CK.AVERAGE_SHAP in saves:
                 for name, value in zip(shap.names, shap.average()):

@@ -67,8 +67,9 @@ def main():
     batches = None
     if args.workers:
         data = torch.utils.data.TensorDataset(x, y)
-        batches = iter(torch.utils.data.DataLoader(data, batch_size=32, num_workers=args.workers,
-                                                   multiprocessing_context="spawn"))
+        batches = iter(
+            torch.utils.data.DataLoader(data, batch_size=32, num_workers=args.workers, multiprocessing_context="spawn")
+        )
     scaler = torch.amp.GradScaler("cpu") if args.amp else None
     timeline = open(args.timeline, "a", buffering=1) if args.timeline else None
     for step in range(args.steps):
@@ -106,7 +107,6 @@ def main():
         rest = args.step_time - (time.monotonic() - t0) + (args.stall if step == args.stall_at else 0.0)
         if rest > 0:
             time.sleep(rest)  # the step's duration, not synchronisation
-
 
     if args.ddp:
         end_gloo()  # see gloo_exit.py

@@ -10,5 +10,8 @@ from smdebug.trials import create_trial  # noqa: E402
 
 trial = create_trial(sys.argv[1])
 names = sorted(trial.tensor_names())
-print(json.dumps({"steps": trial.steps(), "names": names,
-                  "loss": float(trial.tensor("loss_output_0").value(trial.steps()[-1]))}))
+print(
+    json.dumps(
+        {"steps": trial.steps(), "names": names, "loss": float(trial.tensor("loss_output_0").value(trial.steps()[-1]))}
+    )
+)

@@ -23,8 +23,13 @@ if args.api == "train":
     params = {"objective": "binary:logistic", "max_depth": 2, "eta": 0.3}
     if hook is not None:
         hook.hyperparameters, hook.train_data, hook.validation_data = params, dtrain, dval
-    xgb.train(params, dtrain, num_boost_round=5, evals=[(dtrain, "train"), (dval, "validation")],
-              callbacks=[hook] if hook is not None else None)
+    xgb.train(
+        params,
+        dtrain,
+        num_boost_round=5,
+        evals=[(dtrain, "train"), (dval, "validation")],
+        callbacks=[hook] if hook is not None else None,
+    )
 else:
     clf = xgb.XGBClassifier(n_estimators=5, max_depth=2, callbacks=[hook] if hook is not None else None)
     clf.fit(X[:150], y[:150], eval_set=[(X[150:], y[150:])], verbose=False)

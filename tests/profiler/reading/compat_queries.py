@@ -20,8 +20,18 @@ def system_row(e):
 
 
 def framework_row(e):
-    return [e.event_phase, e.event_name, e.start_time, e.end_time, e.duration, e.node_id, e.pid, e.event_args,
-            e.file_type, e.phase]
+    return [
+        e.event_phase,
+        e.event_name,
+        e.start_time,
+        e.end_time,
+        e.duration,
+        e.node_id,
+        e.pid,
+        e.event_args,
+        e.file_type,
+        e.phase,
+    ]
 
 
 root, queries = sys.argv[1], json.loads(open(sys.argv[2]).read())

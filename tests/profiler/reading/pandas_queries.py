@@ -21,8 +21,9 @@ def records(df, columns, shift=(), start=0):
 
 
 def table(df):
-    return sorted(([v.item() if hasattr(v, "item") else v for v in row] for row in df.itertuples(index=False)),
-                  key=json.dumps)
+    return sorted(
+        ([v.item() if hasattr(v, "item") else v for v in row] for row in df.itertuples(index=False)), key=json.dumps
+    )
 
 
 pf = PandasFrame(sys.argv[1])
@@ -34,10 +35,29 @@ out = {
     "system_columns": list(sys_df.columns),
     "framework_columns": list(fw_df.columns),
     "dataloader_columns": list(dl_df.columns),
-    "system": records(sys_df, ["timestamp", "timestamp_us", "value", "system_metric", "dimension", "nodeID", "type"],
-                      ["timestamp_us"], start),
-    "framework": records(fw_df, ["start_time", "end_time", "start_time_us", "end_time_us", "pid", "framework_metric",
-                                 "step", "bytes", "process", "nodeID"], ["start_time_us", "end_time_us"], start),
+    "system": records(
+        sys_df,
+        ["timestamp", "timestamp_us", "value", "system_metric", "dimension", "nodeID", "type"],
+        ["timestamp_us"],
+        start,
+    ),
+    "framework": records(
+        fw_df,
+        [
+            "start_time",
+            "end_time",
+            "start_time_us",
+            "end_time_us",
+            "pid",
+            "framework_metric",
+            "step",
+            "bytes",
+            "process",
+            "nodeID",
+        ],
+        ["start_time_us", "end_time_us"],
+        start,
+    ),
     "dataloader": records(dl_df, [c for c in dl_df.columns], ["start_time_us", "end_time_us"], start),
     "cpu_only": len(pf.get_all_system_metrics(["cpu0"])),
     "forward_only": len(pf.get_all_framework_metrics(["Forward"])),
@@ -52,6 +72,7 @@ out["utilization"] = table(analysis.get_utilization_stats())
 out["utilization_cpu"] = table(analysis.get_utilization_stats(resource=Resource.CPU))
 out["device_usage"] = table(analysis.get_device_usage_stats())
 intervals = analysis.get_training_phase_intervals()
-out["intervals"] = records(intervals, ["start_time_us", "end_time_us", "phase"], ["start_time_us", "end_time_us"],
-                           start)
+out["intervals"] = records(
+    intervals, ["start_time_us", "end_time_us", "phase"], ["start_time_us", "end_time_us"], start
+)
 print(json.dumps(out))

@@ -20,8 +20,19 @@ from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReade
 from smdebug.profiler.analysis.utils.pandas_data_analysis import PandasFrameAnalysis  # noqa: E402
 from smdebug.profiler.analysis.utils.profiler_data_to_pandas import PandasFrame  # noqa: E402
 
-EVENT_FIELDS = ("event_phase", "event_name", "start_time", "end_time", "duration", "node_id", "pid", "phase_pid",
-                "event_args", "file_type", "phase")
+EVENT_FIELDS = (
+    "event_phase",
+    "event_name",
+    "start_time",
+    "end_time",
+    "duration",
+    "node_id",
+    "pid",
+    "phase_pid",
+    "event_args",
+    "file_type",
+    "phase",
+)
 
 
 def plain(v):
@@ -36,8 +47,10 @@ def plain(v):
 
 def rows(df, drop=("tid",)):
     cols = [c for c in df.columns if c not in drop]
-    return {"columns": cols,
-            "rows": sorted(([plain(v) for v in r] for r in df[cols].itertuples(index=False)), key=json.dumps)}
+    return {
+        "columns": cols,
+        "rows": sorted(([plain(v) for v in r] for r in df[cols].itertuples(index=False)), key=json.dumps),
+    }
 
 
 def query(root):
@@ -45,7 +58,9 @@ def query(root):
     events = reader.get_events(0, 4102444800 * 10**6)
     out = {
         "events": sorted(([plain(getattr(e, f)) for f in EVENT_FIELDS] for e in events), key=json.dumps),
-        "step_intervals": [list(reader._get_time_interval_for_step(a, b)) for a, b in ((0, 1), (2, 5), (10, 19), (3, 99))],
+        "step_intervals": [
+            list(reader._get_time_interval_for_step(a, b)) for a, b in ((0, 1), (2, 5), (10, 19), (3, 99))
+        ],
     }
     pf = PandasFrame(root)
     sys_df = pf.get_all_system_metrics()
@@ -55,8 +70,9 @@ def query(root):
     out["framework"] = rows(fw_df)
     analysis = PandasFrameAnalysis(sys_df, fw_df)
     stats = analysis.get_job_statistics()
-    out["job_statistics"] = {k: ({"series": plain(v.tolist())} if type(v).__name__ == "Series" else plain(v))
-                             for k, v in vars(stats).items()}
+    out["job_statistics"] = {
+        k: ({"series": plain(v.tolist())} if type(v).__name__ == "Series" else plain(v)) for k, v in vars(stats).items()
+    }
     out["step_statistics"] = rows(analysis.get_step_statistics(), drop=())
     return out
 

@@ -58,8 +58,11 @@ def _same_answers(profile, root, ours, theirs):
     for k in mine:
         assert mine[k] == (its[k]["series"][0] if k in SERIES_IN_1034 else its[k]), k
     c = {name: i for i, name in enumerate(ours["framework"]["columns"])}
-    step0 = [r[c["start_time_us"]] for r in ours["framework"]["rows"]
-             if r[c["step"]] == 0 and r[c["framework_metric"]] == "Step:ModeKeys.TRAIN"]
+    step0 = [
+        r[c["start_time_us"]]
+        for r in ours["framework"]["rows"]
+        if r[c["step"]] == 0 and r[c["framework_metric"]] == "Step:ModeKeys.TRAIN"
+    ]
     assert mine["initialization"] == min(step0) > first_sample  # from the minute, as 1.0.34
 
 
@@ -76,11 +79,13 @@ def test_the_general_reader_names_phases_as_the_bulk_reader():
     assert Counter(general.phase.tolist()) == Counter(bulk.phase.tolist())
     assert Counter(general.phase.tolist())["Forward-SubModuleInternal"] == 80
     # a name that comes later renames the pid from there on; before any name it is "Unknown"
-    doc = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": 10**15}},
-           {"name": "a", "ph": "X", "pid": 0, "ts": 1, "dur": 1, "args": {}},
-           {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Forward"}},
-           {"name": "b", "ph": "X", "pid": 0, "ts": 2, "dur": 1, "args": {}},
-           {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Backward"}},
-           {"name": "c", "ph": "X", "pid": 0, "ts": 3, "dur": 1, "args": {}}]
+    doc = [
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": 10**15}},
+        {"name": "a", "ph": "X", "pid": 0, "ts": 1, "dur": 1, "args": {}},
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Forward"}},
+        {"name": "b", "ph": "X", "pid": 0, "ts": 2, "dur": 1, "args": {}},
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Backward"}},
+        {"name": "c", "ph": "X", "pid": 0, "ts": 3, "dur": 1, "args": {}},
+    ]
     ev = parse_trace_file(json.dumps(doc).encode(), "doc", "n")
     assert ev.phase.tolist() == ["Unknown", "Forward", "Backward"]

@@ -15,12 +15,23 @@ TABLE = ArgsTable(["pid", "step_num"], [False, True], [np.array([7, 8]), np.arra
 
 def _column() -> ArgsColumn:
     # rows: bytes, table row 1, None, a decoded object, bytes, table row 0
-    return ArgsColumn([DATA, TABLE], np.array([0, 1, NONE, OBJECT, 0, 1], dtype=np.int32),
-                      np.array([2, 1, 0, 0, 31, 0]), np.array([29, 0, 0, 0, 55, 0]), [{"z": 1}])
+    return ArgsColumn(
+        [DATA, TABLE],
+        np.array([0, 1, NONE, OBJECT, 0, 1], dtype=np.int32),
+        np.array([2, 1, 0, 0, 31, 0]),
+        np.array([29, 0, 0, 0, 55, 0]),
+        [{"z": 1}],
+    )
 
 
-EXPECTED = [{"pid": 1, "step_num": "3"}, {"pid": 8, "step_num": "40"}, None, {"z": 1}, {"a": [1, {"b": None}]},
-            {"pid": 7, "step_num": "30"}]
+EXPECTED = [
+    {"pid": 1, "step_num": "3"},
+    {"pid": 8, "step_num": "40"},
+    None,
+    {"z": 1},
+    {"a": [1, {"b": None}]},
+    {"pid": 7, "step_num": "30"},
+]
 
 
 def test_rows_decode_as_the_dicts_they_were():
@@ -51,9 +62,13 @@ def test_frames_mix_lists_and_columns():
     bulk, listed, without = _events(6, _column()), _events(2, [{"l": 1}, None]), _events(3, [])
     merged = FrameworkEvents.concat([bulk, listed, without])
     assert isinstance(merged.args, ArgsColumn)
-    assert list(merged.args) == [a for _, a in sorted(zip(list(bulk.start_us) + [0, 10] + [0, 10, 20],
-                                                          EXPECTED + [{"l": 1}, None, None, None, None]),
-                                                      key=lambda t: t[0])]
+    assert list(merged.args) == [
+        a
+        for _, a in sorted(
+            zip(list(bulk.start_us) + [0, 10] + [0, 10, 20], EXPECTED + [{"l": 1}, None, None, None, None]),
+            key=lambda t: t[0],
+        )
+    ]
     assert list(merged.take(merged.step == 1).args) == [EXPECTED[1], None, None]
     assert list(FrameworkEvents.concat([listed, without]).args) == [{"l": 1}, None, None, None, None]
 
@@ -61,13 +76,26 @@ def test_frames_mix_lists_and_columns():
 def _table(n: int) -> FrameworkEvents:
     i64 = np.arange(n, dtype=np.int64)
     obj = np.array([f"n{i % 3}" for i in range(n)], dtype=object)
-    return FrameworkEvents(obj, obj[::-1].copy(), (i64 * 7) % 50, (i64 * 7) % 50 + 3, i64, obj.copy(), i64 + 1,
-                           i64 + 2, ArgsColumn.from_list([{"i": i} for i in range(n)]), i64 + 3, obj.copy())
+    return FrameworkEvents(
+        obj,
+        obj[::-1].copy(),
+        (i64 * 7) % 50,
+        (i64 * 7) % 50 + 3,
+        i64,
+        obj.copy(),
+        i64 + 1,
+        i64 + 2,
+        ArgsColumn.from_list([{"i": i} for i in range(n)]),
+        i64 + 3,
+        obj.copy(),
+    )
 
 
 def _columns(ev: FrameworkEvents) -> dict:
-    return {f: getattr(ev, f).tolist() for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid",
-                                                 "phase_pid", "file_suffix")} | {"args": list(ev.args)}
+    return {
+        f: getattr(ev, f).tolist()
+        for f in ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid", "phase_pid", "file_suffix")
+    } | {"args": list(ev.args)}
 
 
 def _copy(ev: FrameworkEvents) -> FrameworkEvents:
@@ -107,7 +135,9 @@ def test_a_copy_or_replacement_of_a_range_is_not_taken_as_the_range():
     shifted = dataclasses.replace(table.rows(5, 10), start_us=table.start_us[5:10] + 1000)
     merged = FrameworkEvents.concat([table.rows(0, 5), shifted])
     assert "_rows_of" not in shifted.__dict__
-    assert sorted(merged.start_us.tolist()) == sorted(table.start_us[:5].tolist() + (table.start_us[5:] + 1000).tolist())
+    assert sorted(merged.start_us.tolist()) == sorted(
+        table.start_us[:5].tolist() + (table.start_us[5:] + 1000).tolist()
+    )
     assert "_rows_of" not in table.rows(0, 5).take(np.arange(3)).__dict__
 
 
@@ -124,11 +154,18 @@ def test_joined_columns_are_the_parts_rows_whatever_their_integer_types():
         expected = FrameworkEvents.concat([_copy(p) for p in parts])
         order = np.argsort(np.concatenate([p.start_us for p in parts]), kind="stable")
         assert merged.pid.tolist() == np.concatenate([p.pid.astype(np.int64) for p in parts])[order].tolist()
-        assert merged.phase_pid.tolist() == np.concatenate(
-            [p.phase_pid if p.phase_pid is not None else np.full(len(p), -1) for p in parts])[order].tolist()
-        assert merged.file_suffix.tolist() == np.concatenate(
-            [p.file_suffix if p.file_suffix is not None else np.full(len(p), None, dtype=object) for p in parts]
-        )[order].tolist()
+        assert (
+            merged.phase_pid.tolist()
+            == np.concatenate([p.phase_pid if p.phase_pid is not None else np.full(len(p), -1) for p in parts])[
+                order
+            ].tolist()
+        )
+        assert (
+            merged.file_suffix.tolist()
+            == np.concatenate(
+                [p.file_suffix if p.file_suffix is not None else np.full(len(p), None, dtype=object) for p in parts]
+            )[order].tolist()
+        )
         assert merged.name.tolist() == expected.name.tolist() and merged.step.tolist() == expected.step.tolist()
     unsorted = FrameworkEvents._join([a, b])  # (before sorting: the block rows themselves)
     unsorted.start_us[0] = -1

@@ -45,12 +45,12 @@ def test_literals_are_compared_byte_for_byte_up_to_the_last_position(size):
     the bytes at every position of a buffer, the last ones included: equal where Python finds it,
     and nowhere else, whichever of its bytes differs."""
     rng = random.Random(size)
-    text = bytes(rng.choice(b"ab\"{}:, ") for _ in range(size))
+    text = bytes(rng.choice(b'ab"{}:, ') for _ in range(size))
     near = [bytes(b if i != j else (b ^ 1) for i, b in enumerate(text)) for j in range(size)]  # one byte off
     data = b"".join(rng.choice([text, *near, b"x"]) for _ in range(300))
     b = JoinedLines([data], [len(data)])
     pos = np.arange(len(data) + 1)
-    assert b.equals(pos, text).tolist() == [data[p:p + size] == text for p in pos.tolist()]
+    assert b.equals(pos, text).tolist() == [data[p : p + size] == text for p in pos.tolist()]
 
 
 @pytest.mark.parametrize("long_share", [0.05, 0.9])  # few runs go on past 8 digits, most do
@@ -60,7 +60,7 @@ def test_digits_read_the_run_at_each_position(long_share, strict):
     b, begin, _ = _joined(tokens)
     value, n, ok = b.digits(begin, strict)
     for i, (_, run, after) in enumerate(tokens):
-        full = run + after[:len(after) - len(after.lstrip(DIGITS))]  # the run goes on into what follows
+        full = run + after[: len(after) - len(after.lstrip(DIGITS))]  # the run goes on into what follows
         assert n[i] == min(len(full), 16 + len(full[16:24])), full
         want = 1 <= len(full) <= 18 and (not strict or len(full) == 1 or full[0] != "0")
         assert ok[i] == want, full
@@ -75,7 +75,7 @@ def test_digits_back_read_the_run_that_ends_at_each_position(long_share):
     value, n, ok = b.digits_back(end)
     for i, (before, run, _) in enumerate(tokens):
         text = before + run
-        full = text[len(text.rstrip(DIGITS)):]  # the run goes back into what is before
+        full = text[len(text.rstrip(DIGITS)) :]  # the run goes back into what is before
         want = 1 <= len(full) <= 18 and (len(full) == 1 or full[0] != "0")
         assert ok[i] == want, full
         if len(full) <= 18:
@@ -106,13 +106,15 @@ def test_a_whole_line_is_read_from_both_ends():
     line = b'{"name": "Net", "pid": 3, "ph": "X", "ts": 907200, "dur": 259200, "args": {"pid": 4242, "step_num": "17"}}'
     t = templates(line)
     assert t is not None and t.full is not None
-    other = [b'{"name": "Step:ModeKeys.TRAIN", "pid": 1, "ph": "X", "ts": 12345678901, "dur": 5, '
-             b'"args": {"pid": 7, "step_num": "1234567"}}',
-             b'{"name": "a", "cat": "b", "pid": 3, "ph": "X", "ts": 1, "dur": 2, "args": {"pid": 1, "step_num": "1"}}',
-             b'{"name": "", "pid": 3, "ph": "X", "ts": 0, "dur": 0, "args": {"pid": 0, "step_num": "0"}}',
-             b'{"name": "x", "pid": 3, "ph": "X", "ts": 01, "dur": 2, "args": {"pid": 1, "step_num": "1"}}',
-             b'{"name": "x", "pid": 3, "ph": "M", "ts": 1, "dur": 2, "args": {"pid": 1, "step_num": "1"}}',
-             b"{}"]
+    other = [
+        b'{"name": "Step:ModeKeys.TRAIN", "pid": 1, "ph": "X", "ts": 12345678901, "dur": 5, '
+        b'"args": {"pid": 7, "step_num": "1234567"}}',
+        b'{"name": "a", "cat": "b", "pid": 3, "ph": "X", "ts": 1, "dur": 2, "args": {"pid": 1, "step_num": "1"}}',
+        b'{"name": "", "pid": 3, "ph": "X", "ts": 0, "dur": 0, "args": {"pid": 0, "step_num": "0"}}',
+        b'{"name": "x", "pid": 3, "ph": "X", "ts": 01, "dur": 2, "args": {"pid": 1, "step_num": "1"}}',
+        b'{"name": "x", "pid": 3, "ph": "M", "ts": 1, "dur": 2, "args": {"pid": 1, "step_num": "1"}}',
+        b"{}",
+    ]
     lines = [line] + other
     data = b"[\n" + b",\n".join(lines) + b"\n]"
     b = JoinedLines([data], [len(data)])
@@ -125,7 +127,7 @@ def test_a_whole_line_is_read_from_both_ends():
     assert out["ts"][ok].tolist() == [907200, 12345678901, 0]
     assert out["args.step_num"][ok].tolist() == [17, 1234567, 0]
     assert (out["end"] == stop).all()
-    assert [data[p:p + 1] for p in out["args"][ok].tolist()] == [b"{"] * 3
+    assert [data[p : p + 1] for p in out["args"][ok].tolist()] == [b"{"] * 3
     ok_fwd, _ = b.match(t.full, start, stop)  # from the start only: the same lines
     assert (ok_fwd & (_["end"] == stop)).tolist() == ok.tolist()
 
@@ -151,7 +153,8 @@ def test_run_without_bitwise_count_counts_the_same_bytes():
     rng = np.random.default_rng(3)
     tops = rng.integers(0, 2, size=(5000, 8)).astype(np.uint64) * (rng.random((5000, 1)) < 0.8)
     flags = (tops.astype(np.uint64) << (np.arange(8, dtype=np.uint64) * np.uint64(8) + np.uint64(7))).sum(
-        axis=1, dtype=np.uint64)
+        axis=1, dtype=np.uint64
+    )
     expected = [next((k for k in range(8) if f >> (8 * k + 7) & 1), 8) for f in flags.tolist()]
     assert bc._run_numpy1(flags).tolist() == expected
     assert bc._run(flags).tolist() == expected

@@ -30,10 +30,19 @@ def test_system_reader_answers_as_1034(peer, tmp_path):
     root = FIXTURES / "test_traces"
     queries = [
         {"reader": "system", "call": "get_events", "args": [0, FAR], "kwargs": {"unit": "SECONDS"}},
-        {"reader": "system", "call": "get_events", "args": [1591160699457, 1591748160000], "kwargs": {"unit": "MILLISECONDS"}},
+        {
+            "reader": "system",
+            "call": "get_events",
+            "args": [1591160699457, 1591748160000],
+            "kwargs": {"unit": "MILLISECONDS"},
+        },
         {"reader": "system", "call": "get_events", "args": [0, FAR * 10**6], "kwargs": {"event_type": "gpu"}},
-        {"reader": "system", "call": "get_events", "args": [1591748100 * 10**9, 1591748130 * 10**9],
-         "kwargs": {"unit": "NANOSECONDS", "event_type": "cpu"}},
+        {
+            "reader": "system",
+            "call": "get_events",
+            "args": [1591748100 * 10**9, 1591748130 * 10**9],
+            "kwargs": {"unit": "NANOSECONDS", "event_type": "cpu"},
+        },
         {"reader": "system", "call": "get_timestamp_of_first_available_file"},
         {"reader": "system", "call": "get_timestamp_of_latest_available_file"},
     ]
@@ -47,8 +56,12 @@ def test_framework_reader_answers_as_1034(peer, tmp_path, folder):
     root = FIXTURES / folder
     queries = [
         {"reader": "framework", "call": "get_events", "args": [0, FAR * 10**6]},
-        {"reader": "framework", "call": "get_events", "args": [0, FAR * 10**6],
-         "kwargs": {"file_suffix_filter": ["model_timeline.json"]}},
+        {
+            "reader": "framework",
+            "call": "get_events",
+            "args": [0, FAR * 10**6],
+            "kwargs": {"file_suffix_filter": ["model_timeline.json"]},
+        },
         {"reader": "framework", "call": "get_timestamp_of_first_available_file"},
         {"reader": "framework", "call": "get_timestamp_of_latest_available_file"},
     ]
@@ -58,18 +71,26 @@ def test_framework_reader_answers_as_1034(peer, tmp_path, folder):
     # a window in the middle of the run: events overlapping it, inclusive at both ends
     events = theirs[0]
     mid = sorted(e[2] for e in events)[len(events) // 2]
-    window = [{"reader": "framework", "call": "get_events", "args": [mid, mid + 1000]},
-              {"reader": "framework", "call": "get_events", "args": [mid / 1e6, (mid + 1000) / 1e6],
-               "kwargs": {"unit": "SECONDS"}}]
+    window = [
+        {"reader": "framework", "call": "get_events", "args": [mid, mid + 1000]},
+        {
+            "reader": "framework",
+            "call": "get_events",
+            "args": [mid / 1e6, (mid + 1000) / 1e6],
+            "kwargs": {"unit": "SECONDS"},
+        },
+    ]
     ours, theirs = _both(peer, root, window, tmp_path)
     assert len(theirs[0]) > 0 and ours == theirs
 
 
 def test_events_by_step_as_1034(peer, tmp_path):
     root = FIXTURES / "test_traces"
-    queries = [{"reader": "framework", "call": "_get_time_interval_for_step", "args": [1, 3]},
-               {"reader": "framework", "call": "get_events_by_step", "args": [1, 3]},
-               {"reader": "framework", "call": "_get_time_interval_for_step", "args": [1, 99]}]
+    queries = [
+        {"reader": "framework", "call": "_get_time_interval_for_step", "args": [1, 3]},
+        {"reader": "framework", "call": "get_events_by_step", "args": [1, 3]},
+        {"reader": "framework", "call": "_get_time_interval_for_step", "args": [1, 99]},
+    ]
     ours, theirs = _both(peer, root, queries, tmp_path)
     assert theirs[0] != [0, 0] and len(theirs[1]) > 0 and theirs[2] == [0, 0]
     assert ours == theirs
@@ -129,15 +150,21 @@ def test_a_folder_without_profiler_data_opens_empty(tmp_path):
 def test_the_readers_import_no_pandas_and_pyarrow_only_to_read_system_files():
     import subprocess
 
-    code = ("import sys, json, smdebug.trials.profiler_trial, smdebug.profiler.system_metrics_reader, "
-            "smdebug.profiler.algorithm_metrics_reader\n"
-            "from smdebug.profiler.reading import ProfilerTrial\n"
-            "before = sorted({m.split('.')[0] for m in sys.modules})\n"
-            f"t = ProfilerTrial({str(FIXTURES / 'test_traces')!r})\n"
-            "assert t.system_series() and len(t.framework_events())\n"
-            "print(json.dumps([before, sorted({m.split('.')[0] for m in sys.modules})]))")
-    before, after = (set(x) for x in json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                                                text=True, check=True).stdout))
+    code = (
+        "import sys, json, smdebug.trials.profiler_trial, smdebug.profiler.system_metrics_reader, "
+        "smdebug.profiler.algorithm_metrics_reader\n"
+        "from smdebug.profiler.reading import ProfilerTrial\n"
+        "before = sorted({m.split('.')[0] for m in sys.modules})\n"
+        f"t = ProfilerTrial({str(FIXTURES / 'test_traces')!r})\n"
+        "assert t.system_series() and len(t.framework_events())\n"
+        "print(json.dumps([before, sorted({m.split('.')[0] for m in sys.modules})]))"
+    )
+    before, after = (
+        set(x)
+        for x in json.loads(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        )
+    )
     assert not before & {"pandas", "pyarrow", "torch", "boto3"}, before & {"pandas", "pyarrow", "torch", "boto3"}
     assert "pyarrow" in after and "pandas" not in after  # pyarrow's to_numpy would import pandas: not used
 
@@ -151,13 +178,28 @@ def test_the_system_reader_finds_steps_in_the_framework_files_of_its_folder(tmp_
     m0 = 1_800_000_000 // 60 * 60
     base = m0 * 10**6
     (root / "system" / "incremental" / "x").mkdir(parents=True)
-    (root / "system" / "incremental" / "x" / f"{m0}.algo-1.json").write_text("".join(
-        f'{{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":{i},"NodeId":"algo-1",'
-        f'"Timestamp":{m0 + i * 0.5}}}\n' for i in range(20)))
-    events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}},
-              {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}}]
-    events += [{"name": "Step:ModeKeys.TRAIN", "ph": "X", "pid": 1, "ts": s * 2_000_000, "dur": 2_000_000,
-                "args": {"step_num": str(s)}} for s in range(5)]
+    (root / "system" / "incremental" / "x" / f"{m0}.algo-1.json").write_text(
+        "".join(
+            f'{{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":{i},"NodeId":"algo-1",'
+            f'"Timestamp":{m0 + i * 0.5}}}\n'
+            for i in range(20)
+        )
+    )
+    events = [
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}},
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}},
+    ]
+    events += [
+        {
+            "name": "Step:ModeKeys.TRAIN",
+            "ph": "X",
+            "pid": 1,
+            "ts": s * 2_000_000,
+            "dur": 2_000_000,
+            "args": {"step_num": str(s)},
+        }
+        for s in range(5)
+    ]
     pevents = root / "framework" / "pevents" / "x"
     pevents.mkdir(parents=True)
     (pevents / f"{base + 10_000_000}_1-algo-1_pythontimeline.json").write_text(json.dumps(events))

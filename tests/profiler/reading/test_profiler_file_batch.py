@@ -37,8 +37,8 @@ def test_files_are_joined_without_their_trailing_whitespace(tmp_path):
     batch.finish()
     assert [batch.data(k) for k in range(3)] == [d.rstrip() for d in datas]
     joined = b"\n".join(d.rstrip() for d in datas) + b"\n"
-    assert batch.size == len(joined) and batch.buf[:batch.size] == joined
-    assert batch.buf[batch.size:batch.size + PAD] == bytes(PAD)
+    assert batch.size == len(joined) and batch.buf[: batch.size] == joined
+    assert batch.buf[batch.size : batch.size + PAD] == bytes(PAD)
     assert batch.read == sum(len(d) for d in datas)
 
 

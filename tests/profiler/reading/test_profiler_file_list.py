@@ -61,7 +61,7 @@ def test_first_and_newest_per_node_take_the_first_listed_of_equal_times():
 def _reference_trace_file_info(key: str):  # the parser before names were cached
     if not key.endswith(tuple("_" + s for s in FILE_TYPES)) or "pevents" not in key or "/framework/" not in "/" + key:
         return None
-    base = key[key.rfind("/") + 1:]
+    base = key[key.rfind("/") + 1 :]
     stamp, _, rest = base.partition("_")
     node, _, tail = rest.partition("_")
     if not tail or not stamp.isdigit():
@@ -73,15 +73,28 @@ def _reference_trace_file_info(key: str):  # the parser before names were cached
 
 
 def test_framework_names_are_parsed_as_before_they_were_cached():
-    folders = ["framework/pevents/2026092114/", "x/framework/pevents/", "framework/", "pevents/", "framework/x/",
-               "frameworks/pevents/", "", "a/framework/b/pevents/c/"]
+    folders = [
+        "framework/pevents/2026092114/",
+        "x/framework/pevents/",
+        "framework/",
+        "pevents/",
+        "framework/x/",
+        "frameworks/pevents/",
+        "",
+        "a/framework/b/pevents/c/",
+    ]
     stamps = ["123", "", "12a", "0", "99999999999999999999", "1_2"]
     nodes = ["1-algo-1", "algo-1", "pevents", "a_b", "", "x-algo-2-algo-3", "a\nb-algo-1", "model"]
     rnd = random.Random(0)
-    keys = [f + s + sep1 + n + sep2 + suffix for f in folders for s in stamps for n in nodes
-            for sep1, sep2 in (("_", "_"), ("_", ""), ("", "_"))
-            for suffix in [*FILE_TYPES, "timeline.json", "pythontimeline.json.tmp", "_model_timeline.json"]
-            if rnd.random() < 0.5]
+    keys = [
+        f + s + sep1 + n + sep2 + suffix
+        for f in folders
+        for s in stamps
+        for n in nodes
+        for sep1, sep2 in (("_", "_"), ("_", ""), ("", "_"))
+        for suffix in [*FILE_TYPES, "timeline.json", "pythontimeline.json.tmp", "_model_timeline.json"]
+        if rnd.random() < 0.5
+    ]
     keys += ["framework/pevents/1_model_timeline.json", "framework/pevents/1_x_pythontimeline.json"]
     parsed = [trace_file_info(k) for k in keys * 2]  # the second time from the cache
     assert parsed == [_reference_trace_file_info(k) for k in keys * 2]
@@ -92,7 +105,13 @@ def test_opening_a_trial_makes_no_tracked_object_per_file(tmp_path):
     """A 24-hour profile lists thousands of files: opening keeps them in dicts of strings and ints,
     so that the garbage collector has nothing more to walk (and is not set off)."""
     for minute in range(600):
-        path = tmp_path / "framework" / "pevents" / f"{minute // 60:02d}" / f"{1_800_000_000 + minute}_1-algo-1_pythontimeline.json"
+        path = (
+            tmp_path
+            / "framework"
+            / "pevents"
+            / f"{minute // 60:02d}"
+            / f"{1_800_000_000 + minute}_1-algo-1_pythontimeline.json"
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"[]")
     ProfilerTrial(tmp_path)  # (imports, caches)
@@ -117,18 +136,21 @@ def test_a_trial_reads_files_listed_out_of_time_order(tmp_path, stream):
         for minute, folder in ((1_800_000_060, "b"), (1_800_000_000, "c"), (1_800_000_120, "a")):
             path = tmp_path / "system" / folder / f"{minute}.algo-1.json"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(b'{"Type":"cpu","Name":"cpu0","Dimension":"U","Value":%d,"NodeId":"algo-1","Timestamp":%d}\n'
-                             % (minute, minute))
+            path.write_bytes(
+                b'{"Type":"cpu","Name":"cpu0","Dimension":"U","Value":%d,"NodeId":"algo-1","Timestamp":%d}\n'
+                % (minute, minute)
+            )
         series = ProfilerTrial(tmp_path).system_series()
         assert series[0].value.tolist() == [1_800_000_000, 1_800_000_060, 1_800_000_120]
         return
     for end, folder in ((2_000_000, "b"), (1_000_000, "c"), (3_000_000, "a")):
         path = tmp_path / "framework" / "pevents" / folder / f"{end}_1-algo-1_pythontimeline.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text('[{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":0}},'
-                        f'{{"name":"e{end}","pid":0,"ph":"X","ts":{end - 10},"dur":10}}]')
+        path.write_text(
+            '[{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":0}},'
+            f'{{"name":"e{end}","pid":0,"ph":"X","ts":{end - 10},"dur":10}}]'
+        )
     trial = ProfilerTrial(tmp_path)
     assert trial.file_timestamps("framework") == [1_000_000, 2_000_000, 3_000_000]
     assert list(trial.framework_events(1_500_000, 2_000_000).name) == ["e2000000"]
     assert list(trial.framework_events().name) == ["e1000000", "e2000000", "e3000000"]
-

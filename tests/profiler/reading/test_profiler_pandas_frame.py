@@ -27,8 +27,10 @@ def _train(tmp_path, batches=12):
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"),
-                    profiler_config=ProfilerConfig(local_path=str(tmp_path / "prof"), interval_millis=100))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        profiler_config=ProfilerConfig(local_path=str(tmp_path / "prof"), interval_millis=100),
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
@@ -43,9 +45,11 @@ def _train(tmp_path, batches=12):
 
 def _close(a, b) -> bool:
     if isinstance(a, float) or isinstance(b, float):
-        return (a is None and b is None) or (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                                             and (math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
-                                                  or (math.isnan(a) and math.isnan(b))))
+        return (a is None and b is None) or (
+            isinstance(a, (int, float))
+            and isinstance(b, (int, float))
+            and (math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6) or (math.isnan(a) and math.isnan(b)))
+        )
     return a == b
 
 

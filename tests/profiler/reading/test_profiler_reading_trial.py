@@ -28,9 +28,15 @@ def _system_rows(trial: ProfilerTrial) -> list:
 
 
 def _framework_rows(events: FrameworkEvents) -> list:
-    return sorted(([str(p), str(n), int(s), int(e), str(nd), int(pid), a]
-                   for p, n, s, e, nd, pid, a in zip(events.phase, events.name, events.start_us, events.end_us,
-                                                     events.node_id, events.pid, events.args)), key=repr)
+    return sorted(
+        (
+            [str(p), str(n), int(s), int(e), str(nd), int(pid), a]
+            for p, n, s, e, nd, pid, a in zip(
+                events.phase, events.name, events.start_us, events.end_us, events.node_id, events.pid, events.args
+            )
+        ),
+        key=repr,
+    )
 
 
 def _peer_framework_rows(peer_events) -> list:
@@ -64,8 +70,9 @@ def test_1034_system_resources_as_series():
         assert np.array_equal(s.timestamp_us, (s.timestamp_s * 1e6).astype(np.int64))
     # the old-style framework names 1589930988000000_4487_0000_pythontimeline.json name node "4487"
     assert set(trial.framework_events().node_id) == {"4487"}
-    assert trial.first_timestamp == min(int(trial.framework_events().start_us[0]),
-                                        min(int(s.timestamp_us[0]) for s in trial.system_series()))
+    assert trial.first_timestamp == min(
+        int(trial.framework_events().start_us[0]), min(int(s.timestamp_us[0]) for s in trial.system_series())
+    )
 
 
 def test_a_corrupt_last_line_is_skipped_a_corrupt_middle_line_names_file_and_line(tmp_path):
@@ -101,8 +108,10 @@ def _write_minute(root: Path, minute: int, samples: int, node="algo-1", start_va
         for i in range(samples):
             ts = minute + i * 0.5
             for core in range(2):
-                f.write(f'{{"Type":"cpu","Name":"cpu{core}","Dimension":"CPUUtilization","Value":{start_value + i},'
-                        f'"NodeId":"{node}","Timestamp":{ts}}}\n')
+                f.write(
+                    f'{{"Type":"cpu","Name":"cpu{core}","Dimension":"CPUUtilization","Value":{start_value + i},'
+                    f'"NodeId":"{node}","Timestamp":{ts}}}\n'
+                )
     return path
 
 
@@ -152,8 +161,10 @@ def _train(tmp_path, batches=24):
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"),
-                    profiler_config=ProfilerConfig(local_path=str(tmp_path / "prof"), interval_millis=100))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        profiler_config=ProfilerConfig(local_path=str(tmp_path / "prof"), interval_millis=100),
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
@@ -208,24 +219,28 @@ def test_a_copy_of_a_run_on_s3_reads_the_same(tmp_path, aws_env, bucket, boto_cl
 
     url = f"s3://{bucket}/job/profiler-output"
     far = 4102444800 * 10**6
-    for local_cls, s3_cls in ((LocalSystemMetricsReader, S3SystemMetricsReader),
-                              (LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader)):
+    for local_cls, s3_cls in (
+        (LocalSystemMetricsReader, S3SystemMetricsReader),
+        (LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader),
+    ):
         ours, theirs = s3_cls(url).get_events(0, far), local_cls(str(src)).get_events(0, far)
         assert len(ours) == len(theirs) > 0
-        assert [vars(e).get("timestamp", vars(e).get("start_time")) for e in ours] == \
-            [vars(e).get("timestamp", vars(e).get("start_time")) for e in theirs]
+        assert [vars(e).get("timestamp", vars(e).get("start_time")) for e in ours] == [
+            vars(e).get("timestamp", vars(e).get("start_time")) for e in theirs
+        ]
     trial = create_trial(url, profiler=True, output_dir=str(tmp_path / "out"))
     assert trial.system_metrics_reader.__class__ is S3SystemMetricsReader and trial.job_finished()
     assert len(trial.get_system_metrics(0, far)) == sum(len(s) for s in local.system_series())
 
 
-
 def _write_timeline_minutes(root: Path, minutes: int, t0_us: int) -> list[Path]:
     """One timeline file a minute, 1.0.34's layout, a step every 10 s with a forward pass inside."""
     paths = []
-    head = ('{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":' + str(t0_us) + '}},\n'
-            '{"name":"process_name","ph":"M","pid":1,"args":{"name":"Step:ModeKeys.TRAIN"}},\n'
-            '{"name":"process_name","ph":"M","pid":2,"args":{"name":"Forward"}}')
+    head = (
+        '{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":' + str(t0_us) + "}},\n"
+        '{"name":"process_name","ph":"M","pid":1,"args":{"name":"Step:ModeKeys.TRAIN"}},\n'
+        '{"name":"process_name","ph":"M","pid":2,"args":{"name":"Forward"}}'
+    )
     for m in range(minutes):
         lines = []
         for s in range(6):
@@ -250,7 +265,9 @@ def test_a_walk_through_windows_reads_ahead_finds_what_single_queries_find_and_f
     for k in range(12):  # two-minute windows over the first 24 minutes
         start, end = t0 + k * 120_000_000, t0 + (k + 1) * 120_000_000 - 1
         ours = trial.framework_events(start, end)
-        assert len(ours) > 0 and _framework_rows(ours) == _framework_rows(ProfilerTrial(tmp_path).framework_events(start, end))
+        assert len(ours) > 0 and _framework_rows(ours) == _framework_rows(
+            ProfilerTrial(tmp_path).framework_events(start, end)
+        )
     assert trial._framework.opened[str(paths[36].relative_to(tmp_path))].parsed is not None  # read ahead of the walk
     with pytest.raises(EventFileCorrupt, match=paths[30].name):
         trial.framework_events(t0 + 30 * 60_000_000, t0 + 31 * 60_000_000)
@@ -259,8 +276,14 @@ def test_a_walk_through_windows_reads_ahead_finds_what_single_queries_find_and_f
 def test_a_series_read_from_one_file_has_contiguous_arrays(tmp_path):
     path = tmp_path / "system" / "incremental" / "2026092114" / "1800000000.algo-1.json"
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"".join(b'{"Type":"cpu","Name":"cpu%d","Dimension":"U","Value":%d,"NodeId":"algo-1","Timestamp":%d.5}\n'
-                              % (c, 10 * s + c, 1_800_000_000 + s) for s in range(5) for c in range(3)))
+    path.write_bytes(
+        b"".join(
+            b'{"Type":"cpu","Name":"cpu%d","Dimension":"U","Value":%d,"NodeId":"algo-1","Timestamp":%d.5}\n'
+            % (c, 10 * s + c, 1_800_000_000 + s)
+            for s in range(5)
+            for c in range(3)
+        )
+    )
     series = ProfilerTrial(tmp_path).system_series()
     assert [s.name for s in series] == ["cpu0", "cpu1", "cpu2"]
     assert series[1].value.tolist() == [1, 11, 21, 31, 41]
@@ -278,9 +301,11 @@ def _write_growing_timelines(root: Path, files: int, t0_us: int, grow: bool, nod
     paths = []
     for k in range(files):
         base = t0_us + k * 60_000_000
-        events = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}},
-                  {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}},
-                  {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Forward"}}]
+        events = [
+            {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": base}},
+            {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Step:ModeKeys.TRAIN"}},
+            {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Forward"}},
+        ]
         for s in range(2 * (k + 1) if grow else 20):
             args = {"pid": 9, "step_num": str(1000 * k + s)}
             events.append({"name": f"op{s % 3}", "pid": 2, "ph": "X", "ts": 100 * s + 5, "dur": 40, "args": args})
@@ -309,12 +334,18 @@ def test_a_read_in_many_batches_is_one_range_of_its_arena_with_each_files_rows(t
     monkeypatch.setattr(trial_module, "BATCH_BYTES", 6_000)  # a few files a batch
     trial = ProfilerTrial(tmp_path)
     ours = trial.framework_events()
-    expected = FrameworkEvents.concat([parse_trace_file(p.read_bytes(), p.name, f"algo-{1 + k % nodes}",
-                                                        "pythontimeline.json") for k, p in enumerate(paths)])
+    expected = FrameworkEvents.concat(
+        [
+            parse_trace_file(p.read_bytes(), p.name, f"algo-{1 + k % nodes}", "pythontimeline.json")
+            for k, p in enumerate(paths)
+        ]
+    )
     assert ("_rows_of" in ours.__dict__) == (nodes == 1 and not grow)  # a range of one table, or a copy
     assert len(ours) == len(expected) > 0
     for c in _COLUMNS:
         assert getattr(ours, c).tolist() == getattr(expected, c).tolist(), c
     assert list(ours.args) == list(expected.args)
     one = trial.framework_events(*[int(t) for t in expected.start_us[[100, 130]]])  # the files' ranges, kept
-    assert _framework_rows(one) == _framework_rows(expected.overlapping(*[int(t) for t in expected.start_us[[100, 130]]]))
+    assert _framework_rows(one) == _framework_rows(
+        expected.overlapping(*[int(t) for t in expected.start_us[[100, 130]]])
+    )

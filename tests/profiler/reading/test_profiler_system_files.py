@@ -15,8 +15,14 @@ from smdebug.profiler.reading import system_files as sf
 def _lines(n=40, order=("Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"), sep=b",", colon=b":", **over):
     out = []
     for i in range(n):
-        row = {"Type": "cpu", "Name": f"cpu{i % 4}", "Dimension": "CPUUtilization", "Value": round(i * 1.37 % 100, 2),
-               "NodeId": "algo-1", "Timestamp": 1591160699.4570894 + i * 0.1}
+        row = {
+            "Type": "cpu",
+            "Name": f"cpu{i % 4}",
+            "Dimension": "CPUUtilization",
+            "Value": round(i * 1.37 % 100, 2),
+            "NodeId": "algo-1",
+            "Timestamp": 1591160699.4570894 + i * 0.1,
+        }
         row.update({k: (v(i) if callable(v) else v) for k, v in over.items()})
         parts = [orjson.dumps(k) + colon + orjson.dumps(row[k]) for k in order if k in row]
         out.append(b"{" + sep.join(parts) + b"}")
@@ -48,7 +54,8 @@ def test_lines_that_do_not_fit_the_bulk_path_are_read_by_the_json_path(variant):
         "a name with a colon": _lines(Name=lambda i: f"gpu:{i % 2}"),
         "a missing Name": _lines()[:5] + _lines(order=("Type", "Dimension", "Value", "NodeId", "Timestamp"))[5:],
         "a comma in a name": _lines(Dimension=lambda i: "a,b"),
-        "mixed key orders": _lines()[:5] + _lines(order=("Type", "Name", "Dimension", "Timestamp", "NodeId", "Value"))[5:],
+        "mixed key orders": _lines()[:5]
+        + _lines(order=("Type", "Name", "Dimension", "Timestamp", "NodeId", "Value"))[5:],
     }[variant]
     data = b"\n".join(lines) + b"\n"
     assert sf._fast_columns(data, len(data.rstrip())) is None
@@ -64,6 +71,8 @@ def test_a_half_written_last_line_is_skipped_on_both_paths_and_a_bad_middle_line
     bad = b"\n".join(lines[:7] + [b'{"Type": "cpu", "Value": nul'] + lines[7:]) + b"\n"
     with pytest.raises(EventFileCorrupt, match=r"^f\.json: line 8 "):
         sf.parse_system_file(bad, "f.json")
-    missing = b"\n".join(lines[:3] + [b'{"Type":"cpu","Name":"cpu0","Value":1,"NodeId":"algo-1","Timestamp":2}']) + b"\n"
+    missing = (
+        b"\n".join(lines[:3] + [b'{"Type":"cpu","Name":"cpu0","Value":1,"NodeId":"algo-1","Timestamp":2}']) + b"\n"
+    )
     with pytest.raises(EventFileCorrupt, match=r"line 4 has no 'Dimension'"):
         sf.parse_system_file(missing, "f.json")

@@ -80,8 +80,9 @@ class PerfettoUI:
         self.width, self.height = width, height
         handler = type("Handler", (_Handler,), {})
         self._handler = handler
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                                      functools.partial(handler, directory=str(web_dist())))
+        self.server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(handler, directory=str(web_dist()))
+        )
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
@@ -90,12 +91,16 @@ class PerfettoUI:
         self.s = self.browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Page", "Network"):
             self.browser.call(f"{domain}.enable", session=self.s)
-        self.browser.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                                 "deviceScaleFactor": 1, "mobile": False}, session=self.s)
+        self.browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session=self.s,
+        )
 
     def _eval(self, expression: str):
-        r = self.browser.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                   "awaitPromise": True}, session=self.s)
+        r = self.browser.call(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session=self.s
+        )
         if "exceptionDetails" in r:
             raise AssertionError(f"Perfetto page: {r['exceptionDetails']}")
         return r["result"].get("value")
@@ -165,29 +170,41 @@ class PerfettoUI:
     def imported(self) -> dict:
         """What Perfetto imported, as ``{"slices": {(process, thread): count}, "counters": {(process,
         track): samples}, "flows": count}`` (names '' where there is none)."""
-        slices = self.query("select coalesce(p.name, '') as process, coalesce(t.name, '') as thread, count(*) as n "
-                            "from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid) "
-                            "left join process p using (upid) group by 1, 2",
-                            {"process": "str", "thread": "str", "n": 0})
-        counters = self.query("select coalesce(p.name, '') as process, t.name as track, count(*) as n from counter c "
-                              "join process_counter_track t on c.track_id = t.id left join process p using (upid) "
-                              "group by 1, 2", {"process": "str", "track": "str", "n": 0})
+        slices = self.query(
+            "select coalesce(p.name, '') as process, coalesce(t.name, '') as thread, count(*) as n "
+            "from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid) "
+            "left join process p using (upid) group by 1, 2",
+            {"process": "str", "thread": "str", "n": 0},
+        )
+        counters = self.query(
+            "select coalesce(p.name, '') as process, t.name as track, count(*) as n from counter c "
+            "join process_counter_track t on c.track_id = t.id left join process p using (upid) "
+            "group by 1, 2",
+            {"process": "str", "track": "str", "n": 0},
+        )
         flows = self.query("select count(*) as n from flow", {"n": 0})
-        return {"slices": {(r["process"], r["thread"]): r["n"] for r in slices},
-                "counters": {(r["process"], r["track"]): r["n"] for r in counters},
-                "flows": flows[0]["n"]}
+        return {
+            "slices": {(r["process"], r["thread"]): r["n"] for r in slices},
+            "counters": {(r["process"], r["track"]): r["n"] for r in counters},
+            "flows": flows[0]["n"],
+        }
 
     def expand(self, prefixes: list[str]) -> None:
         """Open the process track groups whose titles start with ``prefixes`` (a click on each
         title, the lowest first: an opened group moves the ones below it)."""
-        find = ("JSON.stringify(Array.from(document.querySelectorAll('.pf-track__title-popup'))"
-                ".map(e => [e.textContent, e.getBoundingClientRect().x + 40, e.getBoundingClientRect().y + 8]))")
+        find = (
+            "JSON.stringify(Array.from(document.querySelectorAll('.pf-track__title-popup'))"
+            ".map(e => [e.textContent, e.getBoundingClientRect().x + 40, e.getBoundingClientRect().y + 8]))"
+        )
         titles = json.loads(self._eval(find))
         targets = sorted((t for t in titles if t[0].startswith(tuple(prefixes))), key=lambda t: -t[2])
         for _, x, y in targets:
             for kind in ("mousePressed", "mouseReleased"):
-                self.browser.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
-                                                               "clickCount": 1}, session=self.s)
+                self.browser.call(
+                    "Input.dispatchMouseEvent",
+                    {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+                    session=self.s,
+                )
         self._eval("window.waitForPerfettoIdle()")  # the UI's own: resolves once it has drawn what changed
 
     def screenshot(self, png: Path) -> None:

@@ -20,9 +20,19 @@ STALL_US = 400_000
 
 
 class SynthTrial:
-    def __init__(self, path, steps: int = 12, node: str = "algo-1", fw_node: str = "algo-1-0", cores: int = 2,
-                 gpus: int = 1, kineto: bool = True, t0: int = T0, file_node: str = "0-algo-1",
-                 all_metrics: bool = False):
+    def __init__(
+        self,
+        path,
+        steps: int = 12,
+        node: str = "algo-1",
+        fw_node: str = "algo-1-0",
+        cores: int = 2,
+        gpus: int = 1,
+        kineto: bool = True,
+        t0: int = T0,
+        file_node: str = "0-algo-1",
+        all_metrics: bool = False,
+    ):
         """``fw_node``: the process as the readers name it; ``file_node``: as part 1's file names do;
         ``all_metrics``: also every other metric the profiler writes (I/O wait per core, disk and
         network bytes/s, the job's CPU and memory), with values of many digits (12345678.901...)."""
@@ -45,11 +55,16 @@ class SynthTrial:
         rows.sort(key=lambda r: r[2])
         n = len(rows)
         self._events = FrameworkEvents(
-            phase=np.array([r[0] for r in rows], dtype=object), name=np.array([r[1] for r in rows], dtype=object),
-            start_us=np.array([r[2] for r in rows], dtype=np.int64), end_us=np.array([r[3] for r in rows], dtype=np.int64),
-            step=np.array([r[4] for r in rows], dtype=np.int64), node_id=np.array([fw_node] * n, dtype=object),
-            pid=np.full(n, 4242, dtype=np.int64), tid=np.array([r[5] for r in rows], dtype=np.int64),
-            args=[{"step_num": str(r[4])} if r[4] >= 0 else None for r in rows])
+            phase=np.array([r[0] for r in rows], dtype=object),
+            name=np.array([r[1] for r in rows], dtype=object),
+            start_us=np.array([r[2] for r in rows], dtype=np.int64),
+            end_us=np.array([r[3] for r in rows], dtype=np.int64),
+            step=np.array([r[4] for r in rows], dtype=np.int64),
+            node_id=np.array([fw_node] * n, dtype=object),
+            pid=np.full(n, 4242, dtype=np.int64),
+            tid=np.array([r[5] for r in rows], dtype=np.int64),
+            args=[{"step_num": str(r[4])} if r[4] >= 0 else None for r in rows],
+        )
         ts = np.arange(t0, self.end + 1, 100_000, dtype=np.int64)
         phase = np.linspace(0, 6, len(ts))
         self._series = []
@@ -57,16 +72,19 @@ class SynthTrial:
             self._series.append(Series(node, "cpu", f"cpu{c}", "CPUUtilization", ts, 40 + 30 * np.sin(phase + c)))
         for g in range(gpus):
             self._series.append(Series(node, "gpu", f"gpu{g}", "GPUUtilization", ts, 20 + 10 * np.cos(phase)))
-            self._series.append(Series(node, "gpu", f"gpu{g}", "GPUMemoryUtilization", ts, np.linspace(10, 60, len(ts))))
-        self._series.append(Series(node, "memory", "MemoryUsedPercent", "", ts,
-                                   np.linspace(20, 25, len(ts))))
+            self._series.append(
+                Series(node, "gpu", f"gpu{g}", "GPUMemoryUtilization", ts, np.linspace(10, 60, len(ts)))
+            )
+        self._series.append(Series(node, "memory", "MemoryUsedPercent", "", ts, np.linspace(20, 25, len(ts))))
         self._series.append(Series(node, "i/o", "IOPS", "", ts, np.full(len(ts), 1.5)))
         if all_metrics:
             noisy = np.linspace(0, 1, len(ts)) * 0.020855000000000002
             for c in range(cores):
                 self._series.append(Series(node, "cpu", f"cpu{c}", "I/OWaitPercentage", ts, 5.555555555555555 + noisy))
-            for name, scale in (("ReadThroughputInBytesPerSecond", 12345678.901234), ("WriteThroughputInBytesPerSecond",
-                                                                                      987.654321)):
+            for name, scale in (
+                ("ReadThroughputInBytesPerSecond", 12345678.901234),
+                ("WriteThroughputInBytesPerSecond", 987.654321),
+            ):
                 self._series.append(Series(node, "i/o", name, "", ts, scale * (1 + noisy)))
             for name, scale in (("ReceiveBytesPerSecond", 2345678901.2345), ("TransmitBytesPerSecond", 45678.9012345)):
                 self._series.append(Series(node, "network", name, "Algorithm", ts, scale * (1 + noisy)))
@@ -89,9 +107,13 @@ class SynthTrial:
         return self.end
 
     def system_series(self, start_us, end_us, *, type=None, dimension=None, node_id=None):  # noqa: A002
-        return [s.window(start_us, end_us) for s in self._series
-                if (type is None or s.type == type) and (dimension is None or s.dimension == dimension)
-                and (node_id is None or s.node_id == node_id)]
+        return [
+            s.window(start_us, end_us)
+            for s in self._series
+            if (type is None or s.type == type)
+            and (dimension is None or s.dimension == dimension)
+            and (node_id is None or s.node_id == node_id)
+        ]
 
     def framework_events(self, start_us, end_us) -> FrameworkEvents:
         return self._events.overlapping(start_us, end_us)
@@ -103,15 +125,28 @@ class SynthTrial:
 def write_kineto(root: str, fw_node: str, start_us: int, steps: int) -> str:
     """A torch.profiler-like trace (baseTimeNanoseconds + relative ts) of ``steps`` linear layers."""
     base_ns = (start_us - 50) * 1000
-    events = [{"ph": "M", "name": "process_name", "pid": 777, "tid": 0, "args": {"name": "python3"}},
-              {"ph": "M", "name": "thread_name", "pid": 777, "tid": 777, "args": {"name": "main"}}]
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 777, "tid": 0, "args": {"name": "python3"}},
+        {"ph": "M", "name": "thread_name", "pid": 777, "tid": 777, "args": {"name": "main"}},
+    ]
     for s in range(steps):
         ts = 50 + s * STEP_US + 20_000
-        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 777, "tid": 777, "ts": ts,
-                       "dur": 120.5, "args": {"External id": s}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::linear",
+                "pid": 777,
+                "tid": 777,
+                "ts": ts,
+                "dur": 120.5,
+                "args": {"External id": s},
+            }
+        )
         events.append({"ph": "s", "id": 1 + s, "pid": 777, "tid": 777, "ts": ts, "cat": "ac2g", "name": "ac2g"})
-        events.append({"ph": "f", "id": 1 + s, "pid": 0, "tid": 7, "ts": ts + 5, "cat": "ac2g", "name": "ac2g",
-                       "bp": "e"})
+        events.append(
+            {"ph": "f", "id": 1 + s, "pid": 0, "tid": 7, "ts": ts + 5, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+        )
         events.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 5, "dur": 40})
     events.append({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 50 + steps * STEP_US})
     doc = {"schemaVersion": 1, "baseTimeNanoseconds": base_ns, "traceEvents": events, "traceName": "x"}
@@ -132,8 +167,9 @@ def write_profile(root, steps: int = 12, gpus: int = 1, ended: bool = False, all
     from smdebug.profiler.system import format_rows
     from smdebug.profiler.timeline import TimelineWriter, now_us
 
-    synth = SynthTrial(root, steps=steps, gpus=gpus, t0=(now_us() // 1_000_000 + 2) * 1_000_000,
-                       all_metrics=all_metrics)
+    synth = SynthTrial(
+        root, steps=steps, gpus=gpus, t0=(now_us() // 1_000_000 + 2) * 1_000_000, all_metrics=all_metrics
+    )
     ev = synth._events
     writer = TimelineWriter(str(root), synth.file_node)
     for i in range(len(ev)):
@@ -171,9 +207,14 @@ def profiled_pytorch_run(tmp_path, steps: int = 40, detailed: dict | None = None
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    hook = smd.Hook(out_dir=str(tmp_path / "run"), profiler_config=ProfilerConfig(
-        local_path=str(tmp_path / "profiler"), interval_millis=100,
-        detailed=detailed or {"StartStep": 5, "NumSteps": 2}))
+    hook = smd.Hook(
+        out_dir=str(tmp_path / "run"),
+        profiler_config=ProfilerConfig(
+            local_path=str(tmp_path / "profiler"),
+            interval_millis=100,
+            detailed=detailed or {"StartStep": 5, "NumSteps": 2},
+        ),
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)

@@ -85,10 +85,18 @@ def test_rule_verdicts_two_torch_profiler_files_and_1034_resources_open_in_perfe
     trial = SynthTrial(tmp_path / "synth")
     steps = trial.steps("TRAIN")
     write_kineto(str(tmp_path / "synth"), "0-algo-1", int(steps.start_us[9]), 1)
-    traces = {"synthetic": build_timeline(trial, rule_reports={
-        "StepOutlier": {"RuleTriggered": 1, "Verdict": {"fired_windows": [[int(steps.start_us[7]),
-                                                                           int(steps.end_us[7])]]}},
-        "LowGPUUtilization": {"RuleTriggered": 2}})}
+    traces = {
+        "synthetic": build_timeline(
+            trial,
+            rule_reports={
+                "StepOutlier": {
+                    "RuleTriggered": 1,
+                    "Verdict": {"fired_windows": [[int(steps.start_us[7]), int(steps.end_us[7])]]},
+                },
+                "LowGPUUtilization": {"RuleTriggered": 2},
+            },
+        )
+    }
     root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
     for name in ("merge_traces", "model_timeline_traces", "test_traces"):
         traces[name] = build_timeline(ProfilerTrial(str(root / name)))

@@ -13,16 +13,36 @@ from smdebug.exceptions import SMDebugValueError
 
 SECTIONS = ["summary", "rules", "step-time", "phases", "slowest-steps", "timeline", "dataloader", "system", "heatmaps"]
 REPORTS = {
-    "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
-                    "Details": {"step_details": {"algo-1": {"max": 500.0, "p50": 100.0}}},
-                    "RuleParameters": "threshold:3\nmode:None\nn_outliers:10\nstddev:3",
-                    "Verdict": {"status": "issues found", "message": "step 7 took 5.0x the median",
-                                "fired_windows": [[T0 + 1_700_000, T0 + 2_200_000]]}},
-    "GPUMemoryIncrease": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 0, "Details": {},
-                          "Verdict": {"status": "no GPU data", "message": "no GPU data: the profile holds no GPU "
-                                      "metrics in 3 windows", "fired_windows": []}},
-    "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 40, "Details": {},
-                      "RuleParameters": "threshold:50\ncpu_threshold:90"},
+    "StepOutlier": {
+        "RuleTriggered": 1,
+        "Violations": 1,
+        "Datapoints": 12,
+        "Details": {"step_details": {"algo-1": {"max": 500.0, "p50": 100.0}}},
+        "RuleParameters": "threshold:3\nmode:None\nn_outliers:10\nstddev:3",
+        "Verdict": {
+            "status": "issues found",
+            "message": "step 7 took 5.0x the median",
+            "fired_windows": [[T0 + 1_700_000, T0 + 2_200_000]],
+        },
+    },
+    "GPUMemoryIncrease": {
+        "RuleTriggered": 0,
+        "Violations": 0,
+        "Datapoints": 0,
+        "Details": {},
+        "Verdict": {
+            "status": "no GPU data",
+            "message": "no GPU data: the profile holds no GPU metrics in 3 windows",
+            "fired_windows": [],
+        },
+    },
+    "CPUBottleneck": {
+        "RuleTriggered": 0,
+        "Violations": 0,
+        "Datapoints": 40,
+        "Details": {},
+        "RuleParameters": "threshold:50\ncpu_threshold:90",
+    },
     "LowGPUUtilization": {"RuleTriggered": 0, "Violations": 0, "Datapoints": 0, "Details": {}},
 }
 
@@ -36,8 +56,11 @@ def test_phases_per_step_add_up_and_find_the_stall(tmp_path):
     assert np.allclose(ph["optimizer"], 10_000) and np.allclose(ph["other"], 0)
     slow = stats.slowest_steps(spans, trial.framework_events(None, None), n=2)
     assert slow[0]["step"] == STALL_STEP and slow[0]["duration_us"] == 500_000
-    assert slow[0]["top"][0] == {"phase": "DataLoaderIter", "name": "_SingleProcessDataLoaderIter::GetNext",
-                                 "us": 10_000 + STALL_US}
+    assert slow[0]["top"][0] == {
+        "phase": "DataLoaderIter",
+        "name": "_SingleProcessDataLoaderIter::GetNext",
+        "us": 10_000 + STALL_US,
+    }
     assert slow[0]["times_median"] == pytest.approx(5.0)
 
 
@@ -63,7 +86,7 @@ def test_the_report_renders_every_section_in_chromium(tmp_path, chromium):
     page = open(out).read()
     assert "http://" not in page and "https://" not in page and "<script" not in page
     # the slowest step on the timeline: its stalled fetch is a slice of the SVG
-    timeline = page[page.index("<section id='timeline'>"):page.index("<section id='dataloader'>")]
+    timeline = page[page.index("<section id='timeline'>") : page.index("<section id='dataloader'>")]
     assert "<svg" in timeline and "_SingleProcessDataLoaderIter::GetNext (410.00 ms)" in timeline
     state = chromium.open(f"file://{out}")
     assert chromium.problems() == []
@@ -114,8 +137,9 @@ def test_the_profiler_report_rule_writes_this_page(tmp_path, chromium):
     from smdebug.rules.profiler import ProfilerReport
 
     write_profile(tmp_path / "p", steps=121, ended=True)
-    rule = ProfilerReport(ProfilerTrial(str(tmp_path / "p")), output_dir=str(tmp_path / "out"),
-                          StepOutlier_n_outliers="0")
+    rule = ProfilerReport(
+        ProfilerTrial(str(tmp_path / "p")), output_dir=str(tmp_path / "out"), StepOutlier_n_outliers="0"
+    )
     invoke_rule(rule, raise_eval_cond=False)
     assert rule.html_path == str(tmp_path / "out" / "profiler-report.html")
     state = chromium.open(f"file://{rule.html_path}")
@@ -134,9 +158,13 @@ def test_the_timeline_picture_stacks_nested_slices_and_says_what_it_left_out(tmp
     svg = timeline_svg(trace)
     assert svg.count("<rect") == sum(e["ph"] == "X" for e in trace["traceEvents"]) and "left out" not in svg
     assert svg.count("<polyline") == len({e["name"] for e in trace["traceEvents"] if e["ph"] == "C"})
-    nested = {"traceEvents": [{"ph": "X", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": d}
-                              for n, ts, d in (("outer", 0, 100), ("inner", 10, 50), ("innermost", 20, 10))],
-              "displayTimeUnit": "ms"}
+    nested = {
+        "traceEvents": [
+            {"ph": "X", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": d}
+            for n, ts, d in (("outer", 0, 100), ("inner", 10, 50), ("innermost", 20, 10))
+        ],
+        "displayTimeUnit": "ms",
+    }
     ys = [int(part.split("y='")[1].split("'")[0]) for part in timeline_svg(nested).split("<rect")[1:]]
     assert ys[1] - ys[0] == ys[2] - ys[1] > 0
     assert "2 of 3 slices drawn (deeper than 2 levels" in timeline_svg(nested, max_depth=2)

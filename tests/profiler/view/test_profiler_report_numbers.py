@@ -18,19 +18,44 @@ from smdebug.analysis.profiler_report import profiler_report_html
 from smdebug.analysis.units import fmt_duration, metric_unit, sig
 
 # the unit each system metric the profiler writes is shown with (smdebug.profiler.system, job_metrics)
-UNITS = {"CPUUtilization": "%", "I/OWaitPercentage": "%", "GPUUtilization": "%", "GPUMemoryUtilization": "%",
-         "MemoryUsedPercent": "%", "JobCPUDemand": "%", "JobCPUUtilization": "%", "JobMemoryUsedPercent": "%",
-         "IOPS": "IOPS", "ReadThroughputInBytesPerSecond": "B/s", "WriteThroughputInBytesPerSecond": "B/s",
-         "ReceiveBytesPerSecond": "B/s", "TransmitBytesPerSecond": "B/s"}
+UNITS = {
+    "CPUUtilization": "%",
+    "I/OWaitPercentage": "%",
+    "GPUUtilization": "%",
+    "GPUMemoryUtilization": "%",
+    "MemoryUsedPercent": "%",
+    "JobCPUDemand": "%",
+    "JobCPUUtilization": "%",
+    "JobMemoryUsedPercent": "%",
+    "IOPS": "IOPS",
+    "ReadThroughputInBytesPerSecond": "B/s",
+    "WriteThroughputInBytesPerSecond": "B/s",
+    "ReceiveBytesPerSecond": "B/s",
+    "TransmitBytesPerSecond": "B/s",
+}
 BYTE_UNITS = ("B/s", "kB/s", "MB/s", "GB/s")
 # parameters that make every rule judge (and most fire) on a short synthetic profile, so that each
 # rule's evidence shows its details: bottleneck samples by time, GPU statistics, distances...
-PARAMS = ["StepOutlier.n_outliers=0", "CPUBottleneck.patience=0", "CPUBottleneck.cpu_threshold=50",
-          "CPUBottleneck.gpu_threshold=40", "CPUBottleneck.threshold=1", "IOBottleneck.patience=0",
-          "IOBottleneck.io_threshold=1", "IOBottleneck.gpu_threshold=40", "IOBottleneck.threshold=1",
-          "LowGPUUtilization.patience=0", "LowGPUUtilization.window=20", "BatchSize.patience=0", "BatchSize.window=20",
-          "GPUMemoryIncrease.patience=0", "GPUMemoryIncrease.increase=1", "LoadBalancing.patience=0",
-          "LoadBalancing.threshold=0.01", "MaxInitializationTime.threshold=0.01"]
+PARAMS = [
+    "StepOutlier.n_outliers=0",
+    "CPUBottleneck.patience=0",
+    "CPUBottleneck.cpu_threshold=50",
+    "CPUBottleneck.gpu_threshold=40",
+    "CPUBottleneck.threshold=1",
+    "IOBottleneck.patience=0",
+    "IOBottleneck.io_threshold=1",
+    "IOBottleneck.gpu_threshold=40",
+    "IOBottleneck.threshold=1",
+    "LowGPUUtilization.patience=0",
+    "LowGPUUtilization.window=20",
+    "BatchSize.patience=0",
+    "BatchSize.window=20",
+    "GPUMemoryIncrease.patience=0",
+    "GPUMemoryIncrease.increase=1",
+    "LoadBalancing.patience=0",
+    "LoadBalancing.threshold=0.01",
+    "MaxInitializationTime.threshold=0.01",
+]
 
 
 class _Visible(HTMLParser):
@@ -64,14 +89,17 @@ def visible_text(page: str) -> str:
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_IDENTIFIERS = [re.compile(p) for p in (
-    r"\d{4}-\d{2}-\d{2}",  # dates
-    r"\d{2}:\d{2}:\d{2}",  # clock times
-    r"(?:/[\w.\-]+)+",  # paths
-    r"\b\d+-[A-Za-z][\w.\-]*",  # processes as the files name them (0-algo-1, 4242-vm)
-    r"\b[A-Za-z]\w*(?:-\w+)+",  # node and process names (algo-1-0)
-    r"\b[A-Za-z]\w*(?:[.:][A-Za-z]\w*)+",  # Step:ModeKeys.TRAIN
-)]
+_IDENTIFIERS = [
+    re.compile(p)
+    for p in (
+        r"\d{4}-\d{2}-\d{2}",  # dates
+        r"\d{2}:\d{2}:\d{2}",  # clock times
+        r"(?:/[\w.\-]+)+",  # paths
+        r"\b\d+-[A-Za-z][\w.\-]*",  # processes as the files name them (0-algo-1, 4242-vm)
+        r"\b[A-Za-z]\w*(?:-\w+)+",  # node and process names (algo-1-0)
+        r"\b[A-Za-z]\w*(?:[.:][A-Za-z]\w*)+",  # Step:ModeKeys.TRAIN
+    )
+]
 
 
 def significant_digits(token: str) -> int:
@@ -91,7 +119,7 @@ def long_numbers(text: str, identifiers: set = frozenset(), most: int = 4) -> li
         text = pattern.sub(" ", text)
     out = []
     for m in _NUMBER.finditer(text):
-        before, after = text[m.start() - 1: m.start()], text[m.end(): m.end() + 2]
+        before, after = text[m.start() - 1 : m.start()], text[m.end() : m.end() + 2]
         if before.isalpha() or before == "_":  # cpu0, p95, gpu_threshold_p95
             continue
         if after[:1].isalpha() and after[:1] != "x" or after[:1] == "x" and after[1:2].isalpha():
@@ -106,12 +134,22 @@ def long_numbers(text: str, identifiers: set = frozenset(), most: int = 4) -> li
 
 def test_the_checker_sees_what_the_user_saw():
     """The raw numbers the report used to show fail it; identifiers pass."""
-    bad = ("dataloading_time: {\"p25\": 0.020855000000000002} ratio: 5.555555555555555 "
-           "scan_interval_us:60000000 1796214597000000: {\"node\": \"algo-1\"} 1,234,567 samples 133.34 ms")
-    assert long_numbers(bad) == ["0.020855000000000002", "5.555555555555555", "60000000", "1796214597000000",
-                                 "1,234,567", "133.34"]
-    good = ("step 12345 of algo-1-0 on cpu17 (p95 70 %), 2024-05-01 12:30:31 UTC, +1 h 02 min, 5.56x the "
-            "median, 12.3 MB/s, 1,000 datapoints, /tmp/pytest-12345/profile, 0-algo-1 4242-vm")
+    bad = (
+        'dataloading_time: {"p25": 0.020855000000000002} ratio: 5.555555555555555 '
+        'scan_interval_us:60000000 1796214597000000: {"node": "algo-1"} 1,234,567 samples 133.34 ms'
+    )
+    assert long_numbers(bad) == [
+        "0.020855000000000002",
+        "5.555555555555555",
+        "60000000",
+        "1796214597000000",
+        "1,234,567",
+        "133.34",
+    ]
+    good = (
+        "step 12345 of algo-1-0 on cpu17 (p95 70 %), 2024-05-01 12:30:31 UTC, +1 h 02 min, 5.56x the "
+        "median, 12.3 MB/s, 1,000 datapoints, /tmp/pytest-12345/profile, 0-algo-1 4242-vm"
+    )
     assert long_numbers(good, identifiers={"12345"}) == []
 
 
@@ -139,8 +177,9 @@ def test_no_number_of_the_report_has_more_than_4_significant_digits(rich_profile
     # every rule judged, most fired: their evidence (bottleneck samples by time, GPU statistics,
     # distances, step statistics) is on the page
     fired = [n for n, r in reports.items() if r["RuleTriggered"]]
-    assert {"StepOutlier", "CPUBottleneck", "LowGPUUtilization", "BatchSize", "GPUMemoryIncrease",
-            "Dataloader"} <= set(fired), fired
+    assert {"StepOutlier", "CPUBottleneck", "LowGPUUtilization", "BatchSize", "GPUMemoryIncrease", "Dataloader"} <= set(
+        fired
+    ), fired
     assert reports["LoadBalancing"]["Details"]["algo-1"]["distances"]  # (its two GPUs do the same work)
     steps = {str(int(s)) for s in synth.steps("TRAIN").step}
     assert long_numbers(text, identifiers=steps | {"4242"}) == []
@@ -168,8 +207,8 @@ def test_no_number_of_profile_rules_has_more_than_4_significant_digits(rich_prof
 
 
 def _system_stats(page: str) -> list[list[str]]:
-    table = page[page.index("<table id='system-stats'>"):]
-    table = table[:table.index("</table>")]
+    table = page[page.index("<table id='system-stats'>") :]
+    table = table[: table.index("</table>")]
     rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>", 1)[1])
     return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)] for r in rows]
 
@@ -199,9 +238,9 @@ def test_each_system_metric_carries_its_own_unit(rich_profile):
     (recv,) = [r for r in rows if r[1] == "ReceiveBytesPerSecond"]
     assert recv[7] == "2.35 GB/s"
     # OverallSystemUsage's evidence: percentages, and the network in bytes/s
-    evidence = visible_text(page[page.index("<td>OverallSystemUsage</td>"):])
+    evidence = visible_text(page[page.index("<td>OverallSystemUsage</td>") :])
     assert re.search(r"Network\s*\n*\s*/\s*algo-1", evidence) or "Network / algo-1" in evidence
-    net = evidence[evidence.index("Network / algo-1"):].split("\n")
+    net = evidence[evidence.index("Network / algo-1") :].split("\n")
     net = [c for c in (x.strip() for x in net[1:]) if c][:5]
     assert all(c.endswith(BYTE_UNITS) for c in net), net
     # and the module that decides agrees, for every metric
@@ -232,9 +271,12 @@ def test_the_summary_phases_add_up_and_say_why_when_the_data_is_partial(tmp_path
     trial._series = [s.window(None, early) for s in trial._series]
     trial.job_finished = lambda: False
     page = profiler_report_html(trial, {})
-    summary = page[page.index("<table id='job-summary'>"):page.index("</table>", page.index("<table id='job-summary'>"))]
-    cells = {html.unescape(k): html.unescape(v)
-             for k, v in re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", summary)}
+    summary = page[
+        page.index("<table id='job-summary'>") : page.index("</table>", page.index("<table id='job-summary'>"))
+    ]
+    cells = {
+        html.unescape(k): html.unescape(v) for k, v in re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", summary)
+    }
 
     def seconds(text):
         value, unit = text.split(" ")
@@ -247,7 +289,7 @@ def test_the_summary_phases_add_up_and_say_why_when_the_data_is_partial(tmp_path
     assert min(init, loop, final) >= 0 and loop <= total
     assert init + loop + final == pytest.approx(total, rel=0.02)
     assert not re.search(r">-\d", summary)
-    notes = visible_text(page[page.index("<ul class='meta' id='summary-notes'>"):])
+    notes = visible_text(page[page.index("<ul class='meta' id='summary-notes'>") :])
     assert "no end marker" in notes and "the system metrics end at +" in notes and "framework events at +" in notes
 
 
@@ -260,24 +302,40 @@ def test_step_outlier_says_why_the_slowest_step_is_or_is_not_an_outlier(tmp_path
     write_profile(tmp_path / "p", steps=121, ended=True)
     trial = ProfilerTrial(str(tmp_path / "p"))
     msg = _reports(trial, [])["StepOutlier"]["Verdict"]["message"]
-    assert msg.startswith("no issue: the slowest step, 7 of algo-1-0 Step:ModeKeys.TRAIN (500 ms, 5x the median), "
-                          "is an outlier")
+    assert msg.startswith(
+        "no issue: the slowest step, 7 of algo-1-0 Step:ModeKeys.TRAIN (500 ms, 5x the median), is an outlier"
+    )
     assert "fires only on more than n_outliers=10 outlier steps, and Step:ModeKeys.TRAIN of algo-1-0 has 1" in msg
     page = visible_text(profiler_report_html(trial, _reports(trial, [])))
     assert f"\n{STALL_STEP}\n" in page and "\n5x\n" in page  # the table's row beside it
     msg = _reports(trial, ["StepOutlier.stddev=20"])["StepOutlier"]["Verdict"]["message"]
-    assert "is not an outlier by StepOutlier's test: an outlier takes longer than mean + stddev=20 standard " \
-           "deviations of the 121 steps = 828 ms" in msg
+    assert (
+        "is not an outlier by StepOutlier's test: an outlier takes longer than mean + stddev=20 standard "
+        "deviations of the 121 steps = 828 ms" in msg
+    )
     write_profile(tmp_path / "short", steps=40)
     msg = _reports(ProfilerTrial(str(tmp_path / "short")), [])["StepOutlier"]["Verdict"]["message"]
     assert "judges after more than 100 steps of one phase on one node: 40 so far" in msg and "5x the median" in msg
 
 
 def test_formats():
-    assert [sig(x) for x in (0.020855000000000002, 5.555555555555555, 100.0, 9.996, 12345.6, 0)] == \
-        ["0.0209", "5.56", "100", "10", "12.3k", "0"]
-    assert [fmt_duration(s) for s in (0.020855, 0.00085, 1.5, 60, 312, 12000, 0.99996)] == \
-        ["20.9 ms", "850 µs", "1.5 s", "60 s", "5.2 min", "3.33 h", "1 s"]
+    assert [sig(x) for x in (0.020855000000000002, 5.555555555555555, 100.0, 9.996, 12345.6, 0)] == [
+        "0.0209",
+        "5.56",
+        "100",
+        "10",
+        "12.3k",
+        "0",
+    ]
+    assert [fmt_duration(s) for s in (0.020855, 0.00085, 1.5, 60, 312, 12000, 0.99996)] == [
+        "20.9 ms",
+        "850 µs",
+        "1.5 s",
+        "60 s",
+        "5.2 min",
+        "3.33 h",
+        "1 s",
+    ]
     assert np.isnan(float("nan")) and sig(float("nan")) == "-"
 
 
@@ -288,10 +346,18 @@ def test_a_long_profile_reads_in_few_digits():
 
     assert [count_text(n) for n in (2400, 9999, 25000, 216000, 1728000)] == ["2400", "9999", "25k", "216k", "1.73M"]
     t0, minute = 1_700_000_000_000_000, 60_000_000
-    report = {"RuleTriggered": 1440, "Violations": 1234567, "Datapoints": 8640000,
-              "Verdict": {"message": "fired", "fired_windows": [[t0 + k * minute, t0 + (k + 1) * minute]
-                                                                 for k in range(1, 1441) if k != 700]}}
+    report = {
+        "RuleTriggered": 1440,
+        "Violations": 1234567,
+        "Datapoints": 8640000,
+        "Verdict": {
+            "message": "fired",
+            "fired_windows": [[t0 + k * minute, t0 + (k + 1) * minute] for k in range(1, 1441) if k != 700],
+        },
+    }
     text = visible_text(evidence_html("LowGPUUtilization", report, t0))
-    assert "fired in the windows +1 min 00 s to +11 h 40 min (699 windows), +11 h 41 min to +24 h 01 min " \
-           "(740 windows)" in text
+    assert (
+        "fired in the windows +1 min 00 s to +11 h 40 min (699 windows), +11 h 41 min to +24 h 01 min "
+        "(740 windows)" in text
+    )
     assert "violations: 1.23M, datapoints: 8.64M" in text and long_numbers(text) == []

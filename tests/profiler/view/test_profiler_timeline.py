@@ -29,8 +29,13 @@ def test_the_trace_is_valid_and_holds_every_source(tmp_path):
     assert procs[1] == "system algo-1" and "framework algo-1-0" in procs.values()
     assert any(v.startswith("torch.profiler python3 [algo-1-0]") for v in procs.values())
     counters = {e["name"] for e in ev if e["ph"] == "C"}
-    assert {"cpu0 CPUUtilization", "cpu1 CPUUtilization", "gpu0 GPUUtilization", "gpu0 GPUMemoryUtilization",
-            "MemoryUsedPercent"} <= counters
+    assert {
+        "cpu0 CPUUtilization",
+        "cpu1 CPUUtilization",
+        "gpu0 GPUUtilization",
+        "gpu0 GPUMemoryUtilization",
+        "MemoryUsedPercent",
+    } <= counters
     # every system sample is a counter point, values kept
     cpu0 = [e for e in ev if e["name"] == "cpu0 CPUUtilization"]
     want = trial.system_series(None, None, dimension="CPUUtilization")[0]
@@ -100,8 +105,9 @@ def test_nodes_of_a_local_run_and_of_a_cluster():
 
 def test_several_nodes_need_a_name(tmp_path):
     trial = SynthTrial(tmp_path, kineto=False)
-    trial._series += [s.__class__("algo-2", s.type, s.name, s.dimension, s.timestamp_us, s.value)
-                      for s in trial._series]
+    trial._series += [
+        s.__class__("algo-2", s.type, s.name, s.dimension, s.timestamp_us, s.value) for s in trial._series
+    ]
     assert timeline_nodes(trial) == ["algo-1", "algo-2"]
     with pytest.raises(SMDebugValueError, match=r"2 nodes \(algo-1, algo-2\): name one"):
         build_timeline(trial)
@@ -131,11 +137,19 @@ def test_rule_verdicts_are_slices_over_the_windows_they_fired_in(tmp_path):
     trial = SynthTrial(tmp_path, kineto=False)
     steps = trial.steps("TRAIN")
     window = [int(steps.start_us[STALL_STEP]), int(steps.end_us[STALL_STEP])]
-    trace = build_timeline(trial, rule_reports={
-        "StepOutlier": {"RuleTriggered": 1, "Violations": 1, "Datapoints": 12,
-                        "Verdict": {"status": "issues found", "message": "step 7", "fired_windows": [window]}},
-        "LowGPUUtilization": {"RuleTriggered": 2, "Violations": 2, "Datapoints": 30},  # 1.0.34's: no windows
-        "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0}})
+    trace = build_timeline(
+        trial,
+        rule_reports={
+            "StepOutlier": {
+                "RuleTriggered": 1,
+                "Violations": 1,
+                "Datapoints": 12,
+                "Verdict": {"status": "issues found", "message": "step 7", "fired_windows": [window]},
+            },
+            "LowGPUUtilization": {"RuleTriggered": 2, "Violations": 2, "Datapoints": 30},  # 1.0.34's: no windows
+            "CPUBottleneck": {"RuleTriggered": 0, "Violations": 0},
+        },
+    )
     assert trace_problems(trace) == []
     fired = [e for e in trace["traceEvents"] if e.get("cat") == "rule"]
     assert [(e["name"], e["ph"]) for e in fired] == [("StepOutlier fired", "X"), ("LowGPUUtilization fired", "i")]
@@ -198,8 +212,9 @@ def test_1034_resources_make_valid_timelines():
         trace = build_timeline(trial, node=node)
         assert trace_problems(trace) == [], name
         assert len(trace["traceEvents"]) == events, name
-        assert len([e for e in trace["traceEvents"] if e["ph"] == "X"]) == len(trial.framework_events(
-            trace["otherData"]["start_us"], trace["otherData"]["end_us"])), name
+        assert len([e for e in trace["traceEvents"] if e["ph"] == "X"]) == len(
+            trial.framework_events(trace["otherData"]["start_us"], trace["otherData"]["end_us"])
+        ), name
 
 
 def test_events_of_one_thread_that_overlap_without_nesting_go_to_lanes(tmp_path):
@@ -210,19 +225,31 @@ def test_events_of_one_thread_that_overlap_without_nesting_go_to_lanes(tmp_path)
     rows = [("a", 0, 100), ("b", 50, 150), ("c", 60, 70), ("d", 120, 130), ("e", 140, 160)]
     n = len(rows)
     trial._events = FrameworkEvents(
-        phase=np.array(["DataIterator"] * n, dtype=object), name=np.array([r[0] for r in rows], dtype=object),
+        phase=np.array(["DataIterator"] * n, dtype=object),
+        name=np.array([r[0] for r in rows], dtype=object),
         start_us=np.array([t0 + r[1] for r in rows], dtype=np.int64),
-        end_us=np.array([t0 + r[2] for r in rows], dtype=np.int64), step=np.full(n, -1, dtype=np.int64),
-        node_id=np.array(["algo-1-0"] * n, dtype=object), pid=np.full(n, 1, dtype=np.int64),
-        tid=np.full(n, 7, dtype=np.int64), args=[None] * n)
+        end_us=np.array([t0 + r[2] for r in rows], dtype=np.int64),
+        step=np.full(n, -1, dtype=np.int64),
+        node_id=np.array(["algo-1-0"] * n, dtype=object),
+        pid=np.full(n, 1, dtype=np.int64),
+        tid=np.full(n, 7, dtype=np.int64),
+        args=[None] * n,
+    )
     trace = build_timeline(trial)
     assert trace_problems(trace) == []
     ev = trace["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in ev if e["name"] == "thread_name" and e["pid"] == 100}
     lanes = {e["name"]: threads[e["tid"]] for e in ev if e["ph"] == "X"}
-    assert lanes == {"a": "DataIterator", "c": "DataIterator", "d": "DataIterator", "e": "DataIterator",
-                     "b": "DataIterator (overlapping 1)"}
-    assert [(e["ts"] + base_of(trace) - t0, e["dur"]) for e in ev if e["ph"] == "X"] == [(r[1], r[2] - r[1]) for r in rows]
+    assert lanes == {
+        "a": "DataIterator",
+        "c": "DataIterator",
+        "d": "DataIterator",
+        "e": "DataIterator",
+        "b": "DataIterator (overlapping 1)",
+    }
+    assert [(e["ts"] + base_of(trace) - t0, e["dur"]) for e in ev if e["ph"] == "X"] == [
+        (r[1], r[2] - r[1]) for r in rows
+    ]
 
 
 def test_kineto_ends_rounded_past_their_parent_nest_again(tmp_path):
@@ -232,8 +259,10 @@ def test_kineto_ends_rounded_past_their_parent_nest_again(tmp_path):
     trial = SynthTrial(tmp_path)
     doc = json.loads(open(trial.kineto).read())
     ops = [(1000.0, 100.0, 1), (1050.0, 50.2, 1), (1060.0, 30.0, 1), (2000.0, 10.0, 2), (2005.0, 20.0, 2)]
-    doc["traceEvents"] = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 777, "tid": tid, "ts": ts, "dur": dur}
-                          for i, (ts, dur, tid) in enumerate(ops)]
+    doc["traceEvents"] = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 777, "tid": tid, "ts": ts, "dur": dur}
+        for i, (ts, dur, tid) in enumerate(ops)
+    ]
     open(trial.kineto, "w").write(json.dumps(doc))
     trace = build_timeline(trial)
     got = {e["name"]: e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"}

@@ -12,8 +12,10 @@ from trace_check import trace_problems
 
 from smdebug.analysis.profiler_timeline import build_timeline
 
-RULES = {"StepOutlier": {"RuleTriggered": 1, "Verdict": {"fired_windows": []}},
-         "LowGPUUtilization": {"RuleTriggered": 2}}  # 1.0.34's report: fired, no window said
+RULES = {
+    "StepOutlier": {"RuleTriggered": 1, "Verdict": {"fired_windows": []}},
+    "LowGPUUtilization": {"RuleTriggered": 2},
+}  # 1.0.34's report: fired, no window said
 
 
 def _trace(tmp_path):

@@ -40,17 +40,26 @@ def _shown(trace: dict) -> dict:
             out[e["pid"]]["threads"][threads.get((e["pid"], e["tid"]), e["tid"])] += 1
         elif e["ph"] == "C":
             out[e["pid"]]["counters"][e["name"]] += 1
-    return {"processes": {pid: {"name": procs[pid], "threads": dict(p["threads"]), "counters": dict(p["counters"])}
-                          for pid, p in out.items()},
-            "flows": sum(e["ph"] == "s" for e in ev),
-            "global_instants": sorted(e["name"] for e in ev if e["ph"] in ("i", "I") and e.get("s") == "g")}
+    return {
+        "processes": {
+            pid: {"name": procs[pid], "threads": dict(p["threads"]), "counters": dict(p["counters"])}
+            for pid, p in out.items()
+        },
+        "flows": sum(e["ph"] == "s" for e in ev),
+        "global_instants": sorted(e["name"] for e in ev if e["ph"] in ("i", "I") and e.get("s") == "g"),
+    }
 
 
 def _imported(state: dict) -> dict:
     """The same, as the viewer's model holds it."""
-    procs = {p["pid"]: {"name": p["name"],
-                        "threads": {t["name"] if t["name"] is not None else t["tid"]: t["slices"] for t in p["threads"]},
-                        "counters": {c["name"]: c["samples"] for c in p["counters"]}} for p in state["processes"]}
+    procs = {
+        p["pid"]: {
+            "name": p["name"],
+            "threads": {t["name"] if t["name"] is not None else t["tid"]: t["slices"] for t in p["threads"]},
+            "counters": {c["name"]: c["samples"] for c in p["counters"]},
+        }
+        for p in state["processes"]
+    }
     return {"processes": procs, "flows": state["flows"], "global_instants": sorted(state["global_instants"])}
 
 
@@ -66,8 +75,12 @@ def test_a_profiled_pytorch_run_opens_in_the_trace_viewer_with_every_event(tmp_p
     # ... and what the run wrote, read apart from the timeline: the steps, the system samples, torch.profiler's file
     (fw,) = trace["otherData"]["framework_processes"]
     procs = {p["name"]: p for p in _imported(state)["processes"].values()}
-    assert state["order"] == ["system algo-1", f"framework {fw}", f"torch.profiler python [{fw}]",
-                              f"torch.profiler Spans [{fw}]"]  # Kineto's "Spans" process, named by its pid
+    assert state["order"] == [
+        "system algo-1",
+        f"framework {fw}",
+        f"torch.profiler python [{fw}]",
+        f"torch.profiler Spans [{fw}]",
+    ]  # Kineto's "Spans" process, named by its pid
     assert procs[f"framework {fw}"]["threads"]["Step:ModeKeys.TRAIN"] == STEPS
     series = trial.system_series(trace["otherData"]["start_us"], trace["otherData"]["end_us"])
     assert procs["system algo-1"]["counters"] == {counter_name(s): len(s.timestamp_us) for s in series}
@@ -88,18 +101,30 @@ def test_every_source_and_rule_verdicts_open_in_our_process_order(tmp_path, trac
     trial = SynthTrial(tmp_path)
     steps = trial.steps("TRAIN")
     write_kineto(str(tmp_path), "0-algo-1", int(steps.start_us[9]), 1)  # a second torch.profiler file
-    trace = build_timeline(trial, rule_reports={
-        "StepOutlier": {"RuleTriggered": 1, "Verdict": {"fired_windows": [[int(steps.start_us[7]),
-                                                                           int(steps.end_us[7])]]}},
-        "LowGPUUtilization": {"RuleTriggered": 2}})  # 1.0.34's report: no windows, a global instant
+    trace = build_timeline(
+        trial,
+        rule_reports={
+            "StepOutlier": {
+                "RuleTriggered": 1,
+                "Verdict": {"fired_windows": [[int(steps.start_us[7]), int(steps.end_us[7])]]},
+            },
+            "LowGPUUtilization": {"RuleTriggered": 2},
+        },
+    )  # 1.0.34's report: no windows, a global instant
     state = trace_viewer.load(trace)
     assert state["warnings"] == [] and trace_viewer.problems() == []
     assert _imported(state) == _shown(trace)
     # ours first (system, rules, framework), then each torch.profiler file's processes; Kineto's pid 0
     # (the GPU stream here) has no name in the file: named by its pid
-    assert state["order"] == ["system algo-1", "profiler rules", "framework algo-1-0",
-                              "torch.profiler python3 [algo-1-0]", "torch.profiler 0 [algo-1-0]",
-                              "torch.profiler python3 [algo-1-0]", "torch.profiler 0 [algo-1-0]"]
+    assert state["order"] == [
+        "system algo-1",
+        "profiler rules",
+        "framework algo-1-0",
+        "torch.profiler python3 [algo-1-0]",
+        "torch.profiler 0 [algo-1-0]",
+        "torch.profiler python3 [algo-1-0]",
+        "torch.profiler 0 [algo-1-0]",
+    ]
     (rules,) = [p for p in _imported(state)["processes"].values() if p["name"] == "profiler rules"]
     assert rules["threads"] == {"StepOutlier": 1, "LowGPUUtilization": 1}  # (an instant: it said no window)
     assert state["global_instants"] == []

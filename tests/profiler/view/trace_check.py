@@ -96,7 +96,9 @@ def nesting_problems(trace) -> list[str]:
             while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
                 stack.pop()
             if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"]:
-                out.append(f"pid {pid} tid {tid}: {e['name']!r} at {e['ts']} ends "
-                           f"{e['ts'] + e['dur'] - stack[-1]['ts'] - stack[-1]['dur']} us after {stack[-1]['name']!r}")
+                out.append(
+                    f"pid {pid} tid {tid}: {e['name']!r} at {e['ts']} ends "
+                    f"{e['ts'] + e['dur'] - stack[-1]['ts'] - stack[-1]['dur']} us after {stack[-1]['name']!r}"
+                )
             stack.append(e)
     return out

@@ -118,14 +118,18 @@ class TraceViewer:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         # the polyfill loads the viewer (an HTML import) with an XMLHttpRequest of a file: URL
-        self.browser = Chromium(self.workdir / "chromium-profile", timeout=180,
-                                extra_args=("--allow-file-access-from-files",))
+        self.browser = Chromium(
+            self.workdir / "chromium-profile", timeout=180, extra_args=("--allow-file-access-from-files",)
+        )
         self.width, self.height = width, height
         self.session: str | None = None
 
     def _eval(self, expression: str, promise: bool = False):
-        r = self.browser.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                   "awaitPromise": promise}, session=self.session)
+        r = self.browser.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": promise},
+            session=self.session,
+        )
         if "exceptionDetails" in r:
             raise AssertionError(f"{expression[:80]}: {r['exceptionDetails']}")
         return r["result"].get("value")
@@ -140,8 +144,11 @@ class TraceViewer:
         self.session = b.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Page", "Network"):
             b.call(f"{domain}.enable", session=self.session)
-        b.call("Emulation.setDeviceMetricsOverride", {"width": self.width, "height": self.height,
-                                                      "deviceScaleFactor": 1, "mobile": False}, session=self.session)
+        b.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+            session=self.session,
+        )
         b.call("Page.navigate", {"url": page.as_uri()}, session=self.session)
         b._wait(lambda m: m.get("method") == "Page.loadEventFired")
         done = json.loads(self._eval("window.VIEWER_DONE.then(r => JSON.stringify(r))", promise=True))
@@ -154,8 +161,9 @@ class TraceViewer:
         the viewer's own notices (BENIGN)."""
         return [p for p in self.browser.problems() if not any(b in p for b in BENIGN)]
 
-    def screenshot(self, png: Path, start_us: float | None = None, end_us: float | None = None,
-                   first_us: float | None = None) -> None:
+    def screenshot(
+        self, png: Path, start_us: float | None = None, end_us: float | None = None, first_us: float | None = None
+    ) -> None:
         """A picture of the viewer's tracks (down to the selection panel), showing ``[start_us,
         end_us]`` (the trace's times; ``first_us``: the trace's earliest timestamp, the model's time 0) or the
         whole trace."""
@@ -168,10 +176,12 @@ class TraceViewer:
         # two animation frames: the tracks are drawn on the frame after the transform is set
         self._eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))", promise=True)
         panel = self._eval("document.getElementById('drag_handle').getBoundingClientRect().top")
-        shot = self.browser.call("Page.captureScreenshot", {"format": "png", "clip": {
-            "x": 0, "y": 0, "width": self.width, "height": panel, "scale": 1}}, session=self.session)
+        shot = self.browser.call(
+            "Page.captureScreenshot",
+            {"format": "png", "clip": {"x": 0, "y": 0, "width": self.width, "height": panel, "scale": 1}},
+            session=self.session,
+        )
         Path(png).write_bytes(base64.b64decode(shot["data"]))
 
     def close(self) -> None:
         self.browser.close()
-

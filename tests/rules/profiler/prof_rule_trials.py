@@ -90,7 +90,11 @@ class Profile:
         end = end_us if self.visible_until is None else min(end_us, self.visible_until)
         out = []
         for s in self.series:
-            if (type and s.type != type) or (dimension and s.dimension != dimension) or (node_id and s.node_id != node_id):
+            if (
+                (type and s.type != type)
+                or (dimension and s.dimension != dimension)
+                or (node_id and s.node_id != node_id)
+            ):
                 continue
             out.append(s.window(start_us, end))
         return out

@@ -77,9 +77,27 @@ def _stop(processes, mark) -> list:
     return []
 
 
-def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_workers=0, item_sleep=0.0,
-          step_s=0.0, same_dir=False, rotate_s=None, until_stopped_s=None, steps=115, slow_batch=None,
-          slow_batch_s=2.0, burn=None, burn_s=0.05, leak=None, leak_mb_per_s=300, leak_mb=600) -> ProfRun:
+def train(
+    base: Path,
+    *,
+    init_sleep=0.0,
+    stall_step=None,
+    stall_s=1.5,
+    num_workers=0,
+    item_sleep=0.0,
+    step_s=0.0,
+    same_dir=False,
+    rotate_s=None,
+    until_stopped_s=None,
+    steps=115,
+    slow_batch=None,
+    slow_batch_s=2.0,
+    burn=None,
+    burn_s=0.05,
+    leak=None,
+    leak_mb_per_s=300,
+    leak_mb=600,
+) -> ProfRun:
     """One epoch of ``steps`` steps of an MLP under the hook with the profiler on. ``init_sleep``:
     seconds between the hook's start and the first step; ``stall_step``: the step that takes
     ``stall_s`` more; ``step_s``: each step also waits that long (steps of a known length: on a busy
@@ -112,8 +130,9 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
     out_dir = base / "run"
     root = out_dir if same_dir else base / "prof"
     extra = {} if rotate_s is None else {"rotate_close_interval_s": rotate_s}
-    hook = smd.Hook(out_dir=str(out_dir),
-                    profiler_config=ProfilerConfig(local_path=str(root), interval_millis=100, **extra))
+    hook = smd.Hook(
+        out_dir=str(out_dir), profiler_config=ProfilerConfig(local_path=str(root), interval_millis=100, **extra)
+    )
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
@@ -131,8 +150,9 @@ def train(base: Path, *, init_sleep=0.0, stall_step=None, stall_s=1.5, num_worke
                 if n == stall_step:
                     time.sleep(stall_s)  # the stalled step of the scenario
                 if burning.at(n):
-                    burners = burners or [subprocess.Popen([sys.executable, "-c", BURNER])
-                                          for _ in range(os.cpu_count() or 1)]
+                    burners = burners or [
+                        subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(os.cpu_count() or 1)
+                    ]
                     t = time.perf_counter()
                     while time.perf_counter() - t < burn_s:  # CPU-bound work instead of step_s
                         pass

@@ -50,8 +50,9 @@ def runs(tmp_path_factory):
     return {
         "healthy": train(base / "healthy", steps=105, **LOADER),
         "cpu_bound": train(base / "cpu_bound", steps=105, burn=(15, 105), **LOADER),
-        "troubled": train(base / "troubled", steps=125, leak=(30, 60), slow_batch=SLOW_BATCH, slow_batch_s=4.0,
-                          **LOADER),
+        "troubled": train(
+            base / "troubled", steps=125, leak=(30, 60), slow_batch=SLOW_BATCH, slow_batch_s=4.0, **LOADER
+        ),
     }
 
 
@@ -118,14 +119,24 @@ def test_step_outlier_fires_in_the_window_where_a_loader_worker_slept(runs):
 
 
 # what the rules need to judge a run of a few seconds (SageMaker's patience is 1000 samples)
-SHORT = {"CPUBottleneck_patience": "10", "IOBottleneck_patience": "10", "GPUMemoryIncrease_patience": "10",
-         "GPUMemoryIncrease_increase": INCREASE, "StepOutlier_n_outliers": "0", "StepOutlier_min_ratio": "25",
-         "Dataloader_patience": "1", "Dataloader_min_threshold": str(150 / os.cpu_count()),
-         "Dataloader_max_threshold": str(1000 / os.cpu_count()), "MaxInitializationTime_threshold": "0.05"}
+SHORT = {
+    "CPUBottleneck_patience": "10",
+    "IOBottleneck_patience": "10",
+    "GPUMemoryIncrease_patience": "10",
+    "GPUMemoryIncrease_increase": INCREASE,
+    "StepOutlier_n_outliers": "0",
+    "StepOutlier_min_ratio": "25",
+    "Dataloader_patience": "1",
+    "Dataloader_min_threshold": str(150 / os.cpu_count()),
+    "Dataloader_max_threshold": str(1000 / os.cpu_count()),
+    "MaxInitializationTime_threshold": "0.05",
+}
 
 
-@pytest.mark.parametrize("name,fired", [("healthy", []), ("cpu_bound", ["CPUBottleneck"]),
-                                        ("troubled", ["GPUMemoryIncrease", "StepOutlier"])])
+@pytest.mark.parametrize(
+    "name,fired",
+    [("healthy", []), ("cpu_bound", ["CPUBottleneck"]), ("troubled", ["GPUMemoryIncrease", "StepOutlier"])],
+)
 def test_each_run_makes_only_its_rules_fire(runs, tmp_path, name, fired):
     trial = ProfilerTrial(str(runs[name].root))
     report = ProfilerReport(trial, output_dir=str(tmp_path), scan_interval_us=ONE_S, **SHORT)

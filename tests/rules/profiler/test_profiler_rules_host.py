@@ -60,17 +60,21 @@ def test_cpu_bottleneck_without_a_gpu_is_silent_when_other_processes_fill_the_co
     assert invoke_rule(r).fired == []
     v = r.report["Verdict"]
     assert v["status"] == "no issue" and v["reading"] == "host"
-    assert v["message"] == ("no GPU seen; judged the host's CPU (JobCPUDemand) instead: no issue in 2400 datapoints; "
-                            "in 2400 of those samples the cores were above 90.0%, busy with other processes than "
-                            "this job")
+    assert v["message"] == (
+        "no GPU seen; judged the host's CPU (JobCPUDemand) instead: no issue in 2400 datapoints; "
+        "in 2400 of those samples the cores were above 90.0%, busy with other processes than "
+        "this job"
+    )
 
 
 def test_cpu_bottleneck_reads_the_mean_of_the_cores_in_a_profile_without_job_rows():
     busy = rule("CPUBottleneck", Profile(cores(until(60, 20, 95))))
     assert invoke_rule(busy).fired[0] == 2  # 1800 of 2400 samples busy: the ratio passes 50 % at 120 s
     assert busy.report["Verdict"]["metrics"] == ["CPUUtilization (mean of the cores)"]
-    one_core = [series("CPUUtilization", np.full(N, 100.0), name="cpu0"), series("CPUUtilization", np.full(N, 10.0),
-                                                                               name="cpu1")]
+    one_core = [
+        series("CPUUtilization", np.full(N, 100.0), name="cpu0"),
+        series("CPUUtilization", np.full(N, 10.0), name="cpu1"),
+    ]
     quiet = rule("CPUBottleneck", Profile(one_core))  # one saturated core of two is not a saturated host
     assert invoke_rule(quiet).fired == [] and quiet.report["Verdict"]["status"] == "no issue"
 
@@ -95,8 +99,10 @@ def test_gpu_memory_increase_without_a_gpu_fires_where_the_jobs_memory_climbs():
     assert r.report["Details"]["algo-1"]["job memory"]["increase"] == pytest.approx(10.0)
     v = r.report["Verdict"]
     assert v["reading"] == "host" and v["metrics"] == ["JobMemoryUsedPercent"]
-    assert r.reason.startswith("no GPU seen; the memory on the host grows (JobMemoryUsedPercent, points of the "
-                               "host's RAM): algo-1 job memory: memory up 10.0 points over 10 samples")
+    assert r.reason.startswith(
+        "no GPU seen; the memory on the host grows (JobMemoryUsedPercent, points of the "
+        "host's RAM): algo-1 job memory: memory up 10.0 points over 10 samples"
+    )
     flat = rule("GPUMemoryIncrease", Profile([job("JobMemoryUsedPercent", np.full(N, 10.0)), host_memory(mem)]))
     assert invoke_rule(flat).fired == [] and flat.report["Verdict"]["status"] == "no issue"
 
@@ -112,8 +118,13 @@ def test_gpu_memory_increase_reads_the_hosts_memory_in_a_profile_without_job_row
 
 @pytest.mark.parametrize("name", ["CPUBottleneck", "IOBottleneck", "GPUMemoryIncrease"])
 def test_a_host_reading_below_its_patience_says_not_enough_data(name):
-    prof = Profile([*cores(np.full(300, 99.0)), *cores(np.full(300, 99.0), dim="I/OWaitPercentage"),
-                    host_memory(np.arange(300.0) / 3)])
+    prof = Profile(
+        [
+            *cores(np.full(300, 99.0)),
+            *cores(np.full(300, 99.0), dim="I/OWaitPercentage"),
+            host_memory(np.arange(300.0) / 3),
+        ]
+    )
     r = rule(name, prof)
     assert invoke_rule(r).fired == []
     v = r.report["Verdict"]
@@ -123,11 +134,22 @@ def test_a_host_reading_below_its_patience_says_not_enough_data(name):
 
 @pytest.mark.parametrize("name", ["CPUBottleneck", "GPUMemoryIncrease"])
 def test_with_gpu_rows_the_gpu_is_read_and_the_job_rows_are_not(name):
-    gpu = [series("GPUUtilization", np.full(N, 90.0), name="gpu0", type_="gpu"),
-           series("GPUMemoryUtilization", np.full(N, 30.0), name="gpu0", type_="gpu")]
+    gpu = [
+        series("GPUUtilization", np.full(N, 90.0), name="gpu0", type_="gpu"),
+        series("GPUMemoryUtilization", np.full(N, 30.0), name="gpu0", type_="gpu"),
+    ]
     climbing = np.linspace(0, 100, N)
-    r = rule(name, Profile([*gpu, *cores(np.full(N, 100.0)), job("JobCPUDemand", np.full(N, 150.0)),
-                            job("JobMemoryUsedPercent", climbing * 10 % 100)]))
+    r = rule(
+        name,
+        Profile(
+            [
+                *gpu,
+                *cores(np.full(N, 100.0)),
+                job("JobCPUDemand", np.full(N, 150.0)),
+                job("JobMemoryUsedPercent", climbing * 10 % 100),
+            ]
+        ),
+    )
     assert invoke_rule(r).fired == []
     v = r.report["Verdict"]
     assert v["status"] == "no issue" and v["reading"] == "GPU" and "metrics" not in v

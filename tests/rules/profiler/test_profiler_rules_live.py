@@ -20,17 +20,38 @@ N = 2400
 LOW_FROM_180 = np.where(np.arange(N) < 1800, 90.0, 5.0) + 3 * np.sin(np.arange(N))
 
 RULESCONFIG_DEFAULTS = {  # smdebug-rulesconfig 1.0.1's profiler_rules (ProfilerReport takes overrides)
-    "BatchSize": {"cpu_threshold_p95": 70, "gpu_threshold_p95": 70, "gpu_memory_threshold_p95": 70,
-                  "patience": 1000, "window": 500, "scan_interval_us": 60000000},
-    "CPUBottleneck": {"threshold": 50, "gpu_threshold": 10, "cpu_threshold": 90, "patience": 1000,
-                      "scan_interval_us": 60000000},
+    "BatchSize": {
+        "cpu_threshold_p95": 70,
+        "gpu_threshold_p95": 70,
+        "gpu_memory_threshold_p95": 70,
+        "patience": 1000,
+        "window": 500,
+        "scan_interval_us": 60000000,
+    },
+    "CPUBottleneck": {
+        "threshold": 50,
+        "gpu_threshold": 10,
+        "cpu_threshold": 90,
+        "patience": 1000,
+        "scan_interval_us": 60000000,
+    },
     "Dataloader": {"min_threshold": 70, "max_threshold": 200, "scan_interval_us": 60000000},
     "GPUMemoryIncrease": {"increase": 5, "patience": 1000, "window": 10, "scan_interval_us": 60000000},
-    "IOBottleneck": {"threshold": 50, "gpu_threshold": 10, "io_threshold": 50, "patience": 1000,
-                     "scan_interval_us": 60000000},
+    "IOBottleneck": {
+        "threshold": 50,
+        "gpu_threshold": 10,
+        "io_threshold": 50,
+        "patience": 1000,
+        "scan_interval_us": 60000000,
+    },
     "LoadBalancing": {"threshold": 0.5, "patience": 1000, "scan_interval_us": 60000000},
-    "LowGPUUtilization": {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000,
-                          "scan_interval_us": 60000000},
+    "LowGPUUtilization": {
+        "threshold_p95": 70,
+        "threshold_p5": 10,
+        "window": 500,
+        "patience": 1000,
+        "scan_interval_us": 60000000,
+    },
     "MaxInitializationTime": {"threshold": 20, "scan_interval_us": 60000000},
     "OverallSystemUsage": {"scan_interval_us": 60000000},
     "ProfilerReport": {},
@@ -131,8 +152,12 @@ def _profile_with_problems():
 
 
 def test_profiler_report_runs_every_rule_and_writes_their_reports(tmp_path):
-    r = ProfilerReport(_profile_with_problems(), output_dir=str(tmp_path), lowgpuutilization_threshold_p95="60",
-                       StepOutlier_n_outliers="0")
+    r = ProfilerReport(
+        _profile_with_problems(),
+        output_dir=str(tmp_path),
+        lowgpuutilization_threshold_p95="60",
+        StepOutlier_n_outliers="0",
+    )
     run = invoke_rule(r)
     assert run.ended == "end_of_rule" and run.fired == [4]  # fires once, at the end of the data
     assert "LowGPUUtilization" in r.reason
@@ -141,8 +166,9 @@ def test_profiler_report_runs_every_rule_and_writes_their_reports(tmp_path):
     low = json.loads((tmp_path / "profiler-reports" / "LowGPUUtilization.json").read_text())
     assert low["RuleTriggered"] >= 1 and "threshold_p95:60.0" in low["RuleParameters"]
     assert low["Verdict"]["fired_windows"][0][0] == T0 + 180 * SECOND
-    assert json.loads((tmp_path / "profiler-reports" / "IOBottleneck.json").read_text())["Verdict"]["status"] \
-        == "no issue"  # GPU data but no I/O wait: judged, no issue
+    assert (
+        json.loads((tmp_path / "profiler-reports" / "IOBottleneck.json").read_text())["Verdict"]["status"] == "no issue"
+    )  # GPU data but no I/O wait: judged, no issue
     assert r.rules["StepOutlier"].n_outliers == 0
     assert "LowGPUUtilization_threshold_p95:60" in r.report["RuleParameters"]
 
@@ -152,8 +178,9 @@ def test_profiler_report_says_when_it_cannot_write_its_reports(tmp_path):
     with pytest.raises(RuleConfigurationError) as exc:
         ProfilerReport(Profile([]), output_dir=str(tmp_path / "file"))
     assert exc.value.parameter == "output_dir" and "profiler-reports" in str(exc.value)
-    assert ProfilerReport(Profile([], path=str(tmp_path))).reports_dir == str(tmp_path / "profiler-output" /
-                                                                               "profiler-reports")
+    assert ProfilerReport(Profile([], path=str(tmp_path))).reports_dir == str(
+        tmp_path / "profiler-output" / "profiler-reports"
+    )
 
 
 def test_profiler_report_refuses_an_override_its_rule_does_not_take():
@@ -186,7 +213,9 @@ def test_profiler_report_over_an_empty_profile_says_no_data(tmp_path):
     r = ProfilerReport(Profile([]), output_dir=str(tmp_path))
     run = invoke_rule(r)
     assert run.fired == [] and run.looked_at_nothing
-    statuses = {p.stem: json.loads(p.read_text())["Verdict"]["status"] for p in (tmp_path / "profiler-reports").iterdir()}
+    statuses = {
+        p.stem: json.loads(p.read_text())["Verdict"]["status"] for p in (tmp_path / "profiler-reports").iterdir()
+    }
     assert set(statuses.values()) <= {"no data", "no GPU data"} and statuses["StepOutlier"] == "no data"
     assert statuses["LowGPUUtilization"] == "no GPU data"
 

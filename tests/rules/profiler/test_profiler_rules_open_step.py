@@ -36,8 +36,14 @@ def _steps(first, last, t0):
 
 def test_the_complete_time_stops_at_the_newest_steps_end(tmp_path):
     stall = T0 + 500 * MS  # step 10 starts here and lasts 4 s
-    _file(tmp_path, _steps(0, 10, T0) + [("DataLoaderIter", "next", stall, stall + MS, 10),
-                                         ("Forward", "Net", stall + 4000 * MS, stall + 4030 * MS, 10)])
+    _file(
+        tmp_path,
+        _steps(0, 10, T0)
+        + [
+            ("DataLoaderIter", "next", stall, stall + MS, 10),
+            ("Forward", "Net", stall + 4000 * MS, stall + 4030 * MS, 10),
+        ],
+    )
     trial = ProfilerTrial(str(tmp_path))
     assert trial.get_latest_timestamp() == stall + 4030 * MS  # the file's name: its last event end
     assert trial.get_complete_timestamp() == stall  # step 10 may still be open: data is complete up to 9's end

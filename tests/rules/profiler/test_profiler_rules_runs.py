@@ -57,7 +57,7 @@ def test_step_outlier_fires_in_the_window_of_the_stalled_step(runs):
     assert details["step_numbers"] == [STALL_STEP] and details["phase"] == "Step:ModeKeys.TRAIN"
     stall = ProfilerTrial(str(runs["slow"].root)).steps("TRAIN")
     stall_start = int(stall.start_us[stall.step == STALL_STEP][0])
-    (a, b), = r.report["Verdict"]["fired_windows"]
+    ((a, b),) = r.report["Verdict"]["fired_windows"]
     assert a <= stall_start < b and b - a <= SECOND
     quiet = _rule(runs["steady"], "StepOutlier", **params)
     assert invoke_rule(quiet).fired == [] and quiet.report["Verdict"]["status"] == "no issue"
@@ -78,8 +78,12 @@ def test_dataloader_fires_without_workers_and_not_with_them(runs):
     cores = _cores(runs["slow"])
     assert cores >= 1
     # between 1.5 and 10 processes loading data per second is right, whatever the host's cores
-    params = {"min_threshold": str(150 / cores), "max_threshold": str(1000 / cores), "patience": "1",
-              "scan_interval_us": ONE_S}
+    params = {
+        "min_threshold": str(150 / cores),
+        "max_threshold": str(1000 / cores),
+        "patience": "1",
+        "scan_interval_us": ONE_S,
+    }
     r = _rule(runs["slow"], "Dataloader", **params)
     assert invoke_rule(r).fired and "too few" in r.reason, r.report
     assert r.report["Details"]["dataloaders"] == 1 and r.report["Details"]["num_workers"] == 0, r.report
@@ -107,13 +111,21 @@ def test_overall_system_usage_on_a_real_run(runs):
 
 def test_profiler_report_over_a_real_run(runs, tmp_path):
     trial = ProfilerTrial(str(runs["slow"].root))
-    r = ProfilerReport(trial, output_dir=str(tmp_path), scan_interval_us=ONE_S, StepOutlier_n_outliers="0",
-                       StepOutlier_min_ratio="30", MaxInitializationTime_threshold=str(1 / 60))
+    r = ProfilerReport(
+        trial,
+        output_dir=str(tmp_path),
+        scan_interval_us=ONE_S,
+        StepOutlier_n_outliers="0",
+        StepOutlier_min_ratio="30",
+        MaxInitializationTime_threshold=str(1 / 60),
+    )
     run = invoke_rule(r)
     assert run.ended == "end_of_rule" and "MaxInitializationTime" in r.reason and "StepOutlier" in r.reason
     reports = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "profiler-reports").iterdir()}
-    assert reports["StepOutlier"]["RuleTriggered"] == 1 and reports["LowGPUUtilization"]["Verdict"]["status"] == \
-        "no GPU data"
+    assert (
+        reports["StepOutlier"]["RuleTriggered"] == 1
+        and reports["LowGPUUtilization"]["Verdict"]["status"] == "no GPU data"
+    )
     assert reports["OverallSystemUsage"]["Details"]["CPU"]
     # and the HTML report, through the renderer's hook (smdebug.analysis.profiler_report.write_report)
     assert r.html_path == str(tmp_path / "profiler-report.html")

@@ -25,8 +25,14 @@ def test_step_outlier_stops_the_job_it_follows(tmp_path):
     out_dir = tmp_path / "run"
     out_dir.mkdir()
     trial = ProfilerTrial(str(out_dir))  # the job has not started: the rule waits for its data
-    rule = get_rule_class("StepOutlier")(trial, n_outliers="0", min_ratio="30", scan_interval_us="1000000",
-                                         action_str='{"name": "StopTraining"}', stop_out_dir=str(out_dir))
+    rule = get_rule_class("StepOutlier")(
+        trial,
+        n_outliers="0",
+        min_ratio="30",
+        scan_interval_us="1000000",
+        action_str='{"name": "StopTraining"}',
+        stop_out_dir=str(out_dir),
+    )
     rule.poll_s = 0.2
     done = {}
 
@@ -35,8 +41,9 @@ def test_step_outlier_stops_the_job_it_follows(tmp_path):
 
     watcher = threading.Thread(target=follow, daemon=True)
     watcher.start()
-    run = train(tmp_path, stall_step=STALL_STEP, stall_s=4.0, step_s=0.03, same_dir=True, rotate_s=0.3,
-                until_stopped_s=60)
+    run = train(
+        tmp_path, stall_step=STALL_STEP, stall_s=4.0, step_s=0.03, same_dir=True, rotate_s=0.3, until_stopped_s=60
+    )
     watcher.join(timeout=120)
     assert not watcher.is_alive(), "the rule did not end with the job"
     assert run.stalled, f"training was not stopped ({run.steps} steps)"

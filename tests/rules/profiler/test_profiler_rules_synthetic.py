@@ -61,8 +61,10 @@ def test_gpu_rules_say_no_gpu_data_on_a_cpu_only_profile(name):  # the others ju
     assert "no GPU data" in r.report["Verdict"]["message"]
 
 
-@pytest.mark.parametrize("name,dim,param", [("CPUBottleneck", "CPUUtilization", "cpu_threshold"),
-                                            ("IOBottleneck", "I/OWaitPercentage", "io_threshold")])
+@pytest.mark.parametrize(
+    "name,dim,param",
+    [("CPUBottleneck", "CPUUtilization", "cpu_threshold"), ("IOBottleneck", "I/OWaitPercentage", "io_threshold")],
+)
 def test_bottleneck_fires_once_the_share_of_starved_samples_passes_the_threshold(name, dim, param):
     busy = [series(dim, step_fn(20, 95, 50), name="cpu0"), series(dim, np.full(N, 20.0), name="cpu1")]
     r = rule(name, Profile([gpu(step_fn(90, 5, 50)), *busy]))
@@ -112,8 +114,16 @@ def test_load_balancing_compares_the_gpus_of_a_node():
 
 def test_overall_system_usage_reports_per_node_statistics_and_never_fires():
     mem = series("", np.full(N, 40.0), name="MemoryUsedPercent", type_="memory")
-    r = rule("OverallSystemUsage", Profile([series("CPUUtilization", np.full(N, 10.0), name="cpu0"),
-                                            series("CPUUtilization", np.full(N, 30.0), name="cpu1"), mem]))
+    r = rule(
+        "OverallSystemUsage",
+        Profile(
+            [
+                series("CPUUtilization", np.full(N, 10.0), name="cpu0"),
+                series("CPUUtilization", np.full(N, 30.0), name="cpu1"),
+                mem,
+            ]
+        ),
+    )
     assert invoke_rule(r).fired == []
     d = r.report["Details"]
     assert d["CPU"]["algo-1"]["p50"] == pytest.approx(20.0) and d["CPU memory"]["algo-1"]["max"] == pytest.approx(40.0)
@@ -137,7 +147,7 @@ def test_step_outlier_fires_in_the_window_of_the_stalled_step():
     r = rule("StepOutlier", prof, n_outliers="0", scan_interval_us=str(5 * SECOND))
     run = invoke_rule(r)
     stall_start = T0 + int(sum(int(x * SECOND) for x in d[:150]))
-    (a, b), = r.report["Verdict"]["fired_windows"]
+    ((a, b),) = r.report["Verdict"]["fired_windows"]
     assert a <= stall_start < b and len(run.fired) == 1
     assert r.report["Details"]["step_details"]["algo-1"]["step_numbers"] == [150]
     # the defaults (n_outliers=10, as SageMaker) do not fire on one stall
@@ -162,12 +172,27 @@ def test_step_outlier_min_ratio_lets_a_hiccup_pass_and_catches_a_stall():
 
 
 def _loading(pids, seconds=30):
-    rows = [{"phase": "DataLoaderIterInitialize", "name": "iter.__init__", "start": T0, "end": T0 + 10,
-             "args": {"num_workers": len(pids) - 1, "pin_memory": False}}]
+    rows = [
+        {
+            "phase": "DataLoaderIterInitialize",
+            "name": "iter.__init__",
+            "start": T0,
+            "end": T0 + 10,
+            "args": {"num_workers": len(pids) - 1, "pin_memory": False},
+        }
+    ]
     for k in range(seconds * 10):
         t = T0 + k * 100_000
-        rows += [{"phase": "DataLoaderIter" if p == pids[0] else "DataLoaderWorker", "name": "GetNext",
-                  "start": t + 1, "end": t + 50_000, "pid": p} for p in pids]
+        rows += [
+            {
+                "phase": "DataLoaderIter" if p == pids[0] else "DataLoaderWorker",
+                "name": "GetNext",
+                "start": t + 1,
+                "end": t + 50_000,
+                "pid": p,
+            }
+            for p in pids
+        ]
     return rows
 
 
@@ -204,7 +229,12 @@ def test_report_keeps_1034s_schema_and_parameters():
     r = rule("CPUBottleneck", Profile([]), threshold="60")
     assert set(r.report) == {"RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters", "Verdict"}
     assert r.report["RuleParameters"].split("\n") == [
-        "threshold:60.0", "gpu_threshold:10.0", "cpu_threshold:90.0", "patience:1000", "scan_interval_us:60000000"]
+        "threshold:60.0",
+        "gpu_threshold:10.0",
+        "cpu_threshold:90.0",
+        "patience:1000",
+        "scan_interval_us:60000000",
+    ]
 
 
 def test_events_are_judged_in_the_window_they_start_in():

@@ -22,8 +22,12 @@ M0 = 1_800_000_000 // 60 * 60  # a minute, in seconds
 MINUTES = 75  # past one read-ahead (an hour) of 60-second windows
 BAD_FROM = 30 * 60  # seconds into the run: the GPU idles, the cores saturate, memory climbs
 # parameters that make most rules fire on this short profile
-PARAMS = {"StepOutlier": {"n_outliers": "0"}, "MaxInitializationTime": {"threshold": "0.5"},
-          "GPUMemoryIncrease": {"patience": "100"}, "LoadBalancing": {"patience": "100", "threshold": "0.2"}}
+PARAMS = {
+    "StepOutlier": {"n_outliers": "0"},
+    "MaxInitializationTime": {"threshold": "0.5"},
+    "GPUMemoryIncrease": {"patience": "100"},
+    "LoadBalancing": {"patience": "100", "threshold": "0.2"},
+}
 
 
 def _system(root: Path) -> None:
@@ -36,16 +40,23 @@ def _system(root: Path) -> None:
         for i in range(120):  # every 0.5 s
             t = minute + 0.5 * i + 0.013
             bad = t - M0 >= BAD_FROM
-            rows = [("cpu", f"cpu{c}", "CPUUtilization", 95 + rng.uniform(0, 5) if bad else rng.uniform(20, 60))
-                    for c in range(2)]
+            rows = [
+                ("cpu", f"cpu{c}", "CPUUtilization", 95 + rng.uniform(0, 5) if bad else rng.uniform(20, 60))
+                for c in range(2)
+            ]
             rows += [("cpu", f"cpu{c}", "I/OWaitPercentage", rng.uniform(0, 3)) for c in range(2)]
-            rows += [("gpu", "gpu0", "GPUUtilization", rng.uniform(0, 5) if bad else rng.uniform(80, 100)),
-                     ("gpu", "gpu1", "GPUUtilization", rng.uniform(80, 100)),
-                     ("gpu", "gpu0", "GPUMemoryUtilization", min(20 + 1.5 * (t - M0 - BAD_FROM), 90) if bad else 20.0),
-                     ("memory", "MemoryUsedPercent", "", 40 + rng.uniform(0, 1)),
-                     ("network", "ReceiveBytesPerSecond", "Algorithm", rng.uniform(0, 1e6))]
-            lines += [f'{{"Type":"{ty}","Name":"{n}","Dimension":"{d}","Value":{v:.3f},"NodeId":"algo-1",'
-                      f'"Timestamp":{t:.3f}}}\n' for ty, n, d, v in rows]
+            rows += [
+                ("gpu", "gpu0", "GPUUtilization", rng.uniform(0, 5) if bad else rng.uniform(80, 100)),
+                ("gpu", "gpu1", "GPUUtilization", rng.uniform(80, 100)),
+                ("gpu", "gpu0", "GPUMemoryUtilization", min(20 + 1.5 * (t - M0 - BAD_FROM), 90) if bad else 20.0),
+                ("memory", "MemoryUsedPercent", "", 40 + rng.uniform(0, 1)),
+                ("network", "ReceiveBytesPerSecond", "Algorithm", rng.uniform(0, 1e6)),
+            ]
+            lines += [
+                f'{{"Type":"{ty}","Name":"{n}","Dimension":"{d}","Value":{v:.3f},"NodeId":"algo-1",'
+                f'"Timestamp":{t:.3f}}}\n'
+                for ty, n, d, v in rows
+            ]
         (folder / f"{minute}.algo-1.json").write_text("".join(lines))
 
 
@@ -58,9 +69,10 @@ def _framework(root: Path) -> None:
     for step in range((MINUTES - 2) * 60):
         t = base + step * 1_000_000
         dur = 4_000_000 if step in (500, 2500) else 900_000 + (step % 7) * 10_000  # two stalls
-        events.append({"name": "GetNext", "pid": 2, "ph": "X", "ts": t - base, "dur": 50_000,
-                       "args": {"pid": 11}})
-        events.append({"name": "Step", "pid": 1, "ph": "X", "ts": t - base, "dur": dur, "args": {"step_num": str(step)}})
+        events.append({"name": "GetNext", "pid": 2, "ph": "X", "ts": t - base, "dur": 50_000, "args": {"pid": 11}})
+        events.append(
+            {"name": "Step", "pid": 1, "ph": "X", "ts": t - base, "dur": dur, "args": {"step_num": str(step)}}
+        )
         last_end = t + 990_000
         if last_end - file_start >= 60_000_000 or step == (MINUTES - 2) * 60 - 1:
             folder = root / "framework" / "pevents" / time.strftime("%Y%m%d%H", time.gmtime(last_end / 1e6))
@@ -125,8 +137,15 @@ def test_rules_judged_together_report_what_each_reports_alone(profile):
         if rule.report["RuleTriggered"]:
             fired.add(name)
     # the comparison covers rules that fired, in several windows, and rules that did not
-    assert {"LowGPUUtilization", "CPUBottleneck", "StepOutlier", "Dataloader", "MaxInitializationTime",
-            "GPUMemoryIncrease", "LoadBalancing"} <= fired
+    assert {
+        "LowGPUUtilization",
+        "CPUBottleneck",
+        "StepOutlier",
+        "Dataloader",
+        "MaxInitializationTime",
+        "GPUMemoryIncrease",
+        "LoadBalancing",
+    } <= fired
     assert rules["IOBottleneck"].report["Verdict"]["status"] == "no issue"
     assert len(rules["LowGPUUtilization"].report["Verdict"]["fired_windows"]) > 30
 

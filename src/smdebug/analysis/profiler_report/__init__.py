@@ -36,36 +36,49 @@ __all__ = ["render_profiler_report", "write_report", "profiler_report_html"]
 
 
 def _summary(trial, job: stats.JobSummary, fw_nodes: list, sys_nodes: list, rule_reports: dict) -> str:
-    rows = [("job start (first record)", fmt_clock(job.start_us)),
-            ("job end (last record)", f"{fmt_clock(job.end_us)} ({fmt_at(job.end_us, job.start_us)})"),
-            ("total", fmt_s(job.total_s)),
-            ("initialization (start to first step)", fmt_s(job.initialization_s)),
-            ("training loop (first step's start to last step's end)", fmt_s(job.training_loop_s)),
-            ("finalization (last step's end to end)", fmt_s(job.finalization_s)),
-            ("steps", ", ".join(f"{m}: {fmt_count(n)}" for m, n in job.steps.items()) or "none recorded"),
-            ("nodes (system metrics)", ", ".join(sys_nodes) or "none"),
-            ("framework processes", ", ".join(fw_nodes) or "none")]
+    rows = [
+        ("job start (first record)", fmt_clock(job.start_us)),
+        ("job end (last record)", f"{fmt_clock(job.end_us)} ({fmt_at(job.end_us, job.start_us)})"),
+        ("total", fmt_s(job.total_s)),
+        ("initialization (start to first step)", fmt_s(job.initialization_s)),
+        ("training loop (first step's start to last step's end)", fmt_s(job.training_loop_s)),
+        ("finalization (last step's end to end)", fmt_s(job.finalization_s)),
+        ("steps", ", ".join(f"{m}: {fmt_count(n)}" for m, n in job.steps.items()) or "none recorded"),
+        ("nodes (system metrics)", ", ".join(sys_nodes) or "none"),
+        ("framework processes", ", ".join(fw_nodes) or "none"),
+    ]
     fired = [n for n, r in sorted((rule_reports or {}).items()) if verdict_of(r)[1] == "fired"]
-    glance = (f"<p class='fired'>Rules that fired: {html.escape(', '.join(fired))} (see "
-              "<a href='#rules'>what to fix</a>).</p>" if fired else "")
+    glance = (
+        f"<p class='fired'>Rules that fired: {html.escape(', '.join(fired))} (see "
+        "<a href='#rules'>what to fix</a>).</p>"
+        if fired
+        else ""
+    )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in job.notes)
     notes = f"<ul class='meta' id='summary-notes'>{notes}</ul>" if notes else ""
-    lead = ("<p class='meta'>Times in this report are after the job's start (its first record): "
-            "<code>+12.3 s</code>. The three phases add up to the total.</p>")
+    lead = (
+        "<p class='meta'>Times in this report are after the job's start (its first record): "
+        "<code>+12.3 s</code>. The three phases add up to the total.</p>"
+    )
     return section("summary", "Training job summary", glance + lead + table(["", ""], rows, tid="job-summary") + notes)
 
 
 def _step_section(steps: dict, origin: int) -> str:
     if not steps:
-        return section("step-time", "Step time", "<p class='nodata'>No step events were recorded: the framework "
-                       "profiler did not run or saved no step (check the profiler config's framework metrics).</p>")
+        return section(
+            "step-time",
+            "Step time",
+            "<p class='nodata'>No step events were recorded: the framework "
+            "profiler did not run or saved no step (check the profiler config's framework metrics).</p>",
+        )
     rows = []
     for mode, s in steps.items():
         d = s.duration_us.astype(np.float64)
         p50, p95 = np.percentile(d, [50, 95])
         rows.append((mode, len(s), fmt_ms(d.mean()), fmt_ms(p50), fmt_ms(p95), fmt_ms(d.max()), fmt_ms(d.min())))
-    body = (img(charts.step_time_chart(steps, origin), "step time")
-            + table(["mode", "steps", "mean", "p50", "p95", "max", "min"], rows, tid="step-stats"))
+    body = img(charts.step_time_chart(steps, origin), "step time") + table(
+        ["mode", "steps", "mean", "p50", "p95", "max", "min"], rows, tid="step-stats"
+    )
     return section("step-time", "Step time over the run", body)
 
 
@@ -73,24 +86,46 @@ def _phase_section(phases: dict | None, mode: str | None) -> str:
     if phases is None:
         return section("phases", "Time per step by phase", "<p class='nodata'>No steps: nothing to break down.</p>")
     total = float(np.sum(phases["total"]))
-    rows = [(p, fmt_s(float(np.sum(phases[p])) / 1e6), fmt_percent(100 * float(np.sum(phases[p])) / total) if total else "-")
-            for p in (*stats.PHASES, "other")]
-    note = ("<p class='meta'>An event counts in the step in which it starts (clipped to the step's end); "
-            "'other' is the step time no recorded phase covers.</p>")
-    return section("phases", f"Time per {mode} step by phase",
-                   img(charts.phases_chart(phases, str(mode)), "phases per step") + note
-                   + table(["phase", "total", "share of step time"], rows, tid="phase-totals"))
+    rows = [
+        (
+            p,
+            fmt_s(float(np.sum(phases[p])) / 1e6),
+            fmt_percent(100 * float(np.sum(phases[p])) / total) if total else "-",
+        )
+        for p in (*stats.PHASES, "other")
+    ]
+    note = (
+        "<p class='meta'>An event counts in the step in which it starts (clipped to the step's end); "
+        "'other' is the step time no recorded phase covers.</p>"
+    )
+    return section(
+        "phases",
+        f"Time per {mode} step by phase",
+        img(charts.phases_chart(phases, str(mode)), "phases per step")
+        + note
+        + table(["phase", "total", "share of step time"], rows, tid="phase-totals"),
+    )
 
 
 def _slow_section(slow: list, origin: int) -> str:
     if not slow:
         return section("slowest-steps", "The slowest steps", "<p class='nodata'>No steps were recorded.</p>")
-    rows = [(str(s["step"]), s["node"], fmt_at(s["start_us"], origin), fmt_ms(s["duration_us"]),
-             f"{sig(s['times_median'])}x",
-             "; ".join(f"{t['phase']} / {t['name']}: {fmt_ms(t['us'])}" for t in s["top"]) or "no event recorded in it")
-            for s in slow]
-    return section("slowest-steps", "The slowest steps and what ran in them", table(
-        ["step", "process", "started at", "duration", "x median", "what took the time"], rows, tid="slow-steps"))
+    rows = [
+        (
+            str(s["step"]),
+            s["node"],
+            fmt_at(s["start_us"], origin),
+            fmt_ms(s["duration_us"]),
+            f"{sig(s['times_median'])}x",
+            "; ".join(f"{t['phase']} / {t['name']}: {fmt_ms(t['us'])}" for t in s["top"]) or "no event recorded in it",
+        )
+        for s in slow
+    ]
+    return section(
+        "slowest-steps",
+        "The slowest steps and what ran in them",
+        table(["step", "process", "started at", "duration", "x median", "what took the time"], rows, tid="slow-steps"),
+    )
 
 
 def _timeline_section(trial, slow: list, series: list) -> str:
@@ -114,11 +149,15 @@ def _timeline_section(trial, slow: list, series: list) -> str:
             pick = node_of(s["node"], shown) if shown else None
         trace = build_timeline(trial, node=pick, start_us=lo, end_us=hi)
     except SMDebugValueError as exc:
-        return section("timeline", title, f"<p class='nodata'>The timeline could not be drawn: {html.escape(str(exc))}</p>")
-    lead = (f"<p>Step {s['step']} of {html.escape(s['node'])} ({fmt_ms(s['duration_us'])}) with a tenth of its "
-            "length either side: framework events, torch.profiler's operators where the step was profiled in "
-            "detail, system metrics. For the whole run: <code>smdebug profile timeline PROFILE -o trace.json</code>, "
-            "opened in Perfetto or chrome://tracing.</p>")
+        return section(
+            "timeline", title, f"<p class='nodata'>The timeline could not be drawn: {html.escape(str(exc))}</p>"
+        )
+    lead = (
+        f"<p>Step {s['step']} of {html.escape(s['node'])} ({fmt_ms(s['duration_us'])}) with a tenth of its "
+        "length either side: framework events, torch.profiler's operators where the step was profiled in "
+        "detail, system metrics. For the whole run: <code>smdebug profile timeline PROFILE -o trace.json</code>, "
+        "opened in Perfetto or chrome://tracing.</p>"
+    )
     base = trace["otherData"]["ts_base_us"]  # (the trace's times are after it)
     return section("timeline", title, lead + timeline_svg(trace, lo - base, hi - base))
 
@@ -126,11 +165,18 @@ def _timeline_section(trial, slow: list, series: list) -> str:
 def _loader_section(dl: dict) -> str:
     f = dl["fetch"]
     if not f["count"]:
-        return section("dataloader", "Data loader", "<p class='nodata'>No data-loader events were recorded "
-                       "(no DataLoaderIter events: the loader was not instrumented or not used).</p>")
+        return section(
+            "dataloader",
+            "Data loader",
+            "<p class='nodata'>No data-loader events were recorded "
+            "(no DataLoaderIter events: the loader was not instrumented or not used).</p>",
+        )
     share = dl["share_of_step_time"]
-    lead = (f"<p>{fmt_count(f['count'])} batches fetched, {fmt_s(f['total_s'])} in all"
-            + (f", {fmt_percent(100 * share)} of the step time" if share is not None else "") + ".</p>")
+    lead = (
+        f"<p>{fmt_count(f['count'])} batches fetched, {fmt_s(f['total_s'])} in all"
+        + (f", {fmt_percent(100 * share)} of the step time" if share is not None else "")
+        + ".</p>"
+    )
 
     def row(label, x):
         return (label, x["count"], *(fmt_s(x[k] / 1e3) for k in ("mean_ms", "p50_ms", "p95_ms", "max_ms")))
@@ -141,8 +187,11 @@ def _loader_section(dl: dict) -> str:
         rows.append(row("batch built by a worker", w))
     body = lead + table(["", "count", "mean", "p50", "p95", "max"], rows, tid="loader-stats")
     if dl["loaders"]:
-        body += table(["loader", "num_workers", "pin_memory"],
-                      [(x["name"], x["num_workers"], x["pin_memory"]) for x in dl["loaders"]], tid="loaders")
+        body += table(
+            ["loader", "num_workers", "pin_memory"],
+            [(x["name"], x["num_workers"], x["pin_memory"]) for x in dl["loaders"]],
+            tid="loaders",
+        )
     body += img(charts.histogram_chart(np.asarray(dl["fetch_us"]) / 1e3, "batch fetch time", "ms"), "fetch histogram")
     return section("dataloader", "Data loader", body)
 
@@ -153,8 +202,9 @@ def _mean_or_each(items: list, node: str, label: str) -> list:
         return [(s.name, s) for s in items]
     t = items[0].timestamp_us
     if all(len(s) == len(t) and np.array_equal(s.timestamp_us, t) for s in items):
-        mean = items[0].__class__(node, items[0].type, label, items[0].dimension, t,
-                                  np.mean([s.value for s in items], axis=0))
+        mean = items[0].__class__(
+            node, items[0].type, label, items[0].dimension, t, np.mean([s.value for s in items], axis=0)
+        )
         return [(f"mean of {len(items)} {label}", mean)]
     return [(s.name, s) for s in items]
 
@@ -184,17 +234,28 @@ def _system_sections(series: list, origin: int, end: int) -> str:
     if not nodes:
         none = "<p class='nodata'>No system metrics were recorded (the system monitor did not run).</p>"
         return section("system", "System usage", none) + section("heatmaps", "Heat maps", none)
-    rows = [(r["node"], r["metric"], r["unit"] or "-",
-             *(fmt_metric(r[k], r["symbol"]) for k in ("max", "p99", "p95", "p50", "min")), r["samples"])
-            for r in stats.system_stats(series)]
+    rows = [
+        (
+            r["node"],
+            r["metric"],
+            r["unit"] or "-",
+            *(fmt_metric(r[k], r["symbol"]) for k in ("max", "p99", "p95", "p50", "min")),
+            r["samples"],
+        )
+        for r in stats.system_stats(series)
+    ]
     body = table(["node", "metric", "unit", "max", "p99", "p95", "p50", "min", "samples"], rows, tid="system-stats")
     heat = ""
     for node in nodes:
         body += img(charts.system_chart(_panels(series, node), origin, f"system usage on {node}"), f"system {node}")
-        for dim, what in (("CPUUtilization", "CPU utilization per core"), ("GPUUtilization", "GPU utilization per GPU"),
-                          ("GPUMemoryUtilization", "GPU memory per GPU")):
-            rows_ = sorted((s for s in series if s.node_id == node and s.dimension == dim),
-                           key=lambda s: (len(s.name), s.name))
+        for dim, what in (
+            ("CPUUtilization", "CPU utilization per core"),
+            ("GPUUtilization", "GPU utilization per GPU"),
+            ("GPUMemoryUtilization", "GPU memory per GPU"),
+        ):
+            rows_ = sorted(
+                (s for s in series if s.node_id == node and s.dimension == dim), key=lambda s: (len(s.name), s.name)
+            )
             if rows_:
                 hm = stats.heat_map(rows_, origin, end, bins=max(1, min(120, max(len(s) for s in rows_))))
                 heat += img(charts.heat_map_chart(hm, origin, f"{what} on {node}"), f"{dim} heat map {node}")
@@ -210,8 +271,10 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
     if first is None or last is None:
         from smdebug.exceptions import SMDebugValueError
 
-        raise SMDebugValueError(f"{getattr(trial, 'path', trial)}: no profiler data to report on (no system "
-                                "metrics and no framework events)")
+        raise SMDebugValueError(
+            f"{getattr(trial, 'path', trial)}: no profiler data to report on (no system "
+            "metrics and no framework events)"
+        )
     first, last = int(first), int(last)
     series = trial.system_series(first, last)
     events = trial.framework_events(first, last)
@@ -223,8 +286,7 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
     slow = stats.slowest_steps(steps[mode], events) if mode else []
     parts = [
         f"<h1>Profiler report: {html.escape(os.path.basename(str(trial.path).rstrip('/')) or str(trial.path))}</h1>",
-        f"<p class='meta'>{html.escape(str(trial.path))} &middot; written "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
+        f"<p class='meta'>{html.escape(str(trial.path))} &middot; written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
         _summary(trial, job, fw_nodes, sorted({s.node_id for s in series}), rule_reports),
         rules_section(rule_reports, job.start_us),
         _step_section(steps, job.start_us),
@@ -235,8 +297,10 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
         _system_sections(series, job.start_us, job.end_us),
     ]
     body = "\n".join(parts)
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Profiler report: "
-            f"{html.escape(str(trial.path))}</title><style>{CSS}</style></head><body>{body}</body></html>")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Profiler report: "
+        f"{html.escape(str(trial.path))}</title><style>{CSS}</style></head><body>{body}</body></html>"
+    )
 
 
 def render_profiler_report(trial, rule_reports: dict | None, path) -> str:

@@ -9,8 +9,13 @@ import numpy as np
 
 __all__ = ["png", "step_time_chart", "phases_chart", "system_chart", "heat_map_chart", "histogram_chart"]
 
-_PHASE_COLORS = {"data loading": "#e07b39", "forward": "#3a7dc9", "backward": "#5aa469", "optimizer": "#9b59b6",
-                 "other": "#b0b0b0"}
+_PHASE_COLORS = {
+    "data loading": "#e07b39",
+    "forward": "#3a7dc9",
+    "backward": "#5aa469",
+    "optimizer": "#9b59b6",
+    "other": "#b0b0b0",
+}
 
 
 def _figure(w: float = 10, h: float = 3.2):
@@ -83,13 +88,17 @@ def phases_chart(phases: dict, mode: str) -> str:
     for phase, color in _PHASE_COLORS.items():
         ms = bucket_means(phases[phase], MAX_BARS) / 1e3
         if len(x) > 60:  # bars touching: one outline a phase (ax.bar draws a patch a bar: 2,000 for 400)
-            ax.stairs(bottom + ms, np.arange(bars + 1) - 0.5, baseline=bottom.copy(), fill=True, color=color,
-                      label=phase)
+            ax.stairs(
+                bottom + ms, np.arange(bars + 1) - 0.5, baseline=bottom.copy(), fill=True, color=color, label=phase
+            )
         else:
             ax.bar(x, ms, bottom=bottom, color=color, width=0.8, label=phase)
         bottom += ms
-    ax.set_xlabel(f"{mode} step (in order)" if n <= MAX_BARS else
-                  f"{mode} steps in order, each bar the mean of ~{n / MAX_BARS:.0f} consecutive steps")
+    ax.set_xlabel(
+        f"{mode} step (in order)"
+        if n <= MAX_BARS
+        else f"{mode} steps in order, each bar the mean of ~{n / MAX_BARS:.0f} consecutive steps"
+    )
     ax.set_ylabel("time (ms)")
     ax.set_title("time per step by phase")
     ax.legend(fontsize=8, ncol=5, loc="upper right")
@@ -121,8 +130,15 @@ def heat_map_chart(hm: dict, origin_us: int, title: str, vmax: float = 100.0) ->
     fig = _figure(10, min(0.9 + 0.22 * rows, 8))
     ax = fig.subplots()
     edges = _rel_s(hm["edges_us"], origin_us)
-    mesh = ax.pcolormesh(edges, np.arange(rows + 1), np.ma.masked_invalid(hm["values"]), vmin=0, vmax=vmax,
-                         cmap="viridis", shading="flat")
+    mesh = ax.pcolormesh(
+        edges,
+        np.arange(rows + 1),
+        np.ma.masked_invalid(hm["values"]),
+        vmin=0,
+        vmax=vmax,
+        cmap="viridis",
+        shading="flat",
+    )
     step = max(1, rows // 16)
     ax.set_yticks(np.arange(rows)[::step] + 0.5, hm["rows"][::step], fontsize=7)
     ax.set_xlabel("time since the job started (s)")

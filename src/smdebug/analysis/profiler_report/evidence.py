@@ -38,11 +38,22 @@ _EPOCH_US = 1e14  # an integer above it is a time in µs since the epoch (2001 o
 # "count", "num" (a plain number), "id" (identifiers, as they are), "skip" (not shown). "*": the
 # kind of any other number of the rule.
 HINTS: dict[str, dict[str, str]] = {
-    "StepOutlier": {"step_stats": "s", "stddev": "s", "step_starts_us": "at_us", "number_of_outliers": "count",
-                    "step_numbers": "id"},
+    "StepOutlier": {
+        "step_stats": "s",
+        "stddev": "s",
+        "step_starts_us": "at_us",
+        "number_of_outliers": "count",
+        "step_numbers": "id",
+    },
     "Dataloader": {"dataloading_time": "s", "dataloaders": "num", "cores": "count", "num_workers": "count"},
-    "CPUBottleneck": {"ratio": "%", "low_gpu_utilization": "count", "host_busy_not_job": "count", "GPUs": "count",
-                      "CPUs": "count", "*": "%"},
+    "CPUBottleneck": {
+        "ratio": "%",
+        "low_gpu_utilization": "count",
+        "host_busy_not_job": "count",
+        "GPUs": "count",
+        "CPUs": "count",
+        "*": "%",
+    },
     "IOBottleneck": {"ratio": "%", "low_gpu_utilization": "count", "GPUs": "count", "CPUs": "count", "*": "%"},
     "MaxInitializationTime": {"job_start": "at_s", "job_end": "at_s", "step_num": "at_us"},
     "OverallSystemUsage": {"Network": "B/s", "*": "%"},
@@ -53,13 +64,23 @@ HINTS: dict[str, dict[str, str]] = {
 }
 # a key's label in the tables (the key itself otherwise: what --json prints)
 LABELS = {
-    "number_of_outliers": "outliers", "step_numbers": "outlier steps", "step_starts_us": "outliers started at",
-    "stddev": "std", "last_timestamp": "last violation (window starting at)", "dataloaders":
-    "processes loading data per second (median)", "dataloading_time": "batch loading time", "ratio":
-    "share of samples that were bottlenecks", "low_gpu_utilization": "samples with a GPU below gpu_threshold",
-    "host_busy_not_job": "samples with the cores busy but not the job", "job_start": "first record",
-    "job_end": "last record", "step_num": "step starts", "bottlenecks": "bottleneck samples",
-    "GPUs": "GPUs low", "CPUs": "cores busy", "increase": "increase",
+    "number_of_outliers": "outliers",
+    "step_numbers": "outlier steps",
+    "step_starts_us": "outliers started at",
+    "stddev": "std",
+    "last_timestamp": "last violation (window starting at)",
+    "dataloaders": "processes loading data per second (median)",
+    "dataloading_time": "batch loading time",
+    "ratio": "share of samples that were bottlenecks",
+    "low_gpu_utilization": "samples with a GPU below gpu_threshold",
+    "host_busy_not_job": "samples with the cores busy but not the job",
+    "job_start": "first record",
+    "job_end": "last record",
+    "step_num": "step starts",
+    "bottlenecks": "bottleneck samples",
+    "GPUs": "GPUs low",
+    "CPUs": "cores busy",
+    "increase": "increase",
 }
 
 
@@ -151,7 +172,8 @@ def _flat(record: dict) -> dict:
 def _is_record(d) -> bool:
     """A dict drawn as one table row: no value is a dict of dicts."""
     return isinstance(d, dict) and all(
-        not isinstance(v, dict) or all(not isinstance(x, dict) for x in v.values()) for v in d.values())
+        not isinstance(v, dict) or all(not isinstance(x, dict) for x in v.values()) for v in d.values()
+    )
 
 
 def _records(d: dict, path: tuple):
@@ -239,14 +261,18 @@ def evidence_html(rule: str, report: dict, origin_us: int | None) -> str:
         items.append(f"<li>{html.escape(str(v['message']))}</li>")
     windows = _runs(v.get("fired_windows") or [])
     if windows and origin_us is not None:
-        shown = ", ".join(fmt_span(a, b, origin_us) + (f" ({fmt_count(n)} windows)" if n > 1 else "")
-                          for a, b, n in windows[:MAX_LIST])
+        shown = ", ".join(
+            fmt_span(a, b, origin_us) + (f" ({fmt_count(n)} windows)" if n > 1 else "")
+            for a, b, n in windows[:MAX_LIST]
+        )
         more = f" and {fmt_count(len(windows) - MAX_LIST)} more" if len(windows) > MAX_LIST else ""
         items.append(f"<li>fired in the windows {shown}{more} (time since the job started)</li>")
     if report.get("Violations") is not None:
         dp = report.get("Datapoints")
-        items.append(f"<li>violations: {html.escape(_value('Violations', report['Violations'], (), {}, None))}, "
-                     f"datapoints: {html.escape('-' if dp is None else _value('Datapoints', dp, (), {}, None))}</li>")
+        items.append(
+            f"<li>violations: {html.escape(_value('Violations', report['Violations'], (), {}, None))}, "
+            f"datapoints: {html.escape('-' if dp is None else _value('Datapoints', dp, (), {}, None))}</li>"
+        )
     body = f"<ul class='evidence'>{''.join(items)}</ul>" if items else ""
     body += details_tables(rule, report.get("Details"), origin_us)
     return body or "-"

@@ -103,9 +103,12 @@ def _params(rule: str, p) -> str:
 def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
     """Every rule's verdict with its evidence and the recommended fix; fired rules first."""
     if not rule_reports:
-        return section("rules", "Rules: verdicts and what to fix",
-                       "<p class='nodata'>No profiler rule was run for this report, so nothing was judged: "
-                       "run them with <code>smdebug profile rules</code> or the ProfilerReport rule.</p>")
+        return section(
+            "rules",
+            "Rules: verdicts and what to fix",
+            "<p class='nodata'>No profiler rule was run for this report, so nothing was judged: "
+            "run them with <code>smdebug profile rules</code> or the ProfilerReport rule.</p>",
+        )
 
     def order(item):
         name, rep = item
@@ -116,15 +119,28 @@ def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
     for name, rep in sorted(rule_reports.items(), key=order):
         verdict, cls = verdict_of(rep)
         check, fix = advice_for(name, rep)
-        cells = (name, Raw(html.escape(verdict), cls), check, Raw(html.escape(fix), "fix" if cls == "fired" else ""),
-                 Raw(_params(name, rep.get("RuleParameters")), "params"))
+        cells = (
+            name,
+            Raw(html.escape(verdict), cls),
+            check,
+            Raw(html.escape(fix), "fix" if cls == "fired" else ""),
+            Raw(_params(name, rep.get("RuleParameters")), "params"),
+        )
         # the evidence under the verdict, the row's whole width: its tables need the room
-        body.append(f"<tr class='rule'>{''.join(_cell(c) for c in cells)}</tr>"
-                    f"<tr class='rule-evidence'><td colspan='{len(headers)}'><b>evidence</b>"
-                    f"{evidence_html(name, rep, origin_us)}</td></tr>")
+        body.append(
+            f"<tr class='rule'>{''.join(_cell(c) for c in cells)}</tr>"
+            f"<tr class='rule-evidence'><td colspan='{len(headers)}'><b>evidence</b>"
+            f"{evidence_html(name, rep, origin_us)}</td></tr>"
+        )
     fired = sum(1 for _, rep in rule_reports.items() if verdict_of(rep)[1] == "fired")
-    lead = (f"<p>{fired} of {len(rule_reports)} rules fired.</p>" if fired
-            else f"<p class='ok'>None of the {len(rule_reports)} rules fired.</p>")
+    lead = (
+        f"<p>{fired} of {len(rule_reports)} rules fired.</p>"
+        if fired
+        else f"<p class='ok'>None of the {len(rule_reports)} rules fired.</p>"
+    )
     head = "".join(f"<th>{h}</th>" for h in headers)
-    return section("rules", "Rules: verdicts and what to fix", lead + (
-        f"<table id='rule-verdicts'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"))
+    return section(
+        "rules",
+        "Rules: verdicts and what to fix",
+        lead + (f"<table id='rule-verdicts'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"),
+    )

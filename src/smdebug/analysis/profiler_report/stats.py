@@ -16,8 +16,21 @@ import numpy as np
 from smdebug.analysis.units import fmt_at, fmt_us, metric_unit, unit_word
 from smdebug.profiler.reading.frames import phase_mask
 
-__all__ = ["PHASES", "MODES", "JobSummary", "job_summary", "all_steps", "phases_per_step", "slowest_steps",
-           "system_stats", "metric_of", "heat_map", "dataloader_stats", "STAT_UNITS", "end_timestamp"]
+__all__ = [
+    "PHASES",
+    "MODES",
+    "JobSummary",
+    "job_summary",
+    "all_steps",
+    "phases_per_step",
+    "slowest_steps",
+    "system_stats",
+    "metric_of",
+    "heat_map",
+    "dataloader_stats",
+    "STAT_UNITS",
+    "end_timestamp",
+]
 
 MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
 # report phase -> the framework phases (1.0.34's event_phase) that make it
@@ -30,7 +43,14 @@ PHASES = {
 _DEVICE = re.compile(r"^(cpu|gpu)\d+$")
 # the unit of a type's usual metrics, in words (a metric's own unit: units.metric_unit; "i/o" holds IOPS
 # and bytes/s, so it has none of its own)
-STAT_UNITS = {"cpu": "percent", "gpu": "percent", "memory": "percent", "i/o": "", "network": "bytes/s", "job": "percent"}
+STAT_UNITS = {
+    "cpu": "percent",
+    "gpu": "percent",
+    "memory": "percent",
+    "i/o": "",
+    "network": "bytes/s",
+    "job": "percent",
+}
 
 
 def _steps_of(trial, mode: str):
@@ -104,23 +124,34 @@ def job_summary(trial, steps: dict, series: list | None = None, events=None) -> 
     notes = []
     finished = getattr(trial, "job_finished", None)
     if callable(finished) and not finished():
-        notes.append("the profile has no end marker (the job is still running, or stopped before the profiler "
-                     "closed): the times cover what was written so far")
+        notes.append(
+            "the profile has no end marker (the job is still running, or stopped before the profiler "
+            "closed): the times cover what was written so far"
+        )
     if not steps:
-        notes.append("no step was recorded, so the job cannot be split into initialization, training loop and "
-                     "finalization")
+        notes.append(
+            "no step was recorded, so the job cannot be split into initialization, training loop and finalization"
+        )
     sys_end = max((int(s.timestamp_us[-1]) for s in series or [] if len(s)), default=None)
     fw_end = int(events.end_us.max()) if events is not None and len(events) else None
     if sys_end is not None and fw_end is not None:
         gap = abs(sys_end - fw_end)
         if gap > max(1_000_000, (end - start) // 20):
-            notes.append(f"the system metrics end at {fmt_at(sys_end, start)} and the framework events at "
-                         f"{fmt_at(fw_end, start)} ({fmt_us(gap)} apart): one stream stopped earlier "
-                         "(the end is the later one)")
+            notes.append(
+                f"the system metrics end at {fmt_at(sys_end, start)} and the framework events at "
+                f"{fmt_at(fw_end, start)} ({fmt_us(gap)} apart): one stream stopped earlier "
+                "(the end is the later one)"
+            )
     elif steps and sys_end is None:
         notes.append("no system metrics were recorded: the times come from the framework events alone")
-    return JobSummary(start, end, min(starts) if starts else None, max(ends) if ends else None,
-                      {m: len(s) for m, s in steps.items()}, notes)
+    return JobSummary(
+        start,
+        end,
+        min(starts) if starts else None,
+        max(ends) if ends else None,
+        {m: len(s) for m, s in steps.items()},
+        notes,
+    )
 
 
 def _phase_mask(events, names) -> np.ndarray:
@@ -176,9 +207,16 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
             clipped = min(int(events.end_us[j]), hi) - max(int(events.start_us[j]), lo)
             totals[key] = totals.get(key, 0) + clipped
         top = sorted(totals.items(), key=lambda kv: -kv[1])[:top_events]
-        out.append({"step": int(spans.step[i]), "node": node, "start_us": lo, "duration_us": hi - lo,
-                    "times_median": (hi - lo) / med if med > 0 else float("nan"),
-                    "top": [{"phase": p, "name": nm, "us": us} for (p, nm), us in top]})
+        out.append(
+            {
+                "step": int(spans.step[i]),
+                "node": node,
+                "start_us": lo,
+                "duration_us": hi - lo,
+                "times_median": (hi - lo) / med if med > 0 else float("nan"),
+                "top": [{"phase": p, "name": nm, "us": us} for (p, nm), us in top],
+            }
+        )
     return out
 
 
@@ -186,7 +224,11 @@ def metric_of(s) -> str:
     """A series' metric: its dimension (``cpu3`` -> ``CPUUtilization``, the job's ``cpu`` ->
     ``JobCPUDemand``), else its name (``MemoryUsedPercent``, ``ReadThroughputInBytesPerSecond``;
     network rows' dimension, ``Algorithm``, names no metric)."""
-    if s.dimension and s.dimension != "Algorithm" and (_DEVICE.match(s.name) or s.type == "job" or s.name in ("cpu", "memory")):
+    if (
+        s.dimension
+        and s.dimension != "Algorithm"
+        and (_DEVICE.match(s.name) or s.type == "job" or s.name in ("cpu", "memory"))
+    ):
         return s.dimension
     return s.name if s.name else s.dimension
 
@@ -206,9 +248,21 @@ def system_stats(series: list) -> list[dict]:
             continue
         p99, p95, p50 = np.percentile(v, [99, 95, 50])
         symbol = metric_unit(dim, "", typ)
-        rows.append({"node": node, "type": typ, "metric": dim, "unit": unit_word(symbol), "symbol": symbol,
-                     "max": float(v.max()), "p99": float(p99), "p95": float(p95), "p50": float(p50),
-                     "min": float(v.min()), "samples": int(len(v))})
+        rows.append(
+            {
+                "node": node,
+                "type": typ,
+                "metric": dim,
+                "unit": unit_word(symbol),
+                "symbol": symbol,
+                "max": float(v.max()),
+                "p99": float(p99),
+                "p95": float(p95),
+                "p50": float(p50),
+                "min": float(v.min()),
+                "samples": int(len(v)),
+            }
+        )
     return rows
 
 
@@ -232,8 +286,14 @@ def _percentiles(us: np.ndarray) -> dict:
     if not len(us):
         return {"count": 0}
     p50, p95 = np.percentile(us, [50, 95])
-    return {"count": int(len(us)), "total_s": float(us.sum()) / 1e6, "mean_ms": float(us.mean()) / 1e3,
-            "p50_ms": float(p50) / 1e3, "p95_ms": float(p95) / 1e3, "max_ms": float(us.max()) / 1e3}
+    return {
+        "count": int(len(us)),
+        "total_s": float(us.sum()) / 1e6,
+        "mean_ms": float(us.mean()) / 1e3,
+        "p50_ms": float(p50) / 1e3,
+        "p95_ms": float(p95) / 1e3,
+        "max_ms": float(us.max()) / 1e3,
+    }
 
 
 def dataloader_stats(events, phases: dict | None) -> dict:
@@ -246,11 +306,16 @@ def dataloader_stats(events, phases: dict | None) -> dict:
     for i in range(len(init)):
         args = init.args[i] if init.args else None
         args = args or {}
-        loaders.append({"name": str(init.name[i]), "num_workers": args.get("num_workers"),
-                        "pin_memory": args.get("pin_memory")})
+        loaders.append(
+            {"name": str(init.name[i]), "num_workers": args.get("num_workers"), "pin_memory": args.get("pin_memory")}
+        )
     share = None
     if phases is not None and float(np.sum(phases["total"])) > 0:
         share = float(np.sum(phases["data loading"]) / np.sum(phases["total"]))
-    return {"fetch": _percentiles(fetch.duration_us.astype(np.float64)), "fetch_us": fetch.duration_us,
-            "loaders": loaders, "worker_batches": _percentiles(workers.duration_us.astype(np.float64)),
-            "share_of_step_time": share}
+    return {
+        "fetch": _percentiles(fetch.duration_us.astype(np.float64)),
+        "fetch_us": fetch.duration_us,
+        "loaders": loaders,
+        "worker_batches": _percentiles(workers.duration_us.astype(np.float64)),
+        "share_of_step_time": share,
+    }

@@ -65,8 +65,14 @@ def _depths(slices: list) -> list:
     return out
 
 
-def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | None = None, width: int = 1100,
-                 max_slices: int = 20000, max_depth: int = 4) -> str:
+def timeline_svg(
+    trace: dict,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    width: int = 1100,
+    max_slices: int = 20000,
+    max_depth: int = 4,
+) -> str:
     """The SVG (a string) of ``trace`` between ``start_us`` and ``end_us`` (default: all of it)."""
     events = trace["traceEvents"]
     data = [e for e in events if e["ph"] != "M"]
@@ -97,7 +103,9 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
     shown_pid = None
 
     def header(pid, y):
-        parts.append(f"<text x='2' y='{y + 10}' class='proc'>{html.escape(_short(str(procs.get(pid, pid)), 60))}</text>")
+        parts.append(
+            f"<text x='2' y='{y + 10}' class='proc'>{html.escape(_short(str(procs.get(pid, pid)), 60))}</text>"
+        )
         return y + _ROW_H
 
     for key in sorted(lanes, key=lambda k: (order.get(k[0], k[0]), k[0], k[1])):
@@ -117,32 +125,50 @@ def timeline_svg(trace: dict, start_us: float | None = None, end_us: float | Non
             w = max(x(e["ts"] + e.get("dur", 0)) - x0, 1.0)
             fill = "#d62728" if e.get("cat") == "rule" else _color(str(e.get("cat", "")) + str(e["name"]))
             tip = html.escape(f"{e['name']} ({e.get('dur', 0) / 1e3:.2f} ms)")
-            parts.append(f"<rect x='{x0:.1f}' y='{y + d * _ROW_H}' width='{w:.1f}' height='{_ROW_H - 2}' "
-                         f"fill='{fill}'><title>{tip}</title></rect>")
+            parts.append(
+                f"<rect x='{x0:.1f}' y='{y + d * _ROW_H}' width='{w:.1f}' height='{_ROW_H - 2}' "
+                f"fill='{fill}'><title>{tip}</title></rect>"
+            )
             if w > 60:
-                parts.append(f"<text x='{x0 + 3:.1f}' y='{y + d * _ROW_H + 10}' class='in'>"
-                             f"{html.escape(str(e['name'])[: int(w / 6)])}</text>")
+                parts.append(
+                    f"<text x='{x0 + 3:.1f}' y='{y + d * _ROW_H + 10}' class='in'>"
+                    f"{html.escape(str(e['name'])[: int(w / 6)])}</text>"
+                )
         y += rows * _ROW_H + 4
     for (pid, name), pts in sorted(counters.items(), key=lambda kv: (order.get(kv[0][0], kv[0][0]), kv[0][1])):
         if pid != shown_pid:
             y, shown_pid = header(pid, y), pid
         vmax = max(max(v for _, v in pts), 1e-9)
         poly = " ".join(f"{x(t):.1f},{y + _COUNTER_H - v / vmax * (_COUNTER_H - 4):.1f}" for t, v in pts)
-        parts.append(f"<text x='12' y='{y + 15}' class='lbl'>{html.escape(_short(name, 38))}</text>"
-                     f"<text x='{width - 12}' y='{y + 10}' class='tick' text-anchor='end'>max "
-                     f"{html.escape(_with_unit(vmax, units.get((pid, name), '')))}</text>"
-                     f"<polyline points='{poly}' fill='none' stroke='#4e79a7' stroke-width='1.2'/>")
+        parts.append(
+            f"<text x='12' y='{y + 15}' class='lbl'>{html.escape(_short(name, 38))}</text>"
+            f"<text x='{width - 12}' y='{y + 10}' class='tick' text-anchor='end'>max "
+            f"{html.escape(_with_unit(vmax, units.get((pid, name), '')))}</text>"
+            f"<polyline points='{poly}' fill='none' stroke='#4e79a7' stroke-width='1.2'/>"
+        )
         y += _COUNTER_H + 4
     ticks = []
     for i in range(6):
         t = lo + span * i / 5
         anchor = "end" if i == 5 else "middle"
-        ticks.append(f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='14' y2='{y}' class='grid'/>"
-                     f"<text x='{x(t):.1f}' y='11' class='tick' style='text-anchor:{anchor}'>{fmt_us(t - lo)}</text>")
-    note = "" if drawn == total else (f"<text x='4' y='{y + 14}' class='lbl'>{drawn:,} of {total:,} slices drawn "
-                                      f"(deeper than {max_depth} levels or beyond {max_slices:,} left out)</text>")
+        ticks.append(
+            f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='14' y2='{y}' class='grid'/>"
+            f"<text x='{x(t):.1f}' y='11' class='tick' style='text-anchor:{anchor}'>{fmt_us(t - lo)}</text>"
+        )
+    note = (
+        ""
+        if drawn == total
+        else (
+            f"<text x='4' y='{y + 14}' class='lbl'>{drawn:,} of {total:,} slices drawn "
+            f"(deeper than {max_depth} levels or beyond {max_slices:,} left out)</text>"
+        )
+    )
     height = y + (22 if note else 6)
-    style = ("<style>.lbl{font:11px sans-serif;fill:#333}.proc{font:bold 11px sans-serif;fill:#111}.in{font:10px sans-serif;fill:#fff}"
-             ".tick{font:10px sans-serif;fill:#666}.grid{stroke:#ddd}</style>")
-    return (f"<svg width='{width}' height='{height}' "
-            f"viewBox='0 0 {width} {height}' role='img'>{style}{''.join(ticks)}{''.join(parts)}{note}</svg>")
+    style = (
+        "<style>.lbl{font:11px sans-serif;fill:#333}.proc{font:bold 11px sans-serif;fill:#111}.in{font:10px sans-serif;fill:#fff}"
+        ".tick{font:10px sans-serif;fill:#666}.grid{stroke:#ddd}</style>"
+    )
+    return (
+        f"<svg width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' role='img'>{style}{''.join(ticks)}{''.join(parts)}{note}</svg>"
+    )

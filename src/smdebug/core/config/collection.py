@@ -126,7 +126,9 @@ class Collection:
             return True
         compiled = self.__dict__.get("_compiled")
         if compiled is None or len(compiled) != len(self.include_regex):
-            compiled = [compile_pattern(r, arg=f"include_regex of collection {self.name!r}") for r in self.include_regex]
+            compiled = [
+                compile_pattern(r, arg=f"include_regex of collection {self.name!r}") for r in self.include_regex
+            ]
             self.__dict__["_compiled"] = compiled
         return any(c.search(tname) for c in compiled)
 
@@ -152,9 +154,7 @@ class Collection:
         elif isinstance(sc, dict):
             self._save_config = SaveConfig(mode_save_configs=sc)
         else:
-            raise SMDebugTypeError(
-                f"save_config={sc!r} must be a SaveConfig or a dict of ModeKeys to SaveConfigMode"
-            )
+            raise SMDebugTypeError(f"save_config={sc!r} must be a SaveConfig or a dict of ModeKeys to SaveConfigMode")
 
     # -- JSON ---------------------------------------------------------------------------------
     def to_json_dict(self) -> dict:

@@ -55,8 +55,14 @@ class CollectionDefaults:
             if create_default:
                 defaults.apply(self)
 
-        return type(name, (CollectionManager,), {"__init__": __init__, "__doc__": "CollectionManager "
-                                                 "that starts with the framework's default collections."})
+        return type(
+            name,
+            (CollectionManager,),
+            {
+                "__init__": __init__,
+                "__doc__": "CollectionManager that starts with the framework's default collections.",
+            },
+        )
 
     def prepare_on_demand(self, manager: CollectionManager, include_collections) -> None:
         """Give each on-demand collection that is used its regex, unless it has tensors of its own."""

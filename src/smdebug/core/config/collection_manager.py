@@ -78,8 +78,9 @@ class CollectionManager:
             return cls.load_from_string(f.read(), collection_class, where=str(filename))
 
     @classmethod
-    def load_from_string(cls, s: str | bytes, collection_class: type[Collection] = Collection,
-                         where: str = "<collections json>") -> CollectionManager:
+    def load_from_string(
+        cls, s: str | bytes, collection_class: type[Collection] = Collection, where: str = "<collections json>"
+    ) -> CollectionManager:
         data = s.encode("utf-8") if isinstance(s, str) else s
         params = decode_collections_json(data, where)
         cm = cls()

@@ -115,8 +115,9 @@ def _tensorboard_dir(p: ValueParser, hp: dict) -> str | None:
     return tb_dir
 
 
-def _collection(p: ValueParser, i: int, entry: Any, hook_modes: dict, hook_reductions: dict | None,
-                known: frozenset | None) -> CollectionSettings:
+def _collection(
+    p: ValueParser, i: int, entry: Any, hook_modes: dict, hook_reductions: dict | None, known: frozenset | None
+) -> CollectionSettings:
     if not isinstance(entry, dict) or not isinstance(entry.get("CollectionName"), str):
         raise SMDebugValueError(f"CollectionConfigurations[{i}] in {p.where} must have a 'CollectionName' string")
     name = entry["CollectionName"]
@@ -182,13 +183,17 @@ def parse_hook_config(
         dry_run=p.attempt(lambda: p.boolean(sec, "dry_run", hp.get("dry_run")), False),
         save_config=save_config,
         reduction_config=reduction_config,
-        include_regex=p.attempt(lambda: p.regexes(sec, "include_regex", hp["include_regex"])) if "include_regex" in hp else None,
+        include_regex=p.attempt(lambda: p.regexes(sec, "include_regex", hp["include_regex"]))
+        if "include_regex" in hp
+        else None,
         include_workers=p.attempt(lambda: _workers(p, hp), "one"),
         save_all=p.attempt(lambda: p.boolean(sec, "save_all", hp.get("save_all")), False),
     )
     for i, entry in enumerate(_section(data, "CollectionConfigurations", list, where)):
         before = len(p.problems)
-        cs = p.attempt(lambda i=i, entry=entry: _collection(p, i, entry, hook_modes, hook_reductions, known_collections))
+        cs = p.attempt(
+            lambda i=i, entry=entry: _collection(p, i, entry, hook_modes, hook_reductions, known_collections)
+        )
         if cs is None or len(p.problems) > before:
             name = entry.get("CollectionName") if isinstance(entry, dict) else None
             p.problems[-1] += f" (collection {name!r} is left out: not saved)"
@@ -249,9 +254,13 @@ def _sagemaker_tensorboard_dir() -> str | None:
     return doc.get("LocalPath")
 
 
-def load_hook_config(path: str | None = None, *, default_values: dict | None = None,
-                     known_collections: frozenset | None = None,
-                     problems: list[str] | None = None) -> HookSettings | None:
+def load_hook_config(
+    path: str | None = None,
+    *,
+    default_values: dict | None = None,
+    known_collections: frozenset | None = None,
+    problems: list[str] | None = None,
+) -> HookSettings | None:
     """Read the hook JSON at ``path`` or, when None, at :func:`config_file_path`.
 
     Returns None when no file applies (nothing configured, or $SMDEBUG_CONFIG_FILE_PATH names a
@@ -272,8 +281,9 @@ def load_hook_config(path: str | None = None, *, default_values: dict | None = N
         if why:
             logger.warning("smdebug: %s=%s %s; no hook is configured", CONFIG_FILE_PATH_ENV, path, why)
             return None
-    settings = parse_hook_config(_read(path), path, default_values=default_values,
-                                 known_collections=known_collections, problems=problems)
+    settings = parse_hook_config(
+        _read(path), path, default_values=default_values, known_collections=known_collections, problems=problems
+    )
     logger.info("smdebug: hook configured from %s", path)
     if is_sagemaker_job():
         settings.tensorboard_dir = _sagemaker_tensorboard_dir()

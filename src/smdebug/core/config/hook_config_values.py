@@ -77,7 +77,7 @@ class ValueParser:
         try:
             return parse_bool(value)
         except ValueError:
-            raise self.error(section, key, value, 'true or false (or 1/0)') from None
+            raise self.error(section, key, value, "true or false (or 1/0)") from None
 
     def str_list(self, section: str, key: str, value: Any) -> list[str]:
         items = value.split(",") if isinstance(value, str) else value

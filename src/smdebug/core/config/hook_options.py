@@ -59,27 +59,25 @@ class HookOptions:
 # (tools/griffe_typed_init.py), after the hook's own parameters
 OPTION_DOCS = {
     "out_dir": "where the trial goes: a folder or ``s3://bucket/prefix`` (required)",
-    "export_tensorboard": "also write TensorBoard event files (to ``tensorboard_dir``, else "
-                          "``<out_dir>/tensorboard``)",
+    "export_tensorboard": "also write TensorBoard event files (to ``tensorboard_dir``, else ``<out_dir>/tensorboard``)",
     "tensorboard_dir": "where TensorBoard event files go (implies ``export_tensorboard``)",
     "dry_run": "go through the motions and write nothing (to check a configuration)",
     "reduction_config": "what is saved of each tensor: the raw values and/or reductions (min, max, mean, "
-                        "std, variance, sum, prod, norms); None: the raw tensor",
-    "save_config": "when to save: a ``SaveConfig`` (or ``{mode: SaveConfigMode}``, or ``{\"save_interval\": N}``); "
-                   "None: every 500th step of each mode (the XGBoost hook: every 10th round), as SageMaker. "
-                   "Whatever the schedule, the first step whose loss is NaN or infinite and the next 3 are "
-                   "saved in full",
-    "include_regex": "also save the tensors whose names match these regexes (RE2 syntax), in a collection "
-                     "of their own",
-    "include_collections": "the collections to save (e.g. ``[\"weights\", \"gradients\", \"losses\"]``); "
-                           "None: the framework's default (PyTorch and MXNet: ``losses``; Keras: ``losses``, "
-                           "``metrics``, ``sm_metrics``; XGBoost: ``metrics``)",
+    "std, variance, sum, prod, norms); None: the raw tensor",
+    "save_config": 'when to save: a ``SaveConfig`` (or ``{mode: SaveConfigMode}``, or ``{"save_interval": N}``); '
+    "None: every 500th step of each mode (the XGBoost hook: every 10th round), as SageMaker. "
+    "Whatever the schedule, the first step whose loss is NaN or infinite and the next 3 are "
+    "saved in full",
+    "include_regex": "also save the tensors whose names match these regexes (RE2 syntax), in a collection of their own",
+    "include_collections": 'the collections to save (e.g. ``["weights", "gradients", "losses"]``); '
+    "None: the framework's default (PyTorch and MXNet: ``losses``; Keras: ``losses``, "
+    "``metrics``, ``sm_metrics``; XGBoost: ``metrics``)",
     "save_all": "save every tensor the hook sees (large)",
-    "include_workers": "``\"one\"``: only the chief worker (rank 0) writes; ``\"all\"``: every worker writes "
-                       "its ``worker_<rank>`` files",
+    "include_workers": '``"one"``: only the chief worker (rank 0) writes; ``"all"``: every worker writes '
+    "its ``worker_<rank>`` files",
     "profiler_config": "a ``smdebug.profiler.ProfilerConfig`` (or SageMaker's ProfilerConfig dict): record "
-                       "system and framework metrics beside the tensors; None: the profiler config file "
-                       "($SMPROFILER_CONFIG_PATH) when there is one, else no profiling",
+    "system and framework metrics beside the tensors; None: the profiler config file "
+    "($SMPROFILER_CONFIG_PATH) when there is one, else no profiling",
 }
 
 

@@ -51,10 +51,17 @@ class ReductionConfig:
             bad = [v for v in values if v not in allowed]
             if bad:
                 norm = [v for v in bad if v in ALLOWED_NORMS] if "reductions" in name else []
-                hint = (f" ({', '.join(norm)} is a norm: norms={norm}, or '{norm[0]}_norm' in a hook JSON's "
-                        "reductions string)") if norm else ""
-                raise SMDebugValueError(f"{name} {bad} not allowed: {name} can only be one of {','.join(allowed)}"
-                                        + hint)
+                hint = (
+                    (
+                        f" ({', '.join(norm)} is a norm: norms={norm}, or '{norm[0]}_norm' in a hook JSON's "
+                        "reductions string)"
+                    )
+                    if norm
+                    else ""
+                )
+                raise SMDebugValueError(
+                    f"{name} {bad} not allowed: {name} can only be one of {','.join(allowed)}" + hint
+                )
 
     def all_reductions(self) -> list[tuple[str, bool]]:
         """(op, abs) pairs in the order they are written."""

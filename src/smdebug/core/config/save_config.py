@@ -33,8 +33,13 @@ class SaveConfigMode:
     """The schedule of one mode: save when ``step in save_steps`` or when
     ``start_step <= step < end_step`` and ``step % save_interval == 0``."""
 
-    def __init__(self, save_interval: int | None = None, start_step: int | None = None, end_step: int | None = None,
-                 save_steps: Iterable[int] | None = None) -> None:
+    def __init__(
+        self,
+        save_interval: int | None = None,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        save_steps: Iterable[int] | None = None,
+    ) -> None:
         self.save_interval = (
             DEFAULT_SAVE_CONFIG_INTERVAL if save_interval is None else _as_int("save_interval", save_interval)
         )
@@ -47,9 +52,7 @@ class SaveConfigMode:
         if not isinstance(save_steps, (list, tuple, set)):
             raise SMDebugValueError(f"save_steps={save_steps!r} must be a list of integers")
         self.save_steps = [_as_int("save_steps", s) for s in save_steps]
-        self.start_step = (
-            DEFAULT_SAVE_CONFIG_START_STEP if start_step is None else _as_int("start_step", start_step)
-        )
+        self.start_step = DEFAULT_SAVE_CONFIG_START_STEP if start_step is None else _as_int("start_step", start_step)
         self.end_step = _as_int("end_step", end_step, allow_none=True)
         if self.end_step is not None and self.start_step > self.end_step:
             raise SMDebugValueError(
@@ -72,7 +75,6 @@ class SaveConfigMode:
             "end_step": self.end_step,
         }
 
-
     @overload
     @classmethod
     def from_dict(cls, params: dict[str, Any], default_values: dict[str, Any] | None = None) -> SaveConfigMode: ...
@@ -80,7 +82,9 @@ class SaveConfigMode:
     @classmethod
     def from_dict(cls, params: None, default_values: dict[str, Any] | None = None) -> None: ...
     @classmethod
-    def from_dict(cls, params: dict[str, Any] | None, default_values: dict[str, Any] | None = None) -> SaveConfigMode | None:
+    def from_dict(
+        cls, params: dict[str, Any] | None, default_values: dict[str, Any] | None = None
+    ) -> SaveConfigMode | None:
         if params is None:
             return None
         if not isinstance(params, dict):
@@ -109,9 +113,9 @@ class SaveConfigMode:
 class SaveConfig:
     """Maps each mode to a SaveConfigMode.
 
-    ``SaveConfig(save_interval=10)`` applies to every mode;
-    ``SaveConfig(mode_save_configs={ModeKeys.TRAIN: SaveConfigMode(...)})`` sets some modes and
-   leaves the others None until :meth:`merge_default_save_config` fills them.
+     ``SaveConfig(save_interval=10)`` applies to every mode;
+     ``SaveConfig(mode_save_configs={ModeKeys.TRAIN: SaveConfigMode(...)})`` sets some modes and
+    leaves the others None until :meth:`merge_default_save_config` fills them.
     """
 
     mode_save_configs: dict[ModeKeys, SaveConfigMode | None]
@@ -130,9 +134,7 @@ class SaveConfig:
             return
         for mode, value in mode_save_configs.items():
             if not isinstance(mode, ModeKeys) or not (value is None or isinstance(value, SaveConfigMode)):
-                raise SMDebugValueError(
-                    f"mode_save_configs={mode_save_configs!r} must map ModeKeys to SaveConfigMode"
-                )
+                raise SMDebugValueError(f"mode_save_configs={mode_save_configs!r} must map ModeKeys to SaveConfigMode")
         self.mode_save_configs = {m: mode_save_configs.get(m) for m in ModeKeys}
 
     def get_save_config(self, mode: ModeKeys) -> SaveConfigMode:
@@ -152,9 +154,7 @@ class SaveConfig:
     def merge_default_save_config(self, default_save_config: SaveConfig) -> None:
         for mode in ModeKeys:
             if self.mode_save_configs[mode] is None:
-                self.mode_save_configs[mode] = (
-                    default_save_config.mode_save_configs.get(mode) or SaveConfigMode()
-                )
+                self.mode_save_configs[mode] = default_save_config.mode_save_configs.get(mode) or SaveConfigMode()
 
     def to_json_dict(self) -> dict:
         return {m.name: (c.to_json_dict() if c else None) for m, c in self.mode_save_configs.items()}
@@ -169,7 +169,9 @@ class SaveConfig:
     @classmethod
     def from_dict(cls, params: None, default_values: dict[str, Any] | None = None) -> None: ...
     @classmethod
-    def from_dict(cls, params: dict[Any, Any] | None, default_values: dict[str, Any] | None = None) -> SaveConfig | None:
+    def from_dict(
+        cls, params: dict[Any, Any] | None, default_values: dict[str, Any] | None = None
+    ) -> SaveConfig | None:
         if params is None:
             return None
         if not isinstance(params, dict):
@@ -185,7 +187,9 @@ class SaveConfig:
                     f"save_config key {k!r} is not a mode ({', '.join(ModeKeys.__members__)}) "
                     f"nor one of {', '.join(_PARAMS)} for every mode"
                 )
-            configs[mode] = v if isinstance(v, SaveConfigMode) or v is None else SaveConfigMode.from_dict(v, default_values)
+            configs[mode] = (
+                v if isinstance(v, SaveConfigMode) or v is None else SaveConfigMode.from_dict(v, default_values)
+            )
         return cls(mode_save_configs=configs)
 
     @classmethod

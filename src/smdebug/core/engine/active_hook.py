@@ -33,8 +33,9 @@ class HookSlot(Protocol, Generic[_H]):
     def del_hook(self) -> None: ...
 
 
-def get_hook(*, json_config_path: str | None = None, hook_class: type[BaseHook] | None = None,
-             create_if_not_exists: bool = False) -> Any:  # the active BaseHook, or None
+def get_hook(
+    *, json_config_path: str | None = None, hook_class: type[BaseHook] | None = None, create_if_not_exists: bool = False
+) -> Any:  # the active BaseHook, or None
     """The active hook; with ``create_if_not_exists``, one made from SageMaker's hook JSON if a
     config file applies (None otherwise)."""
     global _active
@@ -66,8 +67,11 @@ def bind(hook_class: type[_H]) -> HookSlot[_H]:
 
     def get_hook_for(json_config_path: str | None = None, create_if_not_exists: bool = False) -> Any:
         """The active hook; with ``create_if_not_exists``, made from SageMaker's hook JSON."""
-        return get_hook(json_config_path=json_config_path, hook_class=cast(Any, hook_class),
-                        create_if_not_exists=create_if_not_exists)
+        return get_hook(
+            json_config_path=json_config_path,
+            hook_class=cast(Any, hook_class),
+            create_if_not_exists=create_if_not_exists,
+        )
 
     def set_hook_for(hook: Any) -> None:
         """Make ``hook`` the active hook."""

@@ -23,8 +23,10 @@ def check_save_tensor(hook, tensor_name, tensor_value=None, collections_to_write
         raise SMDebugTypeError(f"save_tensor: tensor_name={tensor_name!r} must be a non-empty string")
     colls = [collections_to_write] if isinstance(collections_to_write, str) else collections_to_write
     if not isinstance(colls, (list, tuple, set)) or not colls or not all(isinstance(c, str) and c for c in colls):
-        raise SMDebugTypeError(f"save_tensor({tensor_name!r}): collections_to_write={collections_to_write!r} must "
-                               "be a collection name or a list of them")
+        raise SMDebugTypeError(
+            f"save_tensor({tensor_name!r}): collections_to_write={collections_to_write!r} must "
+            "be a collection name or a list of them"
+        )
 
 
 def check_type(method: str, argument: str, value, expected, what: str) -> None:

@@ -11,7 +11,15 @@ import time
 from smdebug.core.output.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key, is_chief_worker
 from smdebug.storage import Store
 
-__all__ = ["SavedSteps", "close_hook", "close_line", "end_training_run", "mark_end_of_training", "write_held", "END_OF_JOB_WAIT_ENV"]
+__all__ = [
+    "SavedSteps",
+    "close_hook",
+    "close_line",
+    "end_training_run",
+    "mark_end_of_training",
+    "write_held",
+    "END_OF_JOB_WAIT_ENV",
+]
 
 logger = logging.getLogger("smdebug")
 END_OF_JOB_WAIT_ENV = "SMDEBUG_END_OF_JOB_WAIT"
@@ -38,8 +46,12 @@ def mark_end_of_training(store: Store, worker: str, workers: int) -> None:
             if len(done) >= workers:
                 break
             if time.monotonic() >= deadline:
-                logger.warning("smdebug: %d of %d workers finished within %.0f s; marking the end of "
-                               "training anyway", len(done), workers, wait)
+                logger.warning(
+                    "smdebug: %d of %d workers finished within %.0f s; marking the end of training anyway",
+                    len(done),
+                    workers,
+                    wait,
+                )
                 break
             time.sleep(0.05)  # polling storage for the other workers' done-files, bounded
     store.write(END_OF_JOB, b"")
@@ -95,8 +107,13 @@ def close_hook(hook) -> None:
         writer.close()
         hook._writer_failed(writer)
         if writer.failed_steps:
-            logger.error("smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
-                         len(writer.failed_steps), hook.worker, hook.out_dir, writer.failed_steps[0])
+            logger.error(
+                "smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
+                len(writer.failed_steps),
+                hook.worker,
+                hook.out_dir,
+                writer.failed_steps[0],
+            )
     try:
         if hook.writes:
             hook.export_collections()
@@ -154,18 +171,23 @@ def close_line(hook) -> tuple[str, bool]:
         tips = []
         if "losses" in {c.name for c in planner.to_save} and not getattr(hook, "has_registered_loss_module", True):
             tips.append("no loss was registered (hook.register_loss(loss_fn))")
-        tips.append(f"the collections saved ({colls}) matched no tensor at a saved step: with no save_config a hook "
-                    "saves every 500th step (SaveConfig(save_interval=1) saves every step); check "
-                    "include_collections / include_regex")
+        tips.append(
+            f"the collections saved ({colls}) matched no tensor at a saved step: with no save_config a hook "
+            "saves every 500th step (SaveConfig(save_interval=1) saves every step); check "
+            "include_collections / include_regex"
+        )
         return f"{line}: {'; '.join(tips)}.", True
     tensors = len(saved.names)
-    line = (f"smdebug: {trained} steps trained, {saved.count} saved (steps {saved.text()}; {_schedule(hook)}), "
-            f"{tensors} tensors of collections {colls}, in {hook.out_dir}")
+    line = (
+        f"smdebug: {trained} steps trained, {saved.count} saved (steps {saved.text()}; {_schedule(hook)}), "
+        f"{tensors} tensors of collections {colls}, in {hook.out_dir}"
+    )
     watch = hook.nonfinite
     if watch.first_step is not None:
         full = [s for s in range(watch.seen_at, watch.seen_at + watch.after + 1) if s <= saved.last]
-        line += (f"; first non-finite value: {watch.first_name} at step {watch.first_step}"
-                 + (f", saved in full at steps {steps_text(full)}" if full else ""))
+        line += f"; first non-finite value: {watch.first_name} at step {watch.first_step}" + (
+            f", saved in full at steps {steps_text(full)}" if full else ""
+        )
     return line, False
 
 

@@ -21,13 +21,19 @@ def create_hook(hook_cls: Any, path: str | None = None, *, default_values: dict 
     The document is checked as a whole first: with errors propagating the first problem is
     raised; otherwise all of them are logged once and the hook saves what is valid."""
     problems: list[str] | None = None if propagate_default() else []
-    settings = load_hook_config(path, default_values=default_values,
-                                known_collections=hook_cls.collection_defaults.known, problems=problems)
+    settings = load_hook_config(
+        path, default_values=default_values, known_collections=hook_cls.collection_defaults.known, problems=problems
+    )
     if settings is None:
         return None
     if problems:
-        logger.error("smdebug: the hook config has %d problem(s), left out; the hook saves the rest "
-                     "(set %s=1 to raise instead):\n  %s", len(problems), PROPAGATE_ERRORS_ENV, "\n  ".join(problems))
+        logger.error(
+            "smdebug: the hook config has %d problem(s), left out; the hook saves the rest "
+            "(set %s=1 to raise instead):\n  %s",
+            len(problems),
+            PROPAGATE_ERRORS_ENV,
+            "\n  ".join(problems),
+        )
     hook = hook_cls(**settings.hook_kwargs())
     for cs in settings.collections:
         c = hook.get_collection(cs.name)

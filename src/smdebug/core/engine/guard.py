@@ -29,13 +29,15 @@ def propagate_default() -> bool:
     try:
         return parse_bool(raw)
     except ValueError:
-        logger.warning("smdebug: %s=%r is not a boolean (true/false or 1/0): errors are not propagated",
-                       PROPAGATE_ERRORS_ENV, raw)
+        logger.warning(
+            "smdebug: %s=%r is not a boolean (true/false or 1/0): errors are not propagated", PROPAGATE_ERRORS_ENV, raw
+        )
         return False
 
 
-def guarded(default: Any = None,
-            check: Callable[..., object] | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+def guarded(
+    default: Any = None, check: Callable[..., object] | None = None
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Decorate a hook method: when it raises, log the error once, disable the hook and return
     ``default`` — unless ``hook.propagate_errors`` is set (or $SMDEBUG_PROPAGATE_ERRORS=1).
     TrainingStopRequested always goes through: it is how a hook stops training.
@@ -61,7 +63,9 @@ def guarded(default: Any = None,
                 logger.exception(
                     "smdebug: an error in %s.%s disabled the hook; training continues without it "
                     "(set %s=1 to raise such errors instead)",
-                    type(self).__name__, method.__name__, PROPAGATE_ERRORS_ENV,
+                    type(self).__name__,
+                    method.__name__,
+                    PROPAGATE_ERRORS_ENV,
                 )
                 return default
 

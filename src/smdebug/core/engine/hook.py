@@ -82,15 +82,24 @@ class BaseHook:
         self.include_workers = o.include_workers
         defaults = self.collection_defaults
         self.collection_manager = cm = defaults.manager()
-        self.include_collections = included_collections(cm, defaults, o.include_collections, o.include_regex,
-                                                        self.save_all)
+        self.include_collections = included_collections(
+            cm, defaults, o.include_collections, o.include_regex, self.save_all
+        )
         self.save_config = SaveConfig.parse(o.save_config)
-        self.reduction_config = o.reduction_config if o.reduction_config is not None else ReductionConfig(save_raw_tensor=True)
+        self.reduction_config = (
+            o.reduction_config if o.reduction_config is not None else ReductionConfig(save_raw_tensor=True)
+        )
         if not isinstance(self.reduction_config, ReductionConfig):
             raise SMDebugTypeError(f"reduction_config={o.reduction_config!r} must be a ReductionConfig")
         self.include_regex = o.include_regex
-        self.planner = Planner(cm, defaults, self.include_collections, self.save_config, self.reduction_config,
-                               tensorboard=bool(self.tensorboard_dir))
+        self.planner = Planner(
+            cm,
+            defaults,
+            self.include_collections,
+            self.save_config,
+            self.reduction_config,
+            tensorboard=bool(self.tensorboard_dir),
+        )
         self.adapter: TensorAdapter = self.make_adapter()
         self.buffer = StepBuffer(self.adapter)
         self.init_step = self.INIT_STEP
@@ -151,8 +160,9 @@ class BaseHook:
 
     def _step_writer(self) -> StepWriter:
         if self._writer is None:
-            self._writer = StepWriter(self.out_dir, self.worker, self.tensorboard_dir, adapter=self.adapter,
-                                      store=self.store)
+            self._writer = StepWriter(
+                self.out_dir, self.worker, self.tensorboard_dir, adapter=self.adapter, store=self.store
+            )
         return self._writer
 
     def open_writer_gate(self) -> None:
@@ -252,8 +262,13 @@ class BaseHook:
             # saved after its step went to the writer (set_mode then save_scalar then close; a stop
             # request mid-step): the next step, as a step is written once (FileWriter refuses to replace one)
             self._next_step()
-            logger.info("smdebug: what was saved after step %s was written is step %s (%s step %s)",
-                        self.step - 1, self.step, self.mode.name, self.mode_steps[self.mode])
+            logger.info(
+                "smdebug: what was saved after step %s was written is step %s (%s step %s)",
+                self.step - 1,
+                self.step,
+                self.mode.name,
+                self.mode_steps[self.mode],
+            )
         rec = self.buffer.take(max(self.step, 0), self._rec_mode, max(self._rec_mode_step, 0))
         if rec:
             self.last_saved_step = self._handed_step = rec.step
@@ -266,8 +281,10 @@ class BaseHook:
 
     def _check_open(self, name: str) -> None:
         if self._closed:
-            raise SMDebugRuntimeError(f"the hook is closed: {name} is not saved (the trial in {self.out_dir} "
-                                      "is complete; make a new hook for more)")
+            raise SMDebugRuntimeError(
+                f"the hook is closed: {name} is not saved (the trial in {self.out_dir} "
+                "is complete; make a new hook for more)"
+            )
 
     def _writer_failed(self, writer: StepWriter) -> bool:
         """An error on the writer thread (logged there once) disables the hook like an error on
@@ -317,8 +334,9 @@ class BaseHook:
         values = tensors_in(value, self._is_tensor)
         if values:
             base = module_name + suffix
-            self.module_tensors.save(base, values, self.buffer.number(base, len(values)), self.planner.epoch,
-                                     self._save_for_tensor)
+            self.module_tensors.save(
+                base, values, self.buffer.number(base, len(values)), self.planner.epoch, self._save_for_tensor
+            )
 
     def save_scalar(self, name: str, value: Any, sm_metric: bool = False, timestamp: float | None = None) -> None:
         """Save a scalar as 'scalar/<name>' with the next saved step (the trial keeps the last value
@@ -335,8 +353,12 @@ class BaseHook:
         self.buffer.add_scalar(name, arr, wall_time, self.step if self.step >= 0 else None)
 
     @guarded(check=check_save_tensor)
-    def save_tensor(self, tensor_name: str, tensor_value: Any,
-                    collections_to_write: str | list[str] | tuple[str, ...] | set[str] = CollectionKeys.DEFAULT) -> None:
+    def save_tensor(
+        self,
+        tensor_name: str,
+        tensor_value: Any,
+        collections_to_write: str | list[str] | tuple[str, ...] | set[str] = CollectionKeys.DEFAULT,
+    ) -> None:
         """Save a tensor of your own at the current step, in the given collection(s), when their
         schedule saves this step (before the first step: at the first step)."""
         self._check_open(tensor_name)
@@ -370,9 +392,16 @@ class BaseHook:
     def _seen_nonfinite(self, name: str, finite: bool | None, step: int) -> None:
         if not self.nonfinite.see(name, finite, step, seen_at=self.step):
             return
-        logger.warning("smdebug: %s is not finite at step %s (%s step %s): saving step %s and the next %s in full, "
-                       "whatever the save config says", name, step, self._rec_mode.name, self._rec_mode_step,
-                       self.step, self.nonfinite.after)
+        logger.warning(
+            "smdebug: %s is not finite at step %s (%s step %s): saving step %s and the next %s in full, "
+            "whatever the save config says",
+            name,
+            step,
+            self._rec_mode.name,
+            self._rec_mode_step,
+            self.step,
+            self.nonfinite.after,
+        )
         held = {r.name for r in self.buffer.records}  # what the step saved before it was forced
         self.planner.force = True
         self.planner.new_step()
@@ -409,8 +438,9 @@ class BaseHook:
         self._write_held()
         how = self._verdicts.wait(step, lambda: self.stop_watcher.check(force=True) is not None)
         if how == "timeout":
-            logger.warning("smdebug: the rules did not judge step %s within %g s; training goes on", step,
-                           self._verdicts.timeout)
+            logger.warning(
+                "smdebug: the rules did not judge step %s within %g s; training goes on", step, self._verdicts.timeout
+            )
 
     @guarded()
     def _end_training_run(self) -> None:  # core.engine.end_of_job.end_training_run

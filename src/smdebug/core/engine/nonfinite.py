@@ -22,8 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NonFiniteWatch", "VerdictWait", "RULES_JUDGED_ENV", "WATCH_ENV", "VERDICT_WAIT_ENV", "steps_text",
-           "is_finite_number"]
+__all__ = [
+    "NonFiniteWatch",
+    "VerdictWait",
+    "RULES_JUDGED_ENV",
+    "WATCH_ENV",
+    "VERDICT_WAIT_ENV",
+    "steps_text",
+    "is_finite_number",
+]
 
 logger = logging.getLogger("smdebug")
 
@@ -93,8 +100,13 @@ def is_finite_number(value: Any) -> bool:
 class VerdictWait:
     """Waits until the launcher's file says the live rules have judged a step."""
 
-    def __init__(self, path: str | None, timeout: float | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        path: str | None,
+        timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.path = path
         if timeout is None:
             try:

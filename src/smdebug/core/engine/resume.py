@@ -47,8 +47,9 @@ class ResumePoint:
 
 def find_resume_point(store, worker: str) -> ResumePoint | None:
     """The end of ``worker``'s steps in ``store``; None when it has written none there."""
-    keys = sorted(((sw[0], k) for k in store.list(INDEX_PREFIX) if (sw := parse_index_key(k)) and sw[1] == worker),
-                  reverse=True)
+    keys = sorted(
+        ((sw[0], k) for k in store.list(INDEX_PREFIX) if (sw := parse_index_key(k)) and sw[1] == worker), reverse=True
+    )
     if not keys:
         return None
     point = ResumePoint(step=keys[0][0])
@@ -63,9 +64,13 @@ def find_resume_point(store, worker: str) -> ResumePoint | None:
                 point.mode_steps[parsed.mode] = parsed.mode_step
         if wanted <= set(point.mode_steps):
             break
-    logger.info("smdebug: %s already holds steps 0..%d of %s: continuing after them (mode steps %s)",
-                store.describe(""), point.step, worker,
-                ", ".join(f"{m.name} {s}" for m, s in sorted(point.mode_steps.items(), key=lambda x: x[0].value)))
+    logger.info(
+        "smdebug: %s already holds steps 0..%d of %s: continuing after them (mode steps %s)",
+        store.describe(""),
+        point.step,
+        worker,
+        ", ".join(f"{m.name} {s}" for m, s in sorted(point.mode_steps.items(), key=lambda x: x[0].value)),
+    )
     return point
 
 
@@ -78,7 +83,7 @@ def checkpoint_dir() -> str | None:
         with open(path) as f:
             folder = json.load(f).get("LocalPath")
     except (OSError, ValueError, AttributeError) as exc:
-        raise SMDebugRuntimeError(f"{path} is not a checkpoint config ({{\"LocalPath\": ...}}): {exc}") from exc
+        raise SMDebugRuntimeError(f'{path} is not a checkpoint config ({{"LocalPath": ...}}): {exc}') from exc
     return str(folder) if folder else None
 
 
@@ -95,8 +100,9 @@ class StateFile:
                 for st in self.states:
                     st[_MODES] = {ModeKeys[m]: int(v) for m, v in st[_MODES].items()}
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise SMDebugRuntimeError(f"{self.path}: not smdebug's training state ({exc}); "
-                                          "remove it to start the step numbers at 0") from exc
+                raise SMDebugRuntimeError(
+                    f"{self.path}: not smdebug's training state ({exc}); remove it to start the step numbers at 0"
+                ) from exc
         self.run = self.states[-1][_RUN] + 1 if self.states else 0
 
     def point(self) -> ResumePoint | None:
@@ -107,8 +113,12 @@ class StateFile:
 
     def write(self, hook) -> None:
         """Record ``hook``'s current step as this run's state (atomically: tmp file, rename)."""
-        state = {_RUN: self.run, _SAVED: hook.last_saved_step, _SEEN: hook.step,
-                 _MODES: {m.name: s for m, s in hook.mode_steps.items()}}
+        state = {
+            _RUN: self.run,
+            _SAVED: hook.last_saved_step,
+            _SEEN: hook.step,
+            _MODES: {m.name: s for m, s in hook.mode_steps.items()},
+        }
         old = [{**st, _MODES: {m.name: s for m, s in st[_MODES].items()}} for st in self.states if st[_RUN] != self.run]
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         tmp = f"{self.path}.tmp{os.getpid()}"

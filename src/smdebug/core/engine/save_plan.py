@@ -34,8 +34,9 @@ logger = logging.getLogger("smdebug")
 _NO_PLAN = object()
 
 
-def included_collections(cm: CollectionManager, defaults: CollectionDefaults, include_collections,
-                         include_regex, save_all: bool) -> list[str]:
+def included_collections(
+    cm: CollectionManager, defaults: CollectionDefaults, include_collections, include_regex, save_all: bool
+) -> list[str]:
     """The collections a hook saves: those named, the framework's, 'default' with
     ``include_regex`` added to it, 'all' (every tensor) with ``save_all``."""
     names = [include_collections] if isinstance(include_collections, str) else list(include_collections or [])
@@ -52,8 +53,15 @@ def included_collections(cm: CollectionManager, defaults: CollectionDefaults, in
 
 
 class Planner:
-    def __init__(self, manager: CollectionManager, defaults: CollectionDefaults, include_collections: list,
-                 save_config: SaveConfig, reduction_config: ReductionConfig, tensorboard: bool):
+    def __init__(
+        self,
+        manager: CollectionManager,
+        defaults: CollectionDefaults,
+        include_collections: list,
+        save_config: SaveConfig,
+        reduction_config: ReductionConfig,
+        tensorboard: bool,
+    ):
         self.manager = manager
         self.defaults = defaults
         self.include_collections = include_collections
@@ -109,8 +117,10 @@ class Planner:
         if empty and strict:
             raise InvalidCollectionConfiguration(empty[0])
         if empty:
-            logger.error("smdebug: %s: not saved (the other collections are; set SMDEBUG_PROPAGATE_ERRORS=1 to raise "
-                         "instead)", "; ".join(str(InvalidCollectionConfiguration(n)) for n in empty))
+            logger.error(
+                "smdebug: %s: not saved (the other collections are; set SMDEBUG_PROPAGATE_ERRORS=1 to raise instead)",
+                "; ".join(str(InvalidCollectionConfiguration(n)) for n in empty),
+            )
         for name, c in cm.get_collections().items():
             if name in empty:
                 continue
@@ -146,8 +156,11 @@ class Planner:
         """The collections saved at this step (``new_step`` says when the step changes)."""
         if self.due_now is None:
             skip = self.defaults.mode_skips.get(mode, ())
-            out = {c for c in self.to_save if c.name not in skip
-                   and (self.force or c.save_config.should_save_step(mode, mode_step))}
+            out = {
+                c
+                for c in self.to_save
+                if c.name not in skip and (self.force or c.save_config.should_save_step(mode, mode_step))
+            }
             self.due_now = out
             if out != self._step_plans_for:
                 self._step_plans.clear()

@@ -15,7 +15,11 @@ from smdebug.core.tensors.adapter import TensorAdapter
 __all__ = ["StepBuffer"]
 
 _SHAPE, _TENSOR, _REDUCTIONS, _HIST, _TB_SCALAR, _SCALAR = (
-    RecordKind.SHAPE, RecordKind.TENSOR, RecordKind.REDUCTIONS, RecordKind.HISTOGRAM, RecordKind.TB_SCALAR,
+    RecordKind.SHAPE,
+    RecordKind.TENSOR,
+    RecordKind.REDUCTIONS,
+    RecordKind.HISTOGRAM,
+    RecordKind.TB_SCALAR,
     RecordKind.SCALAR,
 )
 
@@ -45,8 +49,11 @@ class StepBuffer:
         if raw or hist or tb_scalar or (reds and ad.reductions_need_snapshot(value)):
             snap = ad.snapshot(value)
         if reds:  # one record for all of the tensor's reductions
-            records.append(PendingRecord(_REDUCTIONS, name, ad.reductions(value, snap, plan.reduction_ops),
-                                         tags=plan.reduction_tags))
+            records.append(
+                PendingRecord(
+                    _REDUCTIONS, name, ad.reductions(value, snap, plan.reduction_ops), tags=plan.reduction_tags
+                )
+            )
         if raw:
             records.append(PendingRecord(_TENSOR, name, snap))
         if hist:
@@ -90,6 +97,7 @@ class StepBuffer:
     def drop_captures(self, ids: set) -> list[str]:
         """Drop the records of every tensor one of whose captures (the adapter's deferred
         objects, by ``id()``) is in ``ids``, all of that tensor's records; the names dropped."""
+
         def hit(v) -> bool:
             return id(v) in ids or (type(v) is list and any(id(getattr(x, "src", None)) in ids for x in v))
 

@@ -69,8 +69,11 @@ class StopRequest:
     def from_json(cls, data: bytes, where: str) -> StopRequest:
         """Parse a request; anything malformed still stops training, named as written by 'unknown'."""
         if len(data) > MAX_REQUEST_BYTES:
-            logger.warning("smdebug: the stop request %s is larger than %d bytes; stopping training anyway",
-                           where, MAX_REQUEST_BYTES)
+            logger.warning(
+                "smdebug: the stop request %s is larger than %d bytes; stopping training anyway",
+                where,
+                MAX_REQUEST_BYTES,
+            )
             return cls(rule="unknown", step=-1, reason=f"stop request {where} larger than {MAX_REQUEST_BYTES} bytes")
         try:
             obj = json.loads(data)

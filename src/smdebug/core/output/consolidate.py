@@ -69,8 +69,17 @@ def file_index_from_parsed(step: int, worker: str, parsed, where) -> FileIndex:
     if crcs is not None and any(type(c) is not int or not 0 <= c < 2**32 for c in crcs):
         crcs = None  # a value we did not write: leave it to the per-step reader to judge
     shapes = tuple((name, orig, tuple(shape)) for name, (shape, orig) in parsed.shapes.items())
-    return FileIndex(step, parsed.mode.value, parsed.mode_step, _event_ref(parsed.event_file_name, step, worker),
-                     tuple(parsed.tags), list(parsed.starts), list(parsed.lengths), crcs, shapes)
+    return FileIndex(
+        step,
+        parsed.mode.value,
+        parsed.mode_step,
+        _event_ref(parsed.event_file_name, step, worker),
+        tuple(parsed.tags),
+        list(parsed.starts),
+        list(parsed.lengths),
+        crcs,
+        shapes,
+    )
 
 
 class BucketConsolidator:
@@ -92,8 +101,11 @@ class BucketConsolidator:
         except Exception as exc:  # noqa: BLE001 - consolidation is an optimisation only
             if not self._warned:
                 self._warned = True
-                logger.warning("smdebug: could not write a consolidated index for %s (readers use the "
-                               "per-step index files): %s", self.worker, exc)
+                logger.warning(
+                    "smdebug: could not write a consolidated index for %s (readers use the per-step index files): %s",
+                    self.worker,
+                    exc,
+                )
 
     def before_write(self, step: int) -> None:
         """Call before writing the index file of ``step``."""
@@ -124,8 +136,9 @@ class BucketConsolidator:
             if sw is not None and sw[1] == self.worker:
                 listed.add(sw[0])
         if listed != {f.step for f in files}:
-            logger.info("smdebug: bucket %d of %s holds index files this writer did not write; "
-                        "not consolidated", b, self.worker)
+            logger.info(
+                "smdebug: bucket %d of %s holds index files this writer did not write; not consolidated", b, self.worker
+            )
             return
         obj = encode_consolidated(self.worker, b, files)
         prefix = obj[: head_size(obj, b)]
@@ -135,8 +148,9 @@ class BucketConsolidator:
         _delete_objects(self.store, b, self.worker, keep=key)
         self._heads = {k: v for k, v in self._heads.items() if k // HEADS_GROUP == b // HEADS_GROUP}
         self._heads[b] = prefix
-        self.store.write(heads_key(b // HEADS_GROUP, self.worker),
-                         encode_heads([self._heads[k] for k in sorted(self._heads)]))
+        self.store.write(
+            heads_key(b // HEADS_GROUP, self.worker), encode_heads([self._heads[k] for k in sorted(self._heads)])
+        )
 
     def close(self) -> None:
         """The writer is done: the current bucket is complete."""

@@ -35,6 +35,7 @@ LAUNCHER_RANK_VARIABLES: tuple[tuple[str, str], ...] = (
     ("SLURM_PROCID", "SLURM_NTASKS"),
 )
 
+
 @dataclass(frozen=True)
 class LaunchedRank:
     """This process's place among the launched ones, and which variable said so."""

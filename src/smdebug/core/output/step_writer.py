@@ -164,9 +164,16 @@ class StepRecords:
 class StepWriter:
     """Writes StepRecords for one worker, in order, on a background thread (or inline)."""
 
-    def __init__(self, out_dir: str, worker: str, tensorboard_dir: str | None = None,
-                 background: bool = True, max_pending: int = 4, adapter: TensorAdapter | None = None,
-                 store=None):
+    def __init__(
+        self,
+        out_dir: str,
+        worker: str,
+        tensorboard_dir: str | None = None,
+        background: bool = True,
+        max_pending: int = 4,
+        adapter: TensorAdapter | None = None,
+        store=None,
+    ):
         """``store``: the store of ``out_dir`` the hook opened (opened here when None)."""
         from smdebug.storage import open_store
 
@@ -234,8 +241,9 @@ class StepWriter:
         try:
             rec.materialize(self.adapter)
             if rec.tensors or rec.shapes:
-                fw = FileWriter(self.out_dir, worker=self.worker, step=rec.step, store=self.store,
-                                consolidator=self.consolidator)
+                fw = FileWriter(
+                    self.out_dir, worker=self.worker, step=rec.step, store=self.store, consolidator=self.consolidator
+                )
                 fw.write_tensors(rec.tensors, mode=rec.mode, mode_step=rec.mode_step)
                 for name, shape in rec.shapes:
                     fw.write_shape(name, shape, mode=rec.mode, mode_step=rec.mode_step)
@@ -257,8 +265,12 @@ class StepWriter:
         except StorageError as exc:
             # the store already retried; the storage may come back, so later steps are still tried
             if not self.failed_steps:
-                logger.error("smdebug: could not write step %s of %s (later steps are still tried): %s",
-                             rec.step, self.worker, exc)
+                logger.error(
+                    "smdebug: could not write step %s of %s (later steps are still tried): %s",
+                    rec.step,
+                    self.worker,
+                    exc,
+                )
             self.failed_steps.append(rec.step)
         except Exception as exc:  # noqa: BLE001 - the hook sees self.errors; training goes on
             if not self.errors:

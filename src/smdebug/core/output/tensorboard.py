@@ -193,8 +193,16 @@ class TensorBoardFiles:
     file rewritten (atomically, whole) at most every ``flush_s`` seconds and on :meth:`flush`, and
     closed for a new one once it is ``roll_s`` seconds old or holds ``roll_records`` records."""
 
-    def __init__(self, tensorboard_dir: str, store: Store, *, flush_s: float = 5.0, roll_s: float = 60.0,
-                 roll_records: int = 10_000, clock=None):
+    def __init__(
+        self,
+        tensorboard_dir: str,
+        store: Store,
+        *,
+        flush_s: float = 5.0,
+        roll_s: float = 60.0,
+        roll_records: int = 10_000,
+        clock=None,
+    ):
         import time
 
         self.tensorboard_dir, self.store = tensorboard_dir, store

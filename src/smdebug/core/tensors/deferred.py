@@ -86,8 +86,9 @@ class DeferredReduction:
         return self.source.value(self.index)
 
 
-def deferred_reductions(fetch: Callable[[], np.ndarray], ops: Iterable[tuple[str, bool]],
-                        shape1: bool = False) -> list[DeferredReduction]:
+def deferred_reductions(
+    fetch: Callable[[], np.ndarray], ops: Iterable[tuple[str, bool]], shape1: bool = False
+) -> list[DeferredReduction]:
     """The reductions ``ops`` (``(name, is_abs)`` pairs) of the data ``fetch`` will give; an
     unknown name raises :class:`~smdebug.exceptions.SMDebugValueError` now."""
     ops = list(ops)

@@ -79,8 +79,9 @@ def _compile() -> None:
         import llvmlite.binding
         import numba
     except ImportError:
-        logger.info("smdebug: numba is not installed: %s (pip install 'smdebug-open[fast]' for the one-pass "
-                    "kernel)", _FALLBACK)
+        logger.info(
+            "smdebug: numba is not installed: %s (pip install 'smdebug-open[fast]' for the one-pass kernel)", _FALLBACK
+        )
         return
     if tuple(llvmlite.binding.llvm_version_info) < _MIN_LLVM:
         logger.info("smdebug: numba %s is older than 0.62: %s", numba.__version__, _FALLBACK)
@@ -92,12 +93,14 @@ def _compile() -> None:
         try:
             moments = _moments_numba.compile(cache=True)
         except RuntimeError as e:  # no writable cache folder (numba: "no locator available")
-            logger.info("smdebug: numba cannot cache the moments kernel (%s): compiling it in each process "
-                        "(set NUMBA_CACHE_DIR to a writable folder to keep it)", e)
+            logger.info(
+                "smdebug: numba cannot cache the moments kernel (%s): compiling it in each process "
+                "(set NUMBA_CACHE_DIR to a writable folder to keep it)",
+                e,
+            )
             moments = _moments_numba.compile(cache=False)
     except Exception as e:  # noqa: BLE001 - the framework's ops still work
-        logger.warning("smdebug: the numba moments kernel did not compile (%s: %s): %s", type(e).__name__, e,
-                       _FALLBACK)
+        logger.warning("smdebug: the numba moments kernel did not compile (%s: %s): %s", type(e).__name__, e, _FALLBACK)
         return
     logger.info("smdebug: reductions of float32 / float64 host tensors by the numba kernel")
     _kernel = moments

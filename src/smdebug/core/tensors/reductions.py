@@ -46,6 +46,8 @@ def as_numeric(value) -> np.ndarray | None:
         except (TypeError, ValueError):
             return None
     return None
+
+
 _NUMPY_OPS: dict[str, Callable[..., Any]] = {
     "min": np.min,
     "max": np.max,
@@ -68,8 +70,7 @@ def get_numpy_reduction(reduction_name: str, numpy_data, abs: bool = False):
     if reduction_name in ("l1", "l2"):
         return np.linalg.norm(data.ravel(), ord=int(reduction_name[1]))
     raise SMDebugValueError(
-        f"Invalid reduction {reduction_name!r}: expected one of "
-        f"{', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}"
+        f"Invalid reduction {reduction_name!r}: expected one of {', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}"
     )
 
 
@@ -173,7 +174,11 @@ class _Moments:
 
     def reduce(self, op: str):
         d = self.data
-        if op in ("mean", "std", "variance") and d.size and (d.dtype.kind in _SHARED_KINDS or d.dtype in _SHARED_FLOATS):
+        if (
+            op in ("mean", "std", "variance")
+            and d.size
+            and (d.dtype.kind in _SHARED_KINDS or d.dtype in _SHARED_FLOATS)
+        ):
             if op == "mean":
                 return self._mean()
             var = self._variance()

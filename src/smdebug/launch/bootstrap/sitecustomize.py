@@ -12,8 +12,12 @@ import os
 import sys
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
-_TARGETS = {"torch": "smdebug.launch.zcc_torch", "xgboost": "smdebug.launch.zcc_xgboost",
-            "keras": "smdebug.launch.zcc_keras", "mxnet": "smdebug.launch.zcc_mxnet"}
+_TARGETS = {
+    "torch": "smdebug.launch.zcc_torch",
+    "xgboost": "smdebug.launch.zcc_xgboost",
+    "keras": "smdebug.launch.zcc_keras",
+    "mxnet": "smdebug.launch.zcc_mxnet",
+}
 
 
 def _chain():

@@ -50,9 +50,20 @@ __all__ = ["PythonProfileAnalysis", "cProfileAnalysis", "PyinstrumentAnalysis", 
 
 logger = logging.getLogger("smdebug")
 
-LIST_COLUMNS = ["profiler_name", "framework", "node_id", "start_mode", "start_step", "start_phase",
-                "start_time_since_epoch_in_micros", "end_mode", "end_step", "end_phase",
-                "end_time_since_epoch_in_micros", "stats_path"]
+LIST_COLUMNS = [
+    "profiler_name",
+    "framework",
+    "node_id",
+    "start_mode",
+    "start_step",
+    "start_phase",
+    "start_time_since_epoch_in_micros",
+    "end_mode",
+    "end_step",
+    "end_phase",
+    "end_time_since_epoch_in_micros",
+    "stats_path",
+]
 
 
 class PythonProfileAnalysis:
@@ -61,8 +72,9 @@ class PythonProfileAnalysis:
     name = ""  # the profiler whose intervals a subclass keeps
 
     def __init__(self, local_profile_dir="/tmp/python_stats", s3_path=None):
-        self.python_stats_reader = (S3PythonStatsReader(local_profile_dir, s3_path) if s3_path
-                                    else LocalPythonStatsReader(local_profile_dir))
+        self.python_stats_reader = (
+            S3PythonStatsReader(local_profile_dir, s3_path) if s3_path else LocalPythonStatsReader(local_profile_dir)
+        )
         self.python_profile_stats: list[StepPythonProfileStats] = []
         self._refresh_python_profile_stats(True)
 
@@ -85,18 +97,32 @@ class PythonProfileAnalysis:
     def _aggregate_stats(self, requested_stats):
         return requested_stats
 
-    def fetch_profile_stats_by_step(self, start_step, end_step=None, mode=PythonProfileModes.TRAIN,
-                                    start_phase=StepPhase.STEP_START, end_phase=StepPhase.STEP_END, node_id="any",
-                                    refresh_stats=True):
+    def fetch_profile_stats_by_step(
+        self,
+        start_step,
+        end_step=None,
+        mode=PythonProfileModes.TRAIN,
+        start_phase=StepPhase.STEP_START,
+        end_phase=StepPhase.STEP_END,
+        node_id="any",
+        refresh_stats=True,
+    ):
         """The intervals of mode ``mode`` (start and end) inside steps ``start_step..end_step``
         (inclusive; ``end_step`` defaults to ``start_step``), by 1.0.34's test
         (:meth:`StepPythonProfileStats.in_step_interval`)."""
         end_step = start_step if end_step is None else end_step
-        return self._select(lambda s: s.in_step_interval(start_step, end_step, start_phase, end_phase)
-                            and s.has_start_and_end_mode(mode, mode), node_id, refresh_stats)
+        return self._select(
+            lambda s: (
+                s.in_step_interval(start_step, end_step, start_phase, end_phase)
+                and s.has_start_and_end_mode(mode, mode)
+            ),
+            node_id,
+            refresh_stats,
+        )
 
-    def fetch_profile_stats_by_time(self, start_time_since_epoch_in_secs, end_time_since_epoch_in_secs,
-                                    node_id="any", refresh_stats=True):
+    def fetch_profile_stats_by_time(
+        self, start_time_since_epoch_in_secs, end_time_since_epoch_in_secs, node_id="any", refresh_stats=True
+    ):
         """The intervals that start or end in ``[start, end]`` (seconds since the epoch)."""
         lo, hi = start_time_since_epoch_in_secs * 1e6, end_time_since_epoch_in_secs * 1e6
         return self._select(lambda s: s.in_time_interval(lo, hi), node_id, refresh_stats)
@@ -123,8 +149,9 @@ class PythonProfileAnalysis:
         if not self.python_profile_stats:
             logger.info("smdebug: no Python-profile stats in %s", self.python_stats_reader.profile_dir)
             return pd.DataFrame()
-        df = pd.DataFrame([{c: getattr(s, c) for c in LIST_COLUMNS} for s in self.python_profile_stats],
-                          columns=LIST_COLUMNS)
+        df = pd.DataFrame(
+            [{c: getattr(s, c) for c in LIST_COLUMNS} for s in self.python_profile_stats], columns=LIST_COLUMNS
+        )
         df["start_mode"] = df["start_mode"].map(python_profile_mode_to_str)
         df["end_mode"] = df["end_mode"].map(python_profile_mode_to_str)
         return df
@@ -200,8 +227,9 @@ class PyinstrumentAnalysis(PythonProfileAnalysis):
             html = [s.stats_path for s in files if os.path.basename(s.stats_path).endswith(".html")]
             js = [s.stats_path for s in files if os.path.basename(s.stats_path).endswith(".json")]
             if not js:
-                raise ValueError(f"{os.path.dirname(files[0].stats_path)}: a pyinstrument interval without "
-                                 "python_stats.json")
+                raise ValueError(
+                    f"{os.path.dirname(files[0].stats_path)}: a pyinstrument interval without python_stats.json"
+                )
             with open(js[0], encoding="utf-8") as f:
                 try:
                     doc = json.load(f)

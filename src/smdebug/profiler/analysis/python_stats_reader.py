@@ -32,8 +32,11 @@ __all__ = ["PythonStatsReader", "LocalPythonStatsReader", "S3PythonStatsReader",
 
 logger = logging.getLogger("smdebug")
 
-STATS_FILES = {CPROFILE_STATS_FILENAME: CPROFILE_NAME, PYINSTRUMENT_JSON_FILENAME: PYINSTRUMENT_NAME,
-               PYINSTRUMENT_HTML_FILENAME: PYINSTRUMENT_NAME}
+STATS_FILES = {
+    CPROFILE_STATS_FILENAME: CPROFILE_NAME,
+    PYINSTRUMENT_JSON_FILENAME: PYINSTRUMENT_NAME,
+    PYINSTRUMENT_HTML_FILENAME: PYINSTRUMENT_NAME,
+}
 
 
 def _sorted(stats: list) -> list:
@@ -56,8 +59,10 @@ class LocalPythonStatsReader(PythonStatsReader):
 
     def __init__(self, profile_dir):
         if not os.path.isdir(profile_dir):
-            raise ValueError(f"local_profile_dir: {profile_dir} is no folder (give "
-                             "<profiler root>/framework/<framework>/<cprofile|pyinstrument>)")
+            raise ValueError(
+                f"local_profile_dir: {profile_dir} is no folder (give "
+                "<profiler root>/framework/<framework>/<cprofile|pyinstrument>)"
+            )
         super().__init__(profile_dir)
 
     def load_python_profile_stats(self) -> list:
@@ -74,10 +79,13 @@ class LocalPythonStatsReader(PythonStatsReader):
                 for name in sorted(os.listdir(folder)):
                     profiler = STATS_FILES.get(name)
                     if profiler is None:
-                        logger.debug("smdebug: not a Python-profile stats file, left out: %s", os.path.join(folder, name))
+                        logger.debug(
+                            "smdebug: not a Python-profile stats file, left out: %s", os.path.join(folder, name)
+                        )
                         continue
-                    out.append(StepPythonProfileStats(framework, profiler, node_id, stats_dir,
-                                                      os.path.join(folder, name)))
+                    out.append(
+                        StepPythonProfileStats(framework, profiler, node_id, stats_dir, os.path.join(folder, name))
+                    )
         return _sorted(out)
 
 
@@ -89,8 +97,10 @@ class S3PythonStatsReader(PythonStatsReader):
         from smdebug.storage import is_remote
 
         if not os.path.isdir(profile_dir):
-            raise ValueError(f"local_profile_dir: {profile_dir} is no folder (the stats are downloaded into "
-                             "<local_profile_dir>/python_stats)")
+            raise ValueError(
+                f"local_profile_dir: {profile_dir} is no folder (the stats are downloaded into "
+                "<local_profile_dir>/python_stats)"
+            )
         if not is_remote(str(s3_path)):
             raise ValueError(f"s3_path: {s3_path!r} is no s3://bucket/... URL of a profiler root")
         super().__init__(os.path.join(profile_dir, "python_stats"))

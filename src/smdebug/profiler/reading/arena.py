@@ -44,8 +44,11 @@ class Arena:
         self.lo = np.empty(capacity, dtype=np.int64)
         self.hi = np.empty(capacity, dtype=np.int64)
         table = object.__new__(FrameworkEvents)
-        table.__dict__.update(self.ints, args=ArgsColumn(self.buffers, self.source, self.lo, self.hi),
-                              _coded={c: Coded(self.codes[c], self.vocab[c]) for c in CODED_COLUMNS})
+        table.__dict__.update(
+            self.ints,
+            args=ArgsColumn(self.buffers, self.source, self.lo, self.hi),
+            _coded={c: Coded(self.codes[c], self.vocab[c]) for c in CODED_COLUMNS},
+        )
         self.table = table
 
 

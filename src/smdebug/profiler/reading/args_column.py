@@ -58,8 +58,13 @@ class ArgsColumn(Sequence):
     def from_list(cls, values: Sequence) -> ArgsColumn:
         """A column over already decoded values."""
         n = len(values)
-        return cls([], np.full(n, OBJECT, dtype=np.int32), np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                   list(values))
+        return cls(
+            [],
+            np.full(n, OBJECT, dtype=np.int32),
+            np.arange(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            list(values),
+        )
 
     def __len__(self) -> int:
         return len(self._source)
@@ -70,7 +75,7 @@ class ArgsColumn(Sequence):
             buffer = self._buffers[src]
             if isinstance(buffer, ArgsTable):
                 return buffer.row(int(self._lo[i]))
-            return orjson.loads(memoryview(buffer)[int(self._lo[i]):int(self._hi[i])])
+            return orjson.loads(memoryview(buffer)[int(self._lo[i]) : int(self._hi[i])])
         return self._objects[int(self._lo[i])] if src == OBJECT else None
 
     def __getitem__(self, i):
@@ -112,8 +117,9 @@ class ArgsColumn(Sequence):
 
     def rows(self, start: int, stop: int) -> ArgsColumn:
         """Rows ``start`` to ``stop`` (views, no copy)."""
-        out = ArgsColumn(self._buffers, self._source[start:stop], self._lo[start:stop], self._hi[start:stop],
-                         self._objects)
+        out = ArgsColumn(
+            self._buffers, self._source[start:stop], self._lo[start:stop], self._hi[start:stop], self._objects
+        )
         if self._decoded is not None:
             out._decoded = self._decoded[start:stop]
         return out
@@ -164,5 +170,9 @@ def concat_args(parts: list[Sequence], lengths: list[int]) -> Sequence:
         for p, n in zip(parts, lengths):
             out.extend(p if p else [None] * n)
         return out
-    return ArgsColumn.concat([p if isinstance(p, ArgsColumn) else ArgsColumn.from_list(p if p else [None] * n)
-                              for p, n in zip(parts, lengths)])
+    return ArgsColumn.concat(
+        [
+            p if isinstance(p, ArgsColumn) else ArgsColumn.from_list(p if p else [None] * n)
+            for p, n in zip(parts, lengths)
+        ]
+    )

@@ -41,7 +41,8 @@ _HIGH = _U(0x8080808080808080)
 _SEVENS = _U(0x7676767676767676)
 _QUOTES = _U(0x2222222222222222)
 _LOW = np.array([(1 << (8 * v)) - 1 for v in range(9)], dtype=np.uint64)  # the first v bytes
-_POW10 = np.array([10 ** k for k in range(19)], dtype=np.uint64)
+_POW10 = np.array([10**k for k in range(19)], dtype=np.uint64)
+
 
 @dataclass
 class LineTemplate:
@@ -173,7 +174,7 @@ class JoinedLines:
         self._wides: dict = {}  # k -> the 8k bytes from each position (:meth:`equals`)
 
     def file_bytes(self, k: int) -> bytes:
-        return bytes(self.big[self.offsets[k]:self.offsets[k] + self.ends[k]])
+        return bytes(self.big[self.offsets[k] : self.offsets[k] + self.ends[k]])
 
     def byte(self, pos) -> np.ndarray:
         return self.buf.take(pos, mode="clip")
@@ -187,9 +188,11 @@ class JoinedLines:
                 return self.words[pos] == _U(int.from_bytes(text, "little"))
             return (self.words[pos] & _LOW[len(text)]) == _U(int.from_bytes(text, "little"))
         inside = len(text) <= len(PAD) - 8  # else a read from the last positions could run past the padding
-        ok: np.ndarray | None = None if inside else pos + len(text) <= self.size  # (where it would, the text is not there)
+        ok: np.ndarray | None = (
+            None if inside else pos + len(text) <= self.size
+        )  # (where it would, the text is not there)
         for at in range(0, len(text), _WIDE):
-            part = text[at:at + _WIDE]
+            part = text[at : at + _WIDE]
             k = -(-len(part) // 8)
             view = self._wide(k)
             where = (pos + at if at else pos) if inside else np.minimum(pos + at, len(view) - 1)
@@ -277,7 +280,7 @@ class JoinedLines:
         lead = top & _U(0xFF)
         value = _swar8(top << cut)
         more = n == 8
-        for j, scale in ((16, _U(10 ** 8)), (24, _U(10 ** 16))):  # the words before, for runs that go on
+        for j, scale in ((16, _U(10**8)), (24, _U(10**16))):  # the words before, for runs that go on
             count = np.count_nonzero(more)
             if not count:
                 break
@@ -304,8 +307,9 @@ class JoinedLines:
         ok = ((lead != 0) | (n == 1)) & (n <= 18)  # n = 0: lead is 0; 16 digits and up to 2 more
         return value.view(np.int64), n.astype(np.int64), ok
 
-    def match(self, t: LineTemplate, start: np.ndarray, stop: np.ndarray, whole: bool = False,
-              interned: tuple = ()) -> tuple[np.ndarray, dict]:
+    def match(
+        self, t: LineTemplate, start: np.ndarray, stop: np.ndarray, whole: bool = False, interned: tuple = ()
+    ) -> tuple[np.ndarray, dict]:
         """Whether each line ``[start, stop)`` begins with ``t`` (``whole``: is exactly ``t``), and
         the values: ``{key: int64 array}`` for INT and QINT values, ``{key: (lo, hi)}`` byte ranges
         for STR values (``(codes, strings)`` for those in ``interned``: see :meth:`intern`),
@@ -344,16 +348,22 @@ class JoinedLines:
             out[key] = (codes, strings)
         return ok, out
 
-    def _steps(self, steps: list, pos: np.ndarray, stop: np.ndarray, ok: np.ndarray, out: dict,
-               backward: bool) -> np.ndarray:
+    def _steps(
+        self, steps: list, pos: np.ndarray, stop: np.ndarray, ok: np.ndarray, out: dict, backward: bool
+    ) -> np.ndarray:
         """Read ``steps`` from ``pos`` on (``backward``: from the line's end back, the steps in
         reverse), updating ``ok`` and ``out``; returns where they end. Positions stay in the line
         (a line that is not the template may run out); once no line is left, the values are zeros."""
         for kind, what in steps:
             if not ok.any():
                 zeros = np.zeros(len(ok), dtype=np.int64)
-                out.update({key: (pos, pos) if kind == STR else zeros if kind != MARK else pos
-                            for kind, key in steps if kind != LIT and key not in out})
+                out.update(
+                    {
+                        key: (pos, pos) if kind == STR else zeros if kind != MARK else pos
+                        for kind, key in steps
+                        if kind != LIT and key not in out
+                    }
+                )
                 break
             if kind == LIT:
                 if backward:
@@ -398,8 +408,9 @@ class JoinedLines:
             h ^= h >> _U(29)
         codes, reps = _group(h)
         rep = np.array(reps, dtype=np.int64)
-        same = bool((n == n[rep][codes]).all() and (first == first[rep][codes]).all()
-                    and (last == last[rep][codes]).all())
+        same = bool(
+            (n == n[rep][codes]).all() and (first == first[rep][codes]).all() and (last == last[rep][codes]).all()
+        )
         long = np.flatnonzero(n > 16)
         if same and len(long):  # the middle words of the long strings, against their group's first
             at, size, code = lo[long], n[long], codes[long]
@@ -415,8 +426,9 @@ class JoinedLines:
 
     def _intern_by_bytes(self, lo: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, list]:
         words = [self.words[lo + 8 * j] & _LOW[np.clip(n - 8 * j, 0, 8)] for j in range(-(-int(n.max()) // 8))]
-        _, first, codes = np.unique(np.stack([n.astype(np.uint64)] + words, axis=1), axis=0, return_index=True,
-                                    return_inverse=True)
+        _, first, codes = np.unique(
+            np.stack([n.astype(np.uint64)] + words, axis=1), axis=0, return_index=True, return_inverse=True
+        )
         return codes.reshape(-1), first.tolist()
 
 

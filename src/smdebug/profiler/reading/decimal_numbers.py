@@ -9,12 +9,12 @@ from smdebug.profiler.reading.byte_columns import JoinedLines
 
 __all__ = ["numbers"]
 
-_POW10_I = np.array([10 ** k for k in range(19)], dtype=np.int64)
-_POW10_F = np.array([10.0 ** k for k in range(19)])  # exact: every power of ten up to 1e22 is a double
+_POW10_I = np.array([10**k for k in range(19)], dtype=np.int64)
+_POW10_F = np.array([10.0**k for k in range(19)])  # exact: every power of ten up to 1e22 is a double
 _EXACT = 1 << 53  # integers below this are doubles exactly
 # x86's 80-bit long double holds every integer below 2**64 and powers of ten up to 1e27 exactly
 _LONG = np.finfo(np.longdouble).nmant >= 63
-_POW10_L = np.array([10 ** k for k in range(19)], dtype=np.longdouble)  # used only when _LONG
+_POW10_L = np.array([10**k for k in range(19)], dtype=np.longdouble)  # used only when _LONG
 
 
 def numbers(lines: JoinedLines, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -50,15 +50,17 @@ def numbers(lines: JoinedLines, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return value, length, ok
 
 
-def _wide(lines: JoinedLines, mant: np.ndarray, flen: np.ndarray, pos: np.ndarray, length: np.ndarray,
-          neg: np.ndarray) -> np.ndarray:
+def _wide(
+    lines: JoinedLines, mant: np.ndarray, flen: np.ndarray, pos: np.ndarray, length: np.ndarray, neg: np.ndarray
+) -> np.ndarray:
     """``mant / 10**flen`` rounded to doubles for mantissas of 2**53 and more (see :func:`numbers`)."""
     quotient = mant.astype(np.longdouble) / _POW10_L[flen]
     value = quotient.astype(np.float64)
     below, above = np.nextafter(value, -np.inf), np.nextafter(value, np.inf)
     two = np.longdouble(2)
     halfway = (quotient == (value.astype(np.longdouble) + below) / two) | (
-        quotient == (value.astype(np.longdouble) + above) / two)
+        quotient == (value.astype(np.longdouble) + above) / two
+    )
     for i in np.flatnonzero(halfway).tolist():  # the text itself, sign left out (value is |x|)
-        value[i] = float(lines.big[pos[i] + neg[i]:pos[i] + length[i]])
+        value[i] = float(lines.big[pos[i] + neg[i] : pos[i] + length[i]])
     return value

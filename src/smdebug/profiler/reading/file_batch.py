@@ -64,9 +64,9 @@ class FileBatch:
         need = self.size + n + 1 + PAD
         if len(self.buf) < need:  # (a new map, not resize(): macOS has no mremap)
             grown = mmap.mmap(-1, max(need, 2 * len(self.buf)))
-            grown[:self.size] = self.buf[:self.size]
+            grown[: self.size] = self.buf[: self.size]
             self.buf = grown
-        return memoryview(self.buf)[self.size:self.size + n]
+        return memoryview(self.buf)[self.size : self.size + n]
 
     def add(self, fill: Callable[[Callable[[int], memoryview]], int]) -> int:
         """Add a file: ``fill(reserve)`` writes its bytes into a view that :meth:`reserve` gives and
@@ -81,7 +81,7 @@ class FileBatch:
         self.offsets.append(at)
         self.ends.append(end)
         if not end:
-            self.kept[k] = self.buf[at:at + n]
+            self.kept[k] = self.buf[at : at + n]
             return n
         self.size = at + end + 1
         self.buf[at + end] = 10  # "\n"
@@ -89,13 +89,13 @@ class FileBatch:
 
     def finish(self) -> None:
         """Zero the padding after the last file (before the bulk reader reads the batch)."""
-        self.buf[self.size:self.size + PAD] = bytes(PAD)
+        self.buf[self.size : self.size + PAD] = bytes(PAD)
 
     def data(self, k: int) -> bytes:
         """File ``k``'s bytes (a bulk file's without its trailing whitespace)."""
         if not self.ends[k]:
             return self.kept.get(k, b"")
-        return self.buf[self.offsets[k]:self.offsets[k] + self.ends[k]]
+        return self.buf[self.offsets[k] : self.offsets[k] + self.ends[k]]
 
 
 def _copy(reserve: Callable[[int], memoryview], data: bytes) -> int:
@@ -110,6 +110,6 @@ def _content_end(buf: mmap.mmap, at: int, n: int) -> int:
     end = at + n
     while end > at and buf[end - 1] in _SPACE:
         end -= 1
-    if end - at < 4 or buf[at:at + 2] != b"[\n" or buf[end - 2:end] != b"\n]" or buf.find(b"\\", at, end) >= 0:
+    if end - at < 4 or buf[at : at + 2] != b"[\n" or buf[end - 2 : end] != b"\n]" or buf.find(b"\\", at, end) >= 0:
         return 0
     return end - at

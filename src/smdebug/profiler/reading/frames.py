@@ -63,8 +63,15 @@ class Series:
     def window(self, start_us: int | None = None, end_us: int | None = None) -> Series:
         """The samples with ``start_us <= timestamp_us <= end_us`` (inclusive, as 1.0.34)."""
         s = _window(self.timestamp_us, start_us, end_us)
-        return Series(self.node_id, self.type, self.name, self.dimension, self.timestamp_us[s], self.value[s],
-                      None if self.timestamp_s is None else self.timestamp_s[s])
+        return Series(
+            self.node_id,
+            self.type,
+            self.name,
+            self.dimension,
+            self.timestamp_us[s],
+            self.value[s],
+            None if self.timestamp_s is None else self.timestamp_s[s],
+        )
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -148,8 +155,9 @@ class FrameworkEvents:
         pieces = {f: [getattr(p, f) for p in parts] for f in _INT_COLUMNS + _OBJECT_COLUMNS}
         for f, fill, dtype in (("phase_pid", -1, np.int64), ("file_suffix", None, object)):
             if any(getattr(p, f) is not None for p in parts):
-                pieces[f] = [np.full(len(p), fill, dtype=dtype) if getattr(p, f) is None else getattr(p, f)
-                             for p in parts]
+                pieces[f] = [
+                    np.full(len(p), fill, dtype=dtype) if getattr(p, f) is None else getattr(p, f) for p in parts
+                ]
         n = sum(len(p) for p in parts)
         cols: dict = {}
         for wanted, dtype in ((_INT_COLUMNS + ("phase_pid",), np.int64), (_OBJECT_COLUMNS + ("file_suffix",), object)):
@@ -200,11 +208,19 @@ class FrameworkEvents:
     def take(self, index: np.ndarray) -> FrameworkEvents:
         """The rows at ``index`` (an int array or a boolean mask), order kept."""
         idx = np.flatnonzero(index) if index.dtype == bool else index
-        return FrameworkEvents(self.phase[idx], self.name[idx], self.start_us[idx], self.end_us[idx],
-                               self.step[idx], self.node_id[idx], self.pid[idx], self.tid[idx],
-                               take_args(self.args, idx),
-                               None if self.phase_pid is None else self.phase_pid[idx],
-                               None if self.file_suffix is None else self.file_suffix[idx])
+        return FrameworkEvents(
+            self.phase[idx],
+            self.name[idx],
+            self.start_us[idx],
+            self.end_us[idx],
+            self.step[idx],
+            self.node_id[idx],
+            self.pid[idx],
+            self.tid[idx],
+            take_args(self.args, idx),
+            None if self.phase_pid is None else self.phase_pid[idx],
+            None if self.file_suffix is None else self.file_suffix[idx],
+        )
 
     def overlapping(self, start_us: int | None = None, end_us: int | None = None) -> FrameworkEvents:
         """The events that overlap ``[start_us, end_us]`` inclusively (1.0.34's semantics)."""

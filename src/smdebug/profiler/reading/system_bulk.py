@@ -83,7 +83,7 @@ def _layout(data: bytes, starts: np.ndarray, stops: np.ndarray) -> _Layout | Non
             v, n, t = raw.find(_VALUE), raw.find(_NODE), raw.find(_TS)
             if min(v, n, t) < 0:
                 return None
-            head, mid = raw[:v + len(_VALUE)], raw[n:t + len(_TS)]
+            head, mid = raw[: v + len(_VALUE)], raw[n : t + len(_TS)]
             if heads and head == heads[0] and mid == mids[0]:
                 break
             heads.append(head)
@@ -97,7 +97,7 @@ def _layout(data: bytes, starts: np.ndarray, stops: np.ndarray) -> _Layout | Non
     key = b"\n".join(heads + mids)  # (no text holds a newline)
     found = _LAYOUTS.get(key)
     if found is None:
-        found = _new_layout(data, starts[:len(heads)].tolist(), stops[:len(heads)].tolist(), heads, mids)
+        found = _new_layout(data, starts[: len(heads)].tolist(), stops[: len(heads)].tolist(), heads, mids)
         if found is not None:
             if len(_LAYOUTS) >= 64:
                 _LAYOUTS.clear()
@@ -105,8 +105,9 @@ def _layout(data: bytes, starts: np.ndarray, stops: np.ndarray) -> _Layout | Non
     return found
 
 
-def _new_layout(data: bytes, starts: list[int], stops: list[int], heads: list[bytes],
-                mids: list[bytes]) -> _Layout | None:
+def _new_layout(
+    data: bytes, starts: list[int], stops: list[int], heads: list[bytes], mids: list[bytes]
+) -> _Layout | None:
     """The layout of the period's lines, each decoded by orjson, or None."""
     values: dict[str, list] = {name: [] for name in _STRINGS}
     for a, b, head, mid in zip(starts, stops, heads, mids):
@@ -114,8 +115,13 @@ def _new_layout(data: bytes, starts: list[int], stops: list[int], heads: list[by
             row = orjson.loads(data[a:b])
         except orjson.JSONDecodeError:
             return None
-        if not isinstance(row, dict) or list(row) != _KEYS or not all(type(row[k]) is str for k in _STRINGS) \
-                or type(row["Value"]) not in (int, float) or type(row["Timestamp"]) not in (int, float):
+        if (
+            not isinstance(row, dict)
+            or list(row) != _KEYS
+            or not all(type(row[k]) is str for k in _STRINGS)
+            or type(row["Value"]) not in (int, float)
+            or type(row["Timestamp"]) not in (int, float)
+        ):
             return None
         if min(head + mid) < 32:  # JSON's whitespace: not written so, left to the other readers
             return None
@@ -131,10 +137,21 @@ def _new_layout(data: bytes, starts: list[int], stops: list[int], heads: list[by
         combined = combined * (len(names) + 1) + codes
     distinct = len(set(combined.tolist())) == period
     order = np.argsort(combined, kind="stable").tolist() if distinct else None
-    keys = [(values["NodeId"][k], values["Type"][k], values["Name"][k], values["Dimension"][k])
-            for k in order] if order is not None else None
-    return _Layout(period, np.array([len(h) for h in heads], dtype=np.int64), np.array([len(m) for m in mids],
-                   dtype=np.int64), _words(heads), _words(mids), strings, order, keys)
+    keys = (
+        [(values["NodeId"][k], values["Type"][k], values["Name"][k], values["Dimension"][k]) for k in order]
+        if order is not None
+        else None
+    )
+    return _Layout(
+        period,
+        np.array([len(h) for h in heads], dtype=np.int64),
+        np.array([len(m) for m in mids], dtype=np.int64),
+        _words(heads),
+        _words(mids),
+        strings,
+        order,
+        keys,
+    )
 
 
 class _Text:
@@ -147,7 +164,7 @@ class _Text:
     def __init__(self, data: bytes, end: int):
         self.buf = np.frombuffer(data, dtype=np.uint8)
         self.tail_at = max(0, end - self._TAIL)
-        self.tail = np.frombuffer(data[self.tail_at:end] + b"\n" + bytes(_ROW), dtype=np.uint8)
+        self.tail = np.frombuffer(data[self.tail_at : end] + b"\n" + bytes(_ROW), dtype=np.uint8)
 
     def rows(self, at: np.ndarray, width: int) -> np.ndarray:
         """The ``width`` bytes (at most ``_ROW``) from each position of ``at`` (each at most the
@@ -169,8 +186,9 @@ def _rows(buf: np.ndarray, width: int, at: np.ndarray) -> np.ndarray | None:
     count = len(buf) - width + 1
     if count <= 0 or (len(at) and int(at.max()) >= count):
         return None
-    view = np.lib.stride_tricks.as_strided(buf, shape=(count, width), strides=(buf.strides[0], buf.strides[0]),
-                                           writeable=False)
+    view = np.lib.stride_tricks.as_strided(
+        buf, shape=(count, width), strides=(buf.strides[0], buf.strides[0]), writeable=False
+    )
     return view[at]
 
 
@@ -184,7 +202,10 @@ def _differs(got: np.ndarray, texts: tuple[np.ndarray, np.ndarray]) -> bool:
         words, masks = (np.pad(a, ((0, 0), (0, width - a.shape[1]))) for a in texts)
     whole = len(got) // period * period
     rest = len(got) - whole
-    for part, e, m in ((got[:whole].reshape(-1, period, width), words, masks), (got[whole:], words[:rest], masks[:rest])):
+    for part, e, m in (
+        (got[:whole].reshape(-1, period, width), words, masks),
+        (got[whole:], words[:rest], masks[:rest]),
+    ):
         part ^= e  # in place: no more arrays of the lines' size
         part &= m
         if part.any():
@@ -197,7 +218,7 @@ def _differs_at(text: _Text, at: np.ndarray, texts: tuple[np.ndarray, np.ndarray
     (the caller checks)."""
     words, masks = texts
     for w in range(0, words.shape[1], _ROW // 8):
-        part = (words[:, w:w + _ROW // 8], masks[:, w:w + _ROW // 8])
+        part = (words[:, w : w + _ROW // 8], masks[:, w : w + _ROW // 8])
         if _differs(text.rows(at + 8 * w, 8 * part[0].shape[1]).view("<u8"), part):
             return True
     return False
@@ -220,7 +241,7 @@ def _tail_texts(text: _Text, mid: np.ndarray, ts_at: np.ndarray, layout: _Layout
     if (layout.mid_len != size).any() or width > _ROW:
         return None if _differs_at(text, mid, layout.mid) else text.rows(ts_at, _MAX_NUMBER)
     rows = text.rows(mid, width)
-    slots = rows[:, size:size + _MAX_NUMBER].copy()
+    slots = rows[:, size : size + _MAX_NUMBER].copy()
     return None if _differs(rows.view("<u8"), layout.mid) else slots
 
 
@@ -233,7 +254,7 @@ def bulk_system_columns(data: bytes, end: int) -> dict | None:
     not JSON (a file still being written) is left out, as the other readers do."""
     nl = data.rfind(b"\n", 0, end)
     try:
-        orjson.loads(data[nl + 1:end])
+        orjson.loads(data[nl + 1 : end])
     except orjson.JSONDecodeError:
         end = max(nl, 0)
     if end == 0 or data.find(b"\\", 0, end) >= 0:

@@ -64,8 +64,16 @@ def _pyarrow():
 
 
 def _schema(pa):
-    return pa.schema([("Type", pa.string()), ("Name", pa.string()), ("Dimension", pa.string()),
-                      ("Value", pa.float64()), ("NodeId", pa.string()), ("Timestamp", pa.float64())])
+    return pa.schema(
+        [
+            ("Type", pa.string()),
+            ("Name", pa.string()),
+            ("Dimension", pa.string()),
+            ("Value", pa.float64()),
+            ("NodeId", pa.string()),
+            ("Timestamp", pa.float64()),
+        ]
+    )
 
 
 def _bad_line(data: bytes, where: str) -> EventFileCorrupt:
@@ -89,11 +97,11 @@ def _bad_line(data: bytes, where: str) -> EventFileCorrupt:
 
 def _read_table(data: bytes, where: str):
     pa, pj = _pyarrow()
-    opts = pj.ParseOptions(explicit_schema=_schema(pa), unexpected_field_behavior="ignore",
-                           newlines_in_values=False)
+    opts = pj.ParseOptions(explicit_schema=_schema(pa), unexpected_field_behavior="ignore", newlines_in_values=False)
     try:
-        table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(use_threads=False, block_size=1 << 24),
-                             parse_options=opts)
+        table = pj.read_json(
+            io.BytesIO(data), read_options=pj.ReadOptions(use_threads=False, block_size=1 << 24), parse_options=opts
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     for k in ("Type", "Dimension", "Value", "NodeId", "Timestamp"):
@@ -170,7 +178,7 @@ def _fast_columns(body: bytes, end: int) -> dict | None:
 
     nl = body.rfind(b"\n", 0, end)
     try:
-        orjson.loads(body[nl + 1:end])
+        orjson.loads(body[nl + 1 : end])
     except orjson.JSONDecodeError:  # a half-written last line is left out
         body = body[:nl] if nl > 0 else b""
     cut = body.find(b"\n")
@@ -193,7 +201,8 @@ def _fast_columns(body: bytes, end: int) -> dict | None:
             io.BytesIO(body.translate(_SPLIT)),
             read_options=pcsv.ReadOptions(use_threads=False, autogenerate_column_names=True, block_size=1 << 26),
             parse_options=pcsv.ParseOptions(delimiter=",", quote_char=False, escape_char=False, double_quote=False),
-            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=[f"f{i}" for i in range(12)]))
+            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=[f"f{i}" for i in range(12)]),
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     cols: dict = {}
@@ -241,8 +250,9 @@ def _group(cols: dict) -> SystemChunk:
         return _EMPTY
     if "Period" in cols:  # line i is template i % P (bulk reader): the same groups, by slicing
         period, order, keys = cols["Period"]  # (keys: one list for a node's files, not changed)
-        return SystemChunk(keys, [ts[k::period] for k in order], [val[k::period] for k in order], n,
-                           float(ts.min()), float(ts.max()))
+        return SystemChunk(
+            keys, [ts[k::period] for k in order], [val[k::period] for k in order], n, float(ts.min()), float(ts.max())
+        )
     combined = np.zeros(n, dtype=np.int64)
     dicts = []
     for k in _KEYS:

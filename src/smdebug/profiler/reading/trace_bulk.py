@@ -56,8 +56,9 @@ _SHARED = ("table", "names")  # _Piece's fields that are not a column
 _MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when that many events have one
 
 
-def parse_trace_batch(files: FileBatch | list[bytes], node_ids: list[str], suffixes: list,
-                      arenas: Arenas | None = None) -> list[FrameworkEvents | None]:
+def parse_trace_batch(
+    files: FileBatch | list[bytes], node_ids: list[str], suffixes: list, arenas: Arenas | None = None
+) -> list[FrameworkEvents | None]:
     """The events of each file of the batch (or of each file's bytes), or None for a file the bulk
     path does not read (the general reader must). Files are read together, with the templates of
     the first complete event; those that do not follow them are tried again together (joined
@@ -102,8 +103,11 @@ class _Piece:
     names: list = field(default_factory=list)
 
     def select(self, idx) -> _Piece:
-        return _Piece(**{f.name: getattr(self, f.name)[idx] for f in fields(self) if f.name not in _SHARED},
-                      table={k: v[idx] for k, v in self.table.items()}, names=self.names)
+        return _Piece(
+            **{f.name: getattr(self, f.name)[idx] for f in fields(self) if f.name not in _SHARED},
+            table={k: v[idx] for k, v in self.table.items()},
+            names=self.names,
+        )
 
     @classmethod
     def merge(cls, pieces: list[_Piece]) -> _Piece:
@@ -112,10 +116,17 @@ class _Piece:
             return pieces[0]
         keys = {k for p in pieces for k in p.table}
         at = np.cumsum([0] + [len(p.names) for p in pieces[:-1]]).tolist()  # each piece's names, one list
-        merged = cls(**{f.name: np.concatenate([getattr(p, f.name) for p in pieces])
-                        for f in fields(cls) if f.name not in _SHARED},
-                     table={k: np.concatenate([p.table.get(k, np.zeros(len(p.row), dtype=np.int64)) for p in pieces])
-                            for k in keys}, names=[text for p in pieces for text in p.names])
+        merged = cls(
+            **{
+                f.name: np.concatenate([getattr(p, f.name) for p in pieces])
+                for f in fields(cls)
+                if f.name not in _SHARED
+            },
+            table={
+                k: np.concatenate([p.table.get(k, np.zeros(len(p.row), dtype=np.int64)) for p in pieces]) for k in keys
+            },
+            names=[text for p in pieces for text in p.names],
+        )
         merged.name = np.concatenate([p.name + a for p, a in zip(pieces, at)])
         return merged.select(np.argsort(merged.row, kind="stable"))
 
@@ -138,16 +149,31 @@ class _Lines:
         ev_pid = out["pid"][ok]
         ev_tid = out["tid"][ok] if "tid" in out else np.zeros(n, dtype=np.int64)
         zeros = np.zeros(n, dtype=np.int64)
-        piece = _Piece(hit, out["ts"][ok], out["dur"][ok], ev_pid, ev_tid, out["name"][0][ok],
-                       np.full(n, -1, dtype=np.int64), ev_pid.copy(), ev_tid.copy(), np.full(n, _NO_ARGS, dtype=np.int8),
-                       zeros, zeros.copy(), names=out["name"][1])
+        piece = _Piece(
+            hit,
+            out["ts"][ok],
+            out["dur"][ok],
+            ev_pid,
+            ev_tid,
+            out["name"][0][ok],
+            np.full(n, -1, dtype=np.int64),
+            ev_pid.copy(),
+            ev_tid.copy(),
+            np.full(n, _NO_ARGS, dtype=np.int8),
+            zeros,
+            zeros.copy(),
+            names=out["name"][1],
+        )
         self.pieces.append(piece)
-        return piece, {k: (v[0][ok], v[1][ok]) if isinstance(v, tuple) else v[ok]
-                       for k, v in out.items() if k == "end" or k.startswith("args")}
+        return piece, {
+            k: (v[0][ok], v[1][ok]) if isinstance(v, tuple) else v[ok]
+            for k, v in out.items()
+            if k == "end" or k.startswith("args")
+        }
 
 
 def _parse(b: JoinedLines, node_ids: list[str], suffixes: list, arenas: Arenas) -> list[FrameworkEvents | None]:
-    body = b.buf[:b.size]
+    body = b.buf[: b.size]
     file_ok = np.ones(len(b.offsets), dtype=bool)
     nl = np.flatnonzero(body.view(np.int8) < 32)  # newlines, control characters, non-ASCII (< 0 as int8)
     if not (body[nl] == _NL).all():
@@ -189,7 +215,7 @@ def _first_templates(b: JoinedLines, ev_file, start, stop, file_ok) -> Templates
     bounds = np.searchsorted(ev_file, np.arange(len(file_ok) + 1)).tolist()
     for f in range(len(file_ok)):
         for r in range(bounds[f], bounds[f + 1]):
-            raw = bytes(b.big[int(start[r]):int(stop[r])])
+            raw = bytes(b.big[int(start[r]) : int(stop[r])])
             t = templates(raw)
             if t is not None:
                 return t
@@ -218,7 +244,7 @@ def _args_from_template(b: JoinedLines, t: Templates, piece: _Piece, out: dict) 
             step, n, plain = b.digits(lo, strict=False)
             plain &= lo + n == hi
             for i in np.flatnonzero(~plain).tolist():  # " 5", "+5", "5_0"...
-                step[i] = step_of({"step_num": b.big[int(lo[i]):int(hi[i])].decode()})
+                step[i] = step_of({"step_num": b.big[int(lo[i]) : int(hi[i])].decode()})
         piece.step = step
 
 
@@ -234,7 +260,7 @@ def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> np.
         if len(left) < _MANY:
             break
         r = int(left[0])
-        other = templates(bytes(b.big[int(ev.start[r]):int(ev.stop[r])]))
+        other = templates(bytes(b.big[int(ev.start[r]) : int(ev.stop[r])]))
         if other is None or other.full is None or other.bare.steps != t.bare.steps or shape == _MORE_SHAPES:
             break
         piece, out = ev.read(other.full, left)
@@ -312,7 +338,9 @@ def _args_into(ev: _Lines, t: Templates, piece: _Piece, fx: np.ndarray, put, are
         arena.hi[cut] = 0
         return
     as_bytes = kind == _AS_BYTES
-    files = set(np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.offsets))).tolist())  # (np.unique imports numpy.ma)
+    files = set(
+        np.flatnonzero(np.bincount(fx[as_bytes], minlength=len(ev.b.offsets))).tolist()
+    )  # (np.unique imports numpy.ma)
     first = len(arena.buffers)
     arena.buffers.extend(ev.b.file_bytes(k) if k in files else None for k in range(len(ev.b.offsets)))
     base = np.array(ev.b.offsets, dtype=np.int64)[fx]
@@ -338,8 +366,9 @@ def _by_file_then_start(fx: np.ndarray, ts: np.ndarray) -> np.ndarray:
     return np.lexsort((ts, fx))
 
 
-def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes,
-              arenas: Arenas) -> list[FrameworkEvents | None]:
+def _assemble(
+    ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes, arenas: Arenas
+) -> list[FrameworkEvents | None]:
     pieces = [p for p in ev.pieces if len(p.row)]
     nfiles = len(file_ok)
     if pieces:
@@ -367,8 +396,14 @@ def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes,
     arena, at = arenas.room(n, nfiles)
     cut = slice(at, at + n)
     ints = arena.ints
-    for column, values in (("start_us", ts), ("end_us", ts + piece.dur), ("step", piece.step), ("pid", piece.pid),
-                           ("tid", piece.tid), ("phase_pid", piece.ev_pid)):
+    for column, values in (
+        ("start_us", ts),
+        ("end_us", ts + piece.dur),
+        ("step", piece.step),
+        ("pid", piece.pid),
+        ("tid", piece.tid),
+        ("phase_pid", piece.ev_pid),
+    ):
         put(ints[column][cut], values)
     put(arena.codes["phase"][cut], arena.vocab["phase"].codes(phases)[phase_code])
     put(arena.codes["name"][cut], arena.vocab["name"].codes(piece.names)[piece.name])
@@ -377,5 +412,11 @@ def _assemble(ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes,
     arena.codes["file_suffix"][cut] = np.repeat(arena.vocab["file_suffix"].codes(suffixes), counts)
     _args_into(ev, t, piece, fx, put, arena, cut)
     bounds = (at + np.concatenate(([0], np.cumsum(counts)))).tolist()
-    return [None if not fine else FrameworkEvents.empty() if bounds[k] == bounds[k + 1] else
-            arena.table.rows(bounds[k], bounds[k + 1]) for k, fine in enumerate(file_ok.tolist())]
+    return [
+        None
+        if not fine
+        else FrameworkEvents.empty()
+        if bounds[k] == bounds[k + 1]
+        else arena.table.rows(bounds[k], bounds[k + 1])
+        for k, fine in enumerate(file_ok.tolist())
+    ]

@@ -51,7 +51,7 @@ def _node_id(node: str) -> str:
         m = _ALGO_NODE.match(node)
         return f"{m.group(2)}-{m.group(1)}" if m else node
     i = node.rfind("-algo")  # _ALGO_NODE without it: its greedy (.*) ends at the last "-algo"
-    return f"{node[i + 1:]}-{node[:i]}" if i >= 0 else node
+    return f"{node[i + 1 :]}-{node[:i]}" if i >= 0 else node
 
 
 def node_id_from_trace_name(basename: str) -> str:
@@ -61,15 +61,19 @@ def node_id_from_trace_name(basename: str) -> str:
 def trace_file_info(key: str) -> tuple[int, str, str] | None:
     """``(last_end_us, node_id, suffix)`` of a framework file's key (1.0.34's rule: under
     ``framework/``, in a ``pevents`` folder, ending in ``.json``, ``<T>_<node>_<suffix>``), or None."""
-    base = key[key.rfind("/") + 1:]
+    base = key[key.rfind("/") + 1 :]
     stamp, _, rest = base.partition("_")
     found = _BY_REST.get(rest, _UNSEEN)
     if found is _UNSEEN:  # the part after the time repeats for every file of a node
         if len(_BY_REST) >= 4096:
             _BY_REST.clear()
         found = _BY_REST[rest] = _rest_info(rest)
-    if found is None or not stamp.isdigit() or "pevents" not in key or not (
-            key.startswith("framework/") or "/framework/" in key):
+    if (
+        found is None
+        or not stamp.isdigit()
+        or "pevents" not in key
+        or not (key.startswith("framework/") or "/framework/" in key)
+    ):
         return None
     return int(stamp), found[0], found[1]
 
@@ -158,9 +162,16 @@ def parse_trace_file(data: bytes, where: str, node_id: str, suffix: str | None =
     except (OverflowError, TypeError, ValueError):
         raise EventFileCorrupt(f"{where}: an event's time is not a number of microseconds that fits 64 bits") from None
     ev = FrameworkEvents(
-        phase=np.array(phase, dtype=object), name=np.array(name, dtype=object), start_us=start_us, end_us=end_us,
-        step=np.array(step, dtype=np.int64), node_id=np.full(n, node_id, dtype=object),
-        pid=_ints(pid), tid=_ints(tid), args=args_out, phase_pid=_ints(phase_pid),
+        phase=np.array(phase, dtype=object),
+        name=np.array(name, dtype=object),
+        start_us=start_us,
+        end_us=end_us,
+        step=np.array(step, dtype=np.int64),
+        node_id=np.full(n, node_id, dtype=object),
+        pid=_ints(pid),
+        tid=_ints(tid),
+        args=args_out,
+        phase_pid=_ints(phase_pid),
         file_suffix=np.full(n, suffix, dtype=object),
     )
     if n > 1 and bool(np.any(ev.start_us[1:] < ev.start_us[:-1])):

@@ -56,7 +56,7 @@ def _digits(value) -> bool:
 def _kind(value) -> str | None:
     if isinstance(value, str):
         return STR
-    return INT if type(value) is int and -10**18 < value < 10**18 else None
+    return INT if type(value) is int and -(10**18) < value < 10**18 else None
 
 
 def templates(raw: bytes) -> Templates | None:
@@ -70,8 +70,9 @@ def templates(raw: bytes) -> Templates | None:
         return None
     style = _style(d, raw)
     fields = [(k, b'"X"' if k == "ph" else _kind(v)) for k, v in d.items() if k != "args"]
-    if style is None or any(kind is None or (k in _INT_KEYS and kind != INT) or (k == "name" and kind != STR)
-                            for k, kind in fields):
+    if style is None or any(
+        kind is None or (k in _INT_KEYS and kind != INT) or (k == "name" and kind != STR) for k, kind in fields
+    ):
         return None
     kv, item = style
     full = table = None
@@ -82,8 +83,9 @@ def templates(raw: bytes) -> Templates | None:
             full = LineTemplate.of(fields + [("args", arg_fields)], kv, item)
             if all(kind in (INT, QINT) for _, kind in arg_fields):
                 table = TableShape([k for k, _ in arg_fields], [kind == QINT for _, kind in arg_fields])
-    return Templates(full, LineTemplate.of(fields, kv, item), LineTemplate.of(fields, kv, item, item + b'"args"' + kv),
-                      table)
+    return Templates(
+        full, LineTemplate.of(fields, kv, item), LineTemplate.of(fields, kv, item, item + b'"args"' + kv), table
+    )
 
 
 def step_of(args) -> int:
@@ -101,7 +103,7 @@ def int_or_minus_one(value) -> int:
         out = int(value)
     except (TypeError, ValueError, OverflowError):
         return -1
-    return out if -2**63 <= out < 2**63 else -1
+    return out if -(2**63) <= out < 2**63 else -1
 
 
 def meta_line(raw: bytes):
@@ -147,8 +149,9 @@ class Meta:
     base_value: list = field(default_factory=list)
     base_file: list = field(default_factory=list)
 
-    def read_lines(self, b: JoinedLines, line: np.ndarray, file: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   file_ok: np.ndarray) -> None:
+    def read_lines(
+        self, b: JoinedLines, line: np.ndarray, file: np.ndarray, lo: np.ndarray, hi: np.ndarray, file_ok: np.ndarray
+    ) -> None:
         """Take in the lines ``b.big[lo:hi]`` (line numbers ``line``, in order, of files ``file``):
         each distinct line is decoded once (the files of a batch repeat their metadata lines). A
         file with a line that is not a metadata line the bulk path reads is not ok (``file_ok``)
@@ -162,8 +165,10 @@ class Meta:
             file_ok[file[bad[codes]]] = False
         keep = file_ok[file]
         names: dict = {}
-        name_of = np.array([names.setdefault(g[0][1], len(names)) if g is not None and g[0] is not None else -1
-                            for g in got], dtype=np.int64)
+        name_of = np.array(
+            [names.setdefault(g[0][1], len(names)) if g is not None and g[0] is not None else -1 for g in got],
+            dtype=np.int64,
+        )
         pid_of = np.array([g[0][0] if g is not None and g[0] is not None else 0 for g in got], dtype=np.int64)
         says = (name_of[codes] >= 0) & keep
         said = codes[says]

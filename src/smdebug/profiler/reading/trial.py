@@ -77,8 +77,9 @@ def _natural(text: str) -> tuple:
 class ProfilerTrial:
     """The profiler data under ``path`` (``<root>/system/...`` and ``<root>/framework/...``)."""
 
-    def __init__(self, path, name: str | None = None, output_dir: str | None = None, *,
-                 streams=("system", "framework")):
+    def __init__(
+        self, path, name: str | None = None, output_dir: str | None = None, *, streams=("system", "framework")
+    ):
         path = os.fspath(path) if hasattr(path, "__fspath__") else str(path)
         path = path.strip()
         if not is_remote(path):
@@ -91,7 +92,9 @@ class ProfilerTrial:
         self._system = FileList(system_file_info)
         self._framework = FileList(trace_file_info)
         self._first: int | None = None
-        self._read_on: dict[str, tuple[int, int]] = {}  # node -> (index a sequential query reads next, files read ahead)
+        self._read_on: dict[
+            str, tuple[int, int]
+        ] = {}  # node -> (index a sequential query reads next, files read ahead)
         self._batch = FileBatch()  # framework files are read into its buffer, reused from batch to batch
         self._open_timelines: dict[str, str] = {}  # node -> its timeline being written (framework/<node>_*.tmp)
         self._open_bases: dict[str, int | None] = {}  # such a file's key -> its time base (its first line)
@@ -111,8 +114,11 @@ class ProfilerTrial:
         present = {k for keys in listed.values() for k in keys} if len(self._system) or len(self._framework) else None
         self._system.update(listed.get("system", ()), present)
         self._framework.update(listed.get("framework", ()), present)
-        self._open_timelines = {node_id_from_trace_name("0_" + k.rsplit("/", 1)[-1]): k
-                                for k in listed.get("framework", ()) if _OPEN_TIMELINE.fullmatch(k)}
+        self._open_timelines = {
+            node_id_from_trace_name("0_" + k.rsplit("/", 1)[-1]): k
+            for k in listed.get("framework", ())
+            if _OPEN_TIMELINE.fullmatch(k)
+        }
         if self._store.remote:
             for key in self._system.first_per_node(newest=True):
                 if key in self._system.opened:
@@ -209,8 +215,11 @@ class ProfilerTrial:
             first, last = listing.position(todo[0].key), listing.position(todo[-1].key)
             expected, before = self._read_on.get(node, (-1, 0))
             count = min(max(2 * before, len(todo)), AHEAD_FILES) if first == expected else 0
-            more = [f for f in listing.files(node_keys[last + 1:last + 1 + count])
-                    if f.parsed is None and (ends is None or f.key.endswith(ends))]
+            more = [
+                f
+                for f in listing.files(node_keys[last + 1 : last + 1 + count])
+                if f.parsed is None and (ends is None or f.key.endswith(ends))
+            ]
             out += more
             self._read_on[node] = (last + 1 + count, count)
         return out
@@ -229,8 +238,15 @@ class ProfilerTrial:
         out.sort(key=lambda k: (time[k], k))
         return self._system.files(out)
 
-    def system_series(self, start_us: int | None = None, end_us: int | None = None, *, type: str | None = None,
-                      dimension: str | None = None, node_id: str | None = None) -> list[Series]:
+    def system_series(
+        self,
+        start_us: int | None = None,
+        end_us: int | None = None,
+        *,
+        type: str | None = None,
+        dimension: str | None = None,
+        node_id: str | None = None,
+    ) -> list[Series]:
         """The system metrics with ``start_us <= timestamp_us <= end_us`` (None: unbounded), one
         :class:`Series` per ``(node_id, type, name, dimension)``, optionally only of one ``type``
         (``"cpu"``, ``"gpu"``...), ``dimension`` or ``node_id``; sorted by node, type, name
@@ -239,8 +255,11 @@ class ProfilerTrial:
         for f in self._system_files(start_us, end_us, node_id):
             chunk: SystemChunk = self._load(f, framework=False)
             for key, ts, val in zip(chunk.keys, chunk.timestamp_s, chunk.value):
-                if (node_id is not None and key[0] != node_id) or (type is not None and key[1] != type) or (
-                        dimension is not None and key[3] != dimension):
+                if (
+                    (node_id is not None and key[0] != node_id)
+                    or (type is not None and key[1] != type)
+                    or (dimension is not None and key[3] != dimension)
+                ):
                     continue
                 parts = pieces.setdefault(key, [])
                 parts.append(ts)
@@ -276,8 +295,9 @@ class ProfilerTrial:
                     break  # later files hold events written after this one closed
         return self._framework.files(out)
 
-    def framework_events(self, start_us: int | None = None, end_us: int | None = None, *,
-                         suffixes=None) -> FrameworkEvents:
+    def framework_events(
+        self, start_us: int | None = None, end_us: int | None = None, *, suffixes=None
+    ) -> FrameworkEvents:
         """The framework events that overlap ``[start_us, end_us]`` inclusively (1.0.34's
         semantics: ``end >= start_us and start <= end_us``), all nodes, sorted by start.
         ``suffixes`` (e.g. ``["pythontimeline.json"]``) reads only the files whose names end so."""
@@ -346,8 +366,11 @@ class ProfilerTrial:
         that start before it, and the others once they are there (their time has been judged on
         the system metrics meanwhile)."""
         by_node = self._framework.by_node()
-        bases = [b for node, key in self._open_timelines.items()
-                 if node not in by_node and (b := self._open_base(key)) is not None]
+        bases = [
+            b
+            for node, key in self._open_timelines.items()
+            if node not in by_node and (b := self._open_base(key)) is not None
+        ]
         return min(bases) if bases else None
 
     def _open_base(self, key: str) -> int | None:
@@ -393,5 +416,7 @@ class ProfilerTrial:
         return bool(len(self._system) or len(self._framework))
 
     def __repr__(self) -> str:
-        return (f"<ProfilerTrial {self.name!r} at {self.path}: {len(self._system)} system files, "
-                f"{len(self._framework)} framework files>")
+        return (
+            f"<ProfilerTrial {self.name!r} at {self.path}: {len(self._system)} system files, "
+            f"{len(self._framework)} framework files>"
+        )

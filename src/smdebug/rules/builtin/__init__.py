@@ -87,8 +87,14 @@ def get_rule_class(name: str) -> type[BuiltinRule]:
     if cls is None:
         lowered = {n.lower(): n for n in classes}
         hint = lowered.get(str(name).lower())
-        more = f"; did you mean {hint!r}?" if hint else (f"; built-in rules: {', '.join(classes)} (profiler rules: "
-                                                         "smdebug.rules.profiler.get_profiler_rule_class)")
+        more = (
+            f"; did you mean {hint!r}?"
+            if hint
+            else (
+                f"; built-in rules: {', '.join(classes)} (profiler rules: "
+                "smdebug.rules.profiler.get_profiler_rule_class)"
+            )
+        )
         raise RuleConfigurationError(str(name), None, f"no such built-in rule{more}")
     return cls
 

@@ -103,7 +103,9 @@ class _LayerActivityRule(BuiltinRule):
             x = x.astype(np.float64, copy=False)
             pct = _percent_of_units_inactive(x, active, self.threshold_inactivity)
             if pct > self.threshold_layer:
-                fired.append((name, pct, float(np.mean(np.isnan(x))) if x.size else 0.0, x.shape[0] if x.ndim > 1 else 1))
+                fired.append(
+                    (name, pct, float(np.mean(np.isnan(x))) if x.size else 0.0, x.shape[0] if x.ndim > 1 else 1)
+                )
         if fired:
             return self._found(step, fired)
         if not self.tensors_evaluated:
@@ -113,19 +115,28 @@ class _LayerActivityRule(BuiltinRule):
     def _found(self, step: int, fired: list) -> bool:
         name, pct, nan, samples = fired[0]
         more = f"; {len(fired) - 1} more layer{'s' if len(fired) > 2 else ''} too" if len(fired) > 1 else ""
-        nans = f"; {show_value(100 * nan)} % of its values are NaN, which counts as not {self.active_phrase}" if nan else ""
+        nans = (
+            f"; {show_value(100 * nan)} % of its values are NaN, which counts as not {self.active_phrase}"
+            if nan
+            else ""
+        )
         return self.found(
-            step, f"{show_value(pct)} % of the units of {name} are {self.inactive_word} ({self._active_phrase(name)} on "
-                  f"fewer than threshold_inactivity {show_value(self.threshold_inactivity)} % of {samples} samples), more "
-                  f"than threshold_layer {show_value(self.threshold_layer)} %{nans}{more}",
-            tensors=[f[0] for f in fired], values=[f[1] for f in fired],
+            step,
+            f"{show_value(pct)} % of the units of {name} are {self.inactive_word} ({self._active_phrase(name)} on "
+            f"fewer than threshold_inactivity {show_value(self.threshold_inactivity)} % of {samples} samples), more "
+            f"than threshold_layer {show_value(self.threshold_layer)} %{nans}{more}",
+            tensors=[f[0] for f in fired],
+            values=[f[1] for f in fired],
             condition=f"{self.inactive_word} units {show_value(pct)} % > threshold_layer {show_value(self.threshold_layer)} %",
-            worker=first_worker(self.base_trial, name, step))
+            worker=first_worker(self.base_trial, name, step),
+        )
 
     def _say_why_unjudged(self, selected: list, skipped: list) -> None:
         if skipped:
-            self.unjudged(f"the selected tensors ({', '.join(skipped[:4])}) are not layer activations it can judge "
-                          f"({self._skip_reason()})")
+            self.unjudged(
+                f"the selected tensors ({', '.join(skipped[:4])}) are not layer activations it can judge "
+                f"({self._skip_reason()})"
+            )
         elif not self._selected(None):
             self.unjudged(f"{self.selection()} matched no tensor; the trial holds {trial_holds(self.base_trial)}")
 
@@ -162,8 +173,9 @@ class DeadRelu(_LayerActivityRule):
     threshold_layer: float
     hook_collections = (HookCollection("relu_output", {"include_regex": ".*relu_output", "save_interval": "500"}),)
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self._check_thresholds()
 
@@ -221,8 +233,9 @@ class SaturatedActivation(_LayerActivityRule):
     threshold_tanh: list[float] | None
     threshold_sigmoid: list[float] | None
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self._check_thresholds()
         self.ranges = {}
@@ -230,14 +243,16 @@ class SaturatedActivation(_LayerActivityRule):
             pair = getattr(self, f"threshold_{kind}")
             if pair is not None:
                 if len(pair) != 2:
-                    raise RuleConfigurationError(self.rule_name, f"threshold_{kind}",
-                                                 f"expected two numbers (min, max), got {pair}")
+                    raise RuleConfigurationError(
+                        self.rule_name, f"threshold_{kind}", f"expected two numbers (min, max), got {pair}"
+                    )
                 lo, hi = pair
             else:
                 lo, hi = getattr(self, f"threshold_{kind}_min"), getattr(self, f"threshold_{kind}_max")
             if not lo < hi:
-                raise RuleConfigurationError(self.rule_name, f"threshold_{kind}_min",
-                                             f"must be below threshold_{kind}_max ({lo} >= {hi})")
+                raise RuleConfigurationError(
+                    self.rule_name, f"threshold_{kind}_min", f"must be below threshold_{kind}_max ({lo} >= {hi})"
+                )
             self.ranges[kind] = (lo, hi)
 
     inactive_word = "saturated"
@@ -295,14 +310,18 @@ class CheckInputImages(BuiltinRule):
         HookCollection("input_image", {"include_regex": ".*hybridsequential0_input_0", "save_interval": "500"}),
     )
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         if self.threshold_mean < 0:
-            raise RuleConfigurationError(self.rule_name, "threshold_mean", f"must be at least 0, got {self.threshold_mean}")
+            raise RuleConfigurationError(
+                self.rule_name, "threshold_mean", f"must be at least 0, got {self.threshold_mean}"
+            )
         if self.threshold_samples < 1:
-            raise RuleConfigurationError(self.rule_name, "threshold_samples",
-                                         f"must be at least 1, got {self.threshold_samples}")
+            raise RuleConfigurationError(
+                self.rule_name, "threshold_samples", f"must be at least 1, got {self.threshold_samples}"
+            )
         if self.channel < 0:
             raise RuleConfigurationError(self.rule_name, "channel", f"must be at least 0, got {self.channel}")
         self.sums: np.ndarray | None = None
@@ -322,8 +341,13 @@ class CheckInputImages(BuiltinRule):
         with np.errstate(all="ignore"):  # inf inputs give inf or NaN sums: the means say so
             sums = x.reshape(-1, x.shape[-1]).sum(axis=0, dtype=np.float64)
         if self.sums is not None and self.sums.shape != sums.shape:
-            self.logger.warning("%s: %s has %d channels, earlier inputs %d; starting again", self.rule_name, name,
-                                sums.shape[0], self.sums.shape[0])
+            self.logger.warning(
+                "%s: %s has %d channels, earlier inputs %d; starting again",
+                self.rule_name,
+                name,
+                sums.shape[0],
+                self.sums.shape[0],
+            )
             self.sums, self.counts, self.n_images, self.names = None, 0, 0, []
         self.sums = sums if self.sums is None else self.sums + sums
         self.counts += x.size // x.shape[-1]
@@ -349,22 +373,32 @@ class CheckInputImages(BuiltinRule):
         if np.any(off):
             c = int(np.flatnonzero(off)[np.argmax(np.nan_to_num(np.abs(means[off]), nan=np.inf))])
             return self.found(
-                step, f"channel {c} of the input images has mean {show_value(means[c])} over {self.n_images} images "
-                      f"({', '.join(self.names[:3])}), more than threshold_mean {show_value(self.threshold_mean)} "
-                      "from 0: the inputs are not normalized", tensors=list(self.names), values=[float(means[c])], channel=c,
+                step,
+                f"channel {c} of the input images has mean {show_value(means[c])} over {self.n_images} images "
+                f"({', '.join(self.names[:3])}), more than threshold_mean {show_value(self.threshold_mean)} "
+                "from 0: the inputs are not normalized",
+                tensors=list(self.names),
+                values=[float(means[c])],
+                channel=c,
                 condition=f"|mean of channel {c}| {show_value(abs(means[c]))} > threshold_mean "
-                          f"{show_value(self.threshold_mean)}", worker=first_worker(self.base_trial, self.names[-1], step))
+                f"{show_value(self.threshold_mean)}",
+                worker=first_worker(self.base_trial, self.names[-1], step),
+            )
         return False
 
     def _say_why_unjudged(self) -> None:
         trial = self.base_trial
         if self.sums is not None:
-            self.unjudged(f"{self.n_images} images seen in {', '.join(self.names[:3])}, fewer than threshold_samples "
-                          f"{self.threshold_samples}: lower threshold_samples or save the inputs at more steps")
+            self.unjudged(
+                f"{self.n_images} images seen in {', '.join(self.names[:3])}, fewer than threshold_samples "
+                f"{self.threshold_samples}: lower threshold_samples or save the inputs at more steps"
+            )
         elif self._skipped:
             name, shape = next(iter(self._skipped.items()))
-            self.unjudged(f"{name} has shape {shape}: images need 3 dimensions or more, with the channel axis "
-                          f"channel={self.channel}")
+            self.unjudged(
+                f"{name} has shape {shape}: images need 3 dimensions or more, with the channel axis "
+                f"channel={self.channel}"
+            )
         elif not trial.tensor_names(regex=self.regex.pattern):
             inputs = trial.tensor_names(regex=r"_input_0$")[:4]
             hint = f"; tensors named like inputs: {', '.join(inputs)}" if inputs else ""
@@ -400,8 +434,9 @@ class NLPSequenceRatio(BuiltinRule):
         HookCollection("input_sequence", {"include_regex": ".*embedding0_input_0", "save_interval": "500"}),
     )
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         tokens, thresholds = self.token_values, self.token_thresholds_percent
         if not tokens:
@@ -409,12 +444,16 @@ class NLPSequenceRatio(BuiltinRule):
         if len(thresholds) == 1:
             thresholds = thresholds * len(tokens)
         if len(thresholds) != len(tokens):
-            raise RuleConfigurationError(self.rule_name, "token_thresholds_percent",
-                                         f"{len(thresholds)} thresholds for {len(tokens)} token_values")
+            raise RuleConfigurationError(
+                self.rule_name,
+                "token_thresholds_percent",
+                f"{len(thresholds)} thresholds for {len(tokens)} token_values",
+            )
         for t in thresholds:
             if not 0 <= t <= 100:
-                raise RuleConfigurationError(self.rule_name, "token_thresholds_percent",
-                                             f"is a percentage: 0 to 100, got {t}")
+                raise RuleConfigurationError(
+                    self.rule_name, "token_thresholds_percent", f"is a percentage: 0 to 100, got {t}"
+                )
         self.thresholds = dict(zip(tokens, thresholds))
 
     def invoke_at_step(self, step: int) -> bool:
@@ -432,12 +471,20 @@ class NLPSequenceRatio(BuiltinRule):
         if fired:
             name, tok, pct, thr, size = fired[0]
             more = f"; {len(fired) - 1} more" if len(fired) > 1 else ""
-            return self.found(step, f"token {tok} is {show_value(pct)} % of {name} ({size} tokens), more than its "
-                                    f"threshold {show_value(thr)} %{more}", tensors=[f[0] for f in fired],
-                              values=[f[2] for f in fired],
-                              condition=f"share of token {tok} {show_value(pct)} % > {show_value(thr)} %",
-                              worker=first_worker(self.base_trial, name, step), token=tok)
-        if not self.tensors_evaluated and not names and not select_tensor_names(
-                self.base_trial, None, (), self.tensor_regex, rule_name=self.rule_name):
+            return self.found(
+                step,
+                f"token {tok} is {show_value(pct)} % of {name} ({size} tokens), more than its "
+                f"threshold {show_value(thr)} %{more}",
+                tensors=[f[0] for f in fired],
+                values=[f[2] for f in fired],
+                condition=f"share of token {tok} {show_value(pct)} % > {show_value(thr)} %",
+                worker=first_worker(self.base_trial, name, step),
+                token=tok,
+            )
+        if (
+            not self.tensors_evaluated
+            and not names
+            and not select_tensor_names(self.base_trial, None, (), self.tensor_regex, rule_name=self.rule_name)
+        ):
             self.unjudged(f"{self.selection()} matched no tensor; the trial holds {trial_holds(self.base_trial)}")
         return False

@@ -70,7 +70,6 @@ class BuiltinRule(Rule):
 
     tensors_evaluated: Any  # tensor values judged so far (see evaluated()); None for a rule that judges none
 
-
     def __init_subclass__(cls, register: bool | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if register is None:
@@ -226,7 +225,15 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def select_tensor_names(trial: Any, step: Any, collection_names: Any = (), tensor_regex: Any = (), *, mode: Any = None, rule_name: Any = "rule") -> list:
+def select_tensor_names(
+    trial: Any,
+    step: Any,
+    collection_names: Any = (),
+    tensor_regex: Any = (),
+    *,
+    mode: Any = None,
+    rule_name: Any = "rule",
+) -> list:
     """Names in ``collection_names`` ∪ those matching any of ``tensor_regex`` that have data at ``step``.
 
     With neither given, every tensor of the trial (docs/builtin-rules.md §1.4, logged once by the

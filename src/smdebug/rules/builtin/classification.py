@@ -151,12 +151,17 @@ class Confusion(BuiltinRule):
             if not self._warned:
                 self.logger.warning(
                     "%s: step %s has %d labels but %d predictions; such steps are not judged",
-                    self.rule_name, step, labels.size, preds.size,
+                    self.rule_name,
+                    step,
+                    labels.size,
+                    preds.size,
                 )
                 self._warned = True
             if not self.tensors_evaluated:
-                self.unjudged(f"labels and predictions differ in length ({labels.size} labels, {preds.size} "
-                              f"predictions at step {step}): such steps are not judged")
+                self.unjudged(
+                    f"labels and predictions differ in length ({labels.size} labels, {preds.size} "
+                    f"predictions at step {step}): such steps are not judged"
+                )
             return False
         n = self.category_no
         if n is None:
@@ -169,8 +174,9 @@ class Confusion(BuiltinRule):
         self.last_matrix = c
         if not c.sum():
             if not self.tensors_evaluated:
-                self.unjudged(f"no pair of label and prediction at step {step} is a class in [0, {n}) "
-                              "(NaN and inf are left out)")
+                self.unjudged(
+                    f"no pair of label and prediction at step {step} is a class in [0, {n}) (NaN and inf are left out)"
+                )
             return False
         self.evaluated(2)  # the step's labels and predictions
         judged = self._judge(c)
@@ -182,8 +188,14 @@ class Confusion(BuiltinRule):
             message += f" ({left_out} of {labels.size} pairs left out: NaN, inf or a class outside [0, {n}))"
         self.last_reason = message
         names = sorted(label_names) + sorted(pred_names)
-        return self.found(step, message, tensors=names, values=[value], condition=condition,
-                          worker=first_worker(trial, names[0], step))
+        return self.found(
+            step,
+            message,
+            tensors=names,
+            values=[value],
+            condition=condition,
+            worker=first_worker(trial, names[0], step),
+        )
 
     def _judge(self, c: np.ndarray) -> tuple | None:
         """(message, condition, ratio) of the first poor class, or None."""
@@ -191,26 +203,33 @@ class Confusion(BuiltinRule):
         for i in np.flatnonzero(rows):
             ratio = diag[i] / rows[i]
             if ratio < self.min_diag:
-                return (f"class {i}: diagonal ratio {show_value(ratio)} < min_diag {show_value(self.min_diag)} "
-                        f"({diag[i]} of {rows[i]} samples labelled {i} predicted {i})",
-                        f"C[{i},{i}] / sum_j C[{i},j] = {show_value(ratio)} < min_diag {show_value(self.min_diag)}",
-                        float(ratio))
+                return (
+                    f"class {i}: diagonal ratio {show_value(ratio)} < min_diag {show_value(self.min_diag)} "
+                    f"({diag[i]} of {rows[i]} samples labelled {i} predicted {i})",
+                    f"C[{i},{i}] / sum_j C[{i},j] = {show_value(ratio)} < min_diag {show_value(self.min_diag)}",
+                    float(ratio),
+                )
         for i in np.flatnonzero(cols):
             off = c[:, i].astype(np.float64) / cols[i]
             off[i] = 0.0
             j = int(np.argmax(off))
             if off[j] > self.max_off_diag:
-                return (f"label {j} predicted as {i}: off-diagonal ratio {show_value(off[j])} > max_off_diag "
-                        f"{show_value(self.max_off_diag)} ({c[j, i]} of {cols[i]} predictions {i} are labelled {j})",
-                        f"C[{j},{i}] / sum_j C[j,{i}] = {show_value(off[j])} > max_off_diag "
-                        f"{show_value(self.max_off_diag)}", float(off[j]))
+                return (
+                    f"label {j} predicted as {i}: off-diagonal ratio {show_value(off[j])} > max_off_diag "
+                    f"{show_value(self.max_off_diag)} ({c[j, i]} of {cols[i]} predictions {i} are labelled {j})",
+                    f"C[{j},{i}] / sum_j C[j,{i}] = {show_value(off[j])} > max_off_diag "
+                    f"{show_value(self.max_off_diag)}",
+                    float(off[j]),
+                )
         return None
 
     def _say_what_is_missing(self, no_labels: bool, no_preds: bool) -> None:
         trial = self.base_trial
         missing = []
-        for absent, what, coll, name in ((no_labels, "labels", self.labels_collection, self.labels),
-                                         (no_preds, "predictions", self.predictions_collection, self.predictions)):
+        for absent, what, coll, name in (
+            (no_labels, "labels", self.labels_collection, self.labels),
+            (no_preds, "predictions", self.predictions_collection, self.predictions),
+        ):
             if absent and not self._names(None, coll, name):
                 missing.append(f"{what} (collection {coll!r}, tensor {name!r})")
         if missing:
@@ -297,7 +316,10 @@ class ClassImbalance(BuiltinRule):
                     if not self._warned:
                         self.logger.warning(
                             "%s: step %s has %d labels but %d predictions; only its labels are counted",
-                            self.rule_name, step, labels.size, preds.size,
+                            self.rule_name,
+                            step,
+                            labels.size,
+                            preds.size,
                         )
                         self._warned = True
                     preds = None
@@ -316,8 +338,14 @@ class ClassImbalance(BuiltinRule):
             return False
         message, condition, value = judged
         self.last_reason = message
-        return self.found(step, message, tensors=self._names, values=[value], condition=condition,
-                          worker=first_worker(trial, self._names[0], step) if self._names else None)
+        return self.found(
+            step,
+            message,
+            tensors=self._names,
+            values=[value],
+            condition=condition,
+            worker=first_worker(trial, self._names[0], step) if self._names else None,
+        )
 
     def _judge(self) -> tuple | None:
         """(message, condition, value) when the counts are poor, else None."""
@@ -328,10 +356,13 @@ class ClassImbalance(BuiltinRule):
         big, small = self.counts[big_class], self.counts[small_class]
         if big / small > self.threshold_imbalance:
             ratio = show_value(big / small)
-            return (f"largest/smallest class count {big}/{small} = {ratio} > {show_value(self.threshold_imbalance)} "
-                    f"(threshold_imbalance; class {big_class}: {big}, class {small_class}: {small}, over {self.total} "
-                    "labels)", f"{big}/{small} = {ratio} > threshold_imbalance {show_value(self.threshold_imbalance)}",
-                    float(big / small))
+            return (
+                f"largest/smallest class count {big}/{small} = {ratio} > {show_value(self.threshold_imbalance)} "
+                f"(threshold_imbalance; class {big_class}: {big}, class {small_class}: {small}, over {self.total} "
+                "labels)",
+                f"{big}/{small} = {ratio} > threshold_imbalance {show_value(self.threshold_imbalance)}",
+                float(big / small),
+            )
         judged = np.flatnonzero(self.judged)
         if judged.size == 0:
             return None
@@ -339,18 +370,24 @@ class ClassImbalance(BuiltinRule):
         worst = int(np.argmax(frac))
         if frac[worst] > self.threshold_misprediction:
             c = judged[worst]
-            return (f"class {c}: mispredicted fraction {show_value(frac[worst])} > threshold_misprediction "
-                    f"{show_value(self.threshold_misprediction)} ({self.mispredicted[c]} of {self.judged[c]} labels "
-                    "that came with a prediction)",
-                    f"mispredicted fraction of class {c} {show_value(frac[worst])} > threshold_misprediction "
-                    f"{show_value(self.threshold_misprediction)}", float(frac[worst]))
+            return (
+                f"class {c}: mispredicted fraction {show_value(frac[worst])} > threshold_misprediction "
+                f"{show_value(self.threshold_misprediction)} ({self.mispredicted[c]} of {self.judged[c]} labels "
+                "that came with a prediction)",
+                f"mispredicted fraction of class {c} {show_value(frac[worst])} > threshold_misprediction "
+                f"{show_value(self.threshold_misprediction)}",
+                float(frac[worst]),
+            )
         return None
 
     def _say_why_unjudged(self) -> None:
         trial = self.base_trial
         if self.total or self._counted:
-            self.unjudged(f"{self.total} labels counted ({', '.join(self._names[:3])}), fewer than samples "
-                          f"{self.samples}: lower samples or save the labels at more steps")
+            self.unjudged(
+                f"{self.total} labels counted ({', '.join(self._names[:3])}), fewer than samples "
+                f"{self.samples}: lower samples or save the labels at more steps"
+            )
         elif not trial.tensor_names(regex=self.labels_regex.pattern):
-            self.unjudged(f"labels_regex {self.labels_regex.pattern!r} matched no tensor; the trial holds "
-                          f"{trial_holds(trial)}")
+            self.unjudged(
+                f"labels_regex {self.labels_regex.pattern!r} matched no tensor; the trial holds {trial_holds(trial)}"
+            )

@@ -69,8 +69,15 @@ class StepReader:
     """What the built-in rules read at a step, through the trial's one batched read
     (:meth:`smdebug.trials.Trial.read`), as numbers: strings and objects are left out."""
 
-    def fetch(self, trial: Any, keys: Any, reduction: Any = None, abs: Any = False, reductions_if_no_value: Any = False,
-              compute: Any = True) -> list[StepValue]:
+    def fetch(
+        self,
+        trial: Any,
+        keys: Any,
+        reduction: Any = None,
+        abs: Any = False,
+        reductions_if_no_value: Any = False,
+        compute: Any = True,
+    ) -> list[StepValue]:
         """Read ``keys`` (ValueKey) in one batched read; what is not saved is left out.
 
         With ``reduction``, the saved reduction when there is one, else computed from the raw
@@ -93,8 +100,17 @@ class StepReader:
             out.append(sv)
         return out
 
-    def step(self, trial: Any, step: Any, names: Any, *, reduction: Any = None, abs: Any = False, reductions_if_no_value: Any = False,
-             compute: Any = True) -> list[StepValue]:
+    def step(
+        self,
+        trial: Any,
+        step: Any,
+        names: Any,
+        *,
+        reduction: Any = None,
+        abs: Any = False,
+        reductions_if_no_value: Any = False,
+        compute: Any = True,
+    ) -> list[StepValue]:
         """Every worker's value of each of ``names`` at global ``step``, in one batched read."""
         return self.fetch(trial, [ValueKey(n, step) for n in names], reduction, abs, reductions_if_no_value, compute)
 

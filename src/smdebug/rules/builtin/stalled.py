@@ -52,10 +52,21 @@ class StalledTrainingRule(BuiltinRule):
     training_job_name_prefix: str | None
     evaluates_tensors = False  # it watches the clock, not tensors
 
-    def __init__(self, base_trial: Any, action_str: Any = "", other_trials: Any = None, *, clock: Any = None, sleep: Any = None, **params: Any) -> None:
+    def __init__(
+        self,
+        base_trial: Any,
+        action_str: Any = "",
+        other_trials: Any = None,
+        *,
+        clock: Any = None,
+        sleep: Any = None,
+        **params: Any,
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         if not self.threshold > 0:
-            raise RuleConfigurationError(type(self).__name__, "threshold", f"must be more than 0 seconds, got {self.threshold}")
+            raise RuleConfigurationError(
+                type(self).__name__, "threshold", f"must be more than 0 seconds, got {self.threshold}"
+            )
         self.clock = clock or time.monotonic
         self.sleep = sleep or time.sleep
         self.poll_interval = min(1.0, max(self.threshold / 10.0, 0.01))
@@ -133,10 +144,15 @@ class StalledTrainingRule(BuiltinRule):
     def _found(self, step: int) -> bool:
         """The finding: the last step seen, the seconds without a new one against ``threshold``."""
         last = f"last step seen {step}" if step >= 0 else "no step seen"
-        return self.found(step, f"no new step for {show_value(round(self._idle, 1))} s, more than threshold "
-                                f"{show_value(self.threshold)} s ({last})", values=[self._idle],
-                          condition=f"seconds without a new step {show_value(round(self._idle, 1))} > threshold "
-                                    f"{show_value(self.threshold)}", idle_seconds=round(self._idle, 3))
+        return self.found(
+            step,
+            f"no new step for {show_value(round(self._idle, 1))} s, more than threshold "
+            f"{show_value(self.threshold)} s ({last})",
+            values=[self._idle],
+            condition=f"seconds without a new step {show_value(round(self._idle, 1))} > threshold "
+            f"{show_value(self.threshold)}",
+            idle_seconds=round(self._idle, 3),
+        )
 
     def _stop_training(self, finding: Any) -> None:
         """The StopTraining action's own code (rules/actions.py, rules/aws_actions.py): SageMaker's
@@ -146,4 +162,3 @@ class StalledTrainingRule(BuiltinRule):
     def invoke_at_step(self, step: int) -> bool:
         self.last_seen_step = max(self.last_seen_step, step)
         return self._found(step) if self._stalled else False
-

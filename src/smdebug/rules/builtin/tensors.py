@@ -82,8 +82,9 @@ def _reductions_only(trial: Trial, step: int, names: Iterable[str]) -> dict[str,
     return out
 
 
-def _why_unread(rule: Any, trial: Trial, step: int, names: list[str], reads: str, fix: str,
-                what: str = "the selected tensors") -> str:
+def _why_unread(
+    rule: Any, trial: Trial, step: int, names: list[str], reads: str, fix: str, what: str = "the selected tensors"
+) -> str:
     """Why ``names`` (the rule's selection at ``step``) gave no value to judge: nothing matched, the
     tensors were saved only as reductions the rule cannot use (``reads``, ``fix``: what it needs and
     how to save it), or they hold no number."""
@@ -92,13 +93,23 @@ def _why_unread(rule: Any, trial: Trial, step: int, names: list[str], reads: str
     only = _reductions_only(trial, step, names)
     if only and len(only) == len(names):
         saved = sorted({r for rs in only.values() for r in rs})
-        return (f"{what} were saved only as reductions ({', '.join(saved) or 'none'}) and "
-                f"{type(rule).__name__} reads {reads}: {fix}")
+        return (
+            f"{what} were saved only as reductions ({', '.join(saved) or 'none'}) and "
+            f"{type(rule).__name__} reads {reads}: {fix}"
+        )
     return f"{what} hold no number at the step (strings, or empty)"
 
 
-def _say_unread(rule: Any, trial: Trial, step: int, names: list[str], reads: str, fix: str,
-                what: str = "the selected tensors", none_saved: str | None = None) -> None:
+def _say_unread(
+    rule: Any,
+    trial: Trial,
+    step: int,
+    names: list[str],
+    reads: str,
+    fix: str,
+    what: str = "the selected tensors",
+    none_saved: str | None = None,
+) -> None:
     """``rule.unjudged`` with :func:`_why_unread`'s reason; when the step merely lacked the selected
     tensors that other steps saved, a passing reason (``BuiltinRule.unjudged``) that names the step.
     ``none_saved``: the reason when no step saved any (else :func:`_matched_nothing`'s)."""
@@ -111,8 +122,9 @@ def _say_unread(rule: Any, trial: Trial, step: int, names: list[str], reads: str
     rule.unjudged(_why_unread(rule, trial, step, names, reads, fix, what))
 
 
-def _fire(rule: Any, step: int, message: str, *, tensor: str, value: Any, condition: str, worker: str,
-          **extra: Any) -> bool:
+def _fire(
+    rule: Any, step: int, message: str, *, tensor: str, value: Any, condition: str, worker: str, **extra: Any
+) -> bool:
     """Log the finding and return ``rule.found(...)`` (True) naming ``tensor``, its value, the condition."""
     rule.logger.info("%s: %s, at step %d (%s)", rule.rule_name, message, step, worker)
     return rule.found(step, message, tensors=[tensor], values=[value], condition=condition, worker=worker, **extra)
@@ -147,11 +159,18 @@ class VanishingGradient(ReadingRule):
         values = self.reader.step(trial, step, names, reduction="mean", abs=True, compute=False)
         self.evaluated(len(values))
         if not values:
-            _say_unread(self, trial, step, names, "the abs mean of each gradient",
-                        "add abs_reductions=[\"mean\"] to the hook's ReductionConfig, or save the raw "
-                        "gradients (save_raw_tensor=True)", what="the gradients",
-                        none_saved=f"no tensor of the collection 'gradients' was saved (collections holding "
-                                   f"tensors: {_held(self, trial)}): include the gradients collection in the hook")
+            _say_unread(
+                self,
+                trial,
+                step,
+                names,
+                "the abs mean of each gradient",
+                'add abs_reductions=["mean"] to the hook\'s ReductionConfig, or save the raw '
+                "gradients (save_raw_tensor=True)",
+                what="the gradients",
+                none_saved=f"no tensor of the collection 'gradients' was saved (collections holding "
+                f"tensors: {_held(self, trial)}): include the gradients collection in the hook",
+            )
             return False
         means = mean_abs(values)
         hit = np.flatnonzero(means < self.threshold)  # NaN is never below
@@ -160,8 +179,15 @@ class VanishingGradient(ReadingRule):
         i = hit[np.argmin(means[hit])]
         v, mean = values[i], float(means[i])
         more = f" ({hit.size} of {len(values)} gradient values below it)" if hit.size > 1 else ""
-        return _fire(self, step, f"mean |{v.name}| = {show_value(mean)} < threshold {show_value(self.threshold)}{more}",
-                     tensor=v.name, value=mean, condition=f"mean |x| < {show_value(self.threshold)}", worker=v.worker)
+        return _fire(
+            self,
+            step,
+            f"mean |{v.name}| = {show_value(mean)} < threshold {show_value(self.threshold)}{more}",
+            tensor=v.name,
+            value=mean,
+            condition=f"mean |x| < {show_value(self.threshold)}",
+            worker=v.worker,
+        )
 
     def selected(self, step: int | None) -> list[str]:
         """The gradients saved at ``step`` (None: at any step)."""
@@ -203,8 +229,9 @@ class ExplodingTensor(SelectingRule):
         values = self.reader.step(trial, step, names, reductions_if_no_value=True)
         self.evaluated(len(values))
         if not values:
-            _say_unread(self, trial, step, names, "raw values or saved reductions",
-                        "save them (raw, or with reductions)")
+            _say_unread(
+                self, trial, step, names, "raw values or saved reductions", "save them (raw, or with reductions)"
+            )
             return False
         plain = [v.value.ravel() for v in values if v.value.dtype.kind in "fc" and not structural_nan(v.name)]
         if plain and not any(structural_nan(v.name) for v in values):
@@ -226,14 +253,30 @@ class ExplodingTensor(SelectingRule):
         worker, name = first
         nan, inf, size, reds, posinf = bad[first]
         held = " and ".join(f"{n} {k}" for n, k in ((nan, "NaN"), (inf, "inf")) if n)
-        what = f"of its {size} saved reductions (no raw value saved)" if reds else f"of {size} value{'s' if size != 1 else ''}"
-        order = (f"the first of {len(bad)} non-finite, in computation order" if len(bad) > 1
-                 else "the only non-finite tensor at the step")
+        what = (
+            f"of its {size} saved reductions (no raw value saved)"
+            if reds
+            else f"of {size} value{'s' if size != 1 else ''}"
+        )
+        order = (
+            f"the first of {len(bad)} non-finite, in computation order"
+            if len(bad) > 1
+            else "the only non-finite tensor at the step"
+        )
         kind = "NaN" if nan else "inf"
         value = float("nan") if nan else (float("inf") if posinf else float("-inf"))
-        return _fire(self, step, f"{name} holds {held} {what} ({order})", tensor=name, value=value,
-                     condition="any NaN" if self.only_nan else "any NaN or ±inf", worker=worker,
-                     kind=kind, count=nan or inf, size=size)
+        return _fire(
+            self,
+            step,
+            f"{name} holds {held} {what} ({order})",
+            tensor=name,
+            value=value,
+            condition="any NaN" if self.only_nan else "any NaN or ±inf",
+            worker=worker,
+            kind=kind,
+            count=nan or inf,
+            size=size,
+        )
 
 
 class AllZero(SelectingRule):
@@ -270,12 +313,18 @@ class AllZero(SelectingRule):
             zeros = v.value.size - np.count_nonzero(v.value)  # NaN and inf count as non-zero
             pct = 100.0 * zeros / v.value.size
             if pct >= self.threshold:
-                return _fire(self, step, f"{show_value(pct)}% of {v.name}'s {v.value.size} values are zero >= "
-                             f"threshold {show_value(self.threshold)}%", tensor=v.name, value=pct,
-                             condition=f"percent zero >= {show_value(self.threshold)}", worker=v.worker)
+                return _fire(
+                    self,
+                    step,
+                    f"{show_value(pct)}% of {v.name}'s {v.value.size} values are zero >= "
+                    f"threshold {show_value(self.threshold)}%",
+                    tensor=v.name,
+                    value=pct,
+                    condition=f"percent zero >= {show_value(self.threshold)}",
+                    worker=v.worker,
+                )
         if not judged:
-            _say_unread(self, trial, step, names, "raw values",
-                        "save them raw (ReductionConfig save_raw_tensor=True)")
+            _say_unread(self, trial, step, names, "raw values", "save them raw (ReductionConfig save_raw_tensor=True)")
         return False
 
 
@@ -310,9 +359,14 @@ class TensorVariance(SelectingRule):
         super().__init__(base_trial, action_str=action_str, **params)
         if self.max_threshold is None and self.min_threshold is None:
             self.logger.warning("%s: neither max_threshold nor min_threshold is set: it never fires", self.rule_name)
-        elif self.max_threshold is not None and self.min_threshold is not None and self.min_threshold > self.max_threshold:
-            raise RuleConfigurationError(self.rule_name, "min_threshold",
-                                         f"{self.min_threshold} is above max_threshold {self.max_threshold}")
+        elif (
+            self.max_threshold is not None
+            and self.min_threshold is not None
+            and self.min_threshold > self.max_threshold
+        ):
+            raise RuleConfigurationError(
+                self.rule_name, "min_threshold", f"{self.min_threshold} is above max_threshold {self.max_threshold}"
+            )
         self._check_selection()
 
     def invoke_at_step(self, step: int) -> bool:
@@ -323,17 +377,31 @@ class TensorVariance(SelectingRule):
         names = self.selected(step)
         values = self.reader.step(trial, step, names, reduction="variance")
         if not values:
-            _say_unread(self, trial, step, names, "the variance of each",
-                        "add reductions=[\"variance\"] to the hook's ReductionConfig, or save them raw")
+            _say_unread(
+                self,
+                trial,
+                step,
+                names,
+                "the variance of each",
+                'add reductions=["variance"] to the hook\'s ReductionConfig, or save them raw',
+            )
         for v in values:
             var = scalar(v.value)
             self.evaluated()
-            for bound, crossed, op in ((self.max_threshold, "max_threshold", ">"),
-                                       (self.min_threshold, "min_threshold", "<")):
+            for bound, crossed, op in (
+                (self.max_threshold, "max_threshold", ">"),
+                (self.min_threshold, "min_threshold", "<"),
+            ):
                 if bound is not None and (var > bound if op == ">" else var < bound):
-                    return _fire(self, step, f"variance of {v.name} = {show_value(var)} {op} {crossed} "
-                                 f"{show_value(bound)}", tensor=v.name, value=var,
-                                 condition=f"variance {op} {show_value(bound)}", worker=v.worker)
+                    return _fire(
+                        self,
+                        step,
+                        f"variance of {v.name} = {show_value(var)} {op} {crossed} {show_value(bound)}",
+                        tensor=v.name,
+                        value=var,
+                        condition=f"variance {op} {show_value(bound)}",
+                        worker=v.worker,
+                    )
         return False
 
 
@@ -366,8 +434,9 @@ class SimilarAcrossRuns(SelectingRule):
     tensor_regex: list[re.Pattern]
     uses_other_trials = True
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         try:
             trials = _as_trials(other_trials)
         except Exception as exc:  # a path that is not a trial
@@ -381,29 +450,39 @@ class SimilarAcrossRuns(SelectingRule):
         names = self.selected(step)
         mine = {(v.name, v.worker): v.value for v in self.reader.step(trial, step, names)}
         if not mine:
-            _say_unread(self, trial, step, names, "raw values",
-                        "save them raw (ReductionConfig save_raw_tensor=True)")
+            _say_unread(self, trial, step, names, "raw values", "save them raw (ReductionConfig save_raw_tensor=True)")
             return False
         compared = 0
         for other in self.other_trials:
             there = set(other.tensor_names(step=step, mode=ModeKeys.GLOBAL)) & set(names)
-            pairs = [(mine[(v.name, v.worker)], v) for v in self.reader.step(other, step, sorted(there))
-                     if (v.name, v.worker) in mine]
+            pairs = [
+                (mine[(v.name, v.worker)], v)
+                for v in self.reader.step(other, step, sorted(there))
+                if (v.name, v.worker) in mine
+            ]
             self.evaluated(len(pairs))
             compared += len(pairs)
             for a, v in pairs:
                 if a.shape != v.value.shape:
-                    return _fire(self, step, f"{v.name} has shape {tuple(a.shape)} here and {tuple(v.value.shape)} "
-                                 f"in trial {other.name!r}", tensor=v.name, value=None, condition="same shape",
-                                 worker=v.worker, other_trial=other.name)
+                    return _fire(
+                        self,
+                        step,
+                        f"{v.name} has shape {tuple(a.shape)} here and {tuple(v.value.shape)} in trial {other.name!r}",
+                        tensor=v.name,
+                        value=None,
+                        condition="same shape",
+                        worker=v.worker,
+                        other_trial=other.name,
+                    )
             same = close_each([a for a, _ in pairs], [v.value for _, v in pairs], 1e-5, 1e-8, True)
             for ok, (a, v) in zip(same, pairs):
                 if not ok:
                     return self._differs(step, a, v, other)
         if not compared:
             others = ", ".join(repr(o.name) for o in self.other_trials)
-            self.unjudged(f"the other trial(s) {others} saved none of the selected tensors at the step for the "
-                          "same workers")
+            self.unjudged(
+                f"the other trial(s) {others} saved none of the selected tensors at the step for the same workers"
+            )
         return False
 
     def _differs(self, step: int, a: np.ndarray, v: Any, other: Any) -> bool:
@@ -418,7 +497,14 @@ class SimilarAcrossRuns(SelectingRule):
         biggest = float(finite.max()) if finite.size else float(diff[0])
         one_nan = int(np.count_nonzero(np.isnan(x[off]) != np.isnan(y[off])))
         nan_note = f", {one_nan} NaN in one run only" if one_nan else ""
-        return _fire(self, step, f"{v.name} differs in trial {other.name!r}: {int(off.sum())} of {x.size} values, "
-                     f"max |difference| = {show_value(biggest)}{nan_note}", tensor=v.name, value=biggest,
-                     condition="not allclose(rtol=1e-05, atol=1e-08, equal_nan=True)", worker=v.worker,
-                     other_trial=other.name)
+        return _fire(
+            self,
+            step,
+            f"{v.name} differs in trial {other.name!r}: {int(off.sum())} of {x.size} values, "
+            f"max |difference| = {show_value(biggest)}{nan_note}",
+            tensor=v.name,
+            value=biggest,
+            condition="not allclose(rtol=1e-05, atol=1e-08, equal_nan=True)",
+            worker=v.worker,
+            other_trial=other.name,
+        )

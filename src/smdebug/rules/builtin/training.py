@@ -64,7 +64,9 @@ class _LossRule(BuiltinRule):
         self._scalar[name] = ok
         return float(arr.ravel()[0]) if ok else None
 
-    def _loss_names(self, step: Any, collection_names: Any = (), tensor_regex: Any = (), use_losses: Any = True) -> list:
+    def _loss_names(
+        self, step: Any, collection_names: Any = (), tensor_regex: Any = (), use_losses: Any = True
+    ) -> list:
         colls = list(collection_names)
         if use_losses and LOSSES not in colls and LOSSES in self.base_trial.collections():
             colls.append(LOSSES)
@@ -123,13 +125,18 @@ class LossNotDecreasing(_LossRule):
             params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
         return params
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         _require(self, "num_steps", self.num_steps >= 1, f"must be at least 1, got {self.num_steps}")
         _require(self, "diff_percent", 0 <= self.diff_percent < 100, f"must be in [0, 100), got {self.diff_percent}")
-        _require(self, "increase_threshold_percent", self.increase_threshold_percent >= 0,
-                 f"must be at least 0, got {self.increase_threshold_percent}")
+        _require(
+            self,
+            "increase_threshold_percent",
+            self.increase_threshold_percent >= 0,
+            f"must be at least 0, got {self.increase_threshold_percent}",
+        )
         self.last_checked: dict = {}
         self._mode = self.mode
 
@@ -156,8 +163,11 @@ class LossNotDecreasing(_LossRule):
         if dec == 0:  # did not decrease at all (a flat loss): fires whatever diff_percent is
             return "no change"
         if dec > 0:
-            return f"decrease {show_value(dec)} % < diff_percent {show_value(self.diff_percent)}" \
-                if dec < self.diff_percent else ""
+            return (
+                f"decrease {show_value(dec)} % < diff_percent {show_value(self.diff_percent)}"
+                if dec < self.diff_percent
+                else ""
+            )
         if self.strict:
             return f"increase {show_value(-dec)} % (strict: any increase)"
         if -dec > self.increase_threshold_percent:
@@ -179,8 +189,10 @@ class LossNotDecreasing(_LossRule):
         if mode != ModeKeys.GLOBAL:
             if trial.mode(step) != mode:
                 if not self.tensors_evaluated and not any(trial.tensor(n).steps(mode=mode) for n in names):
-                    self.unjudged(f"the selected losses ({', '.join(names[:3])}) have no saved {mode.name} step "
-                                  f"(mode={mode.name}; the trial's modes: {', '.join(m.name for m in trial.modes())})")
+                    self.unjudged(
+                        f"the selected losses ({', '.join(names[:3])}) have no saved {mode.name} step "
+                        f"(mode={mode.name}; the trial's modes: {', '.join(m.name for m in trial.modes())})"
+                    )
                 return False
             s = trial.mode_step(step)
             if s is None:
@@ -194,8 +206,14 @@ class LossNotDecreasing(_LossRule):
             if not math.isfinite(cur):  # NaN or inf: not decreasing, whatever num_steps
                 self.last_checked[n] = s
                 self.evaluated()
-                return self.found(step, f"{n} is {show_value(cur)}: a NaN or infinite loss is not decreasing", tensors=[n], values=[cur],
-                                  condition=f"{n} is {show_value(cur)}", worker=first_worker(trial, n, s, mode))
+                return self.found(
+                    step,
+                    f"{n} is {show_value(cur)}: a NaN or infinite loss is not decreasing",
+                    tensors=[n],
+                    values=[cur],
+                    condition=f"{n} is {show_value(cur)}",
+                    worker=first_worker(trial, n, s, mode),
+                )
             last = self.last_checked.get(n)
             if last is not None and s < last + self.num_steps:
                 continue
@@ -215,12 +233,20 @@ class LossNotDecreasing(_LossRule):
             if condition:
                 dec = self._change(prev, cur)
                 change = "no change" if dec == 0 else f"{'+' if dec < 0 else ''}{show_value(-dec)} %"
-                return self.found(step, f"{n} went from {show_value(prev)} to {show_value(cur)} over {mode.name} "
-                                  f"steps {p} -> {s} ({change}, {self._why(dec)})", tensors=[n], values=[prev, cur],
-                                  condition=condition, worker=first_worker(trial, n, s, mode))
+                return self.found(
+                    step,
+                    f"{n} went from {show_value(prev)} to {show_value(cur)} over {mode.name} "
+                    f"steps {p} -> {s} ({change}, {self._why(dec)})",
+                    tensors=[n],
+                    values=[prev, cur],
+                    condition=condition,
+                    worker=first_worker(trial, n, s, mode),
+                )
         if not self.tensors_evaluated and all(self._scalar.get(n) is False for n in names):
-            self.unjudged(f"no selected tensor is a scalar ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): "
-                          "a loss is one number per step; select the loss with tensor_regex or collection_names")
+            self.unjudged(
+                f"no selected tensor is a scalar ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): "
+                "a loss is one number per step; select the loss with tensor_regex or collection_names"
+            )
         return False
 
     def _why(self, dec: float) -> str:
@@ -234,8 +260,9 @@ class LossNotDecreasing(_LossRule):
 
     def _nothing_selected(self) -> None:
         """Say what was asked and what the trial holds, when the selection matches no tensor at all."""
-        if self.tensors_evaluated or self._loss_names(None, self.collection_names, self.tensor_regex,
-                                                      self.use_losses_collection):
+        if self.tensors_evaluated or self._loss_names(
+            None, self.collection_names, self.tensor_regex, self.use_losses_collection
+        ):
             return  # judged before, or the losses are saved at other steps
         asked = []
         if self.collection_names:
@@ -244,8 +271,10 @@ class LossNotDecreasing(_LossRule):
             asked.append("tensor_regex [" + ", ".join(repr(r.pattern) for r in self.tensor_regex) + "]")
         if self.use_losses_collection:
             asked.append("the 'losses' collection")
-        self.unjudged(f"{' and '.join(asked) or 'the selection'} matched no tensor; the trial holds "
-                      f"{trial_holds(self.base_trial)}")
+        self.unjudged(
+            f"{' and '.join(asked) or 'the selection'} matched no tensor; the trial holds "
+            f"{trial_holds(self.base_trial)}"
+        )
 
     def _too_few(self, name: str, saved: list, mode: Any) -> None:
         """Say that ``name`` has no saved step ``num_steps`` before another, and what to change."""
@@ -258,9 +287,11 @@ class LossNotDecreasing(_LossRule):
                 if other and other[-1] - other[0] >= self.num_steps:
                     hint = f"; its {len(other)} {m.name} steps would do: pass mode={m.name}"
                     break
-        self.unjudged(f"fewer saved steps of {name} than num_steps={self.num_steps} needs: {_steps_phrase(saved, mode)}, "
-                      f"none {self.num_steps} {mode.name} steps before another; {lower}save the loss more often"
-                      f"{hint}")
+        self.unjudged(
+            f"fewer saved steps of {name} than num_steps={self.num_steps} needs: {_steps_phrase(saved, mode)}, "
+            f"none {self.num_steps} {mode.name} steps before another; {lower}save the loss more often"
+            f"{hint}"
+        )
 
 
 def _phase(mode: Any, name: Any) -> str | None:
@@ -307,8 +338,9 @@ class Overfit(_LossRule):
     patience: int
     ratio_threshold: float
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         _require(self, "patience", self.patience >= 1, f"must be at least 1, got {self.patience}")
         _require(self, "start_step", self.start_step >= 0, f"must be at least 0, got {self.start_step}")
@@ -394,13 +426,17 @@ class Overfit(_LossRule):
         ts, vs = self._phase_steps["train"], self._phase_steps["validation"]
         what = f"validation mean of {vn}" if tn == vn else f"validation mean of {vn} (against {tn})"
         return self.found(
-            step, f"{what} {show_value(vm)} (EVAL steps {vs[0]} to {vs[-1]}) is above the training mean "
-                  f"{show_value(tm)} (TRAIN steps {ts[0] if ts else '?'} to {ts[-1] if ts else '?'}) by "
-                  f"{show_value(100 * r)} %, more than ratio_threshold {show_value(self.ratio_threshold)}"
-                  f"{self._in_a_row(tn)}",
-            tensors=[tn] if tn == vn else [tn, vn], values=[tm, vm],
+            step,
+            f"{what} {show_value(vm)} (EVAL steps {vs[0]} to {vs[-1]}) is above the training mean "
+            f"{show_value(tm)} (TRAIN steps {ts[0] if ts else '?'} to {ts[-1] if ts else '?'}) by "
+            f"{show_value(100 * r)} %, more than ratio_threshold {show_value(self.ratio_threshold)}"
+            f"{self._in_a_row(tn)}",
+            tensors=[tn] if tn == vn else [tn, vn],
+            values=[tm, vm],
             condition=f"(validation - train) / |train| = {show_value(r)} > ratio_threshold "
-                      f"{show_value(self.ratio_threshold)}", worker=first_worker(self.base_trial, vn, vs[-1], ModeKeys.EVAL))
+            f"{show_value(self.ratio_threshold)}",
+            worker=first_worker(self.base_trial, vn, vs[-1], ModeKeys.EVAL),
+        )
 
     def _check_metrics(self, step: Any, names: Any) -> bool:
         train = {m.group(1): n for n in names if (m := _TRAIN_METRIC.match(n)) and not is_increasing_metric(n)}
@@ -423,35 +459,49 @@ class Overfit(_LossRule):
             return False
         tn, vn, tv, vv, r, key = first
         return self.found(
-            step, f"{vn} {show_value(vv)} is above {tn} {show_value(tv)} by {show_value(100 * r)} %, more than "
-                  f"ratio_threshold {show_value(self.ratio_threshold)}{self._in_a_row(key)}",
-            tensors=[tn, vn], values=[tv, vv],
+            step,
+            f"{vn} {show_value(vv)} is above {tn} {show_value(tv)} by {show_value(100 * r)} %, more than "
+            f"ratio_threshold {show_value(self.ratio_threshold)}{self._in_a_row(key)}",
+            tensors=[tn, vn],
+            values=[tv, vv],
             condition=f"(validation - train) / |train| = {show_value(r)} > ratio_threshold "
-                      f"{show_value(self.ratio_threshold)}", worker=first_worker(self.base_trial, vn, step))
+            f"{show_value(self.ratio_threshold)}",
+            worker=first_worker(self.base_trial, vn, step),
+        )
 
     def _say_why_unjudged(self, names: Any, mode: Any) -> None:
         """The reason no check has judged a value yet (called only while none has)."""
         seen = self._seen
         if not names and not self._loss_names(None, (), self.tensor_regex, use_losses=not self.tensor_regex):
-            asked = ("tensor_regex [" + ", ".join(repr(r.pattern) for r in self.tensor_regex) + "]"
-                     if self.tensor_regex else "the 'losses' collection (else every scalar)")
+            asked = (
+                "tensor_regex [" + ", ".join(repr(r.pattern) for r in self.tensor_regex) + "]"
+                if self.tensor_regex
+                else "the 'losses' collection (else every scalar)"
+            )
             self.unjudged(f"{asked} matched no tensor; the trial holds {trial_holds(self.base_trial)}")
         elif mode == ModeKeys.GLOBAL:
             if not seen["pairs"]:
-                self.unjudged(f"without modes Overfit compares train-<metric> with validation-<metric> (XGBoost's "
-                              f"names); the losses ({', '.join(names[:4]) or 'none here'}) hold no such pair")
+                self.unjudged(
+                    f"without modes Overfit compares train-<metric> with validation-<metric> (XGBoost's "
+                    f"names); the losses ({', '.join(names[:4]) or 'none here'}) hold no such pair"
+                )
             else:
                 self.unjudged("every train-/validation- pair compared held NaN or inf")
         elif not seen["validation"]:
-            self.unjudged(f"the losses ({', '.join(sorted(seen['train'])[:4]) or ', '.join(names[:4])}) have no EVAL "
-                          "value so far: Overfit compares an EVAL phase's mean with the TRAIN phase before it; save "
-                          "the loss during validation (hook.set_mode(modes.EVAL))")
+            self.unjudged(
+                f"the losses ({', '.join(sorted(seen['train'])[:4]) or ', '.join(names[:4])}) have no EVAL "
+                "value so far: Overfit compares an EVAL phase's mean with the TRAIN phase before it; save "
+                "the loss during validation (hook.set_mode(modes.EVAL))"
+            )
         elif not seen["checks"]:
-            self.unjudged("no TRAIN step has followed an EVAL phase yet: a check runs at the first TRAIN step after "
-                          "an EVAL phase")
+            self.unjudged(
+                "no TRAIN step has followed an EVAL phase yet: a check runs at the first TRAIN step after an EVAL phase"
+            )
         elif not seen["pairs"]:
-            self.unjudged(f"no loss compared: TRAIN losses {sorted(seen['train'])} and EVAL losses "
-                          f"{sorted(seen['validation'])} share no name, or their means were NaN or inf")
+            self.unjudged(
+                f"no loss compared: TRAIN losses {sorted(seen['train'])} and EVAL losses "
+                f"{sorted(seen['validation'])} share no name, or their means were NaN or inf"
+            )
 
 
 class Overtraining(_LossRule):
@@ -480,8 +530,9 @@ class Overtraining(_LossRule):
     patience_validation: int
     delta: float
 
-    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
+    ) -> None:
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         for p in ("patience_train", "patience_validation"):
             _require(self, p, getattr(self, p) >= 1, f"must be at least 1, got {getattr(self, p)}")
@@ -528,25 +579,38 @@ class Overtraining(_LossRule):
         steps = f"{self.wait[key]} saved {mode.name} steps ({p} {patience})"
         worker = first_worker(self.base_trial, name, step)
         if key not in self.best:
-            return self.found(step, f"{phase} loss {name} has had no finite value for {steps}; now {show_value(v)}",
-                              tensors=[name], values=[v], condition=f"no finite value for {self.wait[key]} saved steps "
-                              f">= {p} {patience}", worker=worker)
+            return self.found(
+                step,
+                f"{phase} loss {name} has had no finite value for {steps}; now {show_value(v)}",
+                tensors=[name],
+                values=[v],
+                condition=f"no finite value for {self.wait[key]} saved steps >= {p} {patience}",
+                worker=worker,
+            )
         best = self.best[key]
         return self.found(
-            step, f"{phase} loss {name} has not improved on its best {show_value(best)} ({mode.name} step "
-                  f"{self.best_step[key]}) by more than delta {show_value(self.delta)} for {steps}; now {show_value(v)}",
-            tensors=[name], values=[v, best],
+            step,
+            f"{phase} loss {name} has not improved on its best {show_value(best)} ({mode.name} step "
+            f"{self.best_step[key]}) by more than delta {show_value(self.delta)} for {steps}; now {show_value(v)}",
+            tensors=[name],
+            values=[v, best],
             condition=f"no value below best {show_value(best)} - delta {show_value(self.delta)} for "
-                      f"{self.wait[key]} saved steps >= {p} {patience}", worker=worker)
+            f"{self.wait[key]} saved steps >= {p} {patience}",
+            worker=worker,
+        )
 
     def _say_why_unjudged(self, names: Any, mode: Any) -> None:
         """The reason no value has been judged yet (called only while none has)."""
         if not self._seen:
             if not names and not self._loss_names(None):
-                self.unjudged(f"the 'losses' collection (else every scalar) matched no tensor; the trial holds "
-                              f"{trial_holds(self.base_trial)}")
+                self.unjudged(
+                    f"the 'losses' collection (else every scalar) matched no tensor; the trial holds "
+                    f"{trial_holds(self.base_trial)}"
+                )
             return
         (phase, name), n = max(self._seen.items(), key=lambda kv: kv[1])
         p = f"patience_{phase}"
-        self.unjudged(f"fewer saved steps of {name} than {p}={getattr(self, p)} needs: {n} {phase} values so far, "
-                      f"and a firing needs {p} + 1; lower {p} or save the loss more often")
+        self.unjudged(
+            f"fewer saved steps of {name} than {p}={getattr(self, p)} needs: {n} {phase} values so far, "
+            f"and a firing needs {p} + 1; lower {p} or save the loss more often"
+        )

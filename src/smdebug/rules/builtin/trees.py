@@ -85,8 +85,10 @@ class TreeDepth(BuiltinRule):
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
         if not trial.has_tensor(NODE_TENSOR):  # invoke_rule's "evaluated no tensor" warning says so, once
-            self.unjudged(f"the trial has no {NODE_TENSOR} tensor: save the 'trees' collection of the XGBoost "
-                          f"hook; the trial holds {trial_holds(trial)}")
+            self.unjudged(
+                f"the trial has no {NODE_TENSOR} tensor: save the 'trees' collection of the XGBoost "
+                f"hook; the trial holds {trial_holds(trial)}"
+            )
             return False
         nodes = value_or_none(trial, NODE_TENSOR, step)
         arr = np.asarray(nodes) if nodes is not None else np.empty(0)
@@ -101,10 +103,14 @@ class TreeDepth(BuiltinRule):
         self.last_depth = top.bit_length() - 1 if top > 0 else 0  # floor(log2(top)), exactly
         if self.last_depth > self.depth:
             return self.found(
-                step, f"the trees saved at this step are at least {self.last_depth} deep (largest node id {top}: "
-                      f"floor(log2({top})) = {self.last_depth}), more than depth {self.depth}", tensors=[NODE_TENSOR],
-                values=[self.last_depth], condition=f"estimated depth {self.last_depth} > depth {self.depth}",
-                worker=first_worker(trial, NODE_TENSOR, step))
+                step,
+                f"the trees saved at this step are at least {self.last_depth} deep (largest node id {top}: "
+                f"floor(log2({top})) = {self.last_depth}), more than depth {self.depth}",
+                tensors=[NODE_TENSOR],
+                values=[self.last_depth],
+                condition=f"estimated depth {self.last_depth} > depth {self.depth}",
+                worker=first_worker(trial, NODE_TENSOR, step),
+            )
         return False
 
 
@@ -163,21 +169,28 @@ class FeatureImportanceOverweight(BuiltinRule):
         if self.last_share > self.threshold:
             features = ", ".join(n.rsplit("/", 1)[-1] for n in top_names)
             return self.found(
-                step, f"the {len(top_names)} largest of {w.size} importances ({features}) hold "
-                      f"{show_value(self.last_share)} of the total, more than threshold {show_value(self.threshold)}",
-                tensors=top_names, values=[values[n] for n in top_names],
+                step,
+                f"the {len(top_names)} largest of {w.size} importances ({features}) hold "
+                f"{show_value(self.last_share)} of the total, more than threshold {show_value(self.threshold)}",
+                tensors=top_names,
+                values=[values[n] for n in top_names],
                 condition=f"share of the {len(top_names)} largest {show_value(self.last_share)} > threshold "
-                          f"{show_value(self.threshold)}", worker=first_worker(trial, top_names[0], step))
+                f"{show_value(self.threshold)}",
+                worker=first_worker(trial, top_names[0], step),
+            )
         return False
 
     def _say_why_unjudged(self, names: list) -> None:
         trial = self.base_trial
         if names:
-            self.unjudged(f"tensor_regex {self.tensor_regex.pattern!r} matched tensors ({', '.join(names[:3])}) that "
-                          "hold no finite, positive one-number importance")
+            self.unjudged(
+                f"tensor_regex {self.tensor_regex.pattern!r} matched tensors ({', '.join(names[:3])}) that "
+                "hold no finite, positive one-number importance"
+            )
         elif not trial.tensor_names(regex=self.tensor_regex.pattern):
-            self.unjudged(f"tensor_regex {self.tensor_regex.pattern!r} matched no tensor; the trial holds "
-                          f"{trial_holds(trial)}")
+            self.unjudged(
+                f"tensor_regex {self.tensor_regex.pattern!r} matched no tensor; the trial holds {trial_holds(trial)}"
+            )
 
 
 def default_output_path(trial_path: str) -> str:
@@ -246,8 +259,10 @@ class CreateXgboostReport(BuiltinRule):
         n = len(data.metrics) + len(data.hyperparameters) + sum(len(d) for d in data.importance.values())
         self.evaluated(n + (0 if data.labels is None else 2))
         if not self.tensors_evaluated:
-            self.unjudged("the report has nothing to show: no XGBoost metric, feature importance, labels and "
-                          f"predictions or hyperparameter is saved; the trial holds {trial_holds(self.base_trial)}")
+            self.unjudged(
+                "the report has nothing to show: no XGBoost metric, feature importance, labels and "
+                f"predictions or hyperparameter is saved; the trial holds {trial_holds(self.base_trial)}"
+            )
         page = render_report(data)
         self._store.write(REPORT_KEY, page.encode("utf-8"))
         self.reports_written += 1
@@ -275,8 +290,14 @@ class CreateXgboostReport(BuiltinRule):
             t = trial.tensor(name)
             v = t.value(t.steps()[0])
             hyper[name.split("/", 1)[1]] = ", ".join(str(x) for x in np.ravel(v))
-        data = ReportData(trial_path=trial.path, steps=steps, metrics=metrics, importance={},
-                          importance_step=None, hyperparameters=hyper)
+        data = ReportData(
+            trial_path=trial.path,
+            steps=steps,
+            metrics=metrics,
+            importance={},
+            importance_step=None,
+            hyperparameters=hyper,
+        )
         self._importance(data)
         self._predictions(data, hyper.get("objective"))
         return data
@@ -315,8 +336,10 @@ class CreateXgboostReport(BuiltinRule):
         scores = data.scores
         if data.problem == REGRESSION:
             bins = label_bins(data.labels)
-            scores.columns = [f"labels in [{a:.3g}, {b:.3g}{']' if i == len(bins) - 2 else ')'}"
-                              for i, (a, b) in enumerate(zip(bins[:-1], bins[1:]))]
+            scores.columns = [
+                f"labels in [{a:.3g}, {b:.3g}{']' if i == len(bins) - 2 else ')'}"
+                for i, (a, b) in enumerate(zip(bins[:-1], bins[1:]))
+            ]
             kw: dict[str, Any] = {"bins": bins}
         else:
             n = max(int(class_ids(data.labels).max(initial=0)), int(class_ids(data.predictions).max(initial=0))) + 1
@@ -335,4 +358,3 @@ def _first(names: list, preferred: str) -> str | None:
     if preferred in names:
         return preferred
     return names[0] if names else None
-

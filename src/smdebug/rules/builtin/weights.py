@@ -138,8 +138,11 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         if self.small_threshold > self.large_threshold:
-            raise RuleConfigurationError(self.rule_name, "small_threshold",
-                                         f"{self.small_threshold} is above large_threshold {self.large_threshold}")
+            raise RuleConfigurationError(
+                self.rule_name,
+                "small_threshold",
+                f"{self.small_threshold} is above large_threshold {self.large_threshold}",
+            )
         self._recent = _RecentValues()
 
     def invoke_at_step(self, step: int) -> bool:
@@ -154,14 +157,18 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
             prev = self._prev_steps(name, s, 2, mode)
             if len(prev) < 2 or prev[-1] != s:
                 if not self.tensors_evaluated and len(prev) < 2:
-                    self.unjudged(f"{name} has {len(prev)} saved {mode.name} step up to {mode.name} step {s}: WeightUpdateRatio "
-                                  "compares two saved steps; save the weights at more steps")
+                    self.unjudged(
+                        f"{name} has {len(prev)} saved {mode.name} step up to {mode.name} step {s}: WeightUpdateRatio "
+                        "compares two saved steps; save the weights at more steps"
+                    )
                 continue
             if self.num_steps is not None and prev[0] < s - self.num_steps:
                 if not self.tensors_evaluated:
-                    self.unjudged(f"the previous saved {mode.name} step of {name} ({prev[0]}) is {s - prev[0]} steps "
-                                  f"before {s}, more than num_steps {self.num_steps}: raise num_steps or save the "
-                                  "weights more often")
+                    self.unjudged(
+                        f"the previous saved {mode.name} step of {name} ({prev[0]}) is {s - prev[0]} steps "
+                        f"before {s}, more than num_steps {self.num_steps}: raise num_steps or save the "
+                        "weights more often"
+                    )
                 continue
             g_prev = prev[0] if mode == ModeKeys.GLOBAL else trial.global_step(mode, prev[0])
             pairs.append((name, g_prev, prev[0]))
@@ -177,7 +184,9 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
                 self.evaluated()
                 old64 = old.astype(np.float64)
                 with np.errstate(all="ignore"):  # inf weights give NaN or inf, quietly
-                    ratio = float(np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon))
+                    ratio = float(
+                        np.linalg.norm((now - old64).ravel()) / (np.linalg.norm(old64.ravel()) + self.epsilon)
+                    )
                 if ratio > self.large_threshold or ratio < self.small_threshold or not np.isfinite(ratio):
                     return self._found(step, name, worker, ratio, mode, p, s)
         return False
@@ -190,11 +199,18 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
             why = f"above large_threshold {show_value(self.large_threshold)}"
         else:
             condition = f"ratio {show_value(ratio)} < small_threshold {show_value(self.small_threshold)}"
-            why = f"below small_threshold {show_value(self.small_threshold)}" + (": the weights did not change"
-                                                                                  if ratio == 0 else "")
-        return self.found(step, f"update ratio |w - w_prev| / |w_prev| of {name} is {show_value(ratio)} over "
-                                f"{mode.name} steps {p} -> {s}, {why}", tensors=[name], values=[ratio],
-                          condition=condition, worker=worker)
+            why = f"below small_threshold {show_value(self.small_threshold)}" + (
+                ": the weights did not change" if ratio == 0 else ""
+            )
+        return self.found(
+            step,
+            f"update ratio |w - w_prev| / |w_prev| of {name} is {show_value(ratio)} over "
+            f"{mode.name} steps {p} -> {s}, {why}",
+            tensors=[name],
+            values=[ratio],
+            condition=condition,
+            worker=worker,
+        )
 
 
 class UnchangedTensor(_HistoryRule, SelectingRule):
@@ -247,9 +263,11 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
             hist = self._prev_steps(name, s, self.num_steps, mode)
             if len(hist) < self.num_steps or hist[-1] != s:
                 if not self.tensors_evaluated and len(hist) < self.num_steps:
-                    self.unjudged(f"fewer saved steps of {name} than num_steps={self.num_steps} needs: {len(hist)} "
-                                  f"saved {mode.name} steps up to {mode.name} step {s}; lower num_steps (2 at least) "
-                                  "or save the tensor at more steps")
+                    self.unjudged(
+                        f"fewer saved steps of {name} than num_steps={self.num_steps} needs: {len(hist)} "
+                        f"saved {mode.name} steps up to {mode.name} step {s}; lower num_steps (2 at least) "
+                        "or save the tensor at more steps"
+                    )
                 continue
             mode_hist = hist
             if mode != ModeKeys.GLOBAL:
@@ -278,12 +296,16 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
             if unchanged[(name, worker)] and (i == 0 or who[i - 1] != who[i]):
                 change = max(_max_change(o, n) for o, n, w in zip(olds, news, who) if w == who[i])
                 return self.found(
-                    step, f"{name} did not change over {mode.name} steps {', '.join(map(str, steps))} (largest "
-                          f"change {show_value(change)}, within rtol {show_value(self.rtol)} and atol "
-                          f"{show_value(self.atol)})", tensors=[name], values=[change],
+                    step,
+                    f"{name} did not change over {mode.name} steps {', '.join(map(str, steps))} (largest "
+                    f"change {show_value(change)}, within rtol {show_value(self.rtol)} and atol "
+                    f"{show_value(self.atol)})",
+                    tensors=[name],
+                    values=[change],
                     condition=f"numpy.allclose(rtol={show_value(self.rtol)}, atol={show_value(self.atol)}, "
-                              f"equal_nan={self.equal_nan}) over {len(steps)} saved steps (num_steps {self.num_steps})",
-                    worker=worker)
+                    f"equal_nan={self.equal_nan}) over {len(steps)} saved steps (num_steps {self.num_steps})",
+                    worker=worker,
+                )
         return False
 
 
@@ -355,8 +377,10 @@ class PoorWeightInitialization(ReadingRule):
         if not values:
             if not self.tensors_evaluated:
                 asked = "activation_inputs_regex [" + ", ".join(repr(r.pattern) for r in self.activation_inputs_regex)
-                self.unjudged(f"{asked}], the 'gradients' and the 'losses' collections matched no tensor saved at "
-                              f"step {step}; the trial holds {trial_holds(trial)}")
+                self.unjudged(
+                    f"{asked}], the 'gradients' and the 'losses' collections matched no tensor saved at "
+                    f"step {step}; the trial holds {trial_holds(trial)}"
+                )
             return False
         self.evaluated(len(values))
         self.analyzed += 1
@@ -364,8 +388,11 @@ class PoorWeightInitialization(ReadingRule):
             return self._checks(step, values, acts, grads, losses)
 
     def _checks(self, step: Any, values: Any, acts: Any, grads: Any, losses: Any) -> bool:
-        return self._variances(step, [v for v in values if v.name in acts]) or self._gradients(
-            step, [v for v in values if v.name in grads]) or self._loss(step, [v for v in values if v.name in losses])
+        return (
+            self._variances(step, [v for v in values if v.name in acts])
+            or self._gradients(step, [v for v in values if v.name in grads])
+            or self._loss(step, [v for v in values if v.name in losses])
+        )
 
     def _variances(self, step: Any, values: Any) -> bool:
         per_worker: dict = {}
@@ -375,9 +402,14 @@ class PoorWeightInitialization(ReadingRule):
         for worker, var in per_worker.items():
             bad = [n for n, x in var.items() if not np.isfinite(x)]
             if bad:
-                return self.found(step, f"the activation-input variance of {bad[0]} is {show_value(var[bad[0]])}",
-                                  tensors=[bad[0]], values=[var[bad[0]]], condition="variance is not finite",
-                                  worker=worker)
+                return self.found(
+                    step,
+                    f"the activation-input variance of {bad[0]} is {show_value(var[bad[0]])}",
+                    tensors=[bad[0]],
+                    values=[var[bad[0]]],
+                    condition="variance is not finite",
+                    worker=worker,
+                )
             if len(var) < 2:
                 continue
             lo_name, hi_name = min(var, key=var.get), max(var, key=var.get)
@@ -385,11 +417,14 @@ class PoorWeightInitialization(ReadingRule):
             if (lo == 0 < hi) or (lo > 0 and hi / lo > self.threshold):
                 ratio = hi / lo if lo > 0 else float("inf")
                 return self.found(
-                    step, f"activation-input variances range from {show_value(lo)} ({lo_name}) to {show_value(hi)} "
-                          f"({hi_name}): {show_value(ratio)} times, more than threshold {show_value(self.threshold)}",
-                    tensors=[lo_name, hi_name], values=[lo, hi],
+                    step,
+                    f"activation-input variances range from {show_value(lo)} ({lo_name}) to {show_value(hi)} "
+                    f"({hi_name}): {show_value(ratio)} times, more than threshold {show_value(self.threshold)}",
+                    tensors=[lo_name, hi_name],
+                    values=[lo, hi],
                     condition=f"largest / smallest variance {show_value(ratio)} > threshold {show_value(self.threshold)}",
-                    worker=worker)
+                    worker=worker,
+                )
         return False
 
     def _gradients(self, step: Any, values: Any) -> bool:
@@ -399,14 +434,25 @@ class PoorWeightInitialization(ReadingRule):
             p5, p95 = np.percentile(v.value.astype(np.float64, copy=False), [5, 95])
             width = float(p95 - p5)
             if not np.isfinite(width):
-                return self.found(step, f"{v.name} holds NaN or inf (p95 - p5 = {show_value(width)})",
-                                  tensors=[v.name], values=[width], condition="p95 - p5 is not finite", worker=v.worker)
+                return self.found(
+                    step,
+                    f"{v.name} holds NaN or inf (p95 - p5 = {show_value(width)})",
+                    tensors=[v.name],
+                    values=[width],
+                    condition="p95 - p5 is not finite",
+                    worker=v.worker,
+                )
             if width < self.distribution_range:
                 return self.found(
-                    step, f"{v.name} has p95 - p5 = {show_value(width)}, less than distribution_range "
-                          f"{show_value(self.distribution_range)}: the gradients barely differ", tensors=[v.name],
-                    values=[width], condition=f"p95 - p5 {show_value(width)} < distribution_range "
-                                              f"{show_value(self.distribution_range)}", worker=v.worker)
+                    step,
+                    f"{v.name} has p95 - p5 = {show_value(width)}, less than distribution_range "
+                    f"{show_value(self.distribution_range)}: the gradients barely differ",
+                    tensors=[v.name],
+                    values=[width],
+                    condition=f"p95 - p5 {show_value(width)} < distribution_range "
+                    f"{show_value(self.distribution_range)}",
+                    worker=v.worker,
+                )
         return False
 
     def _loss(self, step: Any, values: Any) -> bool:
@@ -421,9 +467,13 @@ class PoorWeightInitialization(ReadingRule):
             self._waited[key] = self._waited.get(key, 0) + 1
             if self._waited[key] >= self.patience:
                 return self.found(
-                    step, f"{v.name} has not improved on its best {show_value(best)} for {self._waited[key]} analyzed "
-                          f"steps (patience {self.patience}); now {show_value(loss)}", tensors=[v.name],
+                    step,
+                    f"{v.name} has not improved on its best {show_value(best)} for {self._waited[key]} analyzed "
+                    f"steps (patience {self.patience}); now {show_value(loss)}",
+                    tensors=[v.name],
                     values=[loss] if best is None else [loss, best],
                     condition=f"no value below the best for {self._waited[key]} analyzed steps >= patience "
-                              f"{self.patience}", worker=v.worker)
+                    f"{self.patience}",
+                    worker=v.worker,
+                )
         return False

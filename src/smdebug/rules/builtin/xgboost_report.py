@@ -263,8 +263,10 @@ def _classification(data: ReportData) -> list:
     n = max(int(y.max(initial=0)), int(p.max(initial=0))) + 1
     c = confusion_matrix(y, p, n)
     s = classification_scores(c)
-    rows = [[f"class {i}", f"{s['precision'][i]:.4f}", f"{s['recall'][i]:.4f}", f"{s['f1'][i]:.4f}",
-             int(s["support"][i])] for i in s["classes"]]
+    rows = [
+        [f"class {i}", f"{s['precision'][i]:.4f}", f"{s['recall'][i]:.4f}", f"{s['f1'][i]:.4f}", int(s["support"][i])]
+        for i in s["classes"]
+    ]
     total = int(s["support"].sum())
     rows += [[avg, *(f"{v:.4f}" for v in s[avg]), total] for avg in ("micro", "macro", "weighted")]
     out = [
@@ -282,7 +284,9 @@ def _classification(data: ReportData) -> list:
     preds = np.asarray(data.predictions)
     if data.problem == BINARY and preds.ndim == 1 and preds.min() >= 0 and preds.max() <= 1:
         fpr, tpr, auc = roc_curve(data.labels, preds)  # type: ignore[arg-type]  # labels saved with predictions
-        out.append(section("roc", "ROC curve", f"<p>Area under the ROC curve: {auc:.4f}</p>" + _plot_roc(fpr, tpr, auc)))
+        out.append(
+            section("roc", "ROC curve", f"<p>Area under the ROC curve: {auc:.4f}</p>" + _plot_roc(fpr, tpr, auc))
+        )
     return out
 
 
@@ -290,11 +294,19 @@ def _regression(data: ReportData) -> list:
     res = np.asarray(data.predictions, dtype=np.float64).reshape(-1) - np.asarray(data.labels, dtype=np.float64)
     summary = _table(
         None,
-        [["mean absolute error", f"{np.abs(res).mean():.6g}"], ["root mean squared error", f"{np.sqrt((res**2).mean()):.6g}"],
-         ["mean residual", f"{res.mean():.6g}"]],
+        [
+            ["mean absolute error", f"{np.abs(res).mean():.6g}"],
+            ["root mean squared error", f"{np.sqrt((res**2).mean()):.6g}"],
+            ["mean residual", f"{res.mean():.6g}"],
+        ],
     )
-    out = [section("residuals", f"Residuals (step {data.prediction_step})",
-                    summary + _plot_residuals(data.labels, data.predictions))]
+    out = [
+        section(
+            "residuals",
+            f"Residuals (step {data.prediction_step})",
+            summary + _plot_residuals(data.labels, data.predictions),
+        )
+    ]
     if len(data.scores.steps) > 0:
         plot = _plot_scores(data.scores, "Absolute validation error per label bin", "mean absolute error")
         out.append(section("error-per-label-bin", "Absolute validation error per label bin over steps", plot))
@@ -315,8 +327,11 @@ def report_sections(data: ReportData) -> list:
     in its page for an XGBoost trial."""
     parts: list = []
     if data.hyperparameters:
-        parts.append(section("hyperparameters", "Hyperparameters",
-                              _table(["name", "value"], sorted(data.hyperparameters.items()))))
+        parts.append(
+            section(
+                "hyperparameters", "Hyperparameters", _table(["name", "value"], sorted(data.hyperparameters.items()))
+            )
+        )
     if data.labels is not None:
         parts.append(section("labels-distribution", "Distribution of true labels", _plot_labels(data)))
     by_metric: dict = {}
@@ -332,6 +347,8 @@ def report_sections(data: ReportData) -> list:
     if data.labels is not None and data.predictions is not None:
         parts += _regression(data) if data.problem == REGRESSION else _classification(data)
     else:
-        parts.append('<p class="note">No predictions and labels were saved: save the collections '
-                     "<code>predictions</code> and <code>labels</code> for the model's scores.</p>")
+        parts.append(
+            '<p class="note">No predictions and labels were saved: save the collections '
+            "<code>predictions</code> and <code>labels</code> for the model's scores.</p>"
+        )
     return parts

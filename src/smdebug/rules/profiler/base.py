@@ -44,8 +44,18 @@ from smdebug.rules.params import as_float, as_int, bounded
 from smdebug.rules.profiler.windows import WindowData, WindowSource, fetch_window
 from smdebug.storage import open_store
 
-__all__ = ["ProfilerRule", "WindowData", "WindowSource", "fetch_window", "judge_together", "scan_param", "percent_param",
-           "count_param", "count_text", "STATUSES"]
+__all__ = [
+    "ProfilerRule",
+    "WindowData",
+    "WindowSource",
+    "fetch_window",
+    "judge_together",
+    "scan_param",
+    "percent_param",
+    "count_param",
+    "count_text",
+    "STATUSES",
+]
 
 STATUSES = ("issues found", "no issue", "not enough data", "no GPU data", "no data")
 
@@ -67,8 +77,12 @@ def count_text(n: int) -> str:
 
 
 def scan_param() -> Param:
-    return Param("scan_interval_us", bounded(as_int, MIN_SCAN_INTERVAL_US), "60000000",
-                 "window length in microseconds (0.1 s at least)")
+    return Param(
+        "scan_interval_us",
+        bounded(as_int, MIN_SCAN_INTERVAL_US),
+        "60000000",
+        "window length in microseconds (0.1 s at least)",
+    )
 
 
 def percent_param(name: str, default: str, doc: str = "") -> Param:
@@ -107,14 +121,27 @@ class ProfilerRule(BuiltinRule, register=False):
     patience: int  # parameters every profiler rule has (scan_param)
     scan_interval_us: int
 
-    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None,
-                 live_step_us=None, **params):
+    def __init__(
+        self,
+        base_trial,
+        action_str="",
+        other_trials=None,
+        *,
+        sleep=None,
+        stop_out_dir=None,
+        live_step_us=None,
+        **params,
+    ):
         if not callable(getattr(base_trial, "system_series", None)) or not callable(
-                getattr(base_trial, "framework_events", None)):
+            getattr(base_trial, "framework_events", None)
+        ):
             what = "None" if base_trial is None else f"a {type(base_trial).__name__}"
-            raise RuleConfigurationError(type(self).__name__, "base_trial",
-                                         f"{what} is no profiler trial: give create_trial(path, profiler=True) of the "
-                                         "profiler's folder (<out_dir>/profiler, or a job's profiler-output)")
+            raise RuleConfigurationError(
+                type(self).__name__,
+                "base_trial",
+                f"{what} is no profiler trial: give create_trial(path, profiler=True) of the "
+                "profiler's folder (<out_dir>/profiler, or a job's profiler-output)",
+            )
         super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
         self.stop_out_dir = stop_out_dir
         self.live_step_us = live_step_us
@@ -180,8 +207,9 @@ class ProfilerRule(BuiltinRule, register=False):
         self.last_timestamp = data.end_us
         if met:
             self.fired_windows.append([data.start_us, data.end_us])
-            self.logger.info("%s fired in window [%d, %d) us: %s", self.rule_name, data.start_us, data.end_us,
-                             self.reason)
+            self.logger.info(
+                "%s fired in window [%d, %d) us: %s", self.rule_name, data.start_us, data.end_us, self.reason
+            )
         self.report["Verdict"] = self.verdict()
         return met
 
@@ -239,18 +267,26 @@ class ProfilerRule(BuiltinRule, register=False):
             status, msg = "issues found", self.reason or f"{r['Violations']} violations"
         elif self.needs_gpu and not self.gpus_seen:
             status = "no GPU data"
-            msg = (f"no GPU data: the profile holds no GPU metrics in {self.windows_judged} windows, "
-                   "so this GPU rule could not judge anything")
+            msg = (
+                f"no GPU data: the profile holds no GPU metrics in {self.windows_judged} windows, "
+                "so this GPU rule could not judge anything"
+            )
         elif r["Datapoints"] == 0:
             status, msg = "no data", f"no data: {self.selection()} ({self.windows_judged} windows)"
         elif not self.enough_data():
             status = "not enough data"
-            msg = (f"not enough data: {count_text(r['Datapoints'])} datapoints; the rule judges after "
-                   f"{self.enough_data_means()}")
+            msg = (
+                f"not enough data: {count_text(r['Datapoints'])} datapoints; the rule judges after "
+                f"{self.enough_data_means()}"
+            )
         else:
             status, msg = "no issue", f"no issue in {count_text(r['Datapoints'])} datapoints"
-        return {"status": status, "message": msg, "windows_judged": self.windows_judged,
-                "fired_windows": list(self.fired_windows)}  # [start, end] lists, never changed once added
+        return {
+            "status": status,
+            "message": msg,
+            "windows_judged": self.windows_judged,
+            "fired_windows": list(self.fired_windows),
+        }  # [start, end] lists, never changed once added
 
     def caught_up(self, data: WindowData) -> bool:
         """Whether ``data`` is the last window the trial holds now (the next one is not complete):

@@ -63,14 +63,18 @@ class _Bottleneck(HostReading, ProfilerRule, register=False):
             self.report["RuleTriggered"] += 1
             busy = getattr(self, self.busy_param)
             if self.gpus_seen:
-                self.reason = (f"{count_text(self.bottlenecks)} of {count_text(n)} samples ({ratio:.1f}% > "
-                               f"{self.threshold}%) had a GPU below "
-                               f"{self.gpu_threshold}% while a core's {self.busy_dimension} was above {busy}%")
+                self.reason = (
+                    f"{count_text(self.bottlenecks)} of {count_text(n)} samples ({ratio:.1f}% > "
+                    f"{self.threshold}%) had a GPU below "
+                    f"{self.gpu_threshold}% while a core's {self.busy_dimension} was above {busy}%"
+                )
             else:
-                self.reason = (f"no GPU seen; {self.host_what}: in {count_text(self.bottlenecks)} of {count_text(n)} "
-                               f"samples ({ratio:.1f}% > "
-                               f"{self.threshold}%) {', '.join(sorted(self.host_metrics))} was above {busy}%. "
-                               f"What to do: {self.host_fix}")
+                self.reason = (
+                    f"no GPU seen; {self.host_what}: in {count_text(self.bottlenecks)} of {count_text(n)} "
+                    f"samples ({ratio:.1f}% > "
+                    f"{self.threshold}%) {', '.join(sorted(self.host_metrics))} was above {busy}%. "
+                    f"What to do: {self.host_fix}"
+                )
             return True
         return False
 
@@ -80,13 +84,20 @@ class _Bottleneck(HostReading, ProfilerRule, register=False):
         busy = data.metric(self.busy_dimension, "cpu")
         new = 0
         for node in sorted({s.node_id for s in gpus + busy}):
-            snap = bottleneck_snapshots([s for s in gpus if s.node_id == node], [s for s in busy if s.node_id == node],
-                                        self.gpu_threshold, getattr(self, self.busy_param))
+            snap = bottleneck_snapshots(
+                [s for s in gpus if s.node_id == node],
+                [s for s in busy if s.node_id == node],
+                self.gpu_threshold,
+                getattr(self, self.busy_param),
+            )
             self.count(len(snap["times"]))
             self.report["Details"]["low_gpu_utilization"] += int((snap["low_gpus"] > 0).sum())
             for i in np.flatnonzero(snap["bottleneck"]):
                 self.report["Details"]["bottlenecks"][str(int(snap["times"][i]))] = {
-                    "node": node, "GPUs": int(snap["low_gpus"][i]), "CPUs": int(snap["busy"][i])}
+                    "node": node,
+                    "GPUs": int(snap["low_gpus"][i]),
+                    "CPUs": int(snap["busy"][i]),
+                }
             new += int(snap["bottleneck"].sum())
         return new
 
@@ -133,11 +144,15 @@ class CPUBottleneck(_Bottleneck):
     inputs = "GPUUtilization and per-core CPU metrics (no GPU: JobCPUDemand or CPUUtilization)"
     host_what = "the host CPU is the bottleneck"
     host_subject = "the host's CPU"
-    host_check = ("Whether the job keeps the host's CPU saturated (no GPU seen): the share of samples in which "
-                  "the job's threads ran or waited for more than cpu_threshold % of the cores")
-    host_fix = ("more cores (a larger instance) or a GPU for the model's compute; lighter or cached "
-                "pre-processing; fewer threads than cores when several processes share the host; on a shared "
-                "host, fewer other jobs beside this one")
+    host_check = (
+        "Whether the job keeps the host's CPU saturated (no GPU seen): the share of samples in which "
+        "the job's threads ran or waited for more than cpu_threshold % of the cores"
+    )
+    host_fix = (
+        "more cores (a larger instance) or a GPU for the model's compute; lighter or cached "
+        "pre-processing; fewer threads than cores when several processes share the host; on a shared "
+        "host, fewer other jobs beside this one"
+    )
     params = (
         percent_param("threshold", "50"),
         percent_param("gpu_threshold", "10"),
@@ -167,8 +182,10 @@ class CPUBottleneck(_Bottleneck):
         others = self.report["Details"].get("host_busy_not_job", 0)
         if not others:
             return ""
-        return (f"; in {count_text(others)} of those samples the cores were above {self.cpu_threshold}%, busy with other "
-                "processes than this job")
+        return (
+            f"; in {count_text(others)} of those samples the cores were above {self.cpu_threshold}%, busy with other "
+            "processes than this job"
+        )
 
 
 class IOBottleneck(_Bottleneck):
@@ -187,10 +204,14 @@ class IOBottleneck(_Bottleneck):
     inputs = "GPUUtilization and per-core I/OWaitPercentage (no GPU: I/OWaitPercentage)"
     host_what = "the host waits on I/O"
     host_subject = "the host's I/O wait"
-    host_check = ("Whether the host's cores wait on I/O (no GPU seen): the share of samples in which the mean "
-                  "I/O wait of the cores was above io_threshold %")
-    host_fix = ("read from local disk or a faster file system, larger record files read in parallel, cache the "
-                "dataset after the first epoch, pre-fetch with DataLoader workers")
+    host_check = (
+        "Whether the host's cores wait on I/O (no GPU seen): the share of samples in which the mean "
+        "I/O wait of the cores was above io_threshold %"
+    )
+    host_fix = (
+        "read from local disk or a faster file system, larger record files read in parallel, cache the "
+        "dataset after the first epoch, pre-fetch with DataLoader workers"
+    )
     params = (
         percent_param("threshold", "50"),
         percent_param("gpu_threshold", "10"),

@@ -34,7 +34,7 @@ class Tail:
         if len(values):
             self.n += len(values)
             self.max = max(self.max, float(values.max()))
-            self.values = np.concatenate([self.values, values])[-self.keep:]
+            self.values = np.concatenate([self.values, values])[-self.keep :]
 
     def __len__(self) -> int:
         return self.n
@@ -101,7 +101,11 @@ class LowGPUUtilization(_GPURule):
                 self.report["Violations"] += 1
                 self.report["RuleTriggered"] += 1
                 self.report["Details"].setdefault(node, {})[gpu] = {
-                    "gpu_95": p95, "gpu_5": p5, "gpu_max": v.max, **box_stats(last)}
+                    "gpu_95": p95,
+                    "gpu_5": p5,
+                    "gpu_max": v.max,
+                    **box_stats(last),
+                }
                 self.report["Details"]["last_timestamp"] = data.start_us
         if met:
             self.reason = "; ".join(met)
@@ -196,11 +200,15 @@ class GPUMemoryIncrease(HostReading, _GPURule):
     needs_gpu = False
     inputs = "GPUMemoryUtilization (no GPU: JobMemoryUsedPercent or MemoryUsedPercent)"
     host_subject = "the memory on the host"
-    host_check = ("Whether the job's memory on the host grows (no GPU seen): the mean of its last window samples "
-                  "above the mean of the window before by more than increase points of the host's RAM")
-    host_fix = ("look for what is kept from step to step (outputs or losses with their graph, growing caches, "
-                "lists of batches); call .item() or .detach() on what you keep; a DataLoader worker's copies of "
-                "Python objects grow too (keep the dataset in numpy arrays); or a host with more memory")
+    host_check = (
+        "Whether the job's memory on the host grows (no GPU seen): the mean of its last window samples "
+        "above the mean of the window before by more than increase points of the host's RAM"
+    )
+    host_fix = (
+        "look for what is kept from step to step (outputs or losses with their graph, growing caches, "
+        "lists of batches); call .item() or .detach() on what you keep; a DataLoader worker's copies of "
+        "Python objects grow too (keep the dataset in numpy arrays); or a host with more memory"
+    )
     params = (
         Param("increase", bounded(as_float, above=0), "5", "percentage points"),
         count_param("patience", "1000"),
@@ -236,20 +244,24 @@ class GPUMemoryIncrease(HostReading, _GPURule):
             t.add(s.value)
             self.count(len(s))
             # the increases ending at those samples (inc[j] ends at sample j + 2*window - 1 of its input)
-            tail = moving_increase(v[max(first_new - span - (t.n - len(v)), 0):], self.window)
+            tail = moving_increase(v[max(first_new - span - (t.n - len(v)), 0) :], self.window)
             if len(tail) and tail.max() > self.increase:
                 self.report["Violations"] += int((tail > self.increase).sum())
                 self.report["RuleTriggered"] += 1
                 self.report["Details"].setdefault(s.node_id, {})[label] = {
-                    "increase": float(tail.max()), "gpu_max" if self.gpus_seen else "max_seen": t.max,
-                    **box_stats(v[-self.window:])}
+                    "increase": float(tail.max()),
+                    "gpu_max" if self.gpus_seen else "max_seen": t.max,
+                    **box_stats(v[-self.window :]),
+                }
                 self.report["Details"]["last_timestamp"] = data.start_us
                 met.append(f"{s.node_id} {label}: memory up {tail.max():.1f} points over {self.window} samples")
         if met:
             self.reason = "; ".join(met)
             if not self.gpus_seen:
-                self.reason = (f"no GPU seen; the memory on the host grows ({', '.join(sorted(self.host_metrics))}, "
-                               f"points of the host's RAM): {self.reason}. What to do: {self.host_fix}")
+                self.reason = (
+                    f"no GPU seen; the memory on the host grows ({', '.join(sorted(self.host_metrics))}, "
+                    f"points of the host's RAM): {self.reason}. What to do: {self.host_fix}"
+                )
         return bool(met)
 
 
@@ -285,8 +297,11 @@ class LoadBalancing(_GPURule):
 
     def verdict(self) -> dict:
         v = super().verdict()
-        if v["status"] == "not enough data" and self.n and not any(
-                sum(1 for k in self.n if k[0] == node) >= 2 for node, _ in self.n):
+        if (
+            v["status"] == "not enough data"
+            and self.n
+            and not any(sum(1 for k in self.n if k[0] == node) >= 2 for node, _ in self.n)
+        ):
             v["message"] = "not enough data: no node has two GPUs to compare"
         return v
 
@@ -299,7 +314,7 @@ class LoadBalancing(_GPURule):
         met = []
         keys = sorted(self.hist)
         for i, a in enumerate(keys):
-            for b in keys[i + 1:]:
+            for b in keys[i + 1 :]:
                 if a[0] != b[0] or self.n[a] <= self.patience or self.n[b] <= self.patience:
                     continue
                 d = js_distance(self.hist[a], self.hist[b])

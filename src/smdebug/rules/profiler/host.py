@@ -27,8 +27,16 @@ import numpy as np
 
 from smdebug.rules.profiler.base import WindowData
 
-__all__ = ["HostSamples", "HostReading", "mean_over_cores", "cpu_samples", "iowait_samples", "memory_series",
-           "JOB_CPU", "JOB_MEMORY"]
+__all__ = [
+    "HostSamples",
+    "HostReading",
+    "mean_over_cores",
+    "cpu_samples",
+    "iowait_samples",
+    "memory_series",
+    "JOB_CPU",
+    "JOB_MEMORY",
+]
 
 JOB_CPU = "JobCPUDemand"
 JOB_MEMORY = "JobMemoryUsedPercent"
@@ -65,8 +73,10 @@ def mean_over_cores(series: list) -> dict:
 
 def _host_means(data: WindowData, dimension: str, skip: set) -> list:
     cores = [s for s in data.metric(dimension, "cpu") if s.node_id not in skip]
-    return [HostSamples(node, t, v, f"{dimension} (mean of the cores)")
-            for node, (t, v) in sorted(mean_over_cores(cores).items())]
+    return [
+        HostSamples(node, t, v, f"{dimension} (mean of the cores)")
+        for node, (t, v) in sorted(mean_over_cores(cores).items())
+    ]
 
 
 def cpu_samples(data: WindowData) -> list:
@@ -84,8 +94,11 @@ def memory_series(data: WindowData) -> list:
     """Per node: the job's memory series where the window has it, else the host's."""
     job = data.metric(JOB_MEMORY, "job")
     nodes = {s.node_id for s in job}
-    host = [s for s in data.series if s.type == "memory" and len(s) and s.node_id not in nodes
-            and "MemoryUsedPercent" in (s.name, s.dimension)]
+    host = [
+        s
+        for s in data.series
+        if s.type == "memory" and len(s) and s.node_id not in nodes and "MemoryUsedPercent" in (s.name, s.dimension)
+    ]
     return job + sorted(host, key=lambda s: s.node_id)
 
 

@@ -14,8 +14,18 @@ from smdebug.rules.profiler.base import ProfilerRule, scan_param
 __all__ = ["ProfilerReport", "SUB_RULES", "HTML_RENDERER"]
 
 # what ProfilerReport runs, in 1.0.34's order (OverallFrameworkMetrics is not part of this package)
-SUB_RULES = ("CPUBottleneck", "IOBottleneck", "LowGPUUtilization", "StepOutlier", "GPUMemoryIncrease", "BatchSize",
-             "MaxInitializationTime", "LoadBalancing", "OverallSystemUsage", "Dataloader")
+SUB_RULES = (
+    "CPUBottleneck",
+    "IOBottleneck",
+    "LowGPUUtilization",
+    "StepOutlier",
+    "GPUMemoryIncrease",
+    "BatchSize",
+    "MaxInitializationTime",
+    "LoadBalancing",
+    "OverallSystemUsage",
+    "Dataloader",
+)
 # the hook point of the HTML report: a module with write_report(trial, reports, output_path) -> path
 HTML_RENDERER = "smdebug.analysis.profiler_report"
 
@@ -43,8 +53,9 @@ def split_overrides(params: dict) -> tuple:
             continue
         known = {p.name for p in classes[rule].params}
         if tail not in known:
-            raise RuleConfigurationError("ProfilerReport", key,
-                                         f"{rule} has no parameter {tail!r} (accepted: {', '.join(sorted(known))})")
+            raise RuleConfigurationError(
+                "ProfilerReport", key, f"{rule} has no parameter {tail!r} (accepted: {', '.join(sorted(known))})"
+            )
         overrides.setdefault(rule, {})[tail] = value
     return overrides, rest
 
@@ -73,15 +84,33 @@ class ProfilerReport(ProfilerRule):
     reads_framework = True
     inputs = "the profile (system metrics and framework events)"
 
-    def __init__(self, base_trial, action_str="", other_trials=None, *, sleep=None, stop_out_dir=None,
-                 output_dir=None, live_step_us=None, **params):
+    def __init__(
+        self,
+        base_trial,
+        action_str="",
+        other_trials=None,
+        *,
+        sleep=None,
+        stop_out_dir=None,
+        output_dir=None,
+        live_step_us=None,
+        **params,
+    ):
         overrides, rest = split_overrides(params)
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, sleep=sleep,
-                         stop_out_dir=stop_out_dir, live_step_us=live_step_us, **rest)
+        super().__init__(
+            base_trial,
+            action_str=action_str,
+            other_trials=other_trials,
+            sleep=sleep,
+            stop_out_dir=stop_out_dir,
+            live_step_us=live_step_us,
+            **rest,
+        )
         self.overrides = overrides
         self.report["RuleParameters"] = "\n".join(
             [f"scan_interval_us:{self.scan_interval_us}"]
-            + [f"{r}_{k}:{v}" for r, kv in sorted(overrides.items()) for k, v in sorted(kv.items())])
+            + [f"{r}_{k}:{v}" for r, kv in sorted(overrides.items()) for k, v in sorted(kv.items())]
+        )
         self.rules = {}
         for name, cls in _sub_rule_classes().items():
             try:
@@ -100,9 +129,13 @@ class ProfilerReport(ProfilerRule):
         try:
             os.makedirs(self.reports_dir, exist_ok=True)
         except OSError as exc:
-            raise RuleConfigurationError("ProfilerReport", "output_dir", f"cannot create {self.reports_dir}: "
-                                         f"{exc.strerror or exc} (pass output_dir=, or create_trial(..., "
-                                         "output_dir=...))") from None
+            raise RuleConfigurationError(
+                "ProfilerReport",
+                "output_dir",
+                f"cannot create {self.reports_dir}: "
+                f"{exc.strerror or exc} (pass output_dir=, or create_trial(..., "
+                "output_dir=...))",
+            ) from None
 
     @property
     def reports_dir(self) -> str:
@@ -135,8 +168,13 @@ class ProfilerReport(ProfilerRule):
                 rule.run_window(data)
             except Exception as exc:  # noqa: BLE001 - one sub-rule's failure does not end the report
                 self.errors[name] = f"{type(exc).__name__}: {exc}"
-                self.logger.error("ProfilerReport: %s failed in window [%d, %d) us and is left out: %s",
-                                  name, data.start_us, data.end_us, self.errors[name])
+                self.logger.error(
+                    "ProfilerReport: %s failed in window [%d, %d) us and is left out: %s",
+                    name,
+                    data.start_us,
+                    data.end_us,
+                    self.errors[name],
+                )
         total = sum(r.report["Datapoints"] for r in self.rules.values())
         self.count(total - before)
         self.report["Details"] = {n: r.report["Verdict"]["status"] for n, r in self.rules.items()}
@@ -177,8 +215,9 @@ class ProfilerReport(ProfilerRule):
         except ModuleNotFoundError as exc:
             if exc.name != HTML_RENDERER:
                 raise
-            self.logger.info("ProfilerReport: no HTML renderer (%s); reports are in %s", HTML_RENDERER,
-                             self.reports_dir)
+            self.logger.info(
+                "ProfilerReport: no HTML renderer (%s); reports are in %s", HTML_RENDERER, self.reports_dir
+            )
             return None
         path = os.path.join(self.output_dir, "profiler-report.html")
         try:

@@ -37,7 +37,11 @@ def box_stats(values) -> dict:
     p5, p25, p50, p75, p95 = (float(x) for x in np.percentile(v, [5, 25, 50, 75, 95]))
     iqr = p75 - p25
     return {
-        "p05": p5, "p25": p25, "p50": p50, "p75": p75, "p95": p95,
+        "p05": p5,
+        "p25": p25,
+        "p50": p50,
+        "p75": p75,
+        "p95": p95,
         "upper": float(min(p75 + 1.5 * iqr, v.max())),
         "lower": float(max(p25 - 1.5 * iqr, v.min())),
         "max": float(v.max()),
@@ -48,8 +52,9 @@ def summary_stats(values) -> dict:
     """max, p99, p95, p50 and min rounded to 2 decimals, negatives as 0 (OverallSystemUsage)."""
     v = np.asarray(values, dtype=float)
     mx, p99, p95, p50, mn = np.percentile(v, [100, 99, 95, 50, 0])
-    return {k: round(max(float(x), 0.0), 2) for k, x in
-            (("max", mx), ("p99", p99), ("p95", p95), ("p50", p50), ("min", mn))}
+    return {
+        k: round(max(float(x), 0.0), 2) for k, x in (("max", mx), ("p99", p99), ("p95", p95), ("p50", p50), ("min", mn))
+    }
 
 
 def snapshot_ids(timestamps_us: np.ndarray, gap_us: int = 20_000) -> np.ndarray:

@@ -70,8 +70,11 @@ class StepOutlier(ProfilerRule):
         super().__init__(*args, **kwargs)
         modes = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
         if self.mode is not None and self.mode not in modes and self.mode.removeprefix("Step:ModeKeys.") not in modes:
-            raise RuleConfigurationError(type(self).__name__, "mode", f"{self.mode!r}: expected one of "
-                                         f"{', '.join(modes)} (or a step phase such as Step:ModeKeys.TRAIN)")
+            raise RuleConfigurationError(
+                type(self).__name__,
+                "mode",
+                f"{self.mode!r}: expected one of {', '.join(modes)} (or a step phase such as Step:ModeKeys.TRAIN)",
+            )
         self.steps: dict = {}  # (node, phase) -> {"d": durations us, "n": step numbers, "s": starts}
         self.known_outliers: set = set()
         self.known: dict = {}  # (node, phase) -> bool per step: an outlier in some window so far
@@ -118,26 +121,33 @@ class StepOutlier(ProfilerRule):
             return ""
         ratio, node, phase, st, i = worst
         d = st["d"]
-        slowest = (f"the slowest step, {int(st['n'][i])} of {node} {phase} ({_dur(d[i] / 1e6)}, "
-                   f"{_times(ratio)} the median)")
+        slowest = (
+            f"the slowest step, {int(st['n'][i])} of {node} {phase} ({_dur(d[i] / 1e6)}, {_times(ratio)} the median)"
+        )
         if status == "not enough data":
             most = max(len(x["d"]) for x in self.steps.values())
-            msg = (f"not enough data: the rule judges after more than {MIN_STEPS} steps of one phase on one node: "
-                   f"{count_text(most)} so far; {slowest}, is not judged yet")
+            msg = (
+                f"not enough data: the rule judges after more than {MIN_STEPS} steps of one phase on one node: "
+                f"{count_text(most)} so far; {slowest}, is not judged yet"
+            )
         else:
             out = outlier_mask(d, self.stddev)
             if self.min_ratio:
                 out &= d >= self.min_ratio * np.median(d)
             n_out = int(out.sum())
             limit = d.mean() + self.stddev * d.std()
-            test = (f"longer than mean + stddev={self.stddev:g} standard deviations of the {count_text(len(d))} steps = "
-                    f"{_dur(limit / 1e6)}"
-                    + (f", and at least min_ratio={self.min_ratio:g} times the median" if self.min_ratio else ""))
+            test = (
+                f"longer than mean + stddev={self.stddev:g} standard deviations of the {count_text(len(d))} steps = "
+                f"{_dur(limit / 1e6)}"
+                + (f", and at least min_ratio={self.min_ratio:g} times the median" if self.min_ratio else "")
+            )
             if not out[i]:
-                msg = (f"no issue: {slowest}, is not an outlier by StepOutlier's test: an outlier takes {test}")
+                msg = f"no issue: {slowest}, is not an outlier by StepOutlier's test: an outlier takes {test}"
             else:
-                msg = (f"no issue: {slowest}, is an outlier ({test}), but StepOutlier fires only on more than "
-                       f"n_outliers={self.n_outliers} outlier steps, and {phase} of {node} has {count_text(n_out)}")
+                msg = (
+                    f"no issue: {slowest}, is an outlier ({test}), but StepOutlier fires only on more than "
+                    f"n_outliers={self.n_outliers} outlier steps, and {phase} of {node} has {count_text(n_out)}"
+                )
         self._explained = ((status, n), msg)
         return msg
 
@@ -166,15 +176,25 @@ class StepOutlier(ProfilerRule):
                 worst = int(np.argmax(np.where(out, st["d"], -1)))
                 med = float(np.median(d))
                 times = f", {_times(d[worst] / med)} the median" if med > 0 else ""
-                met.append(f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
-                           f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s{times}")
+                met.append(
+                    f"{node} {phase}: {n_out} outlier steps (> mean + {self.stddev:g} std of "
+                    f"{d.mean():.3f} s); slowest step {int(st['n'][worst])} took {d[worst]:.3f} s{times}"
+                )
         if met or summarise:  # the details of everything so far: when it fires, and once per look at the data
             for node, phase, st, out, n_out in judged:
                 d = st["d"] / 1e6
                 self.report["Details"].setdefault("step_details", {})[node] = {
-                    "step_stats": {"mean": float(d.mean()), "max": float(d.max()), "p99": percentile(d, 99),
-                                   "p95": percentile(d, 95), "p50": percentile(d, 50), "min": float(d.min())},
-                    "number_of_outliers": n_out, "phase": phase, "stddev": float(d.std()),
+                    "step_stats": {
+                        "mean": float(d.mean()),
+                        "max": float(d.max()),
+                        "p99": percentile(d, 99),
+                        "p95": percentile(d, 95),
+                        "p50": percentile(d, 50),
+                        "min": float(d.min()),
+                    },
+                    "number_of_outliers": n_out,
+                    "phase": phase,
+                    "stddev": float(d.std()),
                     "step_numbers": [int(x) for x in st["n"][out]],
                     "step_starts_us": [int(x) for x in st["s"][out]],
                 }
@@ -233,8 +253,11 @@ class Dataloader(ProfilerRule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.min_threshold > self.max_threshold:
-            raise RuleConfigurationError(type(self).__name__, "min_threshold",
-                                         f"{self.min_threshold} is above max_threshold {self.max_threshold}")
+            raise RuleConfigurationError(
+                type(self).__name__,
+                "min_threshold",
+                f"{self.min_threshold} is above max_threshold {self.max_threshold}",
+            )
         self.cores: int | None = None
         self.per_second: dict = {}
         self.loaders = CountMedian()  # of per_second's values
@@ -254,8 +277,10 @@ class Dataloader(ProfilerRule):
         v = super().verdict()
         if v["status"] in ("no issue", "not enough data") and self.cores is None and self.per_second:
             v["status"] = "not enough data"
-            v["message"] = ("not enough data: data loading was seen but no CPUUtilization metrics, so the "
-                            "cores to compare with are unknown")
+            v["message"] = (
+                "not enough data: data loading was seen but no CPUUtilization metrics, so the "
+                "cores to compare with are unknown"
+            )
         return v
 
     def judge(self, data: WindowData) -> bool:
@@ -306,8 +331,10 @@ class Dataloader(ProfilerRule):
             self.report["Violations"] += 1
             self.report["RuleTriggered"] = 1
             word = "few" if median < lo else "many"
-            self.reason = (f"too {word} data loaders: {median:g} processes loading data per second (median) for "
-                           f"{self.cores} cores (wanted {lo:g} to {hi:g})")
+            self.reason = (
+                f"too {word} data loaders: {median:g} processes loading data per second (median) for "
+                f"{self.cores} cores (wanted {lo:g} to {hi:g})"
+            )
             self._loading_times(data, now=True)
             return True
         return False
@@ -319,5 +346,4 @@ class Dataloader(ProfilerRule):
         if (self.durations.size or self.new_durations) and (now or self.caught_up(data)):
             self.durations = np.concatenate([self.durations, *self.new_durations])
             self.new_durations = []
-            self.report["Details"]["dataloading_time"] = {
-                f"p{q}": percentile(self.durations, q) for q in (25, 50, 95)}
+            self.report["Details"]["dataloading_time"] = {f"p{q}": percentile(self.durations, q) for q in (25, 50, 95)}

@@ -143,11 +143,15 @@ class MaxInitializationTime(ProfilerRule):
         if v["status"] == "no issue" and getattr(self, "seen_data", False):
             start = self.base_trial.first_timestamp
             if first is not None and start is not None:
-                v["message"] = (f"no issue: the first step began {_minutes((first - start) / 60e6)} after the "
-                                f"profile's start, within threshold={self.threshold:g} min")
+                v["message"] = (
+                    f"no issue: the first step began {_minutes((first - start) / 60e6)} after the "
+                    f"profile's start, within threshold={self.threshold:g} min"
+                )
             elif self.last_timestamp is not None and start is not None:
-                v["message"] = (f"no issue: no step yet after {_minutes((self.last_timestamp - start) / 60e6)} of "
-                                f"data, within threshold={self.threshold:g} min")
+                v["message"] = (
+                    f"no issue: no step yet after {_minutes((self.last_timestamp - start) / 60e6)} of "
+                    f"data, within threshold={self.threshold:g} min"
+                )
         return v
 
     def judge(self, data: WindowData) -> bool:
@@ -180,12 +184,16 @@ class MaxInitializationTime(ProfilerRule):
         if self.fired:
             return False
         late = (self.first_step_us is None and data.end_us > limit) or (
-            self.first_step_us is not None and self.first_step_us > limit and self.first_step_us < data.end_us)
+            self.first_step_us is not None and self.first_step_us > limit and self.first_step_us < data.end_us
+        )
         if late:
             self.fired = True
             self.report["RuleTriggered"] += 1
             self.report["Violations"] += 1
-            when = "no step yet" if self.first_step_us is None else \
-                f"the first step began {(self.first_step_us - start) / 60e6:.2f} min in"
+            when = (
+                "no step yet"
+                if self.first_step_us is None
+                else f"the first step began {(self.first_step_us - start) / 60e6:.2f} min in"
+            )
             self.reason = f"initialization took more than {self.threshold:g} min ({when})"
         return late

@@ -36,8 +36,9 @@ class WindowData:
     def by_type(self, type: str) -> list:
         key = ("type", type)
         if key not in self._picked:
-            self._picked[key] = sorted((s for s in self.series if s.type == type and len(s)),
-                                       key=lambda s: (s.node_id, s.name))
+            self._picked[key] = sorted(
+                (s for s in self.series if s.type == type and len(s)), key=lambda s: (s.node_id, s.name)
+            )
         return list(self._picked[key])
 
     def part(self, start_us: int, end_us: int) -> WindowData:
@@ -100,8 +101,9 @@ class WindowSource:
         the window judged once they are there: no event is lost to a window judged early."""
         a = self._ahead
         if a is None or start_us < a.start_us or end_us > a.end_us or (framework and a.events is None):
-            a = self._ahead = fetch_window(self.trial, start_us, max(end_us, start_us + READ_AHEAD_US),
-                                           framework=framework)
+            a = self._ahead = fetch_window(
+                self.trial, start_us, max(end_us, start_us + READ_AHEAD_US), framework=framework
+            )
         data = a.part(start_us, end_us)
         if not framework:
             return data

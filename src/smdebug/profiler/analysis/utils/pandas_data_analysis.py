@@ -111,8 +111,16 @@ class PandasFrameAnalysis:
         stats["job_duration"] = job_end - job_start
         step_0 = fw[(fw["step"] == 0) & fw["framework_metric"].isin(["Step:ModeKeys.TRAIN", "Step:ModeKeys.GLOBAL"])]
         if step_0.empty or fw.empty:
-            for k in ("training_loop_start", "training_loop_end", "training_loop_duration", "initialization",
-                      "finalization", "initialization_%", "training_loop_%", "finalization_%"):
+            for k in (
+                "training_loop_start",
+                "training_loop_end",
+                "training_loop_duration",
+                "initialization",
+                "finalization",
+                "initialization_%",
+                "training_loop_%",
+                "finalization_%",
+            ):
                 stats[k] = None
             return stats
         first = step_0.iloc[0]
@@ -121,8 +129,11 @@ class PandasFrameAnalysis:
         stats["training_loop_duration"] = int(fw["end_time_us"].max() - first["start_time_us"])
         stats["initialization"] = int(first["start_time_us"])  # from the frame's start_time, as 1.0.34
         stats["finalization"] = int(job_end - fw["end_time_us"].max())
-        for k, v in (("initialization_%", "initialization"), ("training_loop_%", "training_loop_duration"),
-                     ("finalization_%", "finalization")):
+        for k, v in (
+            ("initialization_%", "initialization"),
+            ("training_loop_%", "training_loop_duration"),
+            ("finalization_%", "finalization"),
+        ):
             stats[k] = stats[v] / stats["job_duration"] * 100 if stats["job_duration"] else None
         return stats
 
@@ -141,8 +152,15 @@ class PandasFrameAnalysis:
         spans = fw.groupby(["step", key_col]).agg({"start_time_us": "min", "end_time_us": "max"}).reset_index()
         spans["duration_us"] = spans["end_time_us"] - spans["start_time_us"]
         stats = _describe(spans.groupby([key_col])["duration_us"])
-        stats.columns = [key, "duration_mean_us", "duration_min_us", "duration_max_us", "duration_p50_us",
-                         "duration_p95_us", "duration_p99_us"]
+        stats.columns = [
+            key,
+            "duration_mean_us",
+            "duration_min_us",
+            "duration_max_us",
+            "duration_p50_us",
+            "duration_p95_us",
+            "duration_p99_us",
+        ]
         return stats
 
     # ------------------------------------------------------------------ utilization
@@ -166,8 +184,16 @@ class PandasFrameAnalysis:
             if intervals is not None:
                 for start, end, name in intervals[["start_time_us", "end_time_us", "phase"]].itertuples(index=False):
                     self.sys_metrics_df.loc[self.sys_metrics_df["timestamp_us"].between(start, end), "phase"] = name
-        columns = ["Resource", "nodeID", "utilization_mean", "utilization_min", "utilization_max",
-                   "utilization_p50", "utilization_p95", "utilization_p99"]
+        columns = [
+            "Resource",
+            "nodeID",
+            "utilization_mean",
+            "utilization_min",
+            "utilization_max",
+            "utilization_p50",
+            "utilization_p95",
+            "utilization_p99",
+        ]
         parts = []
         for r in resources:
             df = self.sys_metrics_df[self.sys_metrics_df["type"].astype(str).str.contains(r, regex=False)]
@@ -228,8 +254,15 @@ class PandasFrameAnalysis:
         mode = fw[fw["framework_metric"].isin(phase)]
         if len(phase) > 1:
             run = mode["framework_metric"].ne(mode["framework_metric"].shift()).cumsum()
-            mode = mode.groupby(run).agg(start_time_us=("start_time_us", "min"), end_time_us=("end_time_us", "max"),
-                                         phase=("framework_metric", "first")).reset_index(drop=True)
+            mode = (
+                mode.groupby(run)
+                .agg(
+                    start_time_us=("start_time_us", "min"),
+                    end_time_us=("end_time_us", "max"),
+                    phase=("framework_metric", "first"),
+                )
+                .reset_index(drop=True)
+            )
         else:
             mode = mode[["start_time_us", "end_time_us", "framework_metric"]].reset_index(drop=True)
             mode = mode.rename(columns={"framework_metric": "phase"})
@@ -240,11 +273,27 @@ class PandasFrameAnalysis:
             rows.append(row)
             if i + 1 < len(records) and row["phase"] in seen and records[i + 1]["phase"] in seen:
                 nxt = records[i + 1]
-                rows.append({"start_time_us": row["end_time_us"] + 1, "end_time_us": nxt["start_time_us"] - 1,
-                             "phase": "Between " + " and ".join(sorted([row["phase"], nxt["phase"]]))})
+                rows.append(
+                    {
+                        "start_time_us": row["end_time_us"] + 1,
+                        "end_time_us": nxt["start_time_us"] - 1,
+                        "phase": "Between " + " and ".join(sorted([row["phase"], nxt["phase"]])),
+                    }
+                )
         sys_us = self.sys_metrics_df["timestamp_us"]
-        rows.insert(0, {"start_time_us": sys_us.min(), "end_time_us": rows[0]["start_time_us"] - 1,
-                        "phase": "Before " + rows[0]["phase"]})
-        rows.append({"start_time_us": rows[-1]["end_time_us"] + 1, "end_time_us": sys_us.max(),
-                     "phase": "After " + rows[-1]["phase"]})
+        rows.insert(
+            0,
+            {
+                "start_time_us": sys_us.min(),
+                "end_time_us": rows[0]["start_time_us"] - 1,
+                "phase": "Before " + rows[0]["phase"],
+            },
+        )
+        rows.append(
+            {
+                "start_time_us": rows[-1]["end_time_us"] + 1,
+                "end_time_us": sys_us.max(),
+                "phase": "After " + rows[-1]["phase"],
+            }
+        )
         return pd.DataFrame(rows, columns=["start_time_us", "end_time_us", "phase"])

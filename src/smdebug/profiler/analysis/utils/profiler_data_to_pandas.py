@@ -40,10 +40,34 @@ from smdebug.storage import is_remote
 __all__ = ["PandasFrame", "SYSTEM_COLUMNS", "FRAMEWORK_COLUMNS", "DATALOADER_COLUMNS"]
 
 SYSTEM_COLUMNS = ["timestamp", "timestamp_us", "value", "system_metric", "dimension", "nodeID", "type"]
-FRAMEWORK_COLUMNS = ["start_time", "end_time", "start_time_us", "end_time_us", "tid", "pid", "framework_metric",
-                     "step", "bytes", "process", "nodeID"]
-DATALOADER_COLUMNS = ["start_time", "end_time", "start_time_us", "end_time_us", "duration_us", "pid",
-                      "framework_metric", "step", "worker_id", "num_workers", "pin_memory", "process", "node_id"]
+FRAMEWORK_COLUMNS = [
+    "start_time",
+    "end_time",
+    "start_time_us",
+    "end_time_us",
+    "tid",
+    "pid",
+    "framework_metric",
+    "step",
+    "bytes",
+    "process",
+    "nodeID",
+]
+DATALOADER_COLUMNS = [
+    "start_time",
+    "end_time",
+    "start_time_us",
+    "end_time_us",
+    "duration_us",
+    "pid",
+    "framework_metric",
+    "step",
+    "worker_id",
+    "num_workers",
+    "pin_memory",
+    "process",
+    "node_id",
+]
 _FAR_US = 2**62
 
 
@@ -51,8 +75,11 @@ def _human(us: np.ndarray) -> np.ndarray:
     """µs since the epoch -> ``%Y-%m-%dT%H:%M:%S:%f`` (UTC), vectorised."""
     if len(us) == 0:
         return np.empty(0, dtype=object)
-    return pd.to_datetime(np.asarray(us, dtype=np.int64), unit="us", utc=True).strftime("%Y-%m-%dT%H:%M:%S:%f").to_numpy(
-        dtype=object)
+    return (
+        pd.to_datetime(np.asarray(us, dtype=np.int64), unit="us", utc=True)
+        .strftime("%Y-%m-%dT%H:%M:%S:%f")
+        .to_numpy(dtype=object)
+    )
 
 
 def _arg(args: list, key: str, default):
@@ -79,13 +106,15 @@ class PandasFrame:
 
     # ------------------------------------------------------------------ whole job
     def get_all_system_metrics(self, selected_system_metrics=[]):  # noqa: B006 - 1.0.34's signature
-        sys_df, _ = self.get_profiler_data_by_time(0, _FAR_US, selected_system_metrics=selected_system_metrics,
-                                                   get_framework_metrics=False)
+        sys_df, _ = self.get_profiler_data_by_time(
+            0, _FAR_US, selected_system_metrics=selected_system_metrics, get_framework_metrics=False
+        )
         return sys_df
 
     def get_all_framework_metrics(self, selected_framework_metrics=[]):  # noqa: B006
-        _, fw_df = self.get_profiler_data_by_time(0, _FAR_US, selected_framework_metrics=selected_framework_metrics,
-                                                  get_system_metrics=False)
+        _, fw_df = self.get_profiler_data_by_time(
+            0, _FAR_US, selected_framework_metrics=selected_framework_metrics, get_system_metrics=False
+        )
         return fw_df
 
     def get_all_dataloader_metrics(self, selected_framework_metrics=[]):  # noqa: B006
@@ -94,19 +123,32 @@ class PandasFrame:
         ev = self._events(0, _FAR_US)
         if selected_framework_metrics:
             pats = [re.compile(p) for p in selected_framework_metrics]
-            keep = np.array([any(p.search(n) or p.search(ph) for p in pats) for n, ph in zip(ev.name, ev.phase)],
-                            dtype=bool)
+            keep = np.array(
+                [any(p.search(n) or p.search(ph) for p in pats) for n, ph in zip(ev.name, ev.phase)], dtype=bool
+            )
             ev = ev.take(keep)
         args = ev.args if ev.args else [None] * len(ev)
-        df = pd.DataFrame({
-            "start_time": _human(ev.start_us), "end_time": _human(ev.end_us),
-            "start_time_us": ev.start_us - self.start_time, "end_time_us": ev.end_us - self.start_time,
-            "duration_us": ev.end_us - ev.start_us, "pid": ev.pid, "framework_metric": self._metric_names(ev),
-            "step": ev.step, "worker_id": _arg(args, "worker_id", -1), "num_workers": _arg(args, "num_workers", -1),
-            "pin_memory": ["NA" if not a or "pin_memory" not in a else ("True" if a["pin_memory"] is True else "False")
-                           for a in args],
-            "process": ev.phase, "node_id": ev.node_id,
-        }, columns=DATALOADER_COLUMNS)
+        df = pd.DataFrame(
+            {
+                "start_time": _human(ev.start_us),
+                "end_time": _human(ev.end_us),
+                "start_time_us": ev.start_us - self.start_time,
+                "end_time_us": ev.end_us - self.start_time,
+                "duration_us": ev.end_us - ev.start_us,
+                "pid": ev.pid,
+                "framework_metric": self._metric_names(ev),
+                "step": ev.step,
+                "worker_id": _arg(args, "worker_id", -1),
+                "num_workers": _arg(args, "num_workers", -1),
+                "pin_memory": [
+                    "NA" if not a or "pin_memory" not in a else ("True" if a["pin_memory"] is True else "False")
+                    for a in args
+                ],
+                "process": ev.phase,
+                "node_id": ev.node_id,
+            },
+            columns=DATALOADER_COLUMNS,
+        )
         return df[~df.duplicated()]
 
     # ------------------------------------------------------------------ by time / step
@@ -116,8 +158,10 @@ class PandasFrame:
     @staticmethod
     def _metric_names(ev: FrameworkEvents) -> list:
         args = ev.args if ev.args else [None] * len(ev)
-        return [a["layer_name"] if a and "layer_name" in a else a["name"] if a and "name" in a else n
-                for a, n in zip(args, ev.name.tolist())]
+        return [
+            a["layer_name"] if a and "layer_name" in a else a["name"] if a and "name" in a else n
+            for a, n in zip(args, ev.name.tolist())
+        ]
 
     def _system_df(self, start_us, end_us, selected) -> pd.DataFrame:
         parts = []
@@ -126,10 +170,20 @@ class PandasFrame:
             name = s.name if s.name != "" else None
             if selected and name not in selected:
                 continue
-            parts.append(pd.DataFrame({
-                "timestamp": _human(s.timestamp_us), "timestamp_us": s.timestamp_us - self.start_time,
-                "value": s.value, "system_metric": name, "dimension": s.dimension, "nodeID": s.node_id, "type": s.type,
-            }, columns=SYSTEM_COLUMNS))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "timestamp": _human(s.timestamp_us),
+                        "timestamp_us": s.timestamp_us - self.start_time,
+                        "value": s.value,
+                        "system_metric": name,
+                        "dimension": s.dimension,
+                        "nodeID": s.node_id,
+                        "type": s.type,
+                    },
+                    columns=SYSTEM_COLUMNS,
+                )
+            )
         if not parts:
             return pd.DataFrame(columns=SYSTEM_COLUMNS)
         df = pd.concat(parts, ignore_index=True).sort_values("timestamp_us", kind="stable", ignore_index=True)
@@ -141,23 +195,46 @@ class PandasFrame:
             wanted = set(selected)
             ev = ev.take(np.array([n in wanted or p in wanted for n, p in zip(ev.name, ev.phase)], dtype=bool))
         args = ev.args if ev.args else [None] * len(ev)
-        return pd.DataFrame({
-            "start_time": _human(ev.start_us), "end_time": _human(ev.end_us),
-            "start_time_us": ev.start_us - self.start_time, "end_time_us": ev.end_us - self.start_time,
-            "tid": ev.tid, "pid": ev.pid, "framework_metric": self._metric_names(ev), "step": ev.step,
-            "bytes": _arg(args, "bytes_fetched", -1), "process": ev.phase, "nodeID": ev.node_id,
-        }, columns=FRAMEWORK_COLUMNS)
+        return pd.DataFrame(
+            {
+                "start_time": _human(ev.start_us),
+                "end_time": _human(ev.end_us),
+                "start_time_us": ev.start_us - self.start_time,
+                "end_time_us": ev.end_us - self.start_time,
+                "tid": ev.tid,
+                "pid": ev.pid,
+                "framework_metric": self._metric_names(ev),
+                "step": ev.step,
+                "bytes": _arg(args, "bytes_fetched", -1),
+                "process": ev.phase,
+                "nodeID": ev.node_id,
+            },
+            columns=FRAMEWORK_COLUMNS,
+        )
 
-    def get_profiler_data_by_time(self, start_time_us, end_time_us, cache_metrics=False,
-                                  selected_framework_metrics=[], selected_system_metrics=[],  # noqa: B006
-                                  get_framework_metrics=True, get_system_metrics=True):
+    def get_profiler_data_by_time(
+        self,
+        start_time_us,
+        end_time_us,
+        cache_metrics=False,
+        selected_framework_metrics=[],  # noqa: B006 - 1.0.34's signature
+        selected_system_metrics=[],  # noqa: B006
+        get_framework_metrics=True,
+        get_system_metrics=True,
+    ):
         """``(system DataFrame, framework DataFrame)`` of ``[start_time_us, end_time_us]`` (µs since
         the epoch): samples in the window, events overlapping it. ``cache_metrics=True`` returns
         everything asked so far with ``cache_metrics=True``."""
-        sys_df = (self._system_df(start_time_us, end_time_us, selected_system_metrics) if get_system_metrics
-                  else pd.DataFrame(columns=SYSTEM_COLUMNS))
-        fw_df = (self._framework_df(start_time_us, end_time_us, selected_framework_metrics) if get_framework_metrics
-                 else pd.DataFrame(columns=FRAMEWORK_COLUMNS))
+        sys_df = (
+            self._system_df(start_time_us, end_time_us, selected_system_metrics)
+            if get_system_metrics
+            else pd.DataFrame(columns=SYSTEM_COLUMNS)
+        )
+        fw_df = (
+            self._framework_df(start_time_us, end_time_us, selected_framework_metrics)
+            if get_framework_metrics
+            else pd.DataFrame(columns=FRAMEWORK_COLUMNS)
+        )
         if cache_metrics:
             if get_system_metrics:
                 self.system_metrics.append(sys_df)
@@ -208,8 +285,12 @@ class PandasFrame:
             framework = {k: v / top for k, v in framework.items()}
         return framework, detailed, training
 
-    def get_framework_metrics_by_begin_and_end_timesteps(self, begin_timestep_list, end_timestep_list,
-                                                         selected_framework_metrics=[]):  # noqa: B006
+    def get_framework_metrics_by_begin_and_end_timesteps(
+        self,
+        begin_timestep_list,
+        end_timestep_list,
+        selected_framework_metrics=[],  # noqa: B006
+    ):
         """For the intervals ``(begin, end)``: the time of the non-step events overlapping each,
         summed per phase and per event name, both scaled to their largest: ``(per_phase, per_name)``."""
         begins = [self.convert_datetime_to_timestamp(t) for t in begin_timestep_list]

@@ -16,9 +16,16 @@ from enum import Enum
 
 from smdebug.profiler.python_profile_utils import PythonProfileModes, StepPhase, str_to_python_profile_mode
 
-__all__ = ["Metrics", "StepPythonProfileStats", "cProfileStats", "cProfileFunctionStats", "PyinstrumentStepStats",
-           "FUNCTION_STATS_COLUMNS",
-           "PythonProfileModes", "StepPhase"]  # (the last two: imported from here in 1.0.34)
+__all__ = [
+    "Metrics",
+    "StepPythonProfileStats",
+    "cProfileStats",
+    "cProfileFunctionStats",
+    "PyinstrumentStepStats",
+    "FUNCTION_STATS_COLUMNS",
+    "PythonProfileModes",
+    "StepPhase",
+]  # (the last two: imported from here in 1.0.34)
 
 FUNCTION_STATS_COLUMNS = ["function name", "# of primitive calls", "# of total calls", "total time", "cumulative time"]
 
@@ -35,8 +42,10 @@ class Metrics(Enum):
 def _side(text: str, where: str) -> tuple:
     parts = text.split("-")
     if len(parts) != 4:
-        raise ValueError(f"{where}: a Python-profile stats folder is named <mode>-<step>-<phase>-<time_us>"
-                         f"_<mode>-<step>-<phase>-<time_us>, not {text!r}")
+        raise ValueError(
+            f"{where}: a Python-profile stats folder is named <mode>-<step>-<phase>-<time_us>"
+            f"_<mode>-<step>-<phase>-<time_us>, not {text!r}"
+        )
     mode, step, phase, time_us = parts
     try:
         return str_to_python_profile_mode(mode), step, StepPhase(phase), float(time_us)
@@ -94,8 +103,11 @@ class StepPythonProfileStats:
             return True
         if start_step > self.start_step or end_step < self.end_step:
             return False
-        if (start_step == self.start_step and start_phase in (StepPhase.STEP_END, StepPhase.FORWARD_PASS_END)
-                and self.start_phase != start_phase):
+        if (
+            start_step == self.start_step
+            and start_phase in (StepPhase.STEP_END, StepPhase.FORWARD_PASS_END)
+            and self.start_phase != start_phase
+        ):
             return False
         if end_step == self.end_step and end_phase == StepPhase.STEP_START and self.end_phase != end_phase:
             return False
@@ -125,8 +137,12 @@ class cProfileFunctionStats:  # noqa: N801 - 1.0.34's name
         self.callers = [pstats.func_std_string(k) for k in callers]
 
     def as_row(self) -> dict:
-        return dict(zip(FUNCTION_STATS_COLUMNS, (self.function_name, self.prim_calls, self.total_calls,
-                                                 self.total_time, self.cumulative_time)))
+        return dict(
+            zip(
+                FUNCTION_STATS_COLUMNS,
+                (self.function_name, self.prim_calls, self.total_calls, self.total_time, self.cumulative_time),
+            )
+        )
 
     def __repr__(self) -> str:
         return repr(self.as_row())
@@ -163,4 +179,3 @@ class PyinstrumentStepStats:
     def __init__(self, html_file_path, json_stats):
         self.html_file_path = html_file_path
         self.json_stats = json_stats
-
