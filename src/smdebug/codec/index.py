@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import orjson
 
+from smdebug.codec.crc import crc32c
 from smdebug.exceptions import IndexReaderException
 from smdebug.modes import ModeKeys
 
-__all__ = ["ParsedIndex", "IndexBuilder", "encode_index", "decode_index", "decode_collections_json"]
+__all__ = ["ParsedIndex", "IndexBuilder", "IndexDecoder", "encode_index", "decode_index", "decode_collections_json"]
 
 
 @dataclass(slots=True)
@@ -149,6 +150,22 @@ def safe_relative_key(name: object, where: str) -> str:
     return norm
 
 
+def _mode(meta: dict, where: str) -> ModeKeys:
+    """meta's mode; meta must also hold a mode_step."""
+    mode = ModeKeys.__members__.get(meta["mode"].strip()) if isinstance(meta.get("mode"), str) else None
+    if mode is None or "mode_step" not in meta:
+        raise _bad(where, f"meta needs a valid mode and mode_step, got {_short(meta)}")
+    return mode
+
+
+def _event_file(meta: dict, where: str) -> str | None:
+    """The event file of an index with tensor entries. An empty name keeps the step and its
+    tensors listed (as in 1.0.34): reading a value fails, naming the index."""
+    if meta.get("event_file_name") == "":
+        return None
+    return safe_relative_key(meta.get("event_file_name"), where)
+
+
 def decode_index(data: bytes, where: str) -> ParsedIndex:
     """Parse and check one index file; every defect raises IndexReaderException naming ``where``."""
     try:
@@ -162,9 +179,7 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         raise _bad(where, "meta section is missing or empty")
     if "tensor_payload" not in d and "shape_payload" not in d:
         raise _bad(where, "neither tensor_payload nor shape_payload is present")
-    mode = ModeKeys.__members__.get(meta["mode"].strip()) if isinstance(meta.get("mode"), str) else None
-    if mode is None or "mode_step" not in meta:
-        raise _bad(where, f"meta needs a valid mode and mode_step, got {_short(meta)}")
+    mode = _mode(meta, where)
     mode_step = _whole(meta["mode_step"], "meta.mode_step", where, -_INT64_MAX - 1)
     tp = d.get("tensor_payload") or []
     sp = d.get("shape_payload") or []
@@ -180,11 +195,10 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
         raise _bad(where, "a tensor_payload entry lacks tensorname, start_idx or length") from None
     if tags and set(map(type, tags)) != {str}:
         raise _bad(where, f"a tensorname is not a string: {_short([t for t in tags if type(t) is not str][0])}")
-    if tp and meta.get("event_file_name") != "":
+    if tp:
         # start_idx / length are checked when a record is read (IndexFile.location), so that
-        # opening a trial does no per-entry work beyond collecting the tags. An empty name keeps
-        # the step and its tensors listed (as in 1.0.34): reading a value fails, naming the index
-        event_file_name = safe_relative_key(meta.get("event_file_name"), where)
+        # opening a trial does no per-entry work beyond collecting the tags
+        event_file_name = _event_file(meta, where)
     shapes = {}
     for e in sp:
         try:
@@ -195,6 +209,78 @@ def decode_index(data: bytes, where: str) -> ParsedIndex:
             raise _bad(where, f"bad shape_payload entry {_short(e)}")
         shapes[name] = (tuple(_whole(x, f"shape of {name!r}: dimension", where, 0) for x in dims), original)
     return ParsedIndex(mode, mode_step, event_file_name, tags, starts, lengths, shapes, crcs)
+
+
+class _Payload:
+    """Payload sections met before: their bytes and a file decoded with them."""
+
+    __slots__ = ("tail", "parsed", "alone")
+
+    def __init__(self, tail: bytes, parsed: ParsedIndex) -> None:
+        self.tail, self.parsed = tail, parsed
+        self.alone: bool | None = None  # no "meta" member in them (looked for at the first match)
+
+
+class IndexDecoder:
+    """:func:`decode_index` over many index files of one trial, with the same results and errors.
+    A file whose payload sections (everything after its meta section) are byte for byte those of
+    a file decoded before has only its meta section parsed and checked: a job's files of one
+    tensor layout mostly are alike, records of the same sizes at the same offsets (files that
+    carry payload CRCs differ; after ``give_up`` files in a row without a match the decoder stops
+    looking). The split is used only where the file's bytes before the comma that precedes
+    ``"tensor_payload"`` make a JSON object holding "meta" alone (closed by a "}"), and its bytes
+    after it hold no "meta" and no \\u escape: the file's members are then that object's and the
+    payload's. It keeps the last ``keep`` payloads, ``keep_bytes`` at most. Files that share
+    payload sections share the lists parsed from them: read them only."""
+
+    def __init__(self, keep: int = 16, keep_bytes: int = 8 << 20, give_up: int = 256) -> None:
+        self._known: dict[tuple[int, int], _Payload] = {}  # by the payload's (length, crc32c)
+        self._keep, self._keep_bytes, self._give_up = keep, keep_bytes, give_up
+        self._bytes = 0  # of the payloads kept
+        self._misses = 0
+
+    def decode(self, data: bytes, where: str) -> ParsedIndex:
+        comma = -1
+        if self._misses < self._give_up:
+            cut = data.find(b'"tensor_payload"', 0, 4096)
+            comma = data.rfind(b",", 0, cut) if cut > 0 else -1
+        if comma < 0:
+            return decode_index(data, where)
+        tail = data[comma + 1 :]
+        key = (len(tail), crc32c(tail))
+        known = self._known.get(key)
+        head = _meta_alone(data, comma)
+        if known is not None and known.alone is None and known.tail == tail:
+            # no "meta" member, not even spelt with escapes (20 us each for 18 kB: once per payload)
+            known.alone = b'"meta"' not in tail and b"\\u" not in tail
+        if known is None or not known.alone or known.tail != tail or head is None:
+            parsed = decode_index(data, where)
+            self._misses += 1
+            if known is None and head is not None and len(tail) <= self._keep_bytes:
+                self._known[key] = _Payload(tail, parsed)
+                self._bytes += len(tail)
+                while len(self._known) > self._keep or self._bytes > self._keep_bytes:  # the oldest go
+                    self._bytes -= len(self._known.pop(next(iter(self._known))).tail)
+            return parsed
+        self._misses = 0
+        # decode_index's checks of the meta section, in its order (the payload passed them before)
+        meta = head["meta"]
+        if not isinstance(meta, dict) or not meta:
+            raise _bad(where, "meta section is missing or empty")
+        mode = _mode(meta, where)
+        mode_step = _whole(meta["mode_step"], "meta.mode_step", where, -_INT64_MAX - 1)
+        p = known.parsed
+        event_file_name = _event_file(meta, where) if p.tags else None
+        return ParsedIndex(mode, mode_step, event_file_name, p.tags, p.starts, p.lengths, p.shapes, p.crcs)
+
+
+def _meta_alone(data: bytes, comma: int) -> dict | None:
+    """``data[:comma] + "}"`` parsed, when it is a JSON object whose one member is "meta"."""
+    try:
+        head = orjson.loads(data[:comma] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    return head if type(head) is dict and len(head) == 1 and "meta" in head else None
 
 
 def _str_list(value: object) -> bool:

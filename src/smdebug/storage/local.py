@@ -113,10 +113,13 @@ class LocalStore(Store):
         file that changes later has another stamp: readers that cache what they parsed compare
         stamps to know when to read it again)."""
         with _reading(self._path(key)) as (fd, st):
-            chunks = [os.read(fd, max(st.st_size, 1))]
-            while chunks[-1]:  # the file may have grown since fstat
+            data = os.read(fd, st.st_size + 1)  # one byte more than fstat said: a file that grew says so
+            if len(data) <= st.st_size:  # the whole file, in one system call
+                return data, (st.st_size, st.st_mtime_ns)
+            chunks = [data]
+            while chunks[-1]:
                 chunks.append(os.read(fd, 1 << 20))
-            return (b"".join(chunks) if len(chunks) > 2 else chunks[0]), (st.st_size, st.st_mtime_ns)
+            return b"".join(chunks), (st.st_size, st.st_mtime_ns)
 
     def read_into(self, key: str, reserve: Callable[[int], memoryview]) -> tuple[int, tuple[int, int]]:
         """The file's bytes read straight into memory of the caller's, with no copy of them:

@@ -6,6 +6,7 @@ import logging
 from array import array
 
 import numpy as np
+import orjson
 
 from smdebug.codec.consolidated import ConsolidatedHead
 from smdebug.codec.index import ParsedIndex
@@ -20,15 +21,47 @@ _MODES = {m.value: m for m in ModeKeys}
 logger = logging.getLogger("smdebug")
 
 
+def _whole_numbers(values: list) -> bool:
+    """Whether a list read from JSON holds nothing but integers, checked in C: written back as
+    JSON it has only digits, signs and commas between its brackets (true, false, floats,
+    strings, null and nested values all write something else). 1 us for 200 entries; a type check of each
+    entry in a generator cost a third of opening."""
+    try:
+        return not orjson.dumps(values)[1:-1].translate(None, b"0123456789-,")
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits
+        return False
+
+
 def _compact(values: list):
     """8 bytes an entry instead of a Python int object each; the list as is when it holds
     anything but 64-bit ints (IndexFile.location and crc then name the bad entry)."""
-    if set(map(type, values)) != {int}:  # in C: a generator over every entry cost a third of opening
+    if not _whole_numbers(values):
         return values
     try:
         return array("q", values)
     except OverflowError:
         return values
+
+
+class _Shared:
+    """A layout's last column of entries (starts or lengths) and its compact form, which the
+    next file of the layout takes when its column is equal (one comparison in C instead of a
+    conversion: a layout's files mostly hold records of the same sizes), sharing its memory."""
+
+    __slots__ = ("values", "compact")
+
+    def __init__(self) -> None:
+        self.values: list | None = None
+        self.compact: array | None = None
+
+    def take(self, values: list):
+        # equal as numbers, and whole numbers (1.0 == 1 and True == 1 too)
+        if values is self.values or (values == self.values and _whole_numbers(values)):
+            return self.compact
+        compact = _compact(values)
+        if type(compact) is array:
+            self.values, self.compact = values, compact
+        return compact
 
 
 class Layout:
@@ -39,7 +72,19 @@ class Layout:
     and ``chunks``: (chunk, rows of the chunk with this layout) pairs.
     """
 
-    __slots__ = ("tensors", "files", "tags", "shapes", "chunks", "shape_names", "_agg_done", "_agg_steps", "_agg_modes")
+    __slots__ = (
+        "tensors",
+        "files",
+        "tags",
+        "shapes",
+        "chunks",
+        "shape_names",
+        "starts",
+        "lengths",
+        "_agg_done",
+        "_agg_steps",
+        "_agg_modes",
+    )
 
     def __init__(self, tags: tuple, shape_names: tuple, where: str, shapes: dict | None = None):
         self.files: list[IndexFile] = []  # every file with this layout, in the order read
@@ -50,6 +95,7 @@ class Layout:
         self._agg_modes: dict = {}
         self.shapes = shapes
         self.chunks: list = []
+        self.starts, self.lengths = _Shared(), _Shared()  # its files' columns, shared while equal
         tensors: dict[str, list] = {}
         for pos, tag in enumerate(tags):
             if type(tag) is not str:
@@ -103,8 +149,8 @@ class IndexFile:
         self.mode_step = parsed.mode_step
         self.event_key = parsed.event_file_name
         self.layout = layout
-        self.starts = _compact(parsed.starts)
-        self.lengths = _compact(parsed.lengths)
+        self.starts = layout.starts.take(parsed.starts)
+        self.lengths = layout.lengths.take(parsed.lengths)
         self.shapes = parsed.shapes
         self.crcs = None if parsed.crcs is None else _compact(parsed.crcs)
 

@@ -10,7 +10,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
-from smdebug.codec.index import decode_index
+from smdebug.codec.index import IndexDecoder
 from smdebug.core.config.collection import Collection
 from smdebug.core.config.collection_manager import CollectionManager
 from smdebug.core.modes import ModeKeys
@@ -83,6 +83,7 @@ class Trial:
         self.worker_set: set[str] = set()
         self.bad_index_files: dict[str, str] = {}
         self._index = IndexState()
+        self._decoder = IndexDecoder()  # files of one layout parse only their meta section
         self._seen_keys: set[str] = set()
         self._tensors: dict[str, Tensor] = {}
         self._reader = RecordReader(store, self._stale_chunks)  # the one batched read of records
@@ -154,7 +155,7 @@ class Trial:
                     if isinstance(blob, ObjectNotFound):
                         continue  # removed between list and read
                     raise blob
-                parsed = decode_index(blob, where)  # type: ignore[arg-type]  # a Where formats as the str
+                parsed = self._decoder.decode(blob, where)  # type: ignore[arg-type]  # a Where formats as the str
                 self._index.add(key, step, worker, parsed, where)  # type: ignore[arg-type]  # (as above)
             except IndexReaderException as exc:
                 if key not in self.bad_index_files:
