@@ -3,6 +3,7 @@ the job starts: one line naming the flag and what is wrong, exit status 2, the c
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -116,6 +117,20 @@ def test_an_output_folder_that_cannot_be_written_is_refused(capsys, tmp_path):
     blocker.write_text("x")
     code, err = _run(capsys, tmp_path, "--out-dir", str(blocker / "trial"))
     assert code == 2 and f"smdebug run: --out-dir {blocker / 'trial'}: {blocker} is not a folder" in err, err
+
+
+@pytest.mark.parametrize("flag", ["--stop-grace", "--term-grace", "--rule-timeout"])
+def test_the_command_line_and_the_api_name_their_own_argument(capsys, tmp_path, flag):
+    code, err = _run(capsys, tmp_path, flag, "soon")
+    assert code == 2 and f"smdebug run: {flag} 'soon': expected a number of seconds" in err, err
+    assert not (tmp_path / "ran").exists()
+    argument = flag[2:].replace("-", "_")
+    with pytest.raises(LaunchConfigError, match=f"^{argument} 'soon': expected a number of seconds"):
+        smdebug.launch([sys.executable, "-c", "pass"], run_dir=str(tmp_path / "r"), **{argument: "soon"})
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(LaunchConfigError, match=re.escape(f"out_dir {blocker / 'trial'}: {blocker} is not a folder")):
+        smdebug.launch([sys.executable, "-c", "pass"], run_dir=str(tmp_path / "r"), out_dir=str(blocker / "trial"))
 
 
 def test_configuration_files_are_bounded(capsys, tmp_path):

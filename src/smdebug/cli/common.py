@@ -3,6 +3,7 @@ checked arguments and output files, strict JSON, and notices while waiting."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import sys
@@ -15,6 +16,11 @@ __all__ = [
     "parse_mode",
     "progress",
     "add_trial_argument",
+    "add_output_argument",
+    "add_json_argument",
+    "add_step_range",
+    "add_repeatable",
+    "check_regex",
     "tensor_of",
     "check_writable",
     "check_step_range",
@@ -33,8 +39,42 @@ class CliError(Exception):
     """Bad input on the command line: printed as one line, exit status 2."""
 
 
-def add_trial_argument(parser) -> None:
+def add_trial_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trial", help="trial folder or s3://bucket/prefix")
+
+
+def add_output_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """``-o/--output``, required: the file or folder written (check it with :func:`check_writable`)."""
+    parser.add_argument("-o", "--output", required=True, help=help)
+
+
+def add_json_argument(parser: argparse.ArgumentParser, help: str = "print JSON for scripts") -> None:
+    """``--json``: machine-readable output on stdout (:func:`emit_json`)."""
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_step_range(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``--start-step`` / ``--end-step``: the global steps to ``verb`` (scan, evaluate); check them with
+    :func:`check_step_range`."""
+    parser.add_argument("--start-step", type=int, default=0, help=f"first global step to {verb} (default 0)")
+    parser.add_argument("--end-step", type=int, help=f"{verb} steps before this one (default: all)")
+
+
+def add_repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
+    """An option given any number of times: a list, empty when not given."""
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help)
+
+
+def check_regex(value: str | None, flag: str) -> None:
+    """A regex option (``--tensor``) compiles, or a CliError naming the flag; None passes."""
+    from smdebug.patterns import PatternError, compile
+
+    if value is None:
+        return
+    try:
+        compile(value, arg=flag)
+    except PatternError as exc:
+        raise CliError(str(exc)) from None
 
 
 def say(message: str) -> None:

@@ -16,8 +16,10 @@ import os
 
 from smdebug.cli.common import (
     CliError,
+    add_output_argument,
     add_trial_argument,
     check_at_least,
+    check_regex,
     check_writable,
     needs_extra,
     open_trial,
@@ -27,14 +29,26 @@ from smdebug.cli.common import (
     writing,
 )
 
-COLUMNS = ("step", "mode", "mode_step", "worker", "tensor", "reduction", "abs", "value", "int_value")
+# the table's columns, in order, with their Parquet types (pyarrow's type functions)
+_TYPES = {
+    "step": "int64",
+    "mode": "string",
+    "mode_step": "int64",
+    "worker": "string",
+    "tensor": "string",
+    "reduction": "string",
+    "abs": "bool_",
+    "value": "float64",
+    "int_value": "int64",
+}
+COLUMNS = tuple(_TYPES)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 def add(sub) -> None:
     p = sub.add_parser("export", help="reductions and scalars as one tidy table (Parquet or CSV)")
     add_trial_argument(p)
-    p.add_argument("-o", "--output", required=True, help="output folder (parquet) or file (csv)")
+    add_output_argument(p, "output folder (parquet) or file (csv)")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="default parquet")
     p.add_argument("--tensor", metavar="REGEX", help="only tensors whose name matches REGEX")
     p.add_argument("--mode", help="only this mode (train, eval, predict, global)")
@@ -118,13 +132,7 @@ def to_columns(row_iter) -> dict:
 
 
 def run(args) -> int:
-    from smdebug.patterns import PatternError, compile
-
-    if args.tensor:
-        try:
-            compile(args.tensor, arg="--tensor")
-        except PatternError as exc:
-            raise CliError(str(exc)) from None
+    check_regex(args.tensor or None, "--tensor")
     check_at_least("--raw-max-size", args.raw_max_size, 0)
     out = args.output
     if not out or not out.strip():
@@ -170,19 +178,7 @@ def _write_parquet(path: str, cols: dict) -> None:
         import pyarrow.dataset as ds
     except ImportError:
         raise CliError("Parquet needs pyarrow: pip install 'smdebug-open[export]' (or use --format csv)") from None
-    schema = pa.schema(
-        [
-            ("step", pa.int64()),
-            ("mode", pa.string()),
-            ("mode_step", pa.int64()),
-            ("worker", pa.string()),
-            ("tensor", pa.string()),
-            ("reduction", pa.string()),
-            ("abs", pa.bool_()),
-            ("value", pa.float64()),
-            ("int_value", pa.int64()),
-        ]
-    )
+    schema = pa.schema([(c, getattr(pa, t)()) for c, t in _TYPES.items()])
     table = pa.table({c: cols[c] for c in COLUMNS}, schema=schema)
     if table.num_rows == 0:  # write_dataset writes no file at all: the folder would be missing
         import pyarrow.parquet as pq

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from smdebug.cli.common import add_trial_argument, check_at_least, emit_json, needs_extra, open_trial, progress
+from smdebug.cli.common import (
+    add_json_argument,
+    add_trial_argument,
+    check_at_least,
+    emit_json,
+    needs_extra,
+    open_trial,
+    progress,
+)
 from smdebug.modes import ModeKeys
 
 
@@ -13,7 +21,7 @@ def add(sub) -> None:
         about = "steps per mode, workers, collections, tensors and what was saved"
         p = sub.add_parser(name, help=about if name == "info" else "the same as info")
         add_trial_argument(p)
-        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        add_json_argument(p)
         p.add_argument("--max-steps", type=int, default=12, help="steps to list per series in the table (default 12)")
         p.set_defaults(func=run)
 

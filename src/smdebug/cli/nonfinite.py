@@ -10,7 +10,14 @@ scanned (nothing was checked), as on bad input.
 
 from __future__ import annotations
 
-from smdebug.cli.common import add_trial_argument, check_step_range, emit_json, open_trial
+from smdebug.cli.common import (
+    add_json_argument,
+    add_step_range,
+    add_trial_argument,
+    check_step_range,
+    emit_json,
+    open_trial,
+)
 
 
 def add(sub) -> None:
@@ -20,15 +27,14 @@ def add(sub) -> None:
         "computed them) and where; exit 1 when found",
     )
     add_trial_argument(p)
-    p.add_argument("--start-step", type=int, default=0, help="first global step to scan (default 0)")
-    p.add_argument("--end-step", type=int, help="scan steps before this one (default: all)")
+    add_step_range(p, "scan")
     p.add_argument(
         "--regex",
         action="append",
         metavar="REGEX",
         help="scan only the tensors matching REGEX (repeat for several; default: every tensor)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    add_json_argument(p)
     p.set_defaults(func=run)
 
 

@@ -14,7 +14,18 @@ from __future__ import annotations
 import logging
 import os
 
-from smdebug.cli.common import CliError, add_trial_argument, check_at_least, check_writable, emit_json, say, writing
+from smdebug.cli.common import (
+    CliError,
+    add_json_argument,
+    add_output_argument,
+    add_repeatable,
+    add_trial_argument,
+    check_at_least,
+    check_writable,
+    emit_json,
+    say,
+    writing,
+)
 
 __all__ = ["add", "open_profile", "find_profile", "open_report_trial", "run_profiler_rules", "PROFILE_SUBFOLDERS"]
 
@@ -25,7 +36,7 @@ def add(sub) -> None:
 
     info = cmds.add_parser("info", help="nodes, time span, steps, framework events and system metrics recorded")
     add_trial_argument(info)
-    info.add_argument("--json", action="store_true", help="print one JSON document")
+    add_json_argument(info, "print one JSON document")
     info.set_defaults(func=run_info)
 
     tl = cmds.add_parser(
@@ -34,11 +45,8 @@ def add(sub) -> None:
         "metrics as counters, torch.profiler's detailed trace",
     )
     add_trial_argument(tl)
-    tl.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        help="the .json trace file (with several nodes: one file per node, the node's name before the extension)",
+    add_output_argument(
+        tl, "the .json trace file (with several nodes: one file per node, the node's name before the extension)"
     )
     tl.add_argument("--node", help="only this node (algo-1...)")
     tl.add_argument("--start", type=float, help="seconds after the profile's first record")
@@ -50,20 +58,14 @@ def add(sub) -> None:
         help="at most this many points per system metric; longer series are averaged (default 20000)",
     )
     tl.add_argument("--rules", action="store_true", help="run the profiler rules and show where they fired")
-    tl.add_argument("--json", action="store_true", help="print what was written as one JSON document")
+    add_json_argument(tl, "print what was written as one JSON document")
     tl.set_defaults(func=run_timeline)
 
     rules = cmds.add_parser("rules", help="run the profiler rules (all, or --rule NAME...) and print their verdicts")
     add_trial_argument(rules)
-    rules.add_argument("--rule", action="append", default=[], metavar="NAME", help="a profiler rule (repeatable)")
-    rules.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="RULE.NAME=VALUE",
-        help="a rule parameter, e.g. StepOutlier.stddev=2 (repeatable)",
-    )
-    rules.add_argument("--json", action="store_true", help="print the rules' reports as one JSON document")
+    add_repeatable(rules, "--rule", "NAME", "a profiler rule (repeatable)")
+    add_repeatable(rules, "--param", "RULE.NAME=VALUE", "a rule parameter, e.g. StepOutlier.stddev=2 (repeatable)")
+    add_json_argument(rules, "print the rules' reports as one JSON document")
     rules.set_defaults(func=run_rules)
 
 
@@ -79,7 +81,7 @@ def _join(path: str, sub: str) -> str:
 def find_profile(path: str) -> str | None:
     """The profiler folder at ``path``: ``path`` itself when it holds profiler data (system/ or
     framework/ files), else its ``profiler`` or ``profiler-output`` folder that does; None."""
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
     from smdebug.storage import is_remote
 
     for candidate in (path, *(_join(path, sub) for sub in PROFILE_SUBFOLDERS)):
@@ -94,7 +96,7 @@ def open_profile(path: str):
     """The profiler trial at ``path``, or a CliError saying why there is none. A folder that holds
     no profile but whose ``profiler`` (an out_dir) or ``profiler-output`` (a SageMaker job) folder
     does is read there, and a line on stderr says so."""
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
     from smdebug.storage import is_remote
 
     if not path or not path.strip():
@@ -148,8 +150,8 @@ def open_report_trial(args):
 def summarize(trial) -> dict:
     import numpy as np
 
-    from smdebug.analysis.profiler_report.stats import MODES, end_timestamp
-    from smdebug.analysis.profiler_timeline import kineto_files
+    from smdebug.profiler.views.kineto import kineto_files
+    from smdebug.profiler.views.report.stats import MODES, end_timestamp
 
     # the newest record of any stream: the system samples may stop before the last steps, or after
     first, last = trial.first_timestamp, end_timestamp(trial)
@@ -250,8 +252,8 @@ def _node_path(path: str, node: str) -> str:
 def run_timeline(args) -> int:
     import json
 
-    from smdebug.analysis.profiler_timeline import build_timeline, timeline_nodes
     from smdebug.exceptions import SMDebugValueError
+    from smdebug.profiler.views.timeline import build_timeline, timeline_nodes
 
     out = check_writable(args.output)
     check_at_least("--max-points", args.max_points, 1)
@@ -380,8 +382,8 @@ class _SaidByTheVerdicts(logging.Filter):
 
 
 def run_rules(args) -> int:
-    from smdebug.analysis.profiler_report.advice import advice_for
-    from smdebug.analysis.profiler_report.page import verdict_of
+    from smdebug.profiler.views.report.advice import advice_for
+    from smdebug.profiler.views.report.page import verdict_of
 
     trial = open_profile(args.trial)
     reports = run_profiler_rules(trial, args.rule or None, args.param)

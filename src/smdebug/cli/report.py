@@ -1,5 +1,5 @@
 """``smdebug report TRIAL -o report.html``: one self-contained HTML page about a trial
-(``--profile``: about a profiler folder, see :mod:`smdebug.analysis.profiler_report`).
+(``--profile``: about a profiler folder, see :mod:`smdebug.profiler.views.report`).
 
 The first tensor that went NaN or inf (and where), losses per mode, gradient and weight norms per
 layer, the built-in rules that apply to what was saved and what each found where it fired (the
@@ -16,14 +16,23 @@ import io
 import time
 
 from smdebug.analysis.page_kit import document, img, section, table
-from smdebug.cli.common import CliError, add_trial_argument, check_writable, needs_extra, say, writing
+from smdebug.cli.common import (
+    CliError,
+    add_output_argument,
+    add_repeatable,
+    add_trial_argument,
+    check_writable,
+    needs_extra,
+    say,
+    writing,
+)
 from smdebug.modes import ModeKeys
 
 
 def add(sub) -> None:
     p = sub.add_parser("report", help="write one self-contained HTML report (plots, rules, what was saved)")
     add_trial_argument(p)
-    p.add_argument("-o", "--output", required=True, help="the .html file to write")
+    add_output_argument(p, "the .html file to write")
     p.add_argument("--no-rules", action="store_true", help="leave the rules out")
     p.add_argument(
         "--profile",
@@ -31,12 +40,11 @@ def add(sub) -> None:
         help="TRIAL is a profiler folder (or a folder whose profiler/ or profiler-output/ holds one): "
         "write the profiler report (steps, phases, system usage, the profiler rules' verdicts)",
     )
-    p.add_argument(
+    add_repeatable(
+        p,
         "--param",
-        action="append",
-        default=[],
-        metavar="RULE.NAME=VALUE",
-        help="with --profile: a profiler rule's parameter, e.g. StepOutlier.n_outliers=0 (repeatable; "
+        "RULE.NAME=VALUE",
+        "with --profile: a profiler rule's parameter, e.g. StepOutlier.n_outliers=0 (repeatable; "
         "as smdebug profile rules --param)",
     )
     p.set_defaults(func=run)
@@ -503,8 +511,8 @@ def render(trial, with_rules: bool = True) -> str:
 
 
 def _run_profile(args, out: str) -> int:
-    from smdebug.analysis.profiler_report import profiler_report_html
     from smdebug.cli.profile import open_profile, run_profiler_rules
+    from smdebug.profiler.views.report import profiler_report_html
 
     if args.no_rules and args.param:
         raise CliError(f"--param {args.param[0]}: sets a profiler rule's parameter, and --no-rules runs none")

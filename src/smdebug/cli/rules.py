@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from smdebug.cli.common import (
     CliError,
     Reminder,
+    add_json_argument,
+    add_step_range,
     add_trial_argument,
     check_at_least,
     check_step_range,
@@ -77,7 +79,9 @@ class _RuleListFormatter(argparse.RawDescriptionHelpFormatter):
         super().add_text(rule_listing() if text is _RULE_LIST else text)
 
 
-def _add_rule_options(p) -> None:
+def _rule_parser(sub: argparse._SubParsersAction, name: str, help: str) -> argparse.ArgumentParser:
+    """The parser of ``smdebug rules`` or ``smdebug watch``, with the options they share."""
+    p = sub.add_parser(name, help=help, epilog=_RULE_LIST, formatter_class=_RuleListFormatter)
     add_trial_argument(p)
     p.add_argument(
         "--rule",
@@ -92,32 +96,22 @@ def _add_rule_options(p) -> None:
         metavar="NAME=VALUE",
         help="a parameter of the --rule before it (strings as in SageMaker's RuleParameters)",
     )
-    p.add_argument("--start-step", type=int, default=0, help="first global step to evaluate (default 0)")
-    p.add_argument("--end-step", type=int, help="evaluate steps before this one (default: all)")
+    add_step_range(p, "evaluate")
     p.add_argument(
         "--all-firings",
         action="store_true",
         help="keep evaluating a rule after it fired (default: a rule stops at its first firing, as on SageMaker)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object per firing, then a summary")
+    add_json_argument(p, "print one JSON object per firing, then a summary")
+    return p
 
 
 def add(sub) -> None:
-    p = sub.add_parser(
-        "rules",
-        help="run built-in rules over a trial; exit 1 when any fired, 2 when one evaluated no tensor",
-        epilog=_RULE_LIST,
-        formatter_class=_RuleListFormatter,
+    p = _rule_parser(
+        sub, "rules", "run built-in rules over a trial; exit 1 when any fired, 2 when one evaluated no tensor"
     )
-    _add_rule_options(p)
     p.set_defaults(func=run_rules)
-    w = sub.add_parser(
-        "watch",
-        help="follow a running job and run built-in rules on each new step",
-        epilog=_RULE_LIST,
-        formatter_class=_RuleListFormatter,
-    )
-    _add_rule_options(w)
+    w = _rule_parser(sub, "watch", "follow a running job and run built-in rules on each new step")
     w.add_argument(
         "--stop-training", action="store_true", help="when a rule fires, ask the job to stop (the StopTraining action)"
     )

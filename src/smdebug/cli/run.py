@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+from smdebug.cli.common import CliError, add_repeatable
 
-def add(sub) -> None:
+
+def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run a training command with hooks attached and rules as jobs beside it",
@@ -26,43 +28,25 @@ def add(sub) -> None:
         "DebugRuleConfigurations, TensorBoardOutputConfig, ProfilerConfig, "
         "ProfilerRuleConfigurations",
     )
-    p.add_argument(
-        "--collection",
-        action="append",
-        default=[],
-        metavar="NAME[:K=V...]",
-        help="a collection to save, e.g. weights:save_interval=10 (repeatable)",
+    add_repeatable(
+        p, "--collection", "NAME[:K=V...]", "a collection to save, e.g. weights:save_interval=10 (repeatable)"
     )
-    p.add_argument(
-        "--hook-param",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="a HookParameters entry, e.g. save_interval=100 (repeatable)",
-    )
-    p.add_argument(
+    add_repeatable(p, "--hook-param", "K=V", "a HookParameters entry, e.g. save_interval=100 (repeatable)")
+    add_repeatable(
+        p,
         "--rule",
-        action="append",
-        default=[],
-        metavar="RULE[:K=V...]",
-        help="a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.*, or a profiler "
+        "RULE[:K=V...]",
+        "a built-in rule by rule_configs name, e.g. exploding_tensor:tensor_regex=.*, or a profiler "
         "rule by class name, e.g. ProfilerReport or step_outlier:n_outliers=0 (switches profiling "
         "on) (repeatable)",
     )
-    p.add_argument(
+    add_repeatable(
+        p,
         "--rule-file",
-        action="append",
-        default=[],
-        metavar="FILE.py:CLASS[:K=V...]",
-        help="a rule of your own (a path, file:// or s3://), e.g. my_rules.py:MyRule:threshold=20",
+        "FILE.py:CLASS[:K=V...]",
+        "a rule of your own (a path, file:// or s3://), e.g. my_rules.py:MyRule:threshold=20",
     )
-    p.add_argument(
-        "--action",
-        action="append",
-        default=[],
-        metavar="ACTION",
-        help="what every rule does when it fires: stop, log, email:ADDRESS, sms:+NUMBER",
-    )
+    add_repeatable(p, "--action", "ACTION", "what every rule does when it fires: stop, log, email:ADDRESS, sms:+NUMBER")
     p.add_argument("--tensorboard", metavar="DIR", help="also write TensorBoard event files there")
     p.add_argument(
         "--profile", action="store_true", help="profile the job: system metrics and framework metrics with the defaults"
@@ -99,12 +83,8 @@ def add(sub) -> None:
     p.set_defaults(func=run_job)
 
 
-def run_job(args) -> int:
-    import os
-
-    from smdebug.cli.common import CliError
-    from smdebug.launch import LaunchConfigError, Launcher, build_spec, default_name
-    from smdebug.launch.spec import check_name, check_output, check_seconds
+def run_job(args: argparse.Namespace) -> int:
+    from smdebug.launch import LaunchConfigError, make_launcher
 
     command = list(args.job_command)
     if command and command[0] == "--":
@@ -112,12 +92,17 @@ def run_job(args) -> int:
     if not command:
         raise CliError("no command: smdebug run [options] -- python train.py ...")
     try:
-        name = check_name(args.name) if args.name is not None else default_name()
-        run_dir = args.run_dir or os.path.join("smdebug-runs", name)
-        spec = build_spec(
-            name=name,
+        launcher = make_launcher(
+            command,
+            flags=True,
+            name=args.name,
+            run_dir=args.run_dir,
             out_dir=args.out_dir,
-            default_out_dir=os.path.join(os.path.abspath(run_dir), "debug-output"),
+            zcc=not args.no_zcc,
+            stop_grace=args.stop_grace,
+            term_grace=args.term_grace,
+            rule_timeout=args.rule_timeout,
+            node_rank=args.node_rank,
             job=args.job,
             config=args.config,
             hook_parameters=args.hook_param,
@@ -129,18 +114,6 @@ def run_job(args) -> int:
             profile=args.profile,
             profiler_config=args.profiler_config,
             profile_interval_ms=args.profile_interval_ms,
-            default_profiler_dir=os.path.join(os.path.abspath(run_dir), "profiler-output"),
-        )
-        check_output(spec.out_dir, "--out-dir" if args.out_dir else "the output location")
-        launcher = Launcher(
-            spec,
-            command,
-            run_dir,
-            zcc=not args.no_zcc,
-            stop_grace=check_seconds(args.stop_grace, "--stop-grace"),
-            term_grace=check_seconds(args.term_grace, "--term-grace"),
-            rule_timeout=check_seconds(args.rule_timeout, "--rule-timeout"),
-            node_rank=args.node_rank,
         )
         return launcher.run().exit_code
     except LaunchConfigError as exc:

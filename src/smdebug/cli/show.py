@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import sys
 
-from smdebug.cli.common import CliError, add_trial_argument, emit_json, open_trial, parse_mode, tensor_of
+from smdebug.cli import common
 
 
 def add(sub) -> None:
     p = sub.add_parser("show", help="a tensor's shape, dtype, min/max/mean/std, NaN/Inf counts, or its values")
-    add_trial_argument(p)
+    common.add_trial_argument(p)
     p.add_argument("tensor", help="tensor name (see `smdebug info`)")
     p.add_argument("--step", type=int, help="step (of --mode); default: the last step the tensor was saved at")
     p.add_argument("--mode", help="train, eval, predict or global (default global)")
     p.add_argument("--worker", help="worker name (default: the first worker that saved it)")
     p.add_argument("--full", action="store_true", help="print the whole array")
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help='print strict JSON for scripts: NaN and infinities as the strings "NaN", "Infinity", '
+    common.add_json_argument(
+        p,
+        'print strict JSON for scripts: NaN and infinities as the strings "NaN", "Infinity", '
         '"-Infinity"; complex numbers as [real, imag]',
     )
     p.set_defaults(func=run)
@@ -32,22 +31,22 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
     from smdebug.modes import ModeKeys
 
     mode = mode or ModeKeys.GLOBAL
-    t = tensor_of(trial, name)
+    t = common.tensor_of(trial, name)
     steps = t.steps(mode=mode)
     if not steps:
-        raise CliError(f"tensor {name!r} has no {mode.name} steps")
+        raise common.CliError(f"tensor {name!r} has no {mode.name} steps")
     if step is None:
         step = steps[-1]
     elif step not in steps:
         try:
             trial._check_step_readable(step, mode=mode)  # an unreadable index file is not "not saved"
         except IndexReaderException as exc:
-            raise CliError(
+            raise common.CliError(
                 f"tensor {name!r} at {mode.name} step {step} cannot be read (an index file is unreadable): {exc}"
             ) from None
-        raise CliError(f"tensor {name!r} was not saved at {mode.name} step {step} (saved at {_few(steps)})")
+        raise common.CliError(f"tensor {name!r} was not saved at {mode.name} step {step} (saved at {_few(steps)})")
     if worker is not None and worker not in t.workers(step, mode=mode):
-        raise CliError(
+        raise common.CliError(
             f"worker {worker!r} did not save {name!r} at step {step} (workers: {', '.join(t.workers(step, mode=mode))})"
         )
     out = {"tensor": name, "step": step, "mode": mode.name, "worker": worker}
@@ -63,7 +62,7 @@ def describe(trial, name: str, step=None, mode=None, worker=None) -> dict:
     try:
         value = np.asarray(t.value(step, mode=mode, worker=worker))
     except TensorUnavailableForStep as exc:
-        raise CliError(str(exc)) from None
+        raise common.CliError(str(exc)) from None
     out.update(raw=True, shape=list(value.shape), dtype=str(value.dtype), size=int(value.size))
     if value.size and value.dtype.kind in "fciub":
         v = value.astype(np.float64) if value.dtype.kind != "c" else np.abs(value)
@@ -87,13 +86,13 @@ def _few(steps) -> str:
 def run(args) -> int:
     import numpy as np
 
-    trial = open_trial(args.trial)
-    info = describe(trial, args.tensor, args.step, parse_mode(args.mode), args.worker)
+    trial = common.open_trial(args.trial)
+    info = describe(trial, args.tensor, args.step, common.parse_mode(args.mode), args.worker)
     value = info.pop("_value", None)
     if args.json:
         if args.full and value is not None:
             info["value"] = value.tolist()
-        emit_json(info)
+        common.emit_json(info)
         return 0
     print(
         f"{info['tensor']}  step {info['step']} ({info['mode']})"

@@ -26,7 +26,7 @@ import time  # noqa: E402
 __all__ = ["Guard", "end_group", "mark_end_of_training"]
 
 
-def mark_end_of_training(out_dir, profiler_dir=None) -> None:
+def mark_end_of_training(out_dir: str, profiler_dir: str | None = None) -> None:
     """``training_job_end.ts`` in the trial at ``out_dir`` and the profiler's end markers, where absent."""
     import logging
 
@@ -71,7 +71,7 @@ class Guard:
     once the launcher has marked the end of training; ``close()`` without ``release()`` ends the job
     as the launcher's death would."""
 
-    def __init__(self, term_grace: float, out_dir, profiler_dir=None):
+    def __init__(self, term_grace: float, out_dir: str | None, profiler_dir: str | None = None) -> None:
         self.config = {
             "term_grace": term_grace,
             "out_dir": out_dir,

@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from smdebug.launch.catalog import RULE_CONFIGS, resolve_rule_name, rule_config
-from smdebug.launch.spec import CUSTOM_IMAGE, LaunchConfigError, SpecBuilder, parse_json, read_json_file
+from smdebug.launch.spec import CUSTOM_IMAGE, JobSpec, LaunchConfigError, SpecBuilder, parse_json, read_json_file
 
 __all__ = [
     "parse_params",
@@ -62,7 +64,7 @@ def _split_head(text: str, where: str) -> tuple[str, list[str]]:
     return head.strip(), rest
 
 
-def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list | None]:
+def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict[str, Any], list[Any] | None]:
     """``exploding_tensor:tensor_regex=.*`` -> (DebugRuleConfiguration, the rule's collections), as
     ``Rule.sagemaker(rule_configs.exploding_tensor(), rule_parameters={"tensor_regex": ".*"})`` gives.
     A profiler rule (``ProfilerReport``, ``step_outlier:n_outliers=0``) gives (its
@@ -90,7 +92,7 @@ def rule_from_flag(text: str, where: str = "--rule") -> tuple[dict, list | None]
     return _from_rule_configs(rule_config(fn), parse_params(rest, where), where)
 
 
-def _from_rule_configs(doc: dict, params: dict, where: str) -> tuple[dict, list]:
+def _from_rule_configs(doc: dict[str, Any], params: dict[str, str], where: str) -> tuple[dict[str, Any], list[Any]]:
     conf = doc["DebugRuleConfiguration"]
     if "rule_to_invoke" in params:
         raise LaunchConfigError(f"{where}: you cannot provide a 'rule_to_invoke' for a built-in rule")
@@ -101,7 +103,7 @@ def _from_rule_configs(doc: dict, params: dict, where: str) -> tuple[dict, list]
     return rule, list(doc.get("CollectionConfigurations") or [])
 
 
-def rule_file_from_flag(text: str, where: str = "--rule-file") -> dict:
+def rule_file_from_flag(text: str, where: str = "--rule-file") -> dict[str, Any]:
     """``my_rules.py:MyRule:threshold=20`` (or ``file://...``, ``s3://...``) -> a custom DebugRuleConfiguration."""
     where = f"{where} {text}"
     scheme = next((s for s in _SCHEMES if text.startswith(s)), "")
@@ -123,7 +125,7 @@ def rule_file_from_flag(text: str, where: str = "--rule-file") -> dict:
     }
 
 
-def collection_from_flag(text: str, where: str = "--collection") -> dict:
+def collection_from_flag(text: str, where: str = "--collection") -> dict[str, Any]:
     """``weights:save_interval=10`` -> ``{"CollectionName": "weights", "CollectionParameters": {...}}``."""
     where = f"{where} {text}"
     head, rest = _split_head(text, where)
@@ -131,7 +133,7 @@ def collection_from_flag(text: str, where: str = "--collection") -> dict:
     return {"CollectionName": head, **({"CollectionParameters": params} if params else {})}
 
 
-def action_from_flag(text: str, where: str = "--action") -> dict:
+def action_from_flag(text: str, where: str = "--action") -> dict[str, str]:
     """``stop`` | ``log`` | ``email:ADDRESS`` | ``sms:+NUMBER`` -> one action_json object."""
     kind, _sep, arg = text.strip().partition(":")
     kind = kind.lower()
@@ -144,14 +146,14 @@ def action_from_flag(text: str, where: str = "--action") -> dict:
     raise LaunchConfigError(f"{where} {text}: expected stop, log, email:ADDRESS or sms:+NUMBER")
 
 
-def _request_dict(obj, where: str):
+def _request_dict(obj: Any, where: str) -> Any:
     to_dict = getattr(obj, "_to_request_dict", None)
     if callable(to_dict):
         return to_dict()
     return obj
 
 
-def add_rule(builder: SpecBuilder, obj, where: str) -> None:
+def add_rule(builder: SpecBuilder, obj: Any, where: str) -> None:
     """Any rule form: a flag string, a rule_configs dict, a DebugRuleConfiguration dict, an SDK Rule;
     or a profiler rule: an SDK ProfilerRule, a smdebug-rulesconfig profiler rule (object or
     ``{"rule_name", "rule_parameters"}`` dict), a configuration dict whose ``rule_to_invoke`` is a
@@ -190,7 +192,7 @@ def add_rule(builder: SpecBuilder, obj, where: str) -> None:
         )
 
 
-def _add_sdk_rule(builder: SpecBuilder, rule, where: str) -> None:
+def _add_sdk_rule(builder: SpecBuilder, rule: Any, where: str) -> None:
     doc = rule.to_debugger_rule_config_dict()
     if not isinstance(doc, dict):
         raise LaunchConfigError(f"{where}: to_debugger_rule_config_dict() returned {type(doc).__name__}")
@@ -211,13 +213,13 @@ def _add_sdk_rule(builder: SpecBuilder, rule, where: str) -> None:
     builder.add_rule(doc, where, colls)
 
 
-def add_collection(builder: SpecBuilder, obj, where: str) -> None:
+def add_collection(builder: SpecBuilder, obj: Any, where: str) -> None:
     if isinstance(obj, str):
         obj = collection_from_flag(obj, where)
     builder.add_collection(_request_dict(obj, where), where)
 
 
-def add_hook_config(builder: SpecBuilder, obj, where: str) -> None:
+def add_hook_config(builder: SpecBuilder, obj: Any, where: str) -> None:
     """A DebuggerHookConfig object or dict (None: the defaults)."""
     if obj is None:
         return
@@ -226,7 +228,7 @@ def add_hook_config(builder: SpecBuilder, obj, where: str) -> None:
     builder.add_hook_config(_request_dict(obj, where), where)
 
 
-def load_json_file(path: str, what: str) -> dict:
+def load_json_file(path: str, what: str) -> dict[str, Any]:
     """A JSON file's object, or a LaunchConfigError naming the file."""
     doc = parse_json(read_json_file(path, what), f"{what} {path}")
     if not isinstance(doc, dict):
@@ -237,22 +239,22 @@ def load_json_file(path: str, what: str) -> dict:
 def build_spec(
     *,
     name: str,
-    out_dir=None,
-    default_out_dir=None,
-    job=None,
-    config=None,
-    hook_config=None,
-    hook_parameters=None,
-    collections=(),
-    rules=(),
-    rule_files=(),
-    actions=(),
-    tensorboard=None,
-    profile=False,
-    profiler_config=None,
-    profile_interval_ms=None,
-    default_profiler_dir=None,
-):
+    out_dir: str | None = None,
+    default_out_dir: str | None = None,
+    job: str | dict[str, Any] | None = None,
+    config: str | None = None,
+    hook_config: Any = None,
+    hook_parameters: dict[str, Any] | Iterable[str] | None = None,
+    collections: Iterable[Any] = (),
+    rules: Iterable[Any] = (),
+    rule_files: Iterable[str] = (),
+    actions: Iterable[str | dict[str, str]] = (),
+    tensorboard: Any = None,
+    profile: bool = False,
+    profiler_config: Any = None,
+    profile_interval_ms: int | str | None = None,
+    default_profiler_dir: str | None = None,
+) -> JobSpec:
     """One JobSpec from every input: ``job`` (a CreateTrainingJob request: path or dict), ``config``
     (a debughookconfig.json path), ``hook_config`` (DebugHookConfig dict or SDK object), flag strings.
     Profiling (:mod:`smdebug.launch.profiling`): ``profile`` (the defaults), ``profiler_config`` (a
@@ -305,7 +307,9 @@ def build_spec(
     return spec
 
 
-def _add_profiling(spec, builder: SpecBuilder, profile, config, interval_ms, default_dir: str) -> None:
+def _add_profiling(
+    spec: JobSpec, builder: SpecBuilder, profile: bool, config: Any, interval_ms: int | str | None, default_dir: str
+) -> None:
     from smdebug.launch.profiling import profiler_document, read_profiler_config
 
     doc, where = None, "--profile"

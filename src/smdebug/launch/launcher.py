@@ -32,7 +32,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from smdebug.launch.guard import Guard, mark_end_of_training
 from smdebug.launch.nodes import StopFollower, resolve_node_rank
@@ -42,6 +45,10 @@ from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import JobSpec, LaunchConfigError
 from smdebug.launch.status import StatusBoard
 from smdebug.launch.stragglers import end_processes, processes_with_env
+
+if TYPE_CHECKING:
+    from smdebug.core.engine.stop_request import StopRequest
+    from smdebug.launch.rule_job import RuleJob
 
 __all__ = ["Launcher", "LaunchResult", "BOOTSTRAP_DIR", "ZCC_ENV", "STOP_INTERVAL_ENV"]
 
@@ -112,9 +119,9 @@ class Launcher:
         term_grace: float = 30.0,
         rule_timeout: float = 600.0,
         poll: float | None = None,
-        echo=None,
-        node_rank: int | None = None,
-    ):
+        echo: Callable[[str], object] | None = None,
+        node_rank: int | str | None = None,
+    ) -> None:
         if not command:
             raise LaunchConfigError("no command to run: give it after --")
         self.spec = spec
@@ -253,7 +260,7 @@ class Launcher:
         return env
 
     # ---------------------------------------------------------------- callbacks from rule jobs
-    def _rule_judged(self, job) -> None:
+    def _rule_judged(self, job: RuleJob) -> None:
         """A rule job judged a step: the last step every live rule has judged goes to
         ``rules-judged``, which a hook reads after its first non-finite step (core.engine.nonfinite)."""
         from smdebug.core.engine.nonfinite import ALL_JUDGED
@@ -274,7 +281,7 @@ class Launcher:
             except OSError as exc:
                 logger.debug("smdebug: could not write %s: %s", self._judged_path, exc)
 
-    def _rule_changed(self, job) -> None:
+    def _rule_changed(self, job: RuleJob) -> None:
         if self._judged_path is not None and job.status not in ("InProgress", "Stopping"):
             self._rule_judged(job)
         self.board.update()
@@ -284,12 +291,12 @@ class Launcher:
             first = job.details.strip().splitlines()[0] if job.details.strip() else ""
             self._echo(f"rule {job.name}: {job.status}: {first}")
 
-    def _stop_requested(self, job, step: int) -> None:
+    def _stop_requested(self, job: RuleJob, step: int) -> None:
         fired_at = getattr(job, "fired_at", None)  # a profiler rule: when it fired
         ended = fired_at is not None and training_marked_ended(self.spec.out_dir, self.profiler_dir, fired_at)
         self._request_stop(job.name, step, job.where_fired(step), ended=ended)
 
-    def _follow_stop(self, req) -> None:
+    def _follow_stop(self, req: StopRequest) -> None:
         """Another node's rule asked training to stop (node rank > 0)."""
         self._request_stop(req.rule, req.step)
 
@@ -327,7 +334,7 @@ class Launcher:
                 self._echo(f"the job did not stop within {wait:g} s: sending {sig.name} to its process group")
                 self._signal_group(sig)
 
-    def _signal_group(self, sig) -> None:
+    def _signal_group(self, sig: signal.Signals) -> None:
         if self._proc is None:
             return
         try:
@@ -397,12 +404,14 @@ class Launcher:
         self._summary(result, late)
         return result
 
-    def _handle_signals(self):
+    def _handle_signals(self) -> Callable[[], object]:
         """SIGINT / SIGTERM to the launcher become events for the main thread (main thread only)."""
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
 
-        def handler(signum, _frame):  # no lock taken here: the main thread may hold any of them
+        def handler(
+            signum: int, _frame: FrameType | None
+        ) -> None:  # no lock taken here: the main thread may hold any of them
             if self._signal is None:
                 self._signal = signum
             self._events.put(("signal", signum))
@@ -481,15 +490,18 @@ class Launcher:
                 )
 
     def _reap_own_group(self) -> None:
+        if self._proc is None:
+            return
+        pgid = self._proc.pid
         try:
-            os.killpg(self._proc.pid, 0)
+            os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
             return
         self._signal_group(signal.SIGTERM)
         deadline = time.monotonic() + min(self.term_grace, 5.0)
         while time.monotonic() < deadline:
             try:
-                os.killpg(self._proc.pid, 0)
+                os.killpg(pgid, 0)
             except (ProcessLookupError, PermissionError):
                 return
             time.sleep(0.05)  # waiting for processes that are not our children to exit, bounded

@@ -17,15 +17,20 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from smdebug.launch.spec import LaunchConfigError
+
+if TYPE_CHECKING:
+    from smdebug.core.engine.stop_request import StopRequest
 
 __all__ = ["resolve_node_rank", "StopFollower"]
 
 logger = logging.getLogger("smdebug")
 
 
-def _rank(value, where: str) -> int:
+def _rank(value: object, where: str) -> int:
     try:
         rank = int(str(value).strip())
     except ValueError:
@@ -35,7 +40,7 @@ def _rank(value, where: str) -> int:
     return rank
 
 
-def resolve_node_rank(value=None, environ=None) -> int:
+def resolve_node_rank(value: object = None, environ: Mapping[str, str] | None = None) -> int:
     env = os.environ if environ is None else environ
     if value is not None:
         return _rank(value, "--node-rank")
@@ -59,7 +64,7 @@ class StopFollower:
     """Looks for the trial's stop request every ``poll`` seconds until stopped; calls
     ``on_request(request)`` once when one appears."""
 
-    def __init__(self, out_dir: str, on_request, poll: float):
+    def __init__(self, out_dir: str, on_request: Callable[[StopRequest], object], poll: float) -> None:
         self.out_dir, self.on_request, self.poll = out_dir, on_request, float(poll)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="smdebug-stop-follower", daemon=True)

@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import logging
 import os
-import traceback
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from smdebug.exceptions import RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.launch.rule_job import RuleJob
 from smdebug.launch.spec import LaunchConfigError, RuleSpec, rule_spec
+
+if TYPE_CHECKING:
+    from smdebug.rules.profiler.base import ProfilerRule
+    from smdebug.rules.rule import Rule
 
 __all__ = [
     "profiler_rule_classes",
@@ -52,7 +56,7 @@ PROFILER_POLL = 0.25  # seconds between looks at a local profiler folder while t
 _OPT_OUT = "opt_out_telemetry"  # smdebug-rulesconfig 1.0.2's ProfilerReport parameter (nothing is sent here)
 
 
-def profiler_rule_classes() -> dict:
+def profiler_rule_classes() -> dict[str, type[ProfilerRule]]:
     from smdebug.rules.profiler import profiler_rule_classes as classes
 
     return classes()
@@ -68,14 +72,14 @@ def resolve_profiler_rule(text: str) -> str | None:
     return by_key.get(_key(text))
 
 
-def profiler_rule_from_flag(name: str, params: dict, where: str) -> dict:
+def profiler_rule_from_flag(name: str, params: dict[str, str], where: str) -> dict[str, Any]:
     """``--rule step_outlier:stddev=5`` -> a ProfilerRuleConfiguration dict."""
     if "rule_to_invoke" in params:
         raise LaunchConfigError(f"{where}: you cannot provide a 'rule_to_invoke' for a built-in rule")
     return {"RuleConfigurationName": name, "RuleParameters": {"rule_to_invoke": name, **params}}
 
 
-def is_profiler_rule_object(obj) -> bool:
+def is_profiler_rule_object(obj: object) -> bool:
     """An SDK ProfilerRule, a smdebug-rulesconfig profiler rule, or its ``rule_name`` dict."""
     if isinstance(obj, dict):
         return "rule_name" in obj and "rule_parameters" in obj
@@ -84,7 +88,7 @@ def is_profiler_rule_object(obj) -> bool:
     )
 
 
-def profiler_rule_dict(obj, where: str) -> dict:
+def profiler_rule_dict(obj: Any, where: str) -> dict[str, Any]:
     """The ProfilerRuleConfiguration of an object :func:`is_profiler_rule_object` accepts."""
     to_dict = getattr(obj, "to_profiler_rule_config_dict", None)
     if callable(to_dict):
@@ -100,7 +104,7 @@ def profiler_rule_dict(obj, where: str) -> dict:
     return {"RuleConfigurationName": name, "RuleParameters": params}
 
 
-def _check_params(cls, params: dict, where: str) -> None:
+def _check_params(cls: type[ProfilerRule], params: dict[str, str], where: str) -> None:
     known = {p.name: p for p in cls.params}
     for key, value in params.items():
         if key not in known:
@@ -113,7 +117,7 @@ def _check_params(cls, params: dict, where: str) -> None:
             raise LaunchConfigError(f"{where}: {cls.__name__}, parameter {key}={value!r}: {exc}") from None
 
 
-def rule_parameters(spec: RuleSpec) -> dict:
+def rule_parameters(spec: RuleSpec) -> dict[str, str]:
     """The parameters passed to the rule class (``rule_to_invoke``, ``action_json`` and ProfilerReport's
     ``opt_out_telemetry`` left out)."""
     params = {k: v for k, v in spec.parameters.items() if k not in ("rule_to_invoke", "action_json")}
@@ -122,7 +126,7 @@ def rule_parameters(spec: RuleSpec) -> dict:
     return params
 
 
-def check_profiler_rule(spec: RuleSpec):
+def check_profiler_rule(spec: RuleSpec) -> type[ProfilerRule]:
     """Everything about a profiler rule that can be checked before the job starts; returns its class."""
     from smdebug.rules.actions import parse_actions
 
@@ -153,7 +157,7 @@ def check_profiler_rule(spec: RuleSpec):
     return cls
 
 
-def profiler_rule_spec(value, where: str) -> RuleSpec:
+def profiler_rule_spec(value: object, where: str) -> RuleSpec:
     """A ProfilerRuleConfiguration dict, checked."""
     spec = rule_spec(value, where)
     check_profiler_rule(spec)
@@ -164,8 +168,12 @@ class ProfilerRuleJob(RuleJob):
     """One profiler rule on the profiler trial at ``profiler_dir``; stop requests go to ``stop_out_dir``."""
 
     kind = "profiler"
+    label = "profiler rule job"
+    _cls: type[ProfilerRule]
 
-    def __init__(self, spec: RuleSpec, profiler_dir: str, stop_out_dir: str, output_dir: str, run_name: str, **kwargs):
+    def __init__(
+        self, spec: RuleSpec, profiler_dir: str, stop_out_dir: str, output_dir: str, run_name: str, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("poll", PROFILER_POLL)
         self.profiler_dir = profiler_dir
         self.stop_out_dir = stop_out_dir
@@ -173,7 +181,7 @@ class ProfilerRuleJob(RuleJob):
         self.fired_at: float | None = None  # time.time() when the rule fired, before its actions ran
         super().__init__(spec, profiler_dir, output_dir, run_name, **kwargs)
 
-    def _check(self):
+    def _check(self) -> type[ProfilerRule]:
         return check_profiler_rule(self.spec)
 
     def where_fired(self, step: int) -> str:
@@ -181,7 +189,7 @@ class ProfilerRuleJob(RuleJob):
             return f"window {step} ([{self.fired_window[0]}, {self.fired_window[1]}) us)"
         return f"window {step}"
 
-    def _make_rule(self):
+    def _make_rule(self) -> ProfilerRule:
         from smdebug.trials import create_trial
 
         trial = create_trial(
@@ -189,13 +197,17 @@ class ProfilerRuleJob(RuleJob):
         )
         from smdebug.rules.profiler.base import LIVE_STEP_US
 
-        kwargs = {"stop_out_dir": self.stop_out_dir, "live_step_us": LIVE_STEP_US}  # judged as the data comes
+        kwargs: dict[str, Any] = {
+            "stop_out_dir": self.stop_out_dir,
+            "live_step_us": LIVE_STEP_US,
+        }  # judged as the data comes
         if self.spec.rule_to_invoke.strip() == "ProfilerReport":
             kwargs["output_dir"] = os.path.join(self.output_dir, "profiler-output")
         rule = self._cls(
             trial, action_str=self.spec.parameters.get("action_json", ""), **kwargs, **rule_parameters(self.spec)
         )
-        rule.poll_s = self._poll  # the driver's wait between two looks at a running job
+        # the driver's wait between two looks at a running job (poll_s is a class default: set on this object)
+        rule.poll_s = self._poll  # type: ignore[misc]
         return rule
 
     def _run(self) -> None:
@@ -215,9 +227,7 @@ class ProfilerRuleJob(RuleJob):
             self._stop_training_if_asked(exc.step)
             return
         except Exception as exc:
-            tb = traceback.format_exc()
-            logger.error("smdebug: profiler rule job %s failed: %s", self.name, exc)
-            self._end("Error", f"ClientError: {type(exc).__name__}: {exc}\n{tb}", rule=rule)
+            self._failed(exc, rule)
             return
         self.evaluated = len(run.evaluated)
         verdict = rule.report["Verdict"]
@@ -231,14 +241,10 @@ class ProfilerRuleJob(RuleJob):
                 rule=rule,
             )
         else:  # "no data", "no GPU data", "not enough data": a "no issue" would mean nothing
-            self._end(
-                "Error",
-                f"ClientError: the rule evaluated nothing in {verdict['windows_judged']} windows "
-                f"of {self.profiler_dir}: {verdict['message']}",
-                rule=rule,
-            )
+            windows = f"{verdict['windows_judged']} windows of {self.profiler_dir}"
+            self._end("Error", f"ClientError: the rule evaluated nothing in {windows}: {verdict['message']}", rule=rule)
 
-    def report_extra(self, rule) -> dict:
+    def report_extra(self, rule: Rule) -> dict[str, Any]:
         out: dict[str, Any] = {"ProfilerOutput": self.profiler_dir}
         html = getattr(rule, "html_path", None)
         if html:
@@ -253,7 +259,7 @@ class ProfilerRuleJob(RuleJob):
 LIVE_ROTATE_S = "0.5"
 
 
-def live_rotation(profiler: dict, rule_classes) -> dict:
+def live_rotation(profiler: dict[str, Any], rule_classes: Iterable[type[Rule]]) -> dict[str, Any]:
     """The profilerconfig.json to write: when a live rule reads framework events (StepOutlier,
     Dataloader, MaxInitializationTime, ProfilerReport...) and the user did not set
     ``RotateFileCloseIntervalInSeconds``, the hooks finish a timeline file about every second (1.0.34's
@@ -267,7 +273,7 @@ def live_rotation(profiler: dict, rule_classes) -> dict:
     return {**profiler, "ProfilingParameters": {**params, "RotateFileCloseIntervalInSeconds": LIVE_ROTATE_S}}
 
 
-def _sub_verdicts(rule) -> str:
+def _sub_verdicts(rule: Rule) -> str:
     """ProfilerReport's rules' verdicts, for StatusDetails."""
     subs = getattr(rule, "rules", None)
     if not isinstance(subs, dict):

@@ -3,7 +3,7 @@
 The launcher writes the job's ``config/profilerconfig.json`` (the in-container file SageMaker writes:
 ``ProfilingIntervalInMilliseconds``, ``ProfilingParameters``, ``DisableProfiler``) and points the
 hooks at it with $SMPROFILER_CONFIG_PATH; the hooks read it as they read SageMaker's
-(:class:`smdebug.profiler.config.ProfilerConfig`), so the profiler records system metrics and
+(:class:`smdebug.profiler.recording.config.ProfilerConfig`), so the profiler records system metrics and
 framework metrics into ``ProfilingParameters.LocalPath`` (default ``<run dir>/profiler-output``).
 
 Inputs: ``--profile`` (the defaults), ``--profile-interval-ms N``, ``--profiler-config FILE|JSON``
@@ -14,6 +14,7 @@ Inputs: ``--profile`` (the defaults), ``--profile-interval-ms N``, ``--profiler-
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from smdebug.launch.spec import MAX_MAP, LaunchConfigError, parse_json, read_json_file, string_map
 
@@ -23,7 +24,7 @@ PROFILER_CONFIG_ENV = "SMPROFILER_CONFIG_PATH"
 _KEYS = {"S3OutputPath", "ProfilingIntervalInMilliseconds", "ProfilingParameters", "DisableProfiler"}
 
 
-def read_profiler_config(value, where: str) -> dict:
+def read_profiler_config(value: object, where: str) -> dict[str, Any]:
     """A ProfilerConfig from a dict, JSON text (starting with ``{``) or a JSON file's path."""
     if isinstance(value, dict):
         return value
@@ -40,7 +41,9 @@ def read_profiler_config(value, where: str) -> dict:
     return doc
 
 
-def profiler_document(doc: dict | None, where: str, *, default_local_path: str, interval_ms=None) -> dict:
+def profiler_document(
+    doc: dict[str, Any] | None, where: str, *, default_local_path: str, interval_ms: int | None = None
+) -> dict[str, Any]:
     """The job's profilerconfig.json from a ProfilerConfig (None: ``--profile``'s defaults), checked by
     the hooks' own parser; ``interval_ms`` (``--profile-interval-ms``) overrides the document's."""
     doc = {} if doc is None else doc
@@ -51,7 +54,7 @@ def profiler_document(doc: dict | None, where: str, *, default_local_path: str, 
         )
     params = string_map(doc.get("ProfilingParameters"), f"ProfilingParameters of {where}", MAX_MAP)
     params.setdefault("LocalPath", default_local_path)
-    out = {
+    out: dict[str, Any] = {
         "ProfilingIntervalInMilliseconds": doc.get("ProfilingIntervalInMilliseconds", 500),
         "ProfilingParameters": params,
     }
@@ -60,7 +63,7 @@ def profiler_document(doc: dict | None, where: str, *, default_local_path: str, 
     if doc.get("DisableProfiler") is not None:
         out["DisableProfiler"] = doc["DisableProfiler"]
     from smdebug.exceptions import SMDebugValueError
-    from smdebug.profiler.config import ProfilerConfig
+    from smdebug.profiler.recording.config import ProfilerConfig
 
     try:
         ProfilerConfig.from_dict(out, source=where)

@@ -17,9 +17,17 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from smdebug.exceptions import MissingCollectionFiles, RuleConfigurationError, RuleEvaluationConditionMet
 from smdebug.launch.spec import LaunchConfigError, RuleSpec
+from smdebug.launch.status import iso_time
+
+if TYPE_CHECKING:
+    from smdebug.rules.rule import Rule
+    from smdebug.rules.rule_invoker import RuleRun
+    from smdebug.trials.trial import Trial
 
 __all__ = ["RuleJob", "load_rule_class", "check_rule", "STATUS_DETAILS_MAX"]
 
@@ -31,7 +39,7 @@ _RANGE_KEYS = ("start_step", "end_step")
 _NOT_RULE_PARAMS = {"source_s3_uri", "rule_to_invoke", "action_json", *_RANGE_KEYS}
 
 
-def load_rule_class(spec: RuleSpec):
+def load_rule_class(spec: RuleSpec) -> type[Rule]:
     """The Rule subclass ``rule_to_invoke`` names: from ``source_s3_uri`` for a custom rule, else built-in."""
     from smdebug.rules.config import load_custom_rule
 
@@ -59,7 +67,7 @@ def _int_param(spec: RuleSpec, key: str) -> int | None:
         raise LaunchConfigError(f"{spec.where or spec.name}: {key}={value!r} is not an integer") from None
 
 
-def check_rule(spec: RuleSpec):
+def check_rule(spec: RuleSpec) -> type[Rule]:
     """Everything about a rule that can be checked before the job starts; returns its class."""
     from smdebug.rules.actions import parse_actions
     from smdebug.rules.builtin.base import BuiltinRule
@@ -96,6 +104,7 @@ class RuleJob:
     """One rule on the trial at ``out_dir``, in a thread; ``on_change(job)`` hears every status change."""
 
     kind = "debugger"  # or "profiler" (smdebug.launch.profiler_jobs)
+    label = "rule job"  # in the log
 
     def __init__(
         self,
@@ -104,12 +113,12 @@ class RuleJob:
         output_dir: str,
         run_name: str,
         *,
-        on_change=None,
-        on_stop=None,
+        on_change: Callable[[RuleJob], object] | None = None,
+        on_stop: Callable[[RuleJob, int], object] | None = None,
         poll: float = 0.02,
         wait_s: float = 1e9,
-        on_judged=None,
-    ):
+        on_judged: Callable[[RuleJob], object] | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.out_dir = out_dir
@@ -132,14 +141,14 @@ class RuleJob:
         self._end_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"smdebug-rule-{spec.name}", daemon=True)
 
-    def _check(self):
+    def _check(self) -> type[Rule]:
         return check_rule(self.spec)
 
     def where_fired(self, step: int) -> str:
         """Where the rule fired, for messages: a step here, a time window for a profiler rule."""
         return f"step {step}"
 
-    def report_extra(self, rule) -> dict:
+    def report_extra(self, rule: Rule) -> dict[str, Any]:
         """Members this kind of job adds to its report.json."""
         return {}
 
@@ -180,26 +189,24 @@ class RuleJob:
         job ended first; what its thread finds later is dropped."""
         self._end(status, details)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """A DebugRuleEvaluationStatus; ``Finding`` (ours) names what a firing found."""
-        out: dict[str, object] = {
+        finding = {"Finding": self.finding} if self.finding is not None else {}
+        return {
             "RuleConfigurationName": self.name,
             "RuleEvaluationJobArn": self.arn,
             "RuleEvaluationStatus": self.status,
             "StatusDetails": self.details,
-            "LastModifiedTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.modified))
-            + f".{int(self.modified * 1000) % 1000:03d}Z",
+            "LastModifiedTime": iso_time(self.modified),
+            **finding,
         }
-        if self.finding is not None:
-            out["Finding"] = self.finding
-        return out
 
     def _set(self, status: str, details: str) -> None:
         self.status, self.details, self.modified = status, details[:STATUS_DETAILS_MAX], time.time()
         if self._on_change is not None:
             self._on_change(self)
 
-    def _open_trial(self):
+    def _open_trial(self) -> Trial:
         from smdebug.trials import create_trial
 
         return create_trial(
@@ -237,9 +244,7 @@ class RuleJob:
             self._stop_training_if_asked(exc.step)
             return
         except Exception as exc:
-            tb = traceback.format_exc()
-            logger.error("smdebug: rule job %s failed: %s", self.name, exc)
-            self._end("Error", f"ClientError: {type(exc).__name__}: {exc}\n{tb}")
+            self._failed(exc)
             return
         if self._stopping:
             self._end("Stopped", f"The launcher was interrupted after {len(run.evaluated)} steps.", run=run)
@@ -260,35 +265,40 @@ class RuleJob:
                 run=run,
             )
         else:
+            steps = f"{run.evaluated[0]}..{run.evaluated[-1]}"
             self._end(
-                "NoIssuesFound",
-                f"Evaluated {len(run.evaluated)} steps ({run.evaluated[0]}.."
-                f"{run.evaluated[-1]}); {run.skipped} skipped.",
-                run=run,
+                "NoIssuesFound", f"Evaluated {len(run.evaluated)} steps ({steps}); {run.skipped} skipped.", run=run
             )
 
-    def _follow_judged(self, rule) -> None:
+    def _failed(self, exc: Exception, rule: Rule | None = None) -> None:
+        """The job's thread raised ``exc`` (being handled): ``Error``, with the traceback; logged too."""
+        tb = traceback.format_exc()
+        logger.error("smdebug: %s %s failed: %s", self.label, self.name, exc)
+        self._end("Error", f"ClientError: {type(exc).__name__}: {exc}\n{tb}", rule=rule)
+
+    def _follow_judged(self, rule: Rule) -> None:
         """``on_judged(job)`` after each step the rule was invoked at (judged, skipped or the end):
         the hook holding training after a non-finite step waits on it (core.engine.nonfinite)."""
-        if self._on_judged is None:
+        on_judged = self._on_judged
+        if on_judged is None:
             return
         invoke = rule.invoke
 
-        def invoke_and_tell(step):
+        def invoke_and_tell(step: int) -> None:
             try:
                 invoke(step)
             finally:
                 self.judged_step = max(self.judged_step, step)
-                self._on_judged(self)
+                on_judged(self)
 
-        rule.invoke = invoke_and_tell
+        rule.invoke = invoke_and_tell  # type: ignore[method-assign]  # this rule object's invoke, wrapped
 
-    def _end(self, status: str, details: str, run=None, rule=None) -> None:
+    def _end(self, status: str, details: str, run: RuleRun | None = None, rule: Rule | None = None) -> None:
         with self._end_lock:  # the first end is the job's (the launcher may have given up on it)
             if not self.ended:
                 self._write_end(status, details, run, rule)
 
-    def _write_end(self, status: str, details: str, run, rule) -> None:
+    def _write_end(self, status: str, details: str, run: RuleRun | None, rule: Rule | None) -> None:
         if run is not None:
             self.evaluated = len(run.evaluated)
         report: dict[str, object] = {

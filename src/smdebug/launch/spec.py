@@ -37,6 +37,7 @@ MAX_COLLECTIONS = 20  # CollectionConfigurations
 MAX_MAP = 20  # HookParameters, CollectionParameters
 MAX_RULE_PARAMS = 100  # RuleParameters
 MAX_VALUE = 256  # ConfigKey / ConfigValue length
+Collection = dict[str, Any]  # a CollectionConfiguration: {"CollectionName": ..., "CollectionParameters": {...}}
 _NAME = re.compile(r"^[A-Za-z0-9\-_.]{1,256}$")
 _BUILTIN_IMAGE = re.compile(r"(^|/)sagemaker-debugger-rules(:[^/]*)?$")
 _HOOK_KEYS = {"S3OutputPath", "LocalPath", "HookParameters", "CollectionConfigurations", "DebugHookSpecification"}
@@ -55,7 +56,7 @@ class LaunchConfigError(SMDebugValueError):
     """A job configuration that cannot run; the message names the file, flag or argument."""
 
 
-def string_map(value, where: str, limit: int) -> dict[str, str]:
+def string_map(value: object, where: str, limit: int) -> dict[str, str]:
     """A SageMaker ``map<string,string>``: numbers and bools become strings as the SDK writes them."""
     if value is None:
         return {}
@@ -63,7 +64,7 @@ def string_map(value, where: str, limit: int) -> dict[str, str]:
         raise LaunchConfigError(f"{where} must be an object of string values, not {type(value).__name__}")
     if len(value) > limit:
         raise LaunchConfigError(f"{where} has {len(value)} entries; SageMaker allows at most {limit}")
-    out = {}
+    out: dict[str, str] = {}
     for k, v in value.items():
         if not isinstance(k, str) or not 1 <= len(k) <= MAX_VALUE:
             raise LaunchConfigError(f"{where}: key {k!r} must be a string of 1 to {MAX_VALUE} characters")
@@ -79,7 +80,7 @@ def string_map(value, where: str, limit: int) -> dict[str, str]:
     return out
 
 
-def collection_entry(value, where: str) -> dict:
+def collection_entry(value: object, where: str) -> Collection:
     """``{"CollectionName": ..., "CollectionParameters": {...}}`` checked (parameters left out when empty)."""
     if not isinstance(value, dict):
         raise LaunchConfigError(f"{where} must be an object with CollectionName, not {value!r}")
@@ -92,7 +93,7 @@ def collection_entry(value, where: str) -> dict:
     if not isinstance(name, str) or not name.strip():
         raise LaunchConfigError(f"{where} has no CollectionName")
     params = string_map(value.get("CollectionParameters"), f"CollectionParameters of {name!r} in {where}", MAX_MAP)
-    entry = {"CollectionName": name.strip()}
+    entry: Collection = {"CollectionName": name.strip()}
     if params:
         entry["CollectionParameters"] = params
     return entry
@@ -103,7 +104,7 @@ class RuleSpec:
     """One DebugRuleConfiguration: a built-in rule (by ``rule_to_invoke``) or a custom one (``source_s3_uri``)."""
 
     name: str
-    parameters: dict
+    parameters: dict[str, str]
     image: str = BUILTIN_IMAGE
     where: str = ""
 
@@ -115,7 +116,7 @@ class RuleSpec:
     def source(self) -> str | None:
         return self.parameters.get("source_s3_uri")
 
-    def to_request_dict(self) -> dict:
+    def to_request_dict(self) -> dict[str, Any]:
         return {
             "RuleConfigurationName": self.name,
             "RuleEvaluatorImage": self.image,
@@ -123,7 +124,7 @@ class RuleSpec:
         }
 
 
-def rule_spec(value, where: str) -> RuleSpec:
+def rule_spec(value: object, where: str) -> RuleSpec:
     """A RuleSpec from a DebugRuleConfiguration dict."""
     if not isinstance(value, dict):
         raise LaunchConfigError(f"{where} must be a DebugRuleConfiguration object, not {type(value).__name__}")
@@ -160,16 +161,16 @@ class JobSpec:
     name: str
     out_dir: str
     s3_output_path: str | None = None
-    hook_parameters: dict = field(default_factory=dict)
-    collections: list = field(default_factory=list)
-    rules: list = field(default_factory=list)
-    tensorboard: dict | None = None
-    profiler: dict | None = None  # the job's profilerconfig.json (smdebug.launch.profiling)
-    profiler_rules: list = field(default_factory=list)  # RuleSpecs of ProfilerRuleConfigurations
+    hook_parameters: dict[str, str] = field(default_factory=dict)
+    collections: list[Collection] = field(default_factory=list)
+    rules: list[RuleSpec] = field(default_factory=list)
+    tensorboard: dict[str, str] | None = None
+    profiler: dict[str, Any] | None = None  # the job's profilerconfig.json (smdebug.launch.profiling)
+    profiler_rules: list[RuleSpec] = field(default_factory=list)  # RuleSpecs of ProfilerRuleConfigurations
     profiling_auto: bool = False  # profiling was switched on because a profiler rule needs it
-    schedule_notes: list = field(default_factory=list)  # the save intervals chosen for the rules (launch.schedule)
+    schedule_notes: list[str] = field(default_factory=list)  # the save intervals chosen for the rules (launch.schedule)
 
-    def hook_config(self) -> dict:
+    def hook_config(self) -> dict[str, Any]:
         hp = dict(self.hook_parameters)
         if self.tensorboard and self.tensorboard.get("LocalPath"):
             hp.setdefault("export_tensorboard", "true")
@@ -185,7 +186,7 @@ class JobSpec:
     def hook_config_json(self) -> str:
         return json.dumps(self.hook_config(), indent=2, sort_keys=True) + "\n"
 
-    def request_dict(self) -> dict:
+    def request_dict(self) -> dict[str, Any]:
         """The CreateTrainingJob members this spec stands for."""
         hook = {k: v for k, v in self.hook_config().items() if v is not None}
         out = {
@@ -224,7 +225,7 @@ def read_json_file(path: str, what: str) -> bytes:
         raise LaunchConfigError(f"{what} {path}: {exc.strerror or exc}") from None
 
 
-def parse_json(text: str | bytes, source: str):
+def parse_json(text: str | bytes, source: str) -> Any:
     """JSON text read from ``source``, or a LaunchConfigError naming it (deep nesting included)."""
     try:
         return json.loads(text)
@@ -237,7 +238,7 @@ def parse_json(text: str | bytes, source: str):
 _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # SageMaker's TrainingJobName
 
 
-def check_name(name, where: str = "--name") -> str:
+def check_name(name: object, where: str = "--name") -> str:
     """A job name as SageMaker takes it (letters, digits and dashes, 63 at most): it names the run's
     folder under smdebug-runs/, so ``../../x`` never writes outside it."""
     if not isinstance(name, str) or not _JOB_NAME.match(name):
@@ -248,7 +249,7 @@ def check_name(name, where: str = "--name") -> str:
     return name
 
 
-def check_seconds(value, where: str) -> float:
+def check_seconds(value: Any, where: str) -> float:
     """A duration in seconds given as ``where`` (``--stop-grace``): finite and not negative."""
     import math
 
@@ -283,7 +284,7 @@ def check_output(out_dir: str, where: str = "the output location") -> None:
         raise LaunchConfigError(f"{where} {out_dir}: {probe} is not writable")
 
 
-def check_hook_values(doc: dict, where: str) -> None:
+def check_hook_values(doc: dict[str, Any], where: str) -> None:
     """The hook parameters or a collection entry of ``doc`` (a DebugHookConfig's members), read by
     the parser the job's hook uses (core.config.hook_config), before the job starts: a bad value,
     an unknown key or an unknown collection without include_regex is a LaunchConfigError naming
@@ -333,23 +334,23 @@ def check_hook_values(doc: dict, where: str) -> None:
 class SpecBuilder:
     """Collects hook settings, collections and rules from any input, then checks them as a whole."""
 
-    def __init__(self, profiler_rule_spec: Callable[[Any, str], RuleSpec] | None = None):
+    def __init__(self, profiler_rule_spec: Callable[[Any, str], RuleSpec] | None = None) -> None:
         """``profiler_rule_spec(value, where)`` checks a ProfilerRuleConfiguration against the profiler
         rules (smdebug.launch.profiler_jobs.profiler_rule_spec; given by the caller, which knows them)."""
         self._profiler_rule_spec = profiler_rule_spec
-        self.hook_parameters: dict = {}
+        self.hook_parameters: dict[str, str] = {}
         self._hook_where: str | None = None
         self.local_path: str | None = None
         self.s3_output_path: str | None = None
-        self.collections: list = []
-        self._collection_keys: set = set()
+        self.collections: list[Collection] = []
+        self._collection_keys: set[tuple[str, bool]] = set()  # (name, added by a rule)
         self.rules: list[RuleSpec] = []
-        self.tensorboard: dict | None = None
+        self.tensorboard: dict[str, str] | None = None
         self.name: str | None = None
         self.profiler_config: tuple[Any, str] | None = None  # (document, where) of a request's ProfilerConfig
         self.profiler_rules: list[RuleSpec] = []  # ProfilerRuleConfigurations, checked
 
-    def add_hook_config(self, doc, where: str) -> None:
+    def add_hook_config(self, doc: object, where: str) -> None:
         """A DebugHookConfig or a debughookconfig.json document."""
         if not isinstance(doc, dict):
             raise LaunchConfigError(f"{where} must be a DebugHookConfig object, not {type(doc).__name__}")
@@ -374,7 +375,7 @@ class SpecBuilder:
         for i, c in enumerate(colls or []):
             self.add_collection(c, f"CollectionConfigurations[{i}] of {where}")
 
-    def add_hook_parameters(self, params, where: str) -> None:
+    def add_hook_parameters(self, params: object, where: str) -> None:
         params = string_map(params, where, MAX_MAP)
         check_hook_values({"HookParameters": params}, where)
         for k, v in params.items():
@@ -384,7 +385,7 @@ class SpecBuilder:
                 )
             self.hook_parameters[k] = v
 
-    def add_collection(self, value, where: str, from_rule: bool = False) -> None:
+    def add_collection(self, value: object, where: str, from_rule: bool = False) -> None:
         """One entry per collection name. SageMaker's SDK sends every distinct (name, parameters)
         pair and the hook keeps the last one it reads, so a rule's default (``losses`` every 500
         steps) could silently replace the user's ``losses:save_interval=10``. Here the user's
@@ -410,7 +411,7 @@ class SpecBuilder:
         if params:
             current["CollectionParameters"] = params
 
-    def add_rule(self, value, where: str, collections=None) -> RuleSpec:
+    def add_rule(self, value: object, where: str, collections: object = None) -> RuleSpec:
         spec = rule_spec(value, where)
         self.rules.append(spec)
         if collections is not None and not isinstance(collections, list):
@@ -419,12 +420,12 @@ class SpecBuilder:
             self.add_collection(c, f"collection {i} of rule {spec.name} ({where})", from_rule=True)
         return spec
 
-    def add_tensorboard(self, doc, where: str) -> None:
+    def add_tensorboard(self, doc: object, where: str) -> None:
         if not isinstance(doc, dict) or not isinstance(doc.get("LocalPath") or doc.get("S3OutputPath"), str):
             raise LaunchConfigError(f"{where}: TensorBoardOutputConfig needs a LocalPath or S3OutputPath string")
         self.tensorboard = {k: doc[k] for k in ("LocalPath", "S3OutputPath") if isinstance(doc.get(k), str)}
 
-    def add_request(self, doc, where: str) -> None:
+    def add_request(self, doc: object, where: str) -> None:
         """A CreateTrainingJob request (or DescribeTrainingJob response): its Debug* and Profiler* members
         (the latter checked by :func:`smdebug.launch.inputs.build_spec`)."""
         if not isinstance(doc, dict):
@@ -463,7 +464,7 @@ class SpecBuilder:
             for i, r in enumerate(rules):
                 self.add_profiler_rule(r, f"ProfilerRuleConfigurations[{i}] of {where}")
 
-    def add_profiler_rule(self, value, where: str) -> RuleSpec:
+    def add_profiler_rule(self, value: object, where: str) -> RuleSpec:
         """A ProfilerRuleConfiguration dict (checked against the profiler rules)."""
         if self._profiler_rule_spec is None:
             raise LaunchConfigError(f"{where}: this configuration takes no profiler rule")
@@ -471,7 +472,7 @@ class SpecBuilder:
         self.profiler_rules.append(spec)
         return spec
 
-    def add_action(self, action_json: dict, where: str) -> None:
+    def add_action(self, action_json: dict[str, str], where: str) -> None:
         """Add an action (``{"name": "StopTraining"}``) to every rule's action_json (profiler rules'
         too), once."""
         from smdebug.rules.actions import parse_actions

@@ -7,6 +7,10 @@ import json
 import os
 import threading
 import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smdebug.launch.spec import JobSpec
 
 __all__ = ["StatusBoard", "iso_time"]
 
@@ -18,7 +22,7 @@ def iso_time(t: float) -> str:
 class StatusBoard:
     """The run's state; every change rewrites status.json and appends one event."""
 
-    def __init__(self, run_dir: str, spec, command: list[str], node_rank: int = 0):
+    def __init__(self, run_dir: str, spec: JobSpec, command: list[str], node_rank: int = 0) -> None:
         suffix = f"-node-{node_rank}" if node_rank else ""  # nodes may share one run folder
         self.path = os.path.join(run_dir, f"status{suffix}.json")
         self.events_path = os.path.join(run_dir, f"events{suffix}.jsonl")
@@ -57,7 +61,7 @@ class StatusBoard:
         doc.update(self.extra)
         return doc
 
-    def update(self, *, job_status: str | None = None, secondary: str | None = None, **extra) -> None:
+    def update(self, *, job_status: str | None = None, secondary: str | None = None, **extra: Any) -> None:
         with self._lock:
             if job_status is not None:
                 self.job_status = job_status

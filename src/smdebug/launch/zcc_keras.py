@@ -14,24 +14,19 @@ Keras' attach owns such a job: it tells PyTorch's to attach nothing in this proc
 from __future__ import annotations
 
 import functools
-import logging
-import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import keras
 
+from smdebug.launch.zcc_common import Attach, marked, never_raises
+
 __all__ = ["install"]
 
-logger = logging.getLogger("smdebug")
-_installed = None
 
-
-class _Attach:
-    def __init__(self):
-        self.hook = None
-        self.done = False
-
-    def callbacks_for(self, model, callbacks) -> list | None:
+class _Attach(Attach):
+    def callbacks_for(self, model: Any, callbacks: Any) -> list[Any] | None:
         import smdebug.tensorflow as smd
 
         if callbacks is not None and not isinstance(callbacks, (list, tuple)):
@@ -49,14 +44,7 @@ class _Attach:
             hook = smd.get_hook(create_if_not_exists=True)
             if hook is None:
                 return None
-            interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
-            if interval and getattr(hook, "stop_watcher", None) is not None:
-                hook.stop_watcher.interval = min(hook.stop_watcher.interval, float(interval))
-            self.hook = hook
-            sys.stderr.write(
-                f"smdebug: attached to {type(model).__name__} {model.name!r} (Keras fit/evaluate/"
-                f"predict) via zero-code-change; saving to {hook.out_dir}\n"
-            )
+            self.attached(hook, f"{type(model).__name__} {model.name!r} (Keras fit/evaluate/predict)")
         return [*callbacks, self.hook]
 
 
@@ -69,27 +57,24 @@ def _quiet_torch_attach() -> None:
         torch_state.done = True  # its "nothing more to do in this process"
 
 
-def _wrap(state, original):
+def _wrap(state: _Attach, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def call(self, *args, **kwargs):
-        try:
-            callbacks = state.callbacks_for(self, kwargs.get("callbacks"))
-        except Exception as exc:  # never breaks training
-            logger.error("smdebug: zero-code-change attach to Keras failed: %s", exc)
-            callbacks = None
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        callbacks = never_raises(
+            "smdebug: zero-code-change attach to Keras failed: %s",
+            lambda: state.callbacks_for(self, kwargs.get("callbacks")),
+        )
         if callbacks is not None:
             kwargs["callbacks"] = callbacks
         return original(self, *args, **kwargs)
 
-    call.__smdebug_zcc__ = True
-    return call
+    return marked(call)
 
 
-def install():
-    global _installed
-    if _installed is not None:
-        return _installed
-    state = _installed = _Attach()
+@functools.cache
+def install() -> _Attach:
+    """Wrap ``keras.Model``'s ``fit``, ``evaluate`` and ``predict`` (once per process)."""
+    state = _Attach()
     _quiet_torch_attach()
     for name in ("fit", "evaluate", "predict"):
         setattr(keras.Model, name, _wrap(state, getattr(keras.Model, name)))

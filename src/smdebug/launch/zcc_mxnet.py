@@ -10,27 +10,23 @@ One line on stderr says what was attached.
 from __future__ import annotations
 
 import functools
-import logging
-import os
-import sys
 import threading
+from typing import Any
 
 import mxnet as mx
 
+from smdebug.launch.zcc_common import Attach, marked, never_raises
+
 __all__ = ["install"]
 
-logger = logging.getLogger("smdebug")
-_installed = None
 
-
-class _Attach:
-    def __init__(self):
-        self.hook = None
-        self.done = False
+class _Attach(Attach):
+    def __init__(self) -> None:
+        super().__init__()
         self.local = threading.local()  # call depth, per thread
-        self.losses: set = set()
+        self.losses: set[int] = set()
 
-    def before_call(self, block) -> None:
+    def before_call(self, block: Any) -> None:
         if self.done:
             return
         is_loss = isinstance(block, mx.gluon.loss.Loss)
@@ -51,30 +47,23 @@ class _Attach:
             self.done = True
             return
         hook.register_block(block)
-        interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
-        if interval and getattr(hook, "stop_watcher", None) is not None:
-            hook.stop_watcher.interval = min(hook.stop_watcher.interval, float(interval))
-        self.hook = hook
-        sys.stderr.write(
-            f"smdebug: attached to {type(block).__name__} {block.name!r} via zero-code-change; "
-            f"saving to {hook.out_dir}\n"
-        )
+        self.attached(hook, f"{type(block).__name__} {block.name!r}")
+
+    def give_up(self) -> None:
+        self.done = True
 
 
-def install():
-    global _installed
-    if _installed is not None:
-        return _installed
-    state = _installed = _Attach()
+@functools.cache
+def install() -> _Attach:
+    """Wrap ``gluon.Block.__call__`` (once per process)."""
+    state = _Attach()
     original = mx.gluon.Block.__call__
 
     @functools.wraps(original)
-    def call(self, *args, **kwargs):
-        try:
-            state.before_call(self)
-        except Exception as exc:  # never breaks training
-            state.done = True
-            logger.error("smdebug: zero-code-change attach to MXNet failed: %s", exc)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        never_raises(
+            "smdebug: zero-code-change attach to MXNet failed: %s", lambda: state.before_call(self), state.give_up
+        )
         local = state.local
         local.depth = getattr(local, "depth", 0) + 1
         try:
@@ -82,6 +71,5 @@ def install():
         finally:
             local.depth -= 1
 
-    call.__smdebug_zcc__ = True
-    mx.gluon.Block.__call__ = call
+    mx.gluon.Block.__call__ = marked(call)
     return state

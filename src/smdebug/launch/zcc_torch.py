@@ -31,25 +31,26 @@ rest of the run. A hook the script made itself keeps 1.0.34's semantics: GLOBAL 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import sys
 import warnings
 import weakref
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
+from smdebug.launch.zcc_common import Attach, fast_stop_checks, logger, marked, never_raises
 from smdebug.modes import ModeKeys
 
 __all__ = ["install", "unwrap"]
 
-logger = logging.getLogger("smdebug")
 _WRAPPERS = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
-_installed = None
+_installed: _Attach | None = None  # the state once installed (zcc_keras reads it)
 
 
-def unwrap(module):
+def unwrap(module: Any) -> Any:
     """The model a DDP / DataParallel / FSDP wrapper holds (torch.compile's wrapper is kept: the hook
     unwraps it; FSDP2's ``fully_shard`` changes the model in place: it is the model)."""
     while type(module).__name__ in _WRAPPERS and isinstance(getattr(module, "module", None), nn.Module):
@@ -66,20 +67,27 @@ def _in_worker() -> bool:
         return False
 
 
-class _Attach:
-    def __init__(self):
-        self.hook = None
-        self.root = None
-        self.done = False  # nothing more to do in this process (attached elsewhere, or no config)
-        self.loss_modules = weakref.WeakSet()
-        self.loss_step = None
+@dataclass
+class _Scaled:
+    """What ``scaler.scale(loss)`` last scaled: its scalar output (weakly) and the loss."""
+
+    output: weakref.ref[Any]
+    loss: torch.Tensor
+
+
+class _Attach(Attach):
+    def __init__(self) -> None:
+        super().__init__()  # done: attached elsewhere, or no config
+        self.root: Any = None  # the model attached to (an nn.Module)
+        self.loss_modules: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.loss_step: int | None = None
         self.checked_optimizer = False
-        self.scaled = None  # (weakref to scaler.scale's last scalar output, the loss it scaled)
+        self.scaled: _Scaled | None = None  # what scaler.scale last scaled
         self.in_root = False  # the root's forward is running (from its pre-hook to its forward hook)
-        self.set_mode = None  # the attached hook's own set_mode, while the mode follows the root's
+        self.set_mode: Any = None  # the attached hook's own set_mode, while the mode follows the root's
 
     # ------------------------------------------------------------ root discovery
-    def pre_hook(self, module, args):
+    def pre_hook(self, module: Any, args: Any) -> None:
         if torch.compiler.is_compiling():  # first: dynamo folds it and guards on nothing of ours
             return
         if module is self.root:
@@ -101,13 +109,13 @@ class _Attach:
             return  # a transform or a frozen module: not the model being trained
         self._attach(module, args)
 
-    def _attach(self, module, args) -> None:
+    def _attach(self, module: Any, args: Any) -> None:
         import smdebug.pytorch as smd
 
         self.done = True
         existing = smd.get_hook()
         if existing is not None:  # the script made its own hook: it keeps it
-            self._fast_stop_checks(existing)
+            fast_stop_checks(existing)
             sys.stderr.write(
                 f"smdebug: the script made its own hook, saving to {existing.out_dir}: smdebug run "
                 f"attached none{_elsewhere(existing.out_dir)}\n"
@@ -120,7 +128,6 @@ class _Attach:
         hook.register_module(target)
         if not hook.has_registered_module:
             return  # the hook logged why and disabled itself
-        self._fast_stop_checks(hook)
         self.hook, self.root, self.done = hook, target, False
         target.register_forward_hook(self.root_output)
         self._watch_set_mode(hook)
@@ -128,10 +135,7 @@ class _Attach:
         inner = getattr(target, "_orig_mod", target)
         n = sum(p.numel() for p in inner.parameters())
         wrapped = f" (in {type(module).__name__})" if target is not module else ""
-        sys.stderr.write(
-            f"smdebug: attached to {inner._get_name()}{wrapped}, {n} parameters, via zero-code-change; "
-            f"saving to {hook.out_dir}\n"
-        )
+        self.attached(hook, f"{inner._get_name()}{wrapped}, {n} parameters,")
         if target is module:
             # a pre-hook added while the module's hooks run fires from its next call: start step 0 now
             # (a forward hook fires from this call on)
@@ -139,12 +143,12 @@ class _Attach:
             hook.start_step()
 
     # ------------------------------------------------------------ modes
-    def _watch_set_mode(self, hook) -> None:
+    def _watch_set_mode(self, hook: Any) -> None:
         """From the script's first ``hook.set_mode`` call on, the mode is the script's."""
         own = self.set_mode = hook.set_mode
 
         @functools.wraps(own)
-        def set_mode(mode):
+        def set_mode(mode: ModeKeys) -> Any:
             self.set_mode = None
             return own(mode)
 
@@ -158,17 +162,8 @@ class _Attach:
         if self.hook.mode is not mode:
             self.set_mode(mode)
 
-    @staticmethod
-    def _fast_stop_checks(hook) -> None:
-        """Look for a rule's stop request as often as the launcher looks for new steps (20 ms on a local
-        folder, 0.5 s on object storage, at step boundaries only)."""
-        interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
-        watcher = getattr(hook, "stop_watcher", None)
-        if interval and watcher is not None:  # on S3 the launcher's interval is 0.5 s: one request at most
-            watcher.interval = min(watcher.interval, float(interval))
-
     # ------------------------------------------------------------ losses and the optimizer
-    def root_output(self, module, args, output) -> None:
+    def root_output(self, module: Any, args: Any, output: Any) -> None:
         """The root's forward hook: a one-element ``loss`` in its output is the step's loss, unless
         a loss module is registered. Never breaks training (an error stops recording the loss)."""
         self.in_root = False
@@ -184,22 +179,25 @@ class _Attach:
             self.hook = None
             logger.error("smdebug: recording the model output's loss failed (%s); the loss is no longer recorded", exc)
 
-    def on_backward(self, tensor) -> None:
+    def on_backward(self, tensor: torch.Tensor) -> None:
         hook = self.hook
         if hook is None or len(self.loss_modules) or tensor.dim() != 0 or hook.step < 0:
             return
         if self.loss_step == hook.step:
             return
         self.loss_step = hook.step
-        if self.scaled is not None and self.scaled[0]() is tensor:
-            tensor = self.scaled[1]  # backward on scaler.scale(loss): the loss itself is recorded
+        if self.scaled is not None and self.scaled.output() is tensor:
+            tensor = self.scaled.loss  # backward on scaler.scale(loss): the loss itself is recorded
         hook.record_tensor_value("loss", tensor.detach())
 
-    def on_scale(self, loss, scaled) -> None:
+    def on_scale(self, loss: Any, scaled: Any) -> None:
         if self.hook is not None and isinstance(loss, torch.Tensor) and loss.dim() == 0:
-            self.scaled = (weakref.ref(scaled), loss.detach())
+            self.scaled = _Scaled(weakref.ref(scaled), loss.detach())
 
-    def on_optimizer_step(self, optimizer, args, kwargs) -> None:
+    def stop_recording(self) -> None:
+        self.hook = None
+
+    def on_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.checked_optimizer or self.root is None:
             return
         self.checked_optimizer = True
@@ -238,11 +236,10 @@ def _elsewhere(out_dir: str) -> str:
     )
 
 
-def install():
+@functools.cache
+def install() -> _Attach:
     """Install the global hooks once per process (the bootstrap calls it after ``import torch``)."""
     global _installed
-    if _installed is not None:
-        return _installed
     state = _installed = _Attach()
     # not wrapped in torch.compiler.disable: with that wrapper a DDP rank hung at exit (gloo, torch
     # 2.13); the hook returns at once while dynamo traces instead (no side effect, no recompile)
@@ -255,34 +252,29 @@ def install():
     original = torch.Tensor.backward
 
     @functools.wraps(original)
-    def backward(self, *args, **kwargs):
-        try:
-            state.on_backward(self)
-        except Exception as exc:  # never breaks training
-            state.hook = None
-            logger.error("smdebug: recording the loss failed (%s); the loss is no longer recorded", exc)
+    def backward(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        never_raises(
+            "smdebug: recording the loss failed (%s); the loss is no longer recorded",
+            lambda: state.on_backward(self),
+            state.stop_recording,
+        )
         return original(self, *args, **kwargs)
 
-    backward.__smdebug_zcc__ = True
-    torch.Tensor.backward = backward
+    torch.Tensor.backward = marked(backward)
     _wrap_grad_scaler(state)
     return state
 
 
-def _wrap_grad_scaler(state) -> None:
+def _wrap_grad_scaler(state: _Attach) -> None:
     """``GradScaler.scale`` (torch.amp's, which torch.cuda.amp's inherits) tells the state which loss a
     scaled tensor came from."""
     scaler_cls = torch.amp.GradScaler
     original = scaler_cls.scale
 
     @functools.wraps(original)
-    def scale(self, outputs):
+    def scale(self: Any, outputs: Any) -> Any:
         scaled = original(self, outputs)
-        try:
-            state.on_scale(outputs, scaled)
-        except Exception as exc:  # never breaks training
-            logger.error("smdebug: following GradScaler.scale failed (%s)", exc)
+        never_raises("smdebug: following GradScaler.scale failed (%s)", lambda: state.on_scale(outputs, scaled))
         return scaled
 
-    scale.__smdebug_zcc__ = True  # type: ignore[attr-defined]
-    scaler_cls.scale = scale
+    scaler_cls.scale = marked(scale)

@@ -11,27 +11,22 @@ or a script that made its own hook, is left alone. One line on stderr says what 
 from __future__ import annotations
 
 import functools
-import logging
-import sys
+from typing import Any
+
+from smdebug.launch.zcc_common import Attach, marked, never_raises
 
 __all__ = ["install"]
 
-logger = logging.getLogger("smdebug")
-_installed = None
 
-
-class _Attach:
-    def __init__(self):
-        self.used = False
-
-    def callbacks_for(self, params, dtrain, kwargs) -> list | None:
+class _Attach(Attach):
+    def callbacks_for(self, params: Any, dtrain: Any, kwargs: dict[str, Any]) -> list[Any] | None:
         """The callbacks with the hook added, or None to leave the call as it is."""
         import smdebug.xgboost as smd
 
         callbacks = list(kwargs.get("callbacks") or [])
-        if self.used or any(isinstance(c, smd.Hook) for c in callbacks) or smd.get_hook() is not None:
+        if self.done or any(isinstance(c, smd.Hook) for c in callbacks) or smd.get_hook() is not None:
             return None
-        self.used = True
+        self.done = True  # only the first training of the process
         hook = smd.get_hook(create_if_not_exists=True)
         if hook is None:
             return None
@@ -40,42 +35,30 @@ class _Attach:
         others = [d for d, _name in (kwargs.get("evals") or []) if d is not dtrain]
         if others:
             hook.validation_data = others[0]
-        self._fast_stop_checks(hook)
-        sys.stderr.write(f"smdebug: attached to xgboost.train via zero-code-change; saving to {hook.out_dir}\n")
+        self.attached(hook, "xgboost.train")
         return [*callbacks, hook]
 
-    @staticmethod
-    def _fast_stop_checks(hook) -> None:
-        import os
 
-        interval = os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL")
-        if interval and getattr(hook, "stop_watcher", None) is not None:
-            hook.stop_watcher.interval = min(hook.stop_watcher.interval, float(interval))
-
-
-def install():
-    """Wrap ``xgboost.train`` where it is looked up (xgboost, xgboost.training, xgboost.sklearn)."""
-    global _installed
-    if _installed is not None:
-        return _installed
-    state = _installed = _Attach()
+@functools.cache
+def install() -> _Attach:
+    """Wrap ``xgboost.train`` where it is looked up (xgboost, xgboost.training, xgboost.sklearn), once per process."""
+    state = _Attach()
     import xgboost.sklearn
     import xgboost.training
 
     original = xgboost.training.train
 
     @functools.wraps(original)
-    def train(params, dtrain, *args, **kwargs):
-        try:
-            callbacks = state.callbacks_for(params, dtrain, kwargs)
-        except Exception as exc:  # never breaks training
-            logger.error("smdebug: zero-code-change attach to xgboost.train failed: %s", exc)
-            callbacks = None
+    def train(params: Any, dtrain: Any, *args: Any, **kwargs: Any) -> Any:
+        callbacks = never_raises(
+            "smdebug: zero-code-change attach to xgboost.train failed: %s",
+            lambda: state.callbacks_for(params, dtrain, kwargs),
+        )
         if callbacks is not None:
             kwargs["callbacks"] = callbacks
         return original(params, dtrain, *args, **kwargs)
 
-    train.__smdebug_zcc__ = True
+    marked(train)
     for module in (xgboost, xgboost.training, xgboost.sklearn):
         if getattr(module, "train", None) is original:
             module.train = train

@@ -11,6 +11,12 @@ a virtualenv's) is run too: only the first ``sitecustomize`` on sys.path is impo
 import os
 import sys
 
+TYPE_CHECKING = False  # the type checker's names, without importing typing at every interpreter start
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
 _DIR = os.path.dirname(os.path.abspath(__file__))
 _TARGETS = {
     "torch": "smdebug.launch.zcc_torch",
@@ -20,7 +26,7 @@ _TARGETS = {
 }
 
 
-def _chain():
+def _chain() -> None:
     """Run the next sitecustomize on sys.path, the one this file shadows (importing nothing:
     the import system's own PathFinder and module_from_spec are already loaded)."""
     finder = next((f for f in sys.meta_path if getattr(f, "__name__", "") == "PathFinder"), None)
@@ -39,7 +45,9 @@ class _Finder:
     """Finds nothing itself: for a watched module, it asks the finders after it and wraps the
     loader so that the attach code runs after the module executed."""
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(
+        self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
+    ) -> "ModuleSpec | None":
         attach = _TARGETS.get(name)
         if attach is None:
             return None
@@ -57,7 +65,7 @@ class _Finder:
         del _TARGETS[name]  # once per process
         exec_module = loader.exec_module
 
-        def exec_and_attach(module):
+        def exec_and_attach(module: "ModuleType") -> None:
             exec_module(module)
             try:
                 __import__(attach)
@@ -65,11 +73,11 @@ class _Finder:
             except Exception as exc:  # never break the user's import
                 sys.stderr.write(f"smdebug: zero-code-change attach for {name} failed: {type(exc).__name__}: {exc}\n")
 
-        loader.exec_module = exec_and_attach
+        loader.exec_module = exec_and_attach  # type: ignore[method-assign]  # this loader's, wrapped
         return spec
 
 
-def _active():
+def _active() -> bool:
     if os.environ.get("SMDEBUG_ZCC") != "1":
         return False
     return os.environ.get("USE_SMDEBUG", "1").strip().lower() not in ("0", "false", "no", "off")
