@@ -8,8 +8,8 @@ import numbers
 from typing import Any
 
 from smdebug.core.engine.arguments import check_type
-from smdebug.core.engine.guard import guarded
-from smdebug.core.engine.held_step import HeldStep, complete_held, hold_step
+from smdebug.core.engine.guard import GuardedByHook, guarded
+from smdebug.core.engine.held_step import HeldStep
 from smdebug.modes import ModeKeys
 from smdebug.pytorch.hook import Hook
 
@@ -18,7 +18,7 @@ __all__ = ["TrainerHook"]
 logger = logging.getLogger("smdebug")
 
 
-class TrainerHook:
+class TrainerHook(GuardedByHook):  # an error in its methods disables the hook itself
     """The hook, the model it watches, and the TRAIN step held open while the trainer evaluates.
 
     A trainer reports the logs of a training step or epoch (``train_loss``) after the evaluation
@@ -48,19 +48,6 @@ class TrainerHook:
         if hook.trainer_driver is None:
             hook.trainer_driver = cls(hook)
         return hook.trainer_driver
-
-    # the guard reads these (core.engine.guard): an error here disables the hook itself
-    @property
-    def disabled(self) -> bool:
-        return self.hook.disabled
-
-    @disabled.setter
-    def disabled(self, value: bool) -> None:
-        self.hook.disabled = value
-
-    @property
-    def propagate_errors(self) -> bool:
-        return self.hook.propagate_errors
 
     def attach(self, model, train_steps_only: bool) -> None:
         """Register ``model`` (once); the trainer starts the TRAIN steps (and, if not
@@ -102,7 +89,7 @@ class TrainerHook:
         if hook.mode == mode:
             return
         if hold and hook.mode == ModeKeys.TRAIN and self.held is None and hook.step >= 0:
-            self.held = hold_step(hook)
+            self.held = hook.hold_step()
         hook.set_mode(mode)
 
     @guarded()
@@ -113,7 +100,7 @@ class TrainerHook:
     def _complete(self, add) -> None:
         held, self.held = self.held, None
         if held is not None:
-            complete_held(self.hook, held, add)
+            self.hook.complete_held(held, add)
 
     @guarded()
     def save_metrics(self, metrics: dict, mode) -> None:
@@ -125,10 +112,10 @@ class TrainerHook:
         if not values:
             return
         hook = self.hook
-        if mode == ModeKeys.TRAIN and self.held is not None and hook._rec_mode != mode:
+        if mode == ModeKeys.TRAIN and self.held is not None and hook.recording_mode != mode:
             self._complete(lambda: self._save_in_step(values))
             return
-        if hook._rec_mode != mode or hook.step < 0:  # no step of ``mode`` is current (a step records in its mode)
+        if hook.recording_mode != mode or hook.step < 0:  # no step of ``mode`` is current (a step records in its mode)
             self.switch_mode(mode)
             hook.begin_trainer_step()
         self._save_in_step(values)
@@ -137,7 +124,7 @@ class TrainerHook:
         hook = self.hook
         for name, value in values.items():
             hook.save_scalar(name, value)
-        hook._step_saves = True  # the current step is written, with these scalars if nothing else
+        hook.keep_step()  # the current step is written, with these scalars if nothing else
 
 
 def _number(value) -> float | None:

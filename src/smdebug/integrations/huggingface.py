@@ -40,7 +40,7 @@ try:
 except ModuleNotFoundError as exc:
     raise engine_missing("huggingface", "transformers", exc) from exc
 
-from smdebug.core.engine.guard import guarded  # noqa: E402
+from smdebug.core.engine.guard import GuardedByHook, guarded  # noqa: E402
 from smdebug.integrations._common import TrainerHook  # noqa: E402
 from smdebug.modes import ModeKeys  # noqa: E402
 
@@ -51,7 +51,7 @@ logger = logging.getLogger("smdebug")
 _PREDICT_PREFIXES = ("test", "predict")
 
 
-class _HookState:
+class _HookState(GuardedByHook):  # an error in its methods disables the hook
     """What the callbacks of one hook share: its TrainerHook, the Trainer events handled, the loop
     running. A Trainer calls its callbacks one after another with the same objects (``state``,
     ``logs``, ``model``), so a call with the objects of the event handled last, and the same
@@ -59,6 +59,7 @@ class _HookState:
 
     def __init__(self, th: TrainerHook):
         self.th = th
+        self.hook = th.hook
         self.loop_mode: ModeKeys | None = None  # the mode of the evaluation or prediction running
         self.training = False  # between on_train_begin and on_train_end
         self._last: dict[str, tuple] = {}  # event -> (the object it came with, global_step)
@@ -77,19 +78,6 @@ class _HookState:
             return False
         self._last[event] = (obj, global_step)
         return True
-
-    # the guard reads these (core.engine.guard)
-    @property
-    def disabled(self) -> bool:
-        return self.th.disabled
-
-    @disabled.setter
-    def disabled(self, value: bool) -> None:
-        self.th.disabled = value
-
-    @property
-    def propagate_errors(self) -> bool:
-        return self.th.propagate_errors
 
     @guarded()
     def eval_forward(self, module, inputs) -> None:

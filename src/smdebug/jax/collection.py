@@ -9,23 +9,17 @@ pytrees' paths (:mod:`smdebug.jax.names`), which no regex can tell apart. A coll
 from __future__ import annotations
 
 from smdebug.core.config.collection import Collection, CollectionKeys
+from smdebug.core.config.collection import CollectionKeys as _K
 from smdebug.core.config.collection_defaults import CollectionDefaults
 
 __all__ = ["Collection", "CollectionManager", "CollectionKeys", "JAX_COLLECTIONS"]
 
 JAX_COLLECTIONS = CollectionDefaults(
-    created={
-        CollectionKeys.ALL: None,
-        CollectionKeys.DEFAULT: None,
-        CollectionKeys.WEIGHTS: None,
-        CollectionKeys.BIASES: None,
-        CollectionKeys.GRADIENTS: None,
-        CollectionKeys.OPTIMIZER_VARIABLES: None,
-        CollectionKeys.LOSSES: None,
-        CollectionKeys.METRICS: None,
-    },
+    created=dict.fromkeys(
+        [_K.ALL, _K.DEFAULT, _K.WEIGHTS, _K.BIASES, _K.GRADIENTS, _K.OPTIMIZER_VARIABLES, _K.LOSSES, _K.METRICS]
+    ),  # no include regex: tensors go in by what they are
     # saved when include_collections names none of them, as the Keras hook does
-    include=(CollectionKeys.LOSSES, CollectionKeys.METRICS),
+    include=(_K.LOSSES, _K.METRICS),
 )
 CollectionManager = JAX_COLLECTIONS.manager_class()
 CollectionManager.__module__ = __name__

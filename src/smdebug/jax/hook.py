@@ -14,6 +14,7 @@ from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.engine.arguments import check_mode
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
+from smdebug.core.engine.nonfinite import LateChecks
 from smdebug.core.modes import ModeKeys
 from smdebug.core.output.locations import CHIEF_WORKER, worker_name
 from smdebug.core.output.ranks import env_rank
@@ -38,6 +39,12 @@ class LateLoss:
     name: str
     step: int
     value: Any
+
+    def ready(self) -> bool:
+        return bool(self.value.is_ready())
+
+    def finite(self) -> bool:
+        return _all_finite(self.value)
 
 
 def _distributed() -> bool:
@@ -87,7 +94,7 @@ class Hook(BaseHook):
 
     def _configure(self, options: Any) -> None:
         super()._configure(options)
-        self._late_losses: list[LateLoss] = []
+        self._late_losses = LateChecks(self.nonfinite, _LATE_MAX)
         self._assigned: set[str] = set()  # names put into their collection
         self._reduced_plans: dict = {}  # (name, ops, save_shape) -> SavePlan of reductions from the device
         self._warned: set[str] = set()
@@ -128,7 +135,8 @@ class Hook(BaseHook):
             self._processes = jax.process_count()
             if self._processes > 1:
                 self.worker = worker_name(jax.process_index())  # distributed since the hook was made
-        self._check_late_losses()
+        if self._late_losses.pending:
+            self._late_losses.report(self._seen_nonfinite)
         self._begin_step()
         return self.saves()
 
@@ -264,31 +272,18 @@ class Hook(BaseHook):
 
     def _finite(self, name: str, value: Any) -> bool | None:
         """Read now when the device has computed it (a scalar: no wait); otherwise checked at a later
-        step boundary (:meth:`_check_late_losses`), when it is."""
+        step boundary, when it is (core.engine.nonfinite.LateChecks)."""
         if not is_array(value):
             return super()._finite(name, value)
         if not _inexact(value.dtype):
             return True
         if value.is_ready():
             return _all_finite(value)
-        if len(self._late_losses) < _LATE_MAX:
-            self._late_losses.append(LateLoss(name, self.step, value))
+        self._late_losses.add(LateLoss(name, self.step, value))
         return None
 
-    def _check_late_losses(self) -> None:
-        """The recorded losses the device has computed since (never waits for one)."""
-        if not self._late_losses:
-            return
-        keep = []
-        for late in self._late_losses:
-            if not late.value.is_ready():
-                keep.append(late)
-            elif not _all_finite(late.value):
-                self._seen_nonfinite(late.name, False, late.step)
-        self._late_losses = keep if self.nonfinite.first_step is None else []
-
     def close(self) -> None:
-        self._late_losses = []
+        self._late_losses.pending = []
         super().close()
 
 

@@ -11,7 +11,7 @@ import mxnet as mx
 from mxnet.gluon.parameter import DeferredInitializationError
 
 from smdebug.core.config.collection import CollectionKeys
-from smdebug.core.engine.arguments import check_type
+from smdebug.core.engine.arguments import instance_check
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import CHIEF_WORKER, worker_name
@@ -114,9 +114,7 @@ class Hook(BaseHook):
         return {p.name: p for m in self._models for p in m.collect_params().values()}
 
     # ---------------------------------------------------------------- registration
-    @guarded(
-        check=lambda self, block: check_type("register_block", "block", block, mx.gluon.Block, "an mxnet.gluon.Block")
-    )
+    @guarded(check=instance_check("register_block", "block", mx.gluon.Block, "an mxnet.gluon.Block"))
     def register_block(self, block: Any) -> None:
         """Register a Gluon block: a model (each forward call a step) or a loss."""
         if block in self._module_names:
@@ -135,11 +133,7 @@ class Hook(BaseHook):
 
     register_hook = register_block
 
-    @guarded(
-        check=lambda self, loss_block: check_type(
-            "register_loss", "loss_block", loss_block, mx.gluon.Block, "an mxnet.gluon.Block"
-        )
-    )
+    @guarded(check=instance_check("register_loss", "loss_block", mx.gluon.Block, "an mxnet.gluon.Block"))
     def register_loss(self, loss_block: Any) -> None:
         """Register a loss block (e.g. ``gluon.loss.SoftmaxCrossEntropyLoss()``): its output is a loss."""
         if loss_block in self._module_names:

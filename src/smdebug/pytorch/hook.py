@@ -12,9 +12,10 @@ import torch
 
 from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.config.hook_options import HookOptions, hook_init
-from smdebug.core.engine.arguments import check_type
+from smdebug.core.engine.arguments import check_type, instance_check
 from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
+from smdebug.core.engine.nonfinite import LateChecks
 from smdebug.core.output.locations import CHIEF_WORKER, worker_name
 from smdebug.core.output.ranks import env_rank
 from smdebug.exceptions import TrainingStopRequested
@@ -67,8 +68,14 @@ class LateCheck:
 
     name: str
     step: int
-    finite: torch.Tensor  # a pinned bool scalar
+    flag: torch.Tensor  # a pinned bool scalar
     event: Any  # torch.cuda.Event recorded after the copy
+
+    def ready(self) -> bool:
+        return bool(self.event.query())
+
+    def finite(self) -> bool:
+        return bool(self.flag.item())
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # the exact types that are no DTensor
@@ -121,7 +128,7 @@ class Hook(BaseHook):
         # at close and on a stop request, its release() writes the TRAIN step it holds open
         self.trainer_driver: Any = None
         self._loss_modules: weakref.WeakSet = weakref.WeakSet()  # registered losses: the non-finite watch reads them
-        self._late_losses: list[LateCheck] = []  # CUDA losses whose check is read a step late
+        self._late_losses = LateChecks(self.nonfinite, 4)  # CUDA losses whose check is read a step late
         self._capture = CaptureCheck(self)  # a capture of a tensor changed meanwhile is dropped (grad_capture.py)
         self._late_group_warned = False  # see _check_late_group
 
@@ -164,9 +171,7 @@ class Hook(BaseHook):
         return isinstance(value, torch.Tensor)
 
     # ---------------------------------------------------------------- registration
-    @guarded(
-        check=lambda self, module: check_type("register_module", "module", module, torch.nn.Module, "a torch.nn.Module")
-    )
+    @guarded(check=instance_check("register_module", "module", torch.nn.Module, "a torch.nn.Module"))
     def register_module(self, module: Any) -> None:
         """Register a model (or a model wrapped by torch.compile / DistributedDataParallel)."""
         inner = getattr(module, "_orig_mod", None)  # torch.compile's OptimizedModule
@@ -202,11 +207,7 @@ class Hook(BaseHook):
 
     register_hook = register_module
 
-    @guarded(
-        check=lambda self, loss_module: check_type(
-            "register_loss", "loss_module", loss_module, torch.nn.Module, "a torch.nn.Module"
-        )
-    )
+    @guarded(check=instance_check("register_loss", "loss_module", torch.nn.Module, "a torch.nn.Module"))
     def register_loss(self, loss_module: Any) -> None:
         """Register a loss module (e.g. ``nn.CrossEntropyLoss()``): its output is saved as a loss, and
         watched every step: its first NaN or infinite value saves that step and the next few in full."""
@@ -267,7 +268,8 @@ class Hook(BaseHook):
         self.adapter.sync()
         if self.step == self.init_step:
             self.worker = self._get_worker_name()  # torch.distributed may start after the hook
-        self._check_late_losses()
+        if self._late_losses.pending:
+            self._late_losses.report(self._seen_nonfinite)
         self._begin_step()
         self._backward_callback = False
         if self.saving_this_step():
@@ -399,27 +401,15 @@ class Hook(BaseHook):
             return True
         if t.device.type == "cpu":
             return math.isfinite(t.item()) if t.numel() == 1 else bool(torch.isfinite(t).all())
-        if t.device.type == "cuda" and len(self._late_losses) < 4:
+        if t.device.type == "cuda" and self._late_losses.has_room():
             flag = torch.isfinite(t).all()
             host = torch.empty((), dtype=torch.bool, pin_memory=True)
             host.copy_(flag, non_blocking=True)
             event = torch.cuda.Event()
             event.record()
-            self._late_losses.append(LateCheck(name, self.step, host, event))
+            self._late_losses.add(LateCheck(name, self.step, host, event))
             return None
         return None  # another device: not read (a sync per step would cost more than the watch is worth)
-
-    def _check_late_losses(self) -> None:
-        """The device losses whose check has finished (never waits for one that has not)."""
-        if not self._late_losses:
-            return
-        keep = []
-        for late in self._late_losses:
-            if not late.event.query():
-                keep.append(late)
-            elif not bool(late.finite.item()):
-                self._seen_nonfinite(late.name, False, late.step)
-        self._late_losses = keep
 
     def _write_held(self) -> None:
         self._write_trainer_held()
@@ -434,12 +424,11 @@ class Hook(BaseHook):
         if self.writes and not self._closed:
             self._sharded.flush(self.store, self.worker)  # the gradients' shards, recorded after the last step
         super().close()
-        if self.profiling is not None:
-            self.profiling.close()
-            self.profiling = None
-        if self._opt_handle is not None:
-            self._opt_handle.remove()
-            self._opt_handle = None
-        for h in self._handles:
-            h.remove()
+        profiling, self.profiling = self.profiling, None
+        if profiling is not None:
+            profiling.close()
+        for h in (self._opt_handle, *self._handles):  # the optimizer's, then the modules' and parameters'
+            if h is not None:
+                h.remove()
+        self._opt_handle = None
         self._handles.clear()

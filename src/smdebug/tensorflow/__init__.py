@@ -5,29 +5,13 @@ Importing this package imports Keras, and TensorFlow only when Keras runs on it;
 smdebug`` alone imports neither.
 """
 
-from smdebug import modes
-from smdebug.core.config.collection import CollectionKeys
-from smdebug.core.config.reduction_config import ReductionConfig
-from smdebug.core.config.save_config import SaveConfig, SaveConfigMode
+from smdebug._public import *  # noqa: F403 (SaveConfig, ReductionConfig, modes, create_trial...)
+from smdebug._public import __all__
 from smdebug.core.engine.active_hook import bind
 from smdebug.tensorflow.collection import Collection, CollectionManager
 from smdebug.tensorflow.keras import KerasHook
-from smdebug.trials import create_trial
 
 _slot = bind(KerasHook)
 get_hook, set_hook, del_hook = _slot.get_hook, _slot.set_hook, _slot.del_hook
 
-__all__ = [
-    "KerasHook",
-    "Collection",
-    "CollectionManager",
-    "CollectionKeys",
-    "SaveConfig",
-    "SaveConfigMode",
-    "ReductionConfig",
-    "modes",
-    "create_trial",
-    "get_hook",
-    "set_hook",
-    "del_hook",
-]
+__all__ = ["KerasHook", "Collection", "CollectionManager", "get_hook", "set_hook", "del_hook", *__all__]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from smdebug.core.config.collection import Collection, CollectionKeys
+from smdebug.core.config.collection import CollectionKeys as _K
 from smdebug.core.config.collection_defaults import CollectionDefaults
 
 __all__ = ["Collection", "CollectionManager", "CollectionKeys", "TF_COLLECTIONS"]
@@ -11,22 +12,12 @@ __all__ = ["Collection", "CollectionManager", "CollectionKeys", "TF_COLLECTIONS"
 # (weights, biases, gradients, losses, metrics...) rather than by regex; 1.0.34's regex for biases
 # also caught the optimizer's slots of biases (adam/..._bias_momentum)
 TF_COLLECTIONS = CollectionDefaults(
-    created={
-        CollectionKeys.ALL: None,
-        CollectionKeys.DEFAULT: None,
-        CollectionKeys.WEIGHTS: None,
-        CollectionKeys.BIASES: None,  # by what a variable is (tensorflow.variables), not by regex
-        CollectionKeys.GRADIENTS: None,
-        CollectionKeys.LOSSES: None,
-        CollectionKeys.METRICS: None,
-        CollectionKeys.INPUTS: None,
-        CollectionKeys.OUTPUTS: None,
-        CollectionKeys.LAYERS: None,
-        CollectionKeys.SM_METRICS: None,
-        CollectionKeys.OPTIMIZER_VARIABLES: None,
-    },
+    created=dict.fromkeys(
+        [_K.ALL, _K.DEFAULT, _K.WEIGHTS, _K.BIASES, _K.GRADIENTS, _K.LOSSES, _K.METRICS, _K.INPUTS]
+        + [_K.OUTPUTS, _K.LAYERS, _K.SM_METRICS, _K.OPTIMIZER_VARIABLES]
+    ),  # no include regex: tensors go in by what they are
     # saved when include_collections names none of them, as 1.0.34's TF hooks do
-    include=(CollectionKeys.METRICS, CollectionKeys.LOSSES, CollectionKeys.SM_METRICS),
+    include=(_K.METRICS, _K.LOSSES, _K.SM_METRICS),
 )
 CollectionManager = TF_COLLECTIONS.manager_class()
 CollectionManager.__module__ = __name__

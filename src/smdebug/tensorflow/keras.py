@@ -21,6 +21,7 @@ The same on Keras' jax and torch backends, under the same names (what differs is
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,17 +32,17 @@ from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.config.hook_options import HookOptions, hook_init
 from smdebug.core.engine.arguments import check_save_tensor
 from smdebug.core.engine.guard import guarded
-from smdebug.core.engine.held_step import complete_held
-from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import CHIEF_WORKER
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.modes import ModeKeys
-from smdebug.tensorflow import backends, capture, names, stop, tape
+from smdebug.tensorflow import backends, capture, names
 from smdebug.tensorflow.collection import TF_COLLECTIONS
-from smdebug.tensorflow.epoch_end import force_save, hold_for_epoch_end, log_collection
+from smdebug.tensorflow.device import KerasDevice, log_collection
 from smdebug.tensorflow.profiling import keras_profiling_for
 from smdebug.tensorflow.replicas import Replica, tf_config_worker
-from smdebug.tensorflow.variables import ModelVariables, assign, optimizer_variables
+from smdebug.tensorflow.stop import KerasStop
+from smdebug.tensorflow.tape import CustomLoop, record
+from smdebug.tensorflow.variables import ModelVariables, optimizer_variables
 
 __all__ = ["KerasHook"]
 
@@ -51,9 +52,18 @@ _K = CollectionKeys
 _CAPTURED = {_K.GRADIENTS, _K.LAYERS}
 
 
-def _save(hook: BaseHook, name: str, coll: str | None, value: Any) -> None:
-    assign(hook, name, coll)
-    hook._save_for_tensor(name, value)
+def _on_batch_begin(mode: ModeKeys) -> Callable[..., None]:
+    def on_batch_begin(self: KerasHook, batch: Any, logs: Any = None) -> None:
+        self._batch_begin(mode)
+
+    return on_batch_begin
+
+
+def _on_batch_end(with_logs: bool) -> Callable[..., None]:
+    def on_batch_end(self: KerasHook, batch: Any, logs: Any = None) -> None:
+        self._batch_end({**(logs or {}), "batch": batch} if with_logs else {"batch": batch})
+
+    return on_batch_end
 
 
 @dataclass(kw_only=True)
@@ -63,7 +73,7 @@ class KerasHookOptions(HookOptions):
     profiler_config: Any = None
 
 
-class KerasHook(keras.callbacks.Callback, BaseHook):
+class KerasHook(keras.callbacks.Callback, KerasDevice):
     """Saves a Keras model's tensors while it trains: ``model.fit(..., callbacks=[hook])``.
 
     Also a callback of ``evaluate`` and ``predict``. The hook stays open across calls; it writes
@@ -79,7 +89,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         o = KerasHookOptions.from_call(type(self).__name__, args, kwargs)
         keras.callbacks.Callback.__init__(self)
         self._profiler_config = o.profiler_config  # a smdebug.profiler.ProfilerConfig, or None: the config file
-        BaseHook.__init__(self, **o.kwargs())
+        KerasDevice.__init__(self, **o.kwargs())
 
     def _configure(self, options: Any) -> None:
         self._options = options
@@ -93,9 +103,9 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         self._model_vars: list = []  # ModelVariables of each registered model
         self._optimizer_vars: dict = {}  # id(optimizer) -> its Watched variables
         self._models: list = []
-        self._tape_in_step = False
         self._in_fit = False
-        self._stop_pending = None  # a stop request seen, not acted on yet (see stop.py)
+        self._stop = KerasStop(self.stop_watcher)  # a rule's stop request (see stop.py)
+        self._loop = CustomLoop(self._tape_begin, self._tape_gradient, self._optimizer_applied)  # see tape.py
         self._capture_colls: set = set()  # collections whose regexes match gradients or layers
         cannot = backends.limits()
         if cannot:  # one warning, when the hook is made
@@ -109,19 +119,18 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
 
     def _assign(self, name: str, coll: str) -> None:
         for h in (self, *self._replicas):
-            assign(h, name, coll)
+            h.assign(name, coll)
 
     def _save(self, name: str, coll: str | None, value: Any, per_replica: bool = False) -> None:
         """Save ``value`` in every writing replica; ``per_replica``: its first axis is the replica."""
         if per_replica:
             value = backends.to_numpy(value)
-            _save(self, name, coll, value[0])
-            for i, h in enumerate(self._replicas, start=1):
-                _save(h, name, coll, value[i])
+            for i, h in enumerate((self, *self._replicas)):
+                h.save_value(name, coll, value[i])
         else:
             value = backends.as_value(value)
             for h in (self, *self._replicas):
-                _save(h, name, coll, value)
+                h.save_value(name, coll, value)
 
     # ---------------------------------------------------------------- workers
     def _get_worker_name(self) -> str:
@@ -254,17 +263,18 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             self._save(w.name, None, w.var)
 
     # ---------------------------------------------------------------- callback
-    @guarded()
     def _batch_begin(self, mode: ModeKeys) -> None:
+        self._begin_steps(mode)
+        self._stop.at_batch(self.model, mode, self._in_fit)  # outside the guard: also on a disabled hook
+
+    @guarded()
+    def _begin_steps(self, mode: ModeKeys) -> None:
         for h in (self, *self._replicas):
-            if h.mode != mode:
-                if self._in_fit and h.mode == ModeKeys.TRAIN and mode == ModeKeys.EVAL:
-                    hold_for_epoch_end(h)  # the epoch's last TRAIN step waits for the epoch's logs
-                h.set_mode(mode)
-            h._begin_step()
+            h.begin_batch(mode, self._in_fit)
         if self._profiler is not None:
             self._profiler.batch_begin(mode, self.mode_steps[mode])
 
+    @guarded()
     def _batch_end(self, logs: Any) -> None:
         if self._profiler is not None:
             self._profiler.batch_end()
@@ -282,29 +292,13 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             if opt is not None:
                 self._save_watched(self._optimizer_variables(opt))
 
-    def on_train_batch_begin(self, batch: Any, logs: Any = None) -> Any:
-        self._batch_begin(ModeKeys.TRAIN)
-        stop.stop_fit(self, ModeKeys.TRAIN)  # outside the guard: also on a disabled hook
-
-    @guarded()
-    def on_train_batch_end(self, batch: Any, logs: Any = None) -> Any:
-        self._batch_end({**(logs or {}), "batch": batch})
-
-    def on_test_batch_begin(self, batch: Any, logs: Any = None) -> Any:
-        self._batch_begin(ModeKeys.EVAL)
-        stop.stop_fit(self, ModeKeys.EVAL)  # outside the guard: also on a disabled hook
-
-    @guarded()
-    def on_test_batch_end(self, batch: Any, logs: Any = None) -> Any:
-        self._batch_end({**(logs or {}), "batch": batch})
-
-    def on_predict_batch_begin(self, batch: Any, logs: Any = None) -> Any:
-        self._batch_begin(ModeKeys.PREDICT)
-        stop.stop_fit(self, ModeKeys.PREDICT)  # outside the guard: also on a disabled hook
-
-    @guarded()
-    def on_predict_batch_end(self, batch: Any, logs: Any = None) -> Any:
-        self._batch_end({"batch": batch})
+    # Keras' batch callbacks: a step of the batch's mode begins (and a rule's stop request is looked
+    # for, on a disabled hook too); at its end the batch's logs are saved (predict's: ``batch`` alone)
+    on_train_batch_begin = _on_batch_begin(ModeKeys.TRAIN)
+    on_test_batch_begin = _on_batch_begin(ModeKeys.EVAL)
+    on_predict_batch_begin = _on_batch_begin(ModeKeys.PREDICT)
+    on_train_batch_end = on_test_batch_end = _on_batch_end(with_logs=True)
+    on_predict_batch_end = _on_batch_end(with_logs=False)
 
     def on_epoch_begin(self, epoch: Any, logs: Any = None) -> Any:
         if self._profiler is not None:
@@ -319,11 +313,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
             self._profiler.epoch_end()
         logs = {k: np.asarray(v) for k, v in (logs or {}).items() if k not in ("outputs", "batch")}
         for h in (self, *self._replicas):
-            held = h.__dict__.pop("_held_for_epoch", None)
-            if held is not None:
-                complete_held(h, held, lambda _h=h: force_save(_h, logs))  # type: ignore[misc]
-            elif h.mode == ModeKeys.TRAIN:
-                force_save(h, logs)
+            h.save_epoch_logs(logs)
 
     def on_train_begin(self, logs: Any = None) -> Any:
         self._in_fit = True
@@ -346,7 +336,7 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         """In a custom loop (``wrap_tape``), save the optimizer's own variables after each update
         of a step that saves (``optimizer_variables``); inside ``fit`` they are read at the end of
         the batch, wrapped or not. Returns ``optimizer``."""
-        return tape.wrap_optimizer(self, optimizer)
+        return self._loop.wrap_optimizer(optimizer)
 
     def wrap_tape(self, tape_: Any) -> Any:
         """Save the loss, weights and gradients of each ``tape.gradient`` call of an eager loop.
@@ -356,7 +346,34 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         After a rule's stop request, the next eager ``with`` block (outside ``fit``) raises
         TrainingStopRequested before its step starts (see ``stop.py``).
         """
-        return tape.wrap_tape(self, tape_)
+        return self._loop.wrap_tape(tape_)
+
+    def _tape_begin(self) -> None:
+        """A wrapped tape's ``with`` block starts a step; after a rule's stop request, an eager one
+        outside ``fit`` raises TrainingStopRequested before it does (see stop.py)."""
+        import tensorflow as tf
+
+        if not self._in_fit and tf.executing_eagerly():
+            self._stop.at_tape_step(self._write_held)
+        self._tape_step()
+
+    @guarded()
+    def _tape_step(self) -> None:
+        if self.mode == ModeKeys.GLOBAL:  # TRAIN when the hook has no mode yet
+            self.set_mode(ModeKeys.TRAIN)
+        self._begin_step()
+
+    @guarded()
+    def _tape_gradient(self, target: Any, sources: Any, grads: Any) -> None:
+        """After ``tape.gradient``, on a step that saves: the loss, weights and gradients (tape.record)."""
+        if self._due() and hasattr(target, "numpy"):
+            record(self._save, target, sources, grads)
+
+    @guarded()
+    def _optimizer_applied(self, optimizer: Any) -> None:
+        """After an eager update outside ``fit``: the optimizer's variables, on a step that saves."""
+        if not self._in_fit and self._due():
+            self._save_watched(self._optimizer_variables(optimizer))
 
     # ---------------------------------------------------------------- user tensors
     @guarded(check=check_save_tensor)
@@ -366,12 +383,8 @@ class KerasHook(keras.callbacks.Callback, BaseHook):
         super().save_tensor(tensor_name, backends.to_numpy(tensor_value), collections_to_write)
 
     def _write_held(self) -> None:
-        for h in (self, *self._replicas):
-            held = h.__dict__.pop("_held_for_epoch", None)
-            if held is not None:  # fit ended without an epoch end (an error): written as it is
-                complete_held(h, held)
         for h in self._replicas:
-            h._write_held()
+            h.write_held()
         super()._write_held()
 
     def close(self) -> None:

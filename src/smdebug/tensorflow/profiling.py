@@ -21,7 +21,7 @@ through TensorFlow's own profiler.
   running (e.g. TensorBoard's callback) makes the range be skipped with a warning.
 
 Every entry point follows the hooks' error policy (an error disables the profiler, training goes
-on), see smdebug.profiler.session. TensorFlow is imported when first needed, as in the hook.
+on), see smdebug.profiler.recording.session. TensorFlow is imported when first needed, as in the hook.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import threading
 import time
 
 from smdebug.modes import ModeKeys
-from smdebug.profiler.session import profiler_for_hook
-from smdebug.profiler.timeline import now_us
+from smdebug.profiler.recording.session import profiler_for_hook
+from smdebug.profiler.recording.timeline import now_us
 
 __all__ = ["KerasProfiling", "TFDetailedProfiling", "keras_profiling_for"]
 

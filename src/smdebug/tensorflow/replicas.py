@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import worker_name
 from smdebug.tensorflow.backends import make_adapter
 from smdebug.tensorflow.collection import TF_COLLECTIONS
+from smdebug.tensorflow.device import KerasDevice
 
 __all__ = ["Replica", "tf_config_worker"]
 
@@ -23,7 +23,7 @@ def tf_config_worker() -> str | None:
     return worker_name(int(index)) if isinstance(index, int) else None
 
 
-class Replica(BaseHook):
+class Replica(KerasDevice):
     """What one more device of a MirroredStrategy writes (include_workers="all"): the same steps
     as the hook, under the device's worker name. Built by the hook, never the active hook."""
 

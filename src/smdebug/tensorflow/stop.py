@@ -19,35 +19,45 @@ under their own numbers.
 
 from __future__ import annotations
 
-from smdebug.core.engine.stop_request import StopRequest
+from collections.abc import Callable
+from typing import Any
+
+from smdebug.core.engine.stop_request import StopRequest, StopRequestWatcher
 from smdebug.exceptions import TrainingStopRequested
 from smdebug.modes import ModeKeys
 
-__all__ = ["pending", "stop_fit", "stop_tape"]
+__all__ = ["KerasStop"]
 
 
-def pending(hook) -> StopRequest | None:
-    """The request not acted on yet: seen now (rate-limited look) or at an earlier batch."""
-    req = hook.stop_watcher.take()
-    if req is not None:
-        hook._stop_pending = req
-    return getattr(hook, "_stop_pending", None)
+class KerasStop:
+    """A KerasHook's side of a rule's stop request: its watcher, and the request seen and not
+    acted on yet (``pending``)."""
 
+    def __init__(self, watcher: StopRequestWatcher):
+        self.watcher = watcher
+        self.pending: StopRequest | None = None
 
-def stop_fit(hook, mode: ModeKeys) -> None:
-    """At the start of a Keras batch: set ``model.stop_training`` when a training run can be ended."""
-    if pending(hook) is None or hook.model is None:
-        return
-    if mode == ModeKeys.TRAIN or (mode == ModeKeys.EVAL and hook._in_fit):
-        hook.model.stop_training = True
-        hook._stop_pending = None
+    def _look(self) -> StopRequest | None:
+        """The request not acted on yet: seen now (rate-limited look) or at an earlier batch."""
+        req = self.watcher.take()
+        if req is not None:
+            self.pending = req
+        return self.pending
 
+    def at_batch(self, model: Any, mode: ModeKeys, in_fit: bool) -> None:
+        """At the start of a Keras batch: set ``model.stop_training`` when a training run can be ended."""
+        if self._look() is None or model is None:
+            return
+        if mode == ModeKeys.TRAIN or (mode == ModeKeys.EVAL and in_fit):
+            model.stop_training = True
+            self.pending = None
 
-def stop_tape(hook) -> None:
-    """At the start of a wrapped tape's step (eager, outside ``fit``): raise TrainingStopRequested."""
-    req = pending(hook)
-    if req is None:
-        return
-    hook._stop_pending = None
-    hook._write_held()
-    raise TrainingStopRequested(req.rule, req.step, req.reason)
+    def at_tape_step(self, write_held: Callable[[], None]) -> None:
+        """At the start of a wrapped tape's step (eager, outside ``fit``): ``write_held()``, then
+        raise TrainingStopRequested."""
+        req = self._look()
+        if req is None:
+            return
+        self.pending = None
+        write_held()
+        raise TrainingStopRequested(req.rule, req.step, req.reason)

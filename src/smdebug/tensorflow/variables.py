@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from smdebug.core.config.collection import CollectionKeys
 from smdebug.tensorflow import names
 
-__all__ = ["Watched", "ModelVariables", "assign", "optimizer_variables", "slot_variable_ids"]
+__all__ = ["Watched", "ModelVariables", "optimizer_variables", "slot_variable_ids"]
 
 
 @dataclass(frozen=True)
@@ -86,14 +86,3 @@ def optimizer_variables(optimizer) -> list[Watched]:
         for v in optimizer.variables
         if id(v) not in model_vars and id(v) not in slots
     ]
-
-
-def assign(hook, name: str, coll: str | None) -> None:
-    """Put tensor ``name`` into collection ``coll`` of ``hook``, once (whether it is saved is the
-    hook's plan's)."""
-    known = hook.__dict__.setdefault("_known", set())
-    if name in known or not coll:
-        return
-    known.add(name)
-    hook.collection_manager.get(coll).add_tensor_name(name)
-    hook.planner.forget(name)

@@ -4,13 +4,16 @@ inside the hook from stopping training (core.engine.guard)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from smdebug.core.config.collection import CollectionKeys
 from smdebug.core.modes import ALLOWED_MODES
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
 
-__all__ = ["check_mode", "check_save_tensor", "check_type", "scalar_value"]
+__all__ = ["check_mode", "check_save_tensor", "check_type", "instance_check", "scalar_value"]
 
 
 def check_mode(mode) -> None:
@@ -33,6 +36,18 @@ def check_type(method: str, argument: str, value, expected, what: str) -> None:
     """``value`` must be an instance of ``expected`` (``what`` names it in the message)."""
     if not isinstance(value, expected):
         raise SMDebugTypeError(f"{method}: {argument} must be {what}, not {type(value).__name__}")
+
+
+def instance_check(method: str, argument: str, expected: Any, what: str) -> Callable[..., None]:
+    """A ``check`` for :func:`~smdebug.core.engine.guard.guarded`: the method's one argument
+    ``argument`` must be an instance of ``expected`` (:func:`check_type`)."""
+
+    def check(hook: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) + len(kwargs) != 1 or (kwargs and argument not in kwargs):
+            raise SMDebugTypeError(f"{method} takes one argument, {argument}")
+        check_type(method, argument, args[0] if args else kwargs[argument], expected, what)
+
+    return check
 
 
 def scalar_value(adapter, name, value, timestamp) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""The end of a hook's job: what it holds is written (:func:`write_held`), its writer closed, the
-collections file and the end-of-job marker written (:func:`close_hook`), and the end-of-job
-barrier: ``training_job_end.ts`` once every worker has written everything."""
+"""The end of a hook's job, what BaseHook.close uses: the end-of-job barrier
+(:func:`mark_end_of_training`: ``training_job_end.ts`` once every worker has written everything)
+and the one line a hook says at close (:class:`SavedSteps`: what it handed to its writer;
+:func:`close_line`)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,7 @@ import time
 from smdebug.core.output.locations import COLLECTIONS_PREFIX, DONE_SUFFIX, END_OF_JOB, done_key, is_chief_worker
 from smdebug.storage import Store
 
-__all__ = [
-    "SavedSteps",
-    "close_hook",
-    "close_line",
-    "end_training_run",
-    "mark_end_of_training",
-    "write_held",
-    "END_OF_JOB_WAIT_ENV",
-]
+__all__ = ["SavedSteps", "close_line", "say_close_line", "mark_end_of_training", "END_OF_JOB_WAIT_ENV"]
 
 logger = logging.getLogger("smdebug")
 END_OF_JOB_WAIT_ENV = "SMDEBUG_END_OF_JOB_WAIT"
@@ -57,78 +50,6 @@ def mark_end_of_training(store: Store, worker: str, workers: int) -> None:
     store.write(END_OF_JOB, b"")
 
 
-def end_training_run(hook) -> None:
-    """``hook``'s framework ended its training run: what is held is written; what is saved from now
-    on (save_scalar, save_tensor: a final accuracy, a test metric) goes to the step after the last
-    one, whatever the schedule, written at close."""
-    if hook._training_ended:
-        return
-    hook._write_held()  # (a framework's hook may write more of what it holds)
-    hook._begin_step()
-    hook._training_ended = True
-
-
-def write_held(hook) -> None:
-    """BaseHook._write_held: end ``hook``'s current step and wait until its writer has written
-    everything handed over (a stop request, the end of a training run). An error disables the
-    hook, unless errors propagate."""
-    try:
-        hook.adapter.sync()
-        if not hook.disabled:
-            hook._end_step()
-        if hook._writer is not None:
-            hook._writer.flush()
-            hook._writer_failed(hook._writer)
-    except Exception:
-        if hook.propagate_errors:
-            raise
-        hook.disabled = True
-        logger.exception("smdebug: could not write the steps held before stopping")
-
-
-def close_hook(hook) -> None:
-    """BaseHook.close, once: end the last step, write everything, the collections file and the
-    end-of-training marker, stop the adapter's threads. Runs also after an error disabled the
-    hook: what was saved before is kept."""
-    try:
-        hook.adapter.sync()
-        if not hook.disabled:
-            hook._end_step()
-            if hook.buffer.scalars:
-                hook._flush_records()
-    except Exception:
-        if hook.propagate_errors:
-            raise
-        logger.exception("smdebug: could not save the last step")
-    hook.buffer.drop()
-    writer, hook._writer = hook._writer, None
-    if writer is not None:
-        writer.flush()
-        writer.close()
-        hook._writer_failed(writer)
-        if writer.failed_steps:
-            logger.error(
-                "smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
-                len(writer.failed_steps),
-                hook.worker,
-                hook.out_dir,
-                writer.failed_steps[0],
-            )
-    try:
-        if hook.writes:
-            hook.export_collections()
-            mark_end_of_training(hook.store, hook.worker, hook._get_num_workers() if hook.save_all_workers else 1)
-    except Exception:
-        if hook.propagate_errors:
-            raise
-        hook.disabled = True
-        logger.exception("smdebug: could not finish writing %s", hook.out_dir)
-    finally:
-        hook.adapter.shutdown()
-    if hook.writes:
-        _say_close_line(hook)
-
-
 class SavedSteps:
     """What the close line says of the steps a hook handed to its writer, in bounded memory: how
     many, the first few and the last, and the names of what they held."""
@@ -155,15 +76,15 @@ class SavedSteps:
         return steps_text(self.first) if self.count <= self.SHOWN else f"{self.first[0]}..{self.last}"
 
 
-def close_line(hook) -> tuple[str, bool]:
-    """The one line a hook writes at close: steps trained, steps saved, what was saved; and whether
-    it is a warning (an empty trial: it names what to add)."""
+def close_line(hook, saved: SavedSteps) -> tuple[str, bool]:
+    """The one line ``hook`` writes at close (its public state, and ``saved``: the steps it handed to
+    its writer): steps trained, steps saved, what was saved; and whether it is a warning (an empty
+    trial: it names what to add)."""
     from smdebug.core.engine.nonfinite import steps_text
 
     planner = hook.planner
     colls = ", ".join(sorted(c.name for c in planner.to_save)) or "none"
     trained = max(hook.step, -1) + 1 - (hook.resumed_from + 1 if hook.resumed_from is not None else 0)
-    saved = hook._saved
     if not saved.count:
         line = f"smdebug: {trained} steps trained, nothing saved to {hook.out_dir}: the trial is empty"
         if planner.prepared and not planner.to_save:
@@ -201,11 +122,12 @@ def _schedule(hook) -> str:
     return "save_interval " + ", ".join(sorted(parts, key=lambda p: (len(p), p))) if parts else "no schedule"
 
 
-def _say_close_line(hook) -> None:
+def say_close_line(hook, saved: SavedSteps) -> None:
+    """Log :func:`close_line` (and write it to stderr unless $SMDEBUG_QUIET); it never fails a close."""
     import sys
 
     try:
-        line, warn = close_line(hook)
+        line, warn = close_line(hook, saved)
     except Exception:  # the summary never fails a close
         logger.debug("smdebug: no close line", exc_info=True)
         return

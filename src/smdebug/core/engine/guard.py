@@ -11,7 +11,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 from smdebug.codec.values import parse_bool
 from smdebug.exceptions import TrainingStopRequested
 
-__all__ = ["guarded", "PROPAGATE_ERRORS_ENV"]
+__all__ = ["guarded", "GuardedByHook", "PROPAGATE_ERRORS_ENV"]
 
 logger = logging.getLogger("smdebug")
 PROPAGATE_ERRORS_ENV = "SMDEBUG_PROPAGATE_ERRORS"
@@ -72,3 +72,22 @@ def guarded(
         return cast(Callable[_P, _R], wrapper)
 
     return deco
+
+
+class GuardedByHook:
+    """A helper of a hook (a trainer callback's state) whose :func:`guarded` methods answer to the
+    hook's guard: an error in one disables ``self.hook``, or propagates when the hook's errors do."""
+
+    hook: Any
+
+    @property
+    def disabled(self) -> bool:
+        return bool(self.hook.disabled)
+
+    @disabled.setter
+    def disabled(self, value: bool) -> None:
+        self.hook.disabled = value
+
+    @property
+    def propagate_errors(self) -> bool:
+        return bool(self.hook.propagate_errors)

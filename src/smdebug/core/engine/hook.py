@@ -24,8 +24,9 @@ from smdebug.core.config.reduction_config import ReductionConfig
 from smdebug.core.config.save_config import SaveConfig
 from smdebug.core.engine import active_hook
 from smdebug.core.engine.arguments import check_mode, check_save_tensor, scalar_value
-from smdebug.core.engine.end_of_job import SavedSteps, close_hook, end_training_run, write_held
+from smdebug.core.engine.end_of_job import SavedSteps, mark_end_of_training, say_close_line
 from smdebug.core.engine.guard import guarded, propagate_default
+from smdebug.core.engine.held_step import HeldStep
 from smdebug.core.engine.module_tensors import ModuleTensors, tensors_in
 from smdebug.core.engine.nonfinite import NonFiniteWatch, VerdictWait, is_finite_number
 from smdebug.core.engine.resume import resume_numbering
@@ -144,6 +145,10 @@ class BaseHook:
 
     def _get_num_workers(self) -> int:
         return 1
+
+    def _writing_workers(self) -> int:
+        """How many workers write into the folder (include_workers="one": the chief alone)."""
+        return self._get_num_workers() if self.save_all_workers else 1
 
     def _is_tensor(self, value: Any) -> bool:
         """Whether a leaf of a layer's inputs / outputs is a tensor the hook saves."""
@@ -443,28 +448,129 @@ class BaseHook:
             )
 
     @guarded()
-    def _end_training_run(self) -> None:  # core.engine.end_of_job.end_training_run
-        end_training_run(self)
+    def _end_training_run(self) -> None:
+        """The framework ended its training run: what is held is written; what is saved from now
+        on (save_scalar, save_tensor: a final accuracy, a test metric) goes to the step after the
+        last one, whatever the schedule, written at close."""
+        if self._training_ended:
+            return
+        self._write_held()  # (a framework's hook may write more of what it holds)
+        self._begin_step()
+        self._training_ended = True
 
     def _write_held(self) -> None:
-        """End the current step and wait until the writer has written everything handed over."""
-        write_held(self)
+        """End the current step and wait until the writer has written everything handed over (a
+        stop request, the end of a training run). An error disables the hook, unless errors propagate."""
+        try:
+            self.adapter.sync()
+            if not self.disabled:
+                self._end_step()
+            if self._writer is not None:
+                self._writer.flush()
+                self._writer_failed(self._writer)
+        except Exception:
+            if self.propagate_errors:
+                raise
+            self.disabled = True
+            logger.exception("smdebug: could not write the steps held before stopping")
+
+    # ---------------------------------------------------------------- held steps
+    def hold_step(self) -> HeldStep:
+        """Take the current step aside, still open (core.engine.held_step); the hook goes on with an
+        empty buffer. Scalars waiting for a saved step stay with the held step if it saves, else
+        they wait on."""
+        held = HeldStep(self.buffer, self.step, self._rec_mode, self._rec_mode_step, self._step_saves)
+        self.buffer = StepBuffer(self.adapter)
+        if not held.saves:
+            self.buffer.scalars, held.buffer.scalars = held.buffer.scalars, []
+        self._step_saves = False
+        return held
+
+    def complete_held(self, held: HeldStep, add: Callable[[], object] | None = None) -> None:
+        """Run ``add()`` with ``held`` as the current step (what it saves goes there), then hand
+        ``held`` to the writer; the current step is left as it was. A held step that saves
+        (``held.saves``, or ``add`` called :meth:`keep_step`) is written with its scalars alone, as
+        the current step would be (``_end_step``)."""
+        current = HeldStep(self.buffer, self.step, self._rec_mode, self._rec_mode_step, self._step_saves)
+        last_before = self.last_saved_step
+        self._enter_step(held)
+        try:
+            if add is not None and not self.disabled:
+                add()
+            if self.buffer.records or (self._step_saves and self.buffer.scalars):
+                self._flush_records()
+            else:
+                current.buffer.scalars[:0] = self.buffer.scalars  # nothing saved: its scalars wait on
+                self.buffer.scalars = []
+        finally:
+            saved = [s for s in (self.last_saved_step, last_before) if s is not None]
+            self._enter_step(current)
+            self.last_saved_step = max(saved) if saved else None
+
+    def _enter_step(self, s: HeldStep) -> None:
+        self.buffer, self.step, self._rec_mode, self._rec_mode_step = s.buffer, s.step, s.mode, s.mode_step
+        self._step_saves = s.saves
+
+    @property
+    def recording_mode(self) -> ModeKeys:
+        """The mode of the step being recorded: the mode it began in (``mode`` may have changed since)."""
+        return self._rec_mode
+
+    def keep_step(self) -> None:
+        """Write the current step when it ends, with its scalars alone if it saves nothing else."""
+        self._step_saves = True
 
     # ---------------------------------------------------------------- output files
     def export_collections(self) -> None:
         if not self.writes:
             return
-        num_workers = self._get_num_workers() if self.save_all_workers else 1
-        self.collection_manager.set_num_workers(num_workers)
+        self.collection_manager.set_num_workers(self._writing_workers())
         self.collection_manager.export(self.out_dir, collections_file_name(self.worker), store=self.store)
         self.exported_collections = True
 
     def close(self) -> None:
         """End the last step, write everything, the collections file and the end-of-training
         marker. Runs also after an error disabled the hook: what was saved before is kept."""
-        if not self._closed:
-            self._closed = True
-            close_hook(self)
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.adapter.sync()
+            if not self.disabled:
+                self._end_step()
+                if self.buffer.scalars:
+                    self._flush_records()
+        except Exception:
+            if self.propagate_errors:
+                raise
+            logger.exception("smdebug: could not save the last step")
+        self.buffer.drop()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.flush()
+            writer.close()
+            self._writer_failed(writer)
+            if writer.failed_steps:
+                logger.error(
+                    "smdebug: %d step(s) of %s could not be written to %s (first: step %s)",
+                    len(writer.failed_steps),
+                    self.worker,
+                    self.out_dir,
+                    writer.failed_steps[0],
+                )
+        try:
+            if self.writes:
+                self.export_collections()
+                mark_end_of_training(self.store, self.worker, self._writing_workers())
+        except Exception:
+            if self.propagate_errors:
+                raise
+            self.disabled = True
+            logger.exception("smdebug: could not finish writing %s", self.out_dir)
+        finally:
+            self.adapter.shutdown()
+        if self.writes:
+            say_close_line(self, self._saved)
 
     def _cleanup(self) -> None:  # 1.0.34's name for close(), which its own code calls
         self.close()

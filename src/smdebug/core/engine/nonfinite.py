@@ -5,6 +5,9 @@ value first becomes NaN or infinite, that step and the next ``after`` steps are 
 every collection the hook saves, whatever the save config says. A failure is caught without
 a save schedule from the user; once seen, the watch keeps quiet (one log line, one window).
 
+:class:`LateChecks`: a loss on a device that has not computed it yet is checked later (the
+framework queues the check without waiting), read at a step boundary once the device has.
+
 :class:`VerdictWait`: under ``smdebug run`` with rules beside the job, the launcher writes the
 last global step that every live rule has judged into a file ($SMDEBUG_RULES_JUDGED). After the
 first non-finite step, the hook holds training at its next step boundary until the rules have
@@ -20,10 +23,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "NonFiniteWatch",
+    "LateCheck",
+    "LateChecks",
     "VerdictWait",
     "RULES_JUDGED_ENV",
     "WATCH_ENV",
@@ -84,6 +89,51 @@ class NonFiniteWatch:
         if self.seen_at is None:
             return ""
         return steps_text(list(range(self.seen_at, self.seen_at + self.after + 1)))
+
+
+class LateCheck(Protocol):
+    """A framework's check of a device value's finiteness, queued without waiting for the device."""
+
+    name: str
+    step: int  # the global step the value was computed at
+
+    def ready(self) -> bool:
+        """Whether the device has computed the answer (never waits)."""
+        ...
+
+    def finite(self) -> bool:
+        """The answer, once ready."""
+        ...
+
+
+class LateChecks:
+    """The late checks a hook holds (at most ``limit``: the device may run that far behind),
+    told to the watch at a step boundary once ready; none held after the watch's first
+    non-finite value (it keeps quiet from then on)."""
+
+    def __init__(self, watch: NonFiniteWatch, limit: int) -> None:
+        self.watch = watch
+        self.limit = limit
+        self.pending: list[LateCheck] = []  # the hook looks at this first: nothing to do on most steps
+
+    def has_room(self) -> bool:
+        return len(self.pending) < self.limit
+
+    def add(self, check: LateCheck) -> None:
+        """Hold ``check`` (when :meth:`has_room`; else it is left unread)."""
+        if len(self.pending) < self.limit:
+            self.pending.append(check)
+
+    def report(self, seen: Callable[[str, bool, int], None]) -> None:
+        """``seen(name, False, step)`` (the hook's) for each check ready with a non-finite
+        answer; the others ready are dropped, those not ready wait on."""
+        waiting = []
+        for late in self.pending:
+            if not late.ready():
+                waiting.append(late)
+            elif not late.finite():
+                seen(late.name, False, late.step)
+        self.pending = waiting if self.watch.first_step is None else []
 
 
 def is_finite_number(value: Any) -> bool:
