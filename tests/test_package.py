@@ -105,6 +105,79 @@ def test_documented_import_paths():
     assert CollectionKeys.GRADIENTS == "gradients"
 
 
+FRAMEWORK_PACKAGES = {
+    "smdebug.pytorch": "torch",
+    "smdebug.tensorflow": "keras",
+    "smdebug.xgboost": "xgboost",
+    "smdebug.mxnet": "mxnet",
+    "smdebug.jax": "flax",
+}
+SHARED_NAMES = {"CollectionKeys", "SaveConfig", "SaveConfigMode", "ReductionConfig", "modes", "create_trial"}
+
+
+def test_each_framework_package_re_exports_the_shared_names():
+    """``smd.SaveConfig``, ``smd.modes``, ``smd.create_trial``... from each framework package, as 1.0.34's,
+    the very objects of smdebug.core and smdebug.trials; importing the packages leaves the one list
+    they share (smdebug._public) as it was."""
+    import importlib
+    import importlib.util
+
+    import smdebug._public as shared
+    from smdebug import modes
+    from smdebug.core.collection import CollectionKeys
+    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.save_config import SaveConfig, SaveConfigMode
+    from smdebug.trials import create_trial
+
+    assert set(shared.__all__) == SHARED_NAMES
+    expected = {
+        "CollectionKeys": CollectionKeys,
+        "SaveConfig": SaveConfig,
+        "SaveConfigMode": SaveConfigMode,
+        "ReductionConfig": ReductionConfig,
+        "modes": modes,
+        "create_trial": create_trial,
+    }
+    imported = []
+    for name, needs in FRAMEWORK_PACKAGES.items():
+        spec = importlib.util.find_spec(needs)
+        if spec is None or spec.origin is None:  # not installed (tests/mxnet is a namespace package)
+            continue  # mxnet: its own virtualenv
+        package = importlib.import_module(name)
+        imported.append(name)
+        assert SHARED_NAMES < set(package.__all__), name
+        assert len(package.__all__) == len(set(package.__all__)), name
+        for shared_name, obj in expected.items():
+            assert getattr(package, shared_name) is obj, (name, shared_name)
+        for own in ("Collection", "CollectionManager", "get_hook", "set_hook", "del_hook"):
+            assert own in package.__all__ and callable(getattr(package, own)), (name, own)
+    assert imported, "no framework installed"
+    assert set(shared.__all__) == SHARED_NAMES and len(shared.__all__) == len(SHARED_NAMES)
+
+
+def test_mypy_sees_the_shared_names_as_each_framework_packages_exports(tmp_path):
+    """With ``--no-implicit-reexport`` (mypy --strict) a user's ``from smdebug.pytorch import SaveConfig``
+    type-checks: the names are exported, not merely imported; a name the package only imports is not."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lines = [f"from {name} import {', '.join(sorted(SHARED_NAMES))}" for name in FRAMEWORK_PACKAGES]
+    lines += ["import smdebug.pytorch as smd", "smd.SaveConfig(save_interval=2)", "from smdebug.xgboost import bind"]
+    script = tmp_path / "user_script.py"
+    script.write_text("\n".join(lines) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", "--no-implicit-reexport"]
+        + ["--cache-dir", str(tmp_path / "mypy-cache"), str(script)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1, proc.stdout + proc.stderr
+    assert f"user_script.py:{len(lines)}:" in errors[0] and '"bind"' in errors[0], errors
+
+
 def test_exception_messages_name_what_happened():
     from smdebug.core.modes import ModeKeys
     from smdebug.exceptions import NoMoreData, StepUnavailable, TensorUnavailableForStep

@@ -323,6 +323,11 @@ HOSTILE_TENSORS = {
         "needs 73786976294838206464",
     ),
     "content-with-negative-dims": (_raw_varint_field(1, 1) + _shape(-1, -1) + ld(4, b"\x00" * 4), "negative dimension"),
+    # 0 values, but numpy cannot make the shape (found by test_hostile_tensor_protos)
+    "content-empty-zero-dim-beside-a-huge-one": (
+        _raw_varint_field(1, 1) + _shape(0, 2**62) + ld(4, b""),
+        "cannot shape 0 values as [0, 4611686018427387904]",
+    ),
 }
 
 

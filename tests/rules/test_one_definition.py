@@ -42,7 +42,7 @@ def test_every_bool_user_takes_the_same_spellings(monkeypatch, caplog):
     from smdebug.core.engine.guard import PROPAGATE_ERRORS_ENV, propagate_default
     from smdebug.core.reduction_config import ReductionConfig
     from smdebug.exceptions import SMDebugValueError
-    from smdebug.profiler.config import _bool as profiler_bool
+    from smdebug.profiler.recording.config import _bool as profiler_bool
     from smdebug.rules.params import as_bool
 
     vp = ValueParser("hook.json", None)

@@ -74,18 +74,6 @@ _TEMPLATES: dict[tuple, tuple[bytes, bytes]] = {}
 _LEN = struct.Struct("<Q")
 
 
-def encode_tensor_record(
-    tag: str,
-    arr: np.ndarray,
-    step: int,
-    metadata: bytes,
-    wall_time: float | None = None,
-    payload_crc: bool = False,
-) -> bytes:
-    """A whole framed record of one tensor: :func:`encode_tensor_event` framed as TFRecord."""
-    return b"".join(encode_tensor_record_chunks(tag, arr, step, metadata, wall_time, payload_crc))
-
-
 def encode_tensor_record_chunks(
     tag: str,
     arr: np.ndarray,

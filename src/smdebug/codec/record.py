@@ -220,7 +220,10 @@ def _parse(p: bytes, first: int, size: int | None) -> tuple[np.ndarray, _Templat
     count = math.prod(shape)
     if count * dt.itemsize != c_len or t_end > size:
         return None
-    arr = np.frombuffer(p, dtype=dt, count=count, offset=c_start).reshape(shape)
+    try:
+        arr = np.frombuffer(p, dtype=dt, count=count, offset=c_start).reshape(shape)
+    except ValueError:  # a shape numpy cannot make ([0, 2**62] floats): the general decoder says so
+        return None
     template = None
     if fields[:2] == [0x0A, 0x42] and fields[2:] in ([], [0x4A]):
         template = _Template(bytes(p[start:c_start]), dt, tuple(shape), count, c_len)

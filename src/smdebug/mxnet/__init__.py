@@ -1,13 +1,10 @@
 """MXNet Gluon support: ``import smdebug.mxnet as smd; hook = smd.Hook(out_dir=...)``."""
 
-from smdebug import modes
-from smdebug.core.config.collection import CollectionKeys
-from smdebug.core.config.reduction_config import ReductionConfig
-from smdebug.core.config.save_config import SaveConfig, SaveConfigMode
+from smdebug._public import *  # noqa: F403 (SaveConfig, ReductionConfig, modes, create_trial...)
+from smdebug._public import __all__
 from smdebug.core.engine.active_hook import bind
 from smdebug.mxnet.collection import Collection, CollectionManager
 from smdebug.mxnet.hook import Hook
-from smdebug.trials import create_trial
 
 _slot = bind(Hook)
 set_hook, del_hook = _slot.set_hook, _slot.del_hook
@@ -19,17 +16,4 @@ def get_hook(json_config_path: str | None = None, create_if_not_exists: bool = T
     return _slot.get_hook(json_config_path=json_config_path, create_if_not_exists=create_if_not_exists)
 
 
-__all__ = [
-    "Hook",
-    "Collection",
-    "CollectionManager",
-    "CollectionKeys",
-    "SaveConfig",
-    "SaveConfigMode",
-    "ReductionConfig",
-    "modes",
-    "create_trial",
-    "get_hook",
-    "set_hook",
-    "del_hook",
-]
+__all__ = ["Hook", "Collection", "CollectionManager", "get_hook", "set_hook", "del_hook", *__all__]

@@ -137,11 +137,15 @@ class FsspecStore(Store):
 
     def delete(self, key: str) -> None:
         try:
-            self.fs.rm_file(self._p(key))
+            self._remove(key)
         except FileNotFoundError:
             pass
         except Exception as exc:  # noqa: BLE001
             raise self._wrap(key, exc, "delete") from exc
+
+    def _remove(self, key: str) -> None:
+        """Remove the object ``key``; FileNotFoundError where there is none."""
+        self.fs.rm_file(self._p(key))
 
     # -------------------------------------------------------------- listings
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:

@@ -275,13 +275,8 @@ class S3Store(FsspecStore):
         data = data if isinstance(data, (bytes, bytearray)) else bytes(data)
         self._do(key, "write", self.fs._pipe_file, f"{self.bucket}/{self._k(key)}", data)
 
-    def delete(self, key: str) -> None:
-        try:
-            self._run(self._call, "delete_object", Key=self._k(key))
-        except FileNotFoundError:
-            pass
-        except Exception as exc:  # noqa: BLE001
-            raise self._wrap(key, exc, "delete") from exc
+    def _remove(self, key: str) -> None:  # FsspecStore.delete's
+        self._run(self._call, "delete_object", Key=self._k(key))
 
     # -------------------------------------------------------------- listings
     def list(self, prefix: str, start_after: str | None = None) -> list[str]:

@@ -24,7 +24,7 @@ if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat"):
 
 from prof_runs import train  # noqa: E402
 
-from smdebug.profiler.reading.trial import ProfilerTrial  # noqa: E402
+from smdebug.profiler.trial import ProfilerTrial  # noqa: E402
 from smdebug.rules import invoke_rule  # noqa: E402
 from smdebug.rules.profiler import ProfilerReport  # noqa: E402
 from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class  # noqa: E402

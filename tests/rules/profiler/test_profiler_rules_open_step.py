@@ -8,7 +8,7 @@ stall (seen under load on CI's host: StepOutlier missed a 4 s step and training 
 from __future__ import annotations
 
 from smdebug.profiler import TimelineWriter
-from smdebug.profiler.reading.trial import ProfilerTrial
+from smdebug.profiler.trial import ProfilerTrial
 from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class
 
 MS = 1000

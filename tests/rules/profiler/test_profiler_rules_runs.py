@@ -13,7 +13,7 @@ pytest.importorskip("psutil")
 
 from prof_runs import train  # noqa: E402
 
-from smdebug.profiler.reading.trial import ProfilerTrial  # noqa: E402
+from smdebug.profiler.trial import ProfilerTrial  # noqa: E402
 from smdebug.rules import invoke_rule  # noqa: E402
 from smdebug.rules.profiler import ProfilerReport  # noqa: E402
 from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class  # noqa: E402
@@ -127,7 +127,7 @@ def test_profiler_report_over_a_real_run(runs, tmp_path):
         and reports["LowGPUUtilization"]["Verdict"]["status"] == "no GPU data"
     )
     assert reports["OverallSystemUsage"]["Details"]["CPU"]
-    # and the HTML report, through the renderer's hook (smdebug.analysis.profiler_report.write_report)
+    # and the HTML report, through the renderer's hook (smdebug.profiler.views.report.write_report)
     assert r.html_path == str(tmp_path / "profiler-report.html")
     page = (tmp_path / "profiler-report.html").read_text()
     assert "StepOutlier" in page and "no GPU data" in page

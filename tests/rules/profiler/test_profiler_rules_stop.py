@@ -13,7 +13,7 @@ pytest.importorskip("psutil")
 from prof_runs import train  # noqa: E402
 
 from smdebug.core.stop_request import read_stop_request  # noqa: E402
-from smdebug.profiler.reading.trial import ProfilerTrial  # noqa: E402
+from smdebug.profiler.trial import ProfilerTrial  # noqa: E402
 from smdebug.rules import invoke_rule  # noqa: E402
 from smdebug.rules.profiler import get_profiler_rule_class as get_rule_class  # noqa: E402
 from smdebug.storage.local import LocalStore  # noqa: E402

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from smdebug.profiler.locations import END_MARKER
-from smdebug.profiler.reading.trial import ProfilerTrial
+from smdebug.profiler.trial import ProfilerTrial
 from smdebug.rules import invoke_rule
 from smdebug.rules.profiler import ProfilerReport, profiler_rule_classes
 from smdebug.rules.profiler.base import WindowSource, fetch_window, judge_together

@@ -11,7 +11,6 @@ regex a PyTorch user passes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -173,10 +172,8 @@ class DeadRelu(_LayerActivityRule):
     threshold_layer: float
     hook_collections = (HookCollection("relu_output", {"include_regex": ".*relu_output", "save_interval": "500"}),)
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         self._check_thresholds()
 
     inactive_word = "dead"
@@ -233,10 +230,8 @@ class SaturatedActivation(_LayerActivityRule):
     threshold_tanh: list[float] | None
     threshold_sigmoid: list[float] | None
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         self._check_thresholds()
         self.ranges = {}
         for kind in ("tanh", "sigmoid"):
@@ -310,10 +305,8 @@ class CheckInputImages(BuiltinRule):
         HookCollection("input_image", {"include_regex": ".*hybridsequential0_input_0", "save_interval": "500"}),
     )
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         if self.threshold_mean < 0:
             raise RuleConfigurationError(
                 self.rule_name, "threshold_mean", f"must be at least 0, got {self.threshold_mean}"
@@ -434,10 +427,8 @@ class NLPSequenceRatio(BuiltinRule):
         HookCollection("input_sequence", {"include_regex": ".*embedding0_input_0", "save_interval": "500"}),
     )
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         tokens, thresholds = self.token_values, self.token_thresholds_percent
         if not tokens:
             raise RuleConfigurationError(self.rule_name, "token_values", "needs at least one token id")

@@ -9,14 +9,20 @@ corrupt), decoded by the codec's one decoder of records (:mod:`smdebug.codec.rec
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from smdebug.core.tensors.reductions import as_numeric, get_numpy_reduction
 from smdebug.trials.reader import StepValue, ValueKey
 
-__all__ = ["ValueKey", "StepValue", "StepReader", "numeric", "scalar", "mean_abs", "close_each"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from smdebug.trials import Trial
+
+__all__ = ["ValueKey", "StepValue", "ReadHow", "StepReader", "numeric", "scalar", "mean_abs", "close_each"]
 
 
 def numeric(value: Any) -> np.ndarray | None:
@@ -65,32 +71,39 @@ def close_each(olds: list, news: list, rtol: float, atol: float, equal_nan: bool
     return out
 
 
+class ReadHow(TypedDict, total=False):
+    """How :class:`StepReader` reads: ``reduction`` (a reduction name; None: the raw value) of the
+    value or its ``abs``, computed from the raw value when not saved unless ``compute`` is False;
+    ``reductions_if_no_value``: a tensor saved only as reductions gives those."""
+
+    reduction: str | None
+    abs: bool
+    reductions_if_no_value: bool
+    compute: bool
+
+
 class StepReader:
     """What the built-in rules read at a step, through the trial's one batched read
     (:meth:`smdebug.trials.Trial.read`), as numbers: strings and objects are left out."""
 
-    def fetch(
-        self,
-        trial: Any,
-        keys: Any,
-        reduction: Any = None,
-        abs: Any = False,
-        reductions_if_no_value: Any = False,
-        compute: Any = True,
-    ) -> list[StepValue]:
+    def fetch(self, trial: Trial, keys: list[ValueKey], **how: Unpack[ReadHow]) -> list[StepValue]:
         """Read ``keys`` (ValueKey) in one batched read; what is not saved is left out.
 
         With ``reduction``, the saved reduction when there is one, else computed from the raw
         value (or, with ``compute=False``, the raw value, ``from_reduction`` False, for the caller
         to reduce). With ``reductions_if_no_value``, a tensor saved only as reductions gives those.
         """
+        reduction, abs, compute = how.get("reduction"), how.get("abs", False), how.get("compute", True)
+        reads = trial.read(
+            keys, reduction=reduction, abs=abs, reductions_if_no_value=how.get("reductions_if_no_value", False)
+        )
         out = []
-        for sv in trial.read(keys, reduction=reduction, abs=abs, reductions_if_no_value=reductions_if_no_value):
-            v = sv.value
-            if v.dtype.kind not in "biufc":
+        for sv in reads:
+            v: np.ndarray | None = sv.value
+            if v is not None and v.dtype.kind not in "biufc":
                 v = numeric(v)
-                if v is None:
-                    continue
+            if v is None:
+                continue
             if reduction is not None and compute and not sv.from_reduction:
                 if v.size == 0:
                     continue
@@ -100,19 +113,10 @@ class StepReader:
             out.append(sv)
         return out
 
-    def step(
-        self,
-        trial: Any,
-        step: Any,
-        names: Any,
-        *,
-        reduction: Any = None,
-        abs: Any = False,
-        reductions_if_no_value: Any = False,
-        compute: Any = True,
-    ) -> list[StepValue]:
-        """Every worker's value of each of ``names`` at global ``step``, in one batched read."""
-        return self.fetch(trial, [ValueKey(n, step) for n in names], reduction, abs, reductions_if_no_value, compute)
+    def step(self, trial: Trial, step: int, names: Iterable[str], **how: Unpack[ReadHow]) -> list[StepValue]:
+        """Every worker's value of each of ``names`` at global ``step``, in one batched read (``how``:
+        as :meth:`fetch`)."""
+        return self.fetch(trial, [ValueKey(n, step) for n in names], **how)
 
     def values(self, trial: Any, keys: Any) -> list[StepValue]:
         """The raw values of ``keys`` (ValueKey), in one batched read."""

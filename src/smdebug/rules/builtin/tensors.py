@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,44 +83,48 @@ def _reductions_only(trial: Trial, step: int, names: Iterable[str]) -> dict[str,
     return out
 
 
-def _why_unread(
-    rule: Any, trial: Trial, step: int, names: list[str], reads: str, fix: str, what: str = "the selected tensors"
-) -> str:
+@dataclass(frozen=True)
+class _Reads:
+    """What a rule reads at a step (``values``) and how a user saves it (``fix``), for the reason it
+    gives when a step gave it nothing to judge; ``tensors``: what it calls its selection."""
+
+    values: str
+    fix: str
+    tensors: str = "the selected tensors"
+
+
+_RAW = _Reads("raw values", "save them raw (ReductionConfig save_raw_tensor=True)")
+
+
+def _why_unread(rule: Any, trial: Trial, step: int, names: list[str]) -> str:
     """Why ``names`` (the rule's selection at ``step``) gave no value to judge: nothing matched, the
-    tensors were saved only as reductions the rule cannot use (``reads``, ``fix``: what it needs and
-    how to save it), or they hold no number."""
+    tensors were saved only as reductions the rule cannot use (``rule.reads``: what it needs and how
+    to save it), or they hold no number."""
     if not names:
         return _matched_nothing(rule, trial)
+    reads: _Reads = rule.reads
     only = _reductions_only(trial, step, names)
     if only and len(only) == len(names):
         saved = sorted({r for rs in only.values() for r in rs})
         return (
-            f"{what} were saved only as reductions ({', '.join(saved) or 'none'}) and "
-            f"{type(rule).__name__} reads {reads}: {fix}"
+            f"{reads.tensors} were saved only as reductions ({', '.join(saved) or 'none'}) and "
+            f"{type(rule).__name__} reads {reads.values}: {reads.fix}"
         )
-    return f"{what} hold no number at the step (strings, or empty)"
+    return f"{reads.tensors} hold no number at the step (strings, or empty)"
 
 
-def _say_unread(
-    rule: Any,
-    trial: Trial,
-    step: int,
-    names: list[str],
-    reads: str,
-    fix: str,
-    what: str = "the selected tensors",
-    none_saved: str | None = None,
-) -> None:
+def _say_unread(rule: Any, step: int, names: list[str], none_saved: str | None = None) -> None:
     """``rule.unjudged`` with :func:`_why_unread`'s reason; when the step merely lacked the selected
     tensors that other steps saved, a passing reason (``BuiltinRule.unjudged``) that names the step.
     ``none_saved``: the reason when no step saved any (else :func:`_matched_nothing`'s)."""
+    trial = rule.base_trial
     if not names:
         if rule.selected(None):
-            rule.unjudged(f"{what} were not saved at step {step} (other steps have them)", passing=True)
+            rule.unjudged(f"{rule.reads.tensors} were not saved at step {step} (other steps have them)", passing=True)
         else:
             rule.unjudged(none_saved or _matched_nothing(rule, trial))
         return
-    rule.unjudged(_why_unread(rule, trial, step, names, reads, fix, what))
+    rule.unjudged(_why_unread(rule, trial, step, names))
 
 
 def _fire(
@@ -152,6 +157,11 @@ class VanishingGradient(ReadingRule):
     # the parameters, parsed when the rule is built (see ``params``)
     threshold: float
     hook_collections = (HookCollection("gradients", {"save_interval": "500"}),)
+    reads = _Reads(
+        "the abs mean of each gradient",
+        'add abs_reductions=["mean"] to the hook\'s ReductionConfig, or save the raw gradients (save_raw_tensor=True)',
+        tensors="the gradients",
+    )
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
@@ -161,13 +171,8 @@ class VanishingGradient(ReadingRule):
         if not values:
             _say_unread(
                 self,
-                trial,
                 step,
                 names,
-                "the abs mean of each gradient",
-                'add abs_reductions=["mean"] to the hook\'s ReductionConfig, or save the raw '
-                "gradients (save_raw_tensor=True)",
-                what="the gradients",
                 none_saved=f"no tensor of the collection 'gradients' was saved (collections holding "
                 f"tensors: {_held(self, trial)}): include the gradients collection in the hook",
             )
@@ -222,6 +227,7 @@ class ExplodingTensor(SelectingRule):
     collection_names: list[str]
     tensor_regex: list[re.Pattern]
     only_nan: bool
+    reads = _Reads("raw values or saved reductions", "save them (raw, or with reductions)")
 
     def invoke_at_step(self, step: int) -> bool:
         trial = self.base_trial
@@ -229,9 +235,7 @@ class ExplodingTensor(SelectingRule):
         values = self.reader.step(trial, step, names, reductions_if_no_value=True)
         self.evaluated(len(values))
         if not values:
-            _say_unread(
-                self, trial, step, names, "raw values or saved reductions", "save them (raw, or with reductions)"
-            )
+            _say_unread(self, step, names)
             return False
         plain = [v.value.ravel() for v in values if v.value.dtype.kind in "fc" and not structural_nan(v.name)]
         if plain and not any(structural_nan(v.name) for v in values):
@@ -296,6 +300,7 @@ class AllZero(SelectingRule):
     tensor_regex: list[re.Pattern]
     threshold: float
     warn_on_all = True
+    reads = _RAW
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
@@ -324,7 +329,7 @@ class AllZero(SelectingRule):
                     worker=v.worker,
                 )
         if not judged:
-            _say_unread(self, trial, step, names, "raw values", "save them raw (ReductionConfig save_raw_tensor=True)")
+            _say_unread(self, step, names)
         return False
 
 
@@ -354,6 +359,9 @@ class TensorVariance(SelectingRule):
     max_threshold: float | None
     min_threshold: float | None
     warn_on_all = True
+    reads = _Reads(
+        "the variance of each", 'add reductions=["variance"] to the hook\'s ReductionConfig, or save them raw'
+    )
 
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
@@ -377,14 +385,7 @@ class TensorVariance(SelectingRule):
         names = self.selected(step)
         values = self.reader.step(trial, step, names, reduction="variance")
         if not values:
-            _say_unread(
-                self,
-                trial,
-                step,
-                names,
-                "the variance of each",
-                'add reductions=["variance"] to the hook\'s ReductionConfig, or save them raw',
-            )
+            _say_unread(self, step, names)
         for v in values:
             var = scalar(v.value)
             self.evaluated()
@@ -433,6 +434,7 @@ class SimilarAcrossRuns(SelectingRule):
     collection_names: list[str]
     tensor_regex: list[re.Pattern]
     uses_other_trials = True
+    reads = _RAW
 
     def __init__(
         self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
@@ -450,7 +452,7 @@ class SimilarAcrossRuns(SelectingRule):
         names = self.selected(step)
         mine = {(v.name, v.worker): v.value for v in self.reader.step(trial, step, names)}
         if not mine:
-            _say_unread(self, trial, step, names, "raw values", "save them raw (ReductionConfig save_raw_tensor=True)")
+            _say_unread(self, step, names)
             return False
         compared = 0
         for other in self.other_trials:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -125,10 +124,8 @@ class LossNotDecreasing(_LossRule):
             params["mode"] = "TRAIN"  # the training loss (the rule's own default prefers EVAL)
         return params
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         _require(self, "num_steps", self.num_steps >= 1, f"must be at least 1, got {self.num_steps}")
         _require(self, "diff_percent", 0 <= self.diff_percent < 100, f"must be in [0, 100), got {self.diff_percent}")
         _require(
@@ -338,10 +335,8 @@ class Overfit(_LossRule):
     patience: int
     ratio_threshold: float
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         _require(self, "patience", self.patience >= 1, f"must be at least 1, got {self.patience}")
         _require(self, "start_step", self.start_step >= 0, f"must be at least 0, got {self.start_step}")
         self._buf: dict[str, dict[Any, Any]] = {"train": {}, "validation": {}}
@@ -530,10 +525,8 @@ class Overtraining(_LossRule):
     patience_validation: int
     delta: float
 
-    def __init__(
-        self, base_trial: Trial, action_str: str = "", other_trials: Iterable[Trial] | None = None, **params: Any
-    ) -> None:
-        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **params)
+    def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
+        super().__init__(base_trial, action_str=action_str, **params)
         for p in ("patience_train", "patience_validation"):
             _require(self, p, getattr(self, p) >= 1, f"must be at least 1, got {getattr(self, p)}")
         _require(self, "delta", self.delta >= 0, f"must be at least 0, got {self.delta}")

@@ -77,25 +77,33 @@ class _SavedSteps:
 
 
 class _HistoryRule:
-    """Mixin: the mode, mode step and earlier saved steps a history rule compares."""
+    """Mixin: a history rule evaluates the steps of its mode (:func:`history_mode`), each compared
+    with earlier saved steps; the values read at one step are kept for the next."""
 
     base_trial: Any  # the rule's (the mixin goes with a BuiltinRule)
 
-    def _prev_steps(self, name: Any, step: Any, n: Any, mode: Any) -> list:
-        saved = self.__dict__.get("_saved_steps")
-        if saved is None:
-            saved = self._saved_steps = _SavedSteps()
-        return saved.up_to(self.base_trial, name, step, n, mode)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._recent = _RecentValues()
+        self._saved_steps = _SavedSteps()
 
-    def _mode_and_step(self, step: Any) -> Any:
-        """(mode, step in that mode) to evaluate at global ``step``, or None to skip it."""
+    def _prev_steps(self, name: Any, step: Any, n: Any, mode: Any) -> list:
+        return self._saved_steps.up_to(self.base_trial, name, step, n, mode)
+
+    def invoke_at_step(self, step: int) -> bool:
+        """Global ``step`` compared (:meth:`_compare`) as a step of the history's mode; a step of
+        another mode is skipped."""
         trial = self.base_trial
         mode = history_mode(trial)
         if mode == ModeKeys.GLOBAL:
-            return mode, step
+            return self._compare(step, mode, step)
         if trial.mode(step) != mode:
-            return None
-        return mode, trial.mode_step(step)
+            return False
+        return self._compare(step, mode, trial.mode_step(step))
+
+    def _compare(self, step: int, mode: ModeKeys, s: int) -> bool:
+        """Judge global ``step``, step ``s`` of ``mode``; True when the rule fires."""
+        raise NotImplementedError
 
 
 _positive_int = bounded(as_int, 1)
@@ -143,13 +151,8 @@ class WeightUpdateRatio(_HistoryRule, ReadingRule):
                 "small_threshold",
                 f"{self.small_threshold} is above large_threshold {self.large_threshold}",
             )
-        self._recent = _RecentValues()
 
-    def invoke_at_step(self, step: int) -> bool:
-        at = self._mode_and_step(step)
-        if at is None:
-            return False
-        mode, s = at
+    def _compare(self, step: int, mode: ModeKeys, s: int) -> bool:
         trial = self.base_trial
         pairs = []
         names = trial.tensor_names(step=step, collection="weights")
@@ -249,13 +252,8 @@ class UnchangedTensor(_HistoryRule, SelectingRule):
     def __init__(self, base_trial: Trial, action_str: str = "", **params: Any) -> None:
         super().__init__(base_trial, action_str=action_str, **params)
         self._check_selection()
-        self._recent = _RecentValues()
 
-    def invoke_at_step(self, step: int) -> bool:
-        at = self._mode_and_step(step)
-        if at is None:
-            return False
-        mode, s = at
+    def _compare(self, step: int, mode: ModeKeys, s: int) -> bool:
         trial = self.base_trial
         histories = []
         selected = self.selected(step)

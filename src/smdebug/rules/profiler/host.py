@@ -5,7 +5,7 @@ rules do say it: there is nothing on a CPU-only host that their question is abou
 per node and window:
 
 * CPU: the job's own ``JobCPUDemand`` (the time its threads ran or waited for a core, % of the
-  host's cores; see smdebug.profiler.job_metrics) where the profile has it, else the mean of the
+  host's cores; see smdebug.profiler.recording.job_metrics) where the profile has it, else the mean of the
   cores' ``CPUUtilization``. The job's reading first: on a host shared with other busy processes
   the cores are busy whatever the job does (measured on a 2-core VM at load average 7: every
   sample of a job that slept most of each step had both cores at 100 %, its demand 50 % on

@@ -27,7 +27,7 @@ SUB_RULES = (
     "Dataloader",
 )
 # the hook point of the HTML report: a module with write_report(trial, reports, output_path) -> path
-HTML_RENDERER = "smdebug.analysis.profiler_report"
+HTML_RENDERER = "smdebug.profiler.views.report"
 
 
 def _sub_rule_classes() -> dict:
@@ -71,7 +71,7 @@ class ProfilerReport(ProfilerRule):
     so LoadBalancing's threshold is 0.5 where 1.0.34's report used its code's 0.2). ``nb_path`` is
     accepted and ignored (1.0.34's notebook). As 1.0.34, it fires once, at the end of the data,
     when any sub-rule fired (``end_of_rule``), after writing the HTML report through
-    ``smdebug.analysis.profiler_report.write_report`` when that module is installed. A sub-rule
+    ``smdebug.profiler.views.report.write_report`` when that module is installed. A sub-rule
     that raises is logged once, marked ``"error"`` in its report, and left out of later windows.
     ``output_dir`` (keyword-only): where to write; default the trial's ``output_dir``, else
     ``<trial path>/profiler-output``.
@@ -84,28 +84,11 @@ class ProfilerReport(ProfilerRule):
     reads_framework = True
     inputs = "the profile (system metrics and framework events)"
 
-    def __init__(
-        self,
-        base_trial,
-        action_str="",
-        other_trials=None,
-        *,
-        sleep=None,
-        stop_out_dir=None,
-        output_dir=None,
-        live_step_us=None,
-        **params,
-    ):
+    def __init__(self, base_trial, action_str="", other_trials=None, *, output_dir=None, **params):
+        # params: ProfilerRule's (sleep=, stop_out_dir=, live_step_us=, scan_interval_us...) and the
+        # sub-rules' as <Rule>_<param>
         overrides, rest = split_overrides(params)
-        super().__init__(
-            base_trial,
-            action_str=action_str,
-            other_trials=other_trials,
-            sleep=sleep,
-            stop_out_dir=stop_out_dir,
-            live_step_us=live_step_us,
-            **rest,
-        )
+        super().__init__(base_trial, action_str=action_str, other_trials=other_trials, **rest)
         self.overrides = overrides
         self.report["RuleParameters"] = "\n".join(
             [f"scan_interval_us:{self.scan_interval_us}"]
@@ -114,7 +97,7 @@ class ProfilerReport(ProfilerRule):
         self.rules = {}
         for name, cls in _sub_rule_classes().items():
             try:
-                self.rules[name] = cls(base_trial, sleep=sleep, **overrides.get(name, {}))
+                self.rules[name] = cls(base_trial, sleep=self.sleep, **overrides.get(name, {}))
                 self.rules[name].source = self.source  # each window read once for all of them
             except RuleConfigurationError as exc:
                 key = f"{name}_{exc.parameter}" if exc.parameter else name
