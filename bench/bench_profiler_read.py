@@ -138,7 +138,7 @@ def _str_columns(ev) -> int:
 def child(impl: str, what: str, root: str, start_us: int, end_us: int) -> None:
     w0, c0 = time.perf_counter(), time.process_time()
     if impl == "ours":
-        from smdebug.profiler.reading import ProfilerTrial
+        from smdebug.profiler.trial import ProfilerTrial
     elif what.startswith("system"):  # 1.0.34's API (1.0.34's or ours)
         from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader
     else:

@@ -58,7 +58,7 @@ def child(case: str, root: str, out: str, cprofile: str | None) -> None:
     import matplotlib.figure  # noqa: F401 - the page's charts: an import, not the work
 
     from smdebug.cli import main as cli_main
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
     from smdebug.rules import invoke_rule
     from smdebug.rules.profiler.report import ProfilerReport
 

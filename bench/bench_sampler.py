@@ -24,7 +24,7 @@ from benchutil import machine
 
 
 def per_sample_us(job, samples: int) -> float:
-    from smdebug.profiler.system import SystemMetricsSampler
+    from smdebug.profiler.recording.system import SystemMetricsSampler
 
     s = SystemMetricsSampler(tempfile.mkdtemp(prefix="bench-sampler-"), 100, "algo-1", gpus=None, job=job)
     now = time.time()
@@ -45,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from smdebug.profiler.job_metrics import JobSampler, open_job
+    from smdebug.profiler.recording.job_metrics import JobSampler, open_job
 
     if open_job() is None:
         raise SystemExit("no per-task schedstat here: the job's rows are Linux's")

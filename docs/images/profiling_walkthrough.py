@@ -95,7 +95,7 @@ def screenshot_sections(html_path: str, png: str, first: str, last: str) -> None
 
 
 def main(out: str) -> None:
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     images = os.path.dirname(os.path.abspath(__file__))
     profile = train(out)

@@ -8,7 +8,7 @@ import pytest
 
 from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler import ProfilerConfig, ProfilingRange
-from smdebug.profiler.config import CONFIG_PATH_ENV, DEFAULT_LOCAL_PATH
+from smdebug.profiler.recording.config import CONFIG_PATH_ENV, DEFAULT_LOCAL_PATH
 
 # as the SageMaker SDK writes it: sub-configs are strings holding a dict literal with a trailing comma
 SDK_CONFIG = {

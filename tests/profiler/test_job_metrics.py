@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from smdebug.profiler.job_metrics import JobSampler, job_root_pid, open_job
+from smdebug.profiler.recording.job_metrics import JobSampler, job_root_pid, open_job
 
 psutil = pytest.importorskip("psutil")
 LINUX = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")

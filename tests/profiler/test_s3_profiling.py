@@ -12,7 +12,7 @@ import pytest
 from timelines import read_events, steps_of
 
 from smdebug.profiler import Profiler, ProfilerConfig
-from smdebug.profiler.timeline import now_us
+from smdebug.profiler.recording.timeline import now_us
 
 
 def _keys(boto_client, bucket, prefix) -> list[str]:

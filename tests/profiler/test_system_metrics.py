@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from smdebug.profiler.gpu import GpuSampler, open_gpus
 from smdebug.profiler.locations import system_file
-from smdebug.profiler.system import HostSampler, SystemMetricsSampler
+from smdebug.profiler.recording.gpu import GpuSampler, open_gpus
+from smdebug.profiler.recording.system import HostSampler, SystemMetricsSampler
 from smdtest import run_json
 
 pytest.importorskip("psutil")

@@ -11,7 +11,7 @@ from timelines import read_events, steps_of
 
 from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler import Profiler, ProfilerConfig, TimelineWriter
-from smdebug.profiler.timeline import now_us
+from smdebug.profiler.recording.timeline import now_us
 from smdtest import run_json
 
 PEER_READ = Path(__file__).with_name("peer_read.py")

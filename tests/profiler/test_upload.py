@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from smdebug.exceptions import StorageError
-from smdebug.profiler.upload import RemoteUpload
+from smdebug.profiler.recording.upload import RemoteUpload
 from smdebug.storage.local import LocalStore
 
 

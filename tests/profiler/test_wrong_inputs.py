@@ -43,7 +43,7 @@ def test_a_tensor_trial_opened_as_a_profile_is_refused(tensor_trial, tmp_path):
 
 
 def test_a_profiler_config_file_nested_too_deeply_names_the_file(tmp_path):
-    from smdebug.profiler.config import ProfilerConfig
+    from smdebug.profiler.recording.config import ProfilerConfig
 
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)

@@ -1,6 +1,6 @@
 """The pieces every self-contained HTML page of smdebug is made of, written once: ``smdebug report``
 (cli/report.py), CreateXgboostReport's page (rules/builtin/xgboost_report.py) and the profiler report
-(analysis/profiler_report/page.py). Each page keeps its own CSS and content; escaping, sections,
+(profiler/views/report/page.py). Each page keeps its own CSS and content; escaping, sections,
 tables, images and the document shell are these.
 """
 

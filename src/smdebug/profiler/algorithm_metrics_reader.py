@@ -1,24 +1,22 @@
 """1.0.34's framework metrics readers (``LocalAlgorithmMetricsReader``, ``S3AlgorithmMetricsReader``):
 the events of ``<root>/framework/pevents/...`` as :class:`TraceEvent` objects, made on demand from
-the columns of :class:`~smdebug.profiler.reading.ProfilerTrial` (:meth:`AlgorithmMetricsReader.get_frame`
+the columns of :class:`~smdebug.profiler.reading.ProfileFolder` (:meth:`AlgorithmMetricsReader.get_frame`
 gives the columns themselves)."""
 
 from __future__ import annotations
 
-from smdebug.exceptions import SMDebugValueError
-from smdebug.profiler.metrics_reader_base import MetricsReaderBase
+from smdebug.profiler.metrics_reader_base import LocalReader, MetricsReaderBase, S3Reader, SuffixFilter, us_window
 from smdebug.profiler.reading.frames import FrameworkEvents
 from smdebug.profiler.reading.trace_files import FILE_TYPES
 from smdebug.profiler.trace_event_file_parser import ProcessInfo, TraceEvent
-from smdebug.profiler.utils import TimeUnits, convert_utc_timestamp_to_microseconds
-from smdebug.storage import is_remote
+from smdebug.profiler.utils import TimeUnits
 
 __all__ = ["AlgorithmMetricsReader", "LocalAlgorithmMetricsReader", "S3AlgorithmMetricsReader", "trace_events"]
 
 
 def trace_events(events: FrameworkEvents) -> list[TraceEvent]:
     """1.0.34's event objects for the rows of ``events`` (in their order)."""
-    processes: dict = {}
+    processes: dict[tuple[int, str], ProcessInfo] = {}
     out = []
     n = len(events)
     phase_pid = events.phase_pid if events.phase_pid is not None else events.pid
@@ -59,42 +57,38 @@ def trace_events(events: FrameworkEvents) -> list[TraceEvent]:
     return out
 
 
-class AlgorithmMetricsReader(MetricsReaderBase):
+class AlgorithmMetricsReader(MetricsReaderBase[TraceEvent]):
     stream = "framework"
 
-    def get_frame(self, start_time, end_time, unit=TimeUnits.MICROSECONDS, file_suffix_filter=None) -> FrameworkEvents:
+    def get_frame(
+        self,
+        start_time: float,
+        end_time: float,
+        unit: TimeUnits = TimeUnits.MICROSECONDS,
+        file_suffix_filter: SuffixFilter = None,
+    ) -> FrameworkEvents:
         """The events of the window as columns (no object per event)."""
-        start_us = convert_utc_timestamp_to_microseconds(start_time, unit)
-        end_us = convert_utc_timestamp_to_microseconds(end_time, unit)
+        start_us, end_us = us_window(start_time, end_time, unit)
         self._refresh_if_needed(end_us)
         return self._trial.framework_events(start_us, end_us, suffixes=file_suffix_filter)
 
-    def _events(self, start_time, end_time, unit, event_type, file_suffix_filter) -> list:
-        start_us = convert_utc_timestamp_to_microseconds(start_time, unit)
-        end_us = convert_utc_timestamp_to_microseconds(end_time, unit)
-        events = self._trial.framework_events(start_us, end_us, suffixes=file_suffix_filter)
-        if event_type is not None:  # 1.0.34 raised TypeError here; we filter on the phase
-            events = events.take(events.phase == event_type)
+    def _events(
+        self, start: float, end: float, unit: TimeUnits, kind: str | None, suffixes: SuffixFilter
+    ) -> list[TraceEvent]:
+        start_us, end_us = us_window(start, end, unit)
+        events = self._trial.framework_events(start_us, end_us, suffixes=suffixes)
+        if kind is not None:  # 1.0.34 raised TypeError here; we filter on the phase
+            events = events.take(events.phase == kind)
         return trace_events(events)
 
-    def get_current_time_range_for_event_query(self):
+    def get_current_time_range_for_event_query(self) -> tuple[int, int]:
         """``(first, latest)`` file timestamps (µs), ``(0, 0)`` without files (1.0.34's was broken)."""
         return self.get_timestamp_of_first_available_file(), self.get_timestamp_of_latest_available_file()
 
 
-class LocalAlgorithmMetricsReader(AlgorithmMetricsReader):
+class LocalAlgorithmMetricsReader(LocalReader[TraceEvent], AlgorithmMetricsReader):
     """The framework events under a local folder (``<trace_root_folder>/framework/pevents/...``)."""
 
-    def __init__(self, trace_root_folder, use_in_memory_cache=False):
-        self.trace_root_folder = trace_root_folder
-        super().__init__(trace_root_folder, use_in_memory_cache)
 
-
-class S3AlgorithmMetricsReader(AlgorithmMetricsReader):
+class S3AlgorithmMetricsReader(S3Reader[TraceEvent], AlgorithmMetricsReader):
     """The framework events under ``s3://bucket/prefix/framework/pevents/...``."""
-
-    def __init__(self, s3_trial_path, use_in_memory_cache=False):
-        if not is_remote(str(s3_trial_path)):
-            raise SMDebugValueError(f"S3AlgorithmMetricsReader({s3_trial_path!r}): expected s3://bucket/prefix")
-        self.s3_trial_path = s3_trial_path
-        super().__init__(s3_trial_path, use_in_memory_cache)

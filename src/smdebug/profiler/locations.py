@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import time
+from typing import Any
 
 __all__ = [
     "RESOURCE_CONFIG",
@@ -37,7 +38,7 @@ END_MARKER = "training_job_end.ts"
 TIMELINE_SUFFIX = "pythontimeline.json"
 
 
-def _resource_config(path: str = RESOURCE_CONFIG) -> dict | None:
+def _resource_config(path: str = RESOURCE_CONFIG) -> dict[str, Any] | None:  # the JSON object
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)

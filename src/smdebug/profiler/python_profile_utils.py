@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
+from smdebug.modes import ModeKeys
+
 __all__ = [
     "PythonProfileModes",
     "StepPhase",
@@ -21,6 +23,7 @@ __all__ = [
     "CPROFILE_STATS_FILENAME",
     "PYINSTRUMENT_JSON_FILENAME",
     "PYINSTRUMENT_HTML_FILENAME",
+    "STATS_FILES",
     "str_to_python_profile_mode",
     "python_profile_mode_to_str",
     "mode_keys_to_python_profile_mode",
@@ -31,6 +34,12 @@ PYINSTRUMENT_NAME = "pyinstrument"
 CPROFILE_STATS_FILENAME = "python_stats"
 PYINSTRUMENT_JSON_FILENAME = "python_stats.json"
 PYINSTRUMENT_HTML_FILENAME = "python_stats.html"
+# the files of a stats folder -> the profiler that writes them (pyinstrument writes two)
+STATS_FILES = {
+    CPROFILE_STATS_FILENAME: CPROFILE_NAME,
+    PYINSTRUMENT_JSON_FILENAME: PYINSTRUMENT_NAME,
+    PYINSTRUMENT_HTML_FILENAME: PYINSTRUMENT_NAME,
+}
 
 
 class PythonProfileModes(IntEnum):
@@ -81,7 +90,7 @@ def str_to_python_profile_mode(mode_str: str) -> PythonProfileModes:
         raise ValueError(f"{mode_str!r} is no Python-profile mode (one of {', '.join(_WORD_MODES)})") from None
 
 
-def python_profile_mode_to_str(mode) -> str:
+def python_profile_mode_to_str(mode: int) -> str:
     """``PythonProfileModes.TRAIN`` (or 1) -> ``"train"``."""
     try:
         return _MODE_WORDS[PythonProfileModes(mode)]
@@ -89,6 +98,6 @@ def python_profile_mode_to_str(mode) -> str:
         raise ValueError(f"{mode!r} is no Python-profile mode") from None
 
 
-def mode_keys_to_python_profile_mode(mode) -> PythonProfileModes:
+def mode_keys_to_python_profile_mode(mode: ModeKeys) -> PythonProfileModes:
     """A :class:`smdebug.modes.ModeKeys` (TRAIN=1 ... GLOBAL=4) -> the same Python-profile mode."""
     return PythonProfileModes(mode.value)

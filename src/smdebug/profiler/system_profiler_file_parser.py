@@ -10,16 +10,16 @@ class ProfilerSystemEvent:
     """One sample of one metric: ``type`` ("cpu", "gpu"...), ``name`` ("cpu0"; None when the file
     gave none), ``dimension``, ``value``, ``node_id`` and ``timestamp`` (epoch seconds, float)."""
 
-    def __init__(self, event_type, name, dimension, value, node_id, timestamp):
-        self.type = event_type
+    def __init__(
+        self, event_type: str, name: str | None, dimension: str, value: float, node_id: str, timestamp: float
+    ) -> None:
+        self.node_id = node_id  # where and when
+        self.timestamp = timestamp
+        self.type = event_type  # what
         self.name = name
         self.dimension = dimension
         self.value = value
-        self.node_id = node_id
-        self.timestamp = timestamp
 
-    def __repr__(self):
-        return (
-            f"ProfilerSystemEvent({self.type!r}, {self.name!r}, {self.dimension!r}, {self.value!r}, "
-            f"{self.node_id!r}, {self.timestamp!r})"
-        )
+    def __repr__(self) -> str:
+        fields = (self.type, self.name, self.dimension, self.value, self.node_id, self.timestamp)
+        return f"ProfilerSystemEvent({', '.join(map(repr, fields))})"

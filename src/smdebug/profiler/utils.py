@@ -1,7 +1,8 @@
 """1.0.34's ``smdebug.profiler.utils``: time units and conversions used with the profiler readers.
 
 ``TimeUnits`` says in which unit a timestamp passed to ``get_events`` is; the conversions truncate
-to int as 1.0.34's do (nanoseconds in, microseconds out keeps the fraction, as 1.0.34).
+to int as 1.0.34's do (nanoseconds in, microseconds out keeps the fraction, as 1.0.34), so they
+are typed ``float``: an int except from nanoseconds (a fraction, or the timestamp as given).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 from enum import Enum
+from typing import SupportsInt
 
 from smdebug.profiler.reading.system_files import system_file_info
 from smdebug.profiler.reading.trace_files import node_id_from_trace_name
@@ -38,7 +40,7 @@ class TimeUnits(Enum):
     NANOSECONDS = 4
 
 
-def _unit(unit) -> TimeUnits:
+def _unit(unit: object) -> TimeUnits:
     if not isinstance(unit, TimeUnits):
         from smdebug.exceptions import SMDebugTypeError
 
@@ -48,7 +50,7 @@ def _unit(unit) -> TimeUnits:
     return unit
 
 
-def convert_utc_timestamp_to_nanoseconds(timestamp, unit=TimeUnits.MICROSECONDS):
+def convert_utc_timestamp_to_nanoseconds(timestamp: float, unit: TimeUnits = TimeUnits.MICROSECONDS) -> float:
     unit = _unit(unit)
     if unit == TimeUnits.SECONDS:
         return int(timestamp * 1000 * 1000 * 1000)
@@ -59,7 +61,7 @@ def convert_utc_timestamp_to_nanoseconds(timestamp, unit=TimeUnits.MICROSECONDS)
     return timestamp
 
 
-def convert_utc_timestamp_to_microseconds(timestamp, unit=TimeUnits.MICROSECONDS):
+def convert_utc_timestamp_to_microseconds(timestamp: float, unit: TimeUnits = TimeUnits.MICROSECONDS) -> float:
     unit = _unit(unit)
     if unit == TimeUnits.SECONDS:
         return int(timestamp * 1000 * 1000)
@@ -70,7 +72,7 @@ def convert_utc_timestamp_to_microseconds(timestamp, unit=TimeUnits.MICROSECONDS
     return timestamp / 1000
 
 
-def convert_utc_timestamp_to_seconds(timestamp, unit=TimeUnits.MICROSECONDS):
+def convert_utc_timestamp_to_seconds(timestamp: float, unit: TimeUnits = TimeUnits.MICROSECONDS) -> float:
     unit = _unit(unit)
     if unit == TimeUnits.SECONDS:
         return int(timestamp)
@@ -81,21 +83,21 @@ def convert_utc_timestamp_to_seconds(timestamp, unit=TimeUnits.MICROSECONDS):
     return timestamp / 1000 / 1000 / 1000
 
 
-def convert_utc_datetime_to_nanoseconds(timestamp_datetime: datetime):
-    return convert_utc_timestamp_to_nanoseconds(timestamp_datetime.timestamp(), unit=TimeUnits.SECONDS)
+def convert_utc_datetime_to_nanoseconds(timestamp_datetime: datetime) -> int:
+    return int(convert_utc_timestamp_to_nanoseconds(timestamp_datetime.timestamp(), unit=TimeUnits.SECONDS))
 
 
-def convert_utc_datetime_to_microseconds(timestamp_datetime: datetime):
-    return convert_utc_timestamp_to_microseconds(timestamp_datetime.timestamp(), unit=TimeUnits.SECONDS)
+def convert_utc_datetime_to_microseconds(timestamp_datetime: datetime) -> int:
+    return int(convert_utc_timestamp_to_microseconds(timestamp_datetime.timestamp(), unit=TimeUnits.SECONDS))
 
 
-def us_since_epoch_to_human_readable_time(us_since_epoch) -> str:
+def us_since_epoch_to_human_readable_time(us_since_epoch: SupportsInt) -> str:
     """``%Y-%m-%dT%H:%M:%S:%f`` in UTC (1.0.34's format: a ``:`` before the microseconds)."""
     seconds, us = divmod(int(us_since_epoch), 1_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f":{us:06d}"
 
 
-def ns_since_epoch_to_human_readable_time(ns_since_epoch) -> str:
+def ns_since_epoch_to_human_readable_time(ns_since_epoch: SupportsInt) -> str:
     return us_since_epoch_to_human_readable_time(int(ns_since_epoch) // 1000)
 
 

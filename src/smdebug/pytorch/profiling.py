@@ -31,7 +31,7 @@ import torch
 from torch.autograd import Variable
 from torch.utils.data import dataloader as _dl
 
-from smdebug.profiler.timeline import now_us
+from smdebug.profiler.recording.timeline import now_us
 from smdebug.pytorch import profiling_workers
 
 __all__ = ["TorchProfiling"]
@@ -247,7 +247,7 @@ class TorchProfiling:
 def profiling_for(hook, config) -> TorchProfiling | None:
     """The hook's profiling: ``config`` (a ProfilerConfig), else the profiler config file
     ($SMPROFILER_CONFIG_PATH or SageMaker's), else None (nothing recorded, nothing hooked)."""
-    from smdebug.profiler.session import profiler_for_hook
+    from smdebug.profiler.recording.session import profiler_for_hook
 
     d = torch.distributed
     rank = d.get_rank() if d.is_available() and d.is_initialized() else None

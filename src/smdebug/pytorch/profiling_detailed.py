@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
+
+from smdebug.profiler.recording.config import ProfilingRange
 
 __all__ = ["DetailedProfiling"]
 
@@ -23,14 +27,16 @@ def _now_us() -> int:
 
 
 class DetailedProfiling:
-    def __init__(self, root: str, node_id: str, config_range, on_file=None):
+    def __init__(
+        self, root: str, node_id: str, config_range: ProfilingRange, on_file: Callable[[str], None] | None = None
+    ):
         self.root = root
         self.on_file = on_file  # called with each trace written (the profiler uploads it)
         self.node_id = node_id
         self.range = config_range
-        self._prof = None
-        self._first_step = None
-        self._start_us = None
+        self._prof: Any = None  # the open torch.profiler.profile (torch is not analysed: Any)
+        self._first_step = 0  # of the open profile
+        self._start_us = 0
         self.files: list[str] = []
 
     def boundary(self, step: int | None) -> None:
@@ -40,7 +46,7 @@ class DetailedProfiling:
         wanted = step is not None and self.range.has_step(step, time.time())
         if self._prof is not None and not wanted:
             self._stop(_now_us())
-        if wanted and self._prof is None:
+        if wanted and step is not None and self._prof is None:
             from torch.profiler import ProfilerActivity, profile
 
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])

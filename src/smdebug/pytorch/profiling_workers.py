@@ -15,22 +15,32 @@ import logging
 import multiprocessing.util
 import os
 import threading
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 import torch
 from torch.utils.data._utils import fetch as _fetch
 
 from smdebug.profiler.locations import framework_node_id
-from smdebug.profiler.timeline import TimelineWriter, now_us
+from smdebug.profiler.recording.timeline import TimelineWriter, now_us
 
 __all__ = ["enable", "disable"]
 
 logger = logging.getLogger("smdebug")
 
-_settings: dict | None = None  # where and how workers write, while a profiler is on
+
+class _Settings(TypedDict):
+    root: str
+    max_bytes: int
+    close_interval_s: float
+    open_fail_threshold: int
+
+
+_settings: _Settings | None = None  # where and how workers write, while a profiler is on
 _writer: TimelineWriter | None = None
 _writer_pid: int | None = None
 _lock = threading.Lock()
-_originals: dict = {}
+_originals: dict[Any, Callable[..., Any]] = {}  # torch's fetcher class -> its own fetch
 _FETCHERS = (_fetch._MapDatasetFetcher, _fetch._IterableDatasetFetcher)
 
 
@@ -64,16 +74,21 @@ def _worker_writer() -> TimelineWriter:
     if _writer_pid != pid:  # first batch of this worker process
         s = _settings
         assert s is not None, "enable() runs before a worker's first batch"
-        _writer = TimelineWriter(
+        writer = TimelineWriter(
             s["root"], framework_node_id(None), s["max_bytes"], s["close_interval_s"], s["open_fail_threshold"]
         )
-        _writer_pid = pid
-        multiprocessing.util.Finalize(_writer, _writer.close, exitpriority=10)
+        _writer, _writer_pid = writer, pid
+        multiprocessing.util.Finalize(writer, writer.close, exitpriority=10)
+        return writer
+    assert _writer is not None, "set with _writer_pid"
     return _writer
 
 
-def _wrap(orig):
-    def fetch(self, possibly_batched_index):
+def _wrap(orig: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``orig``, a dataset fetcher's ``fetch(self, possibly_batched_index)`` (torch's objects:
+    Any), timed in worker processes."""
+
+    def fetch(self: Any, possibly_batched_index: Any) -> Any:
         global _settings
         if _settings is None:
             return orig(self, possibly_batched_index)

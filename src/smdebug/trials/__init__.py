@@ -13,7 +13,7 @@ from smdebug.trials.tensor import Tensor
 from smdebug.trials.trial import Trial
 
 if TYPE_CHECKING:
-    from smdebug.trials.profiler_trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
 __all__ = ["create_trial", "consolidate", "Trial", "LocalTrial", "S3Trial", "Tensor", "ValueKey", "StepValue"]
 
@@ -132,16 +132,16 @@ def create_profiler_trial(
     path: str, name: str | None, output_dir: str = DEFAULT_PROFILER_OUTPUT_DIR, **kwargs: Any
 ) -> ProfilerTrial:
     """The trial of a job's profiler data (``create_trial(path, profiler=True)`` comes here):
-    :class:`smdebug.trials.profiler_trial.ProfilerTrial` over ``<path>/system`` and
+    :class:`smdebug.profiler.trial.ProfilerTrial` over ``<path>/system`` and
     ``<path>/framework``; ``output_dir`` is where profiler rules write their reports."""
     range_steps = kwargs.pop("range_steps", None)
     if range_steps is not None:
         raise SMDebugTypeError("create_trial(profiler=True) reads a time range: range_steps applies to tensor trials")
     if kwargs:
         raise SMDebugTypeError(f"create_trial(profiler=True): unexpected arguments {sorted(kwargs)}")
-    from smdebug.trials.profiler_trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
-    trial = ProfilerTrial(name, path, output_dir)
+    trial = ProfilerTrial(name=name, trial_dir=path, output_dir=output_dir)
     if not trial.has_data():
         _refuse_a_tensor_trial(str(path))
     return trial

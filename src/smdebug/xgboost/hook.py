@@ -20,7 +20,7 @@ from smdebug.core.engine.guard import guarded
 from smdebug.core.engine.hook import BaseHook
 from smdebug.core.output.locations import worker_name
 from smdebug.exceptions import SMDebugRuntimeError
-from smdebug.profiler.session import profiler_for_hook
+from smdebug.profiler.recording.session import profiler_for_hook
 from smdebug.xgboost import extract
 from smdebug.xgboost.collection import XGBOOST_COLLECTIONS, is_loss_metric
 

@@ -69,8 +69,8 @@ def _same_answers(profile, root, ours, theirs):
 def test_the_general_reader_names_phases_as_the_bulk_reader():
     """The bulk path (trace_bulk) and the general one (trace_files, for files the bulk path leaves)
     both take the latest process_name of a pid before the event."""
-    from smdebug.profiler.reading import ProfilerTrial
     from smdebug.profiler.reading.trace_files import parse_trace_file
+    from smdebug.profiler.trial import ProfilerTrial
 
     root = FIXTURES / "pt_1034"
     (f,) = root.glob("framework/pevents/*/*.json")

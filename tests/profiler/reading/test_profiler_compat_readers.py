@@ -153,7 +153,7 @@ def test_the_readers_import_no_pandas_and_pyarrow_only_to_read_system_files():
     code = (
         "import sys, json, smdebug.trials.profiler_trial, smdebug.profiler.system_metrics_reader, "
         "smdebug.profiler.algorithm_metrics_reader\n"
-        "from smdebug.profiler.reading import ProfilerTrial\n"
+        "from smdebug.profiler.trial import ProfilerTrial\n"
         "before = sorted({m.split('.')[0] for m in sys.modules})\n"
         f"t = ProfilerTrial({str(FIXTURES / 'test_traces')!r})\n"
         "assert t.system_series() and len(t.framework_events())\n"

@@ -10,7 +10,7 @@ import numpy as np
 
 from smdebug.profiler.reading.file_batch import PAD, FileBatch
 from smdebug.profiler.reading.trace_bulk import parse_trace_batch
-from smdebug.profiler.timeline import TimelineWriter, now_us
+from smdebug.profiler.recording.timeline import TimelineWriter, now_us
 from smdebug.storage.local import LocalStore
 
 EVENT = b'{"name": "Net", "pid": 3, "ph": "X", "ts": %d, "dur": 5, "args": {"step_num": "%d"}}'

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from smdebug.profiler.reading import ProfilerTrial
+from smdebug.profiler.reading import ProfileFolder
 from smdebug.profiler.reading.file_list import File, FileList
 from smdebug.profiler.reading.trace_files import FILE_TYPES, _node_id, trace_file_info
 
@@ -114,13 +114,13 @@ def test_opening_a_trial_makes_no_tracked_object_per_file(tmp_path):
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"[]")
-    ProfilerTrial(tmp_path)  # (imports, caches)
+    ProfileFolder(tmp_path)  # (imports, caches)
     gc.collect()
     was = gc.isenabled()
     gc.disable()
     try:
         before = len(gc.get_objects())
-        trial = ProfilerTrial(tmp_path)
+        trial = ProfileFolder(tmp_path)
         made = len(gc.get_objects()) - before
     finally:
         if was:
@@ -140,7 +140,7 @@ def test_a_trial_reads_files_listed_out_of_time_order(tmp_path, stream):
                 b'{"Type":"cpu","Name":"cpu0","Dimension":"U","Value":%d,"NodeId":"algo-1","Timestamp":%d}\n'
                 % (minute, minute)
             )
-        series = ProfilerTrial(tmp_path).system_series()
+        series = ProfileFolder(tmp_path).system_series()
         assert series[0].value.tolist() == [1_800_000_000, 1_800_000_060, 1_800_000_120]
         return
     for end, folder in ((2_000_000, "b"), (1_000_000, "c"), (3_000_000, "a")):
@@ -150,7 +150,7 @@ def test_a_trial_reads_files_listed_out_of_time_order(tmp_path, stream):
             '[{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":0}},'
             f'{{"name":"e{end}","pid":0,"ph":"X","ts":{end - 10},"dur":10}}]'
         )
-    trial = ProfilerTrial(tmp_path)
+    trial = ProfileFolder(tmp_path)
     assert trial.file_timestamps("framework") == [1_000_000, 2_000_000, 3_000_000]
     assert list(trial.framework_events(1_500_000, 2_000_000).name) == ["e2000000"]
     assert list(trial.framework_events().name) == ["e1000000", "e2000000", "e3000000"]

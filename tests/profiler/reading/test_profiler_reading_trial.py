@@ -1,4 +1,4 @@
-"""smdebug.profiler.reading.ProfilerTrial: the columnar reader on real part-1 output and on 1.0.34's
+"""smdebug.profiler.reading.ProfileFolder: the columnar reader on real part-1 output and on 1.0.34's
 own test resources, compared with what 1.0.34's readers see in the same files."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from smdebug.exceptions import EventFileCorrupt
-from smdebug.profiler.reading import FrameworkEvents, ProfilerTrial
+from smdebug.profiler.reading import FrameworkEvents, ProfileFolder
 from smdtest import run_json
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "sagemaker-debugger"
 PEER_READ = Path(__file__).parents[1] / "peer_read.py"
 
 
-def _system_rows(trial: ProfilerTrial) -> list:
+def _system_rows(trial: ProfileFolder) -> list:
     rows = []
     for s in trial.system_series():
         for ts, v in zip(s.timestamp_s, s.value):
@@ -50,7 +50,7 @@ def _peer_system_rows(peer_events) -> list:
 @pytest.mark.parametrize("folder", ["test_traces", "model_timeline_traces", "merge_traces", "horovod_timeline_traces"])
 def test_reads_1034_resources_as_1034_does(peer, folder):
     root = FIXTURES / folder
-    trial = ProfilerTrial(root)
+    trial = ProfileFolder(root)
     peer_fw = run_json(peer, PEER_READ, root, "framework")["events"]
     ours = _framework_rows(trial.framework_events())
     assert len(ours) == len(peer_fw) > 0
@@ -62,7 +62,7 @@ def test_reads_1034_resources_as_1034_does(peer, folder):
 
 
 def test_1034_system_resources_as_series():
-    trial = ProfilerTrial(FIXTURES / "test_traces")
+    trial = ProfileFolder(FIXTURES / "test_traces")
     gpu = trial.system_series(type="gpu", dimension="GPUMemoryUtilization")
     assert [s.name for s in gpu] and all(s.type == "gpu" and s.node_id == "algo-1" for s in gpu)
     for s in trial.system_series():
@@ -77,7 +77,7 @@ def test_1034_system_resources_as_series():
 
 def test_a_corrupt_last_line_is_skipped_a_corrupt_middle_line_names_file_and_line(tmp_path):
     root = FIXTURES / "corrupt_system"
-    series = ProfilerTrial(root).system_series()
+    series = ProfileFolder(root).system_series()
     lines = (root / "system" / "incremental" / "1591160699.algo-1.json").read_text().splitlines()
     assert sum(len(s) for s in series) == len(lines) - 1  # the half-written last line
     bad = tmp_path / "system" / "incremental" / "2020060306"
@@ -85,13 +85,13 @@ def test_a_corrupt_last_line_is_skipped_a_corrupt_middle_line_names_file_and_lin
     text = lines[:3] + ['{"Type": "cpu", "Name":"cpu0", "Dim'] + lines[3:-1]
     (bad / "1591160699.algo-1.json").write_text("\n".join(text) + "\n")
     with pytest.raises(EventFileCorrupt, match=r"1591160699\.algo-1\.json: line 4 "):
-        ProfilerTrial(tmp_path).system_series()
+        ProfileFolder(tmp_path).system_series()
 
 
 def test_an_empty_or_missing_folder_reads_as_no_data_without_waiting(tmp_path, caplog):
     t0 = time.monotonic()
     for root in (tmp_path, tmp_path / "not-there"):
-        trial = ProfilerTrial(root)
+        trial = ProfileFolder(root)
         assert trial.system_series() == [] and len(trial.framework_events()) == 0 and len(trial.steps()) == 0
         assert trial.first_timestamp is None and trial.get_latest_timestamp() is None
         assert not trial.job_finished() and not trial.has_data()
@@ -119,7 +119,7 @@ def test_windows_are_inclusive_and_touch_only_the_files_they_need(tmp_path):
     m0 = 1_800_000_000 // 60 * 60
     for k in range(10):
         _write_minute(tmp_path, m0 + 60 * k, 120)
-    trial = ProfilerTrial(tmp_path)
+    trial = ProfileFolder(tmp_path)
     start, end = (m0 + 300) * 10**6, (m0 + 330) * 10**6
     (cpu0, cpu1) = trial.system_series(start, end)
     assert (cpu0.name, cpu1.name) == ("cpu0", "cpu1")
@@ -133,7 +133,7 @@ def test_windows_are_inclusive_and_touch_only_the_files_they_need(tmp_path):
 def test_refresh_sees_new_files_and_files_that_grew(tmp_path):
     m0 = 1_800_000_000 // 60 * 60
     path = _write_minute(tmp_path, m0, 10)
-    trial = ProfilerTrial(tmp_path)
+    trial = ProfileFolder(tmp_path)
     assert len(trial.system_series()[0]) == 10
     latest = trial.get_latest_timestamp()
     _write_minute(tmp_path, m0, 10, start_value=100)  # the same minute, appended
@@ -180,7 +180,7 @@ def _train(tmp_path, batches=24):
 
 def test_a_pytorch_run_reads_back_as_steps_series_and_events_and_as_1034_reads_it(tmp_path, peer):
     root = _train(tmp_path)
-    trial = ProfilerTrial(root)
+    trial = ProfileFolder(root)
     assert trial.job_finished()
     steps = trial.steps("TRAIN")
     assert list(steps.step) == list(range(24))
@@ -206,7 +206,7 @@ def test_a_copy_of_a_run_on_s3_reads_the_same(tmp_path, aws_env, bucket, boto_cl
     src = FIXTURES / "test_traces"
     for path in src.rglob("*.json"):
         boto_client.upload_file(str(path), bucket, f"job/profiler-output/{path.relative_to(src).as_posix()}")
-    local, remote = ProfilerTrial(src), ProfilerTrial(f"s3://{bucket}/job/profiler-output")
+    local, remote = ProfileFolder(src), ProfileFolder(f"s3://{bucket}/job/profiler-output")
     assert _system_rows(remote) == _system_rows(local)
     assert _framework_rows(remote.framework_events()) == _framework_rows(local.framework_events())
     assert remote.first_timestamp == local.first_timestamp
@@ -261,12 +261,12 @@ def test_a_walk_through_windows_reads_ahead_finds_what_single_queries_find_and_f
     t0 = 1_800_000_000 // 60 * 60 * 10**6
     paths = _write_timeline_minutes(tmp_path, 40, t0)
     paths[30].write_bytes(paths[30].read_bytes()[:-40])  # half written
-    trial = ProfilerTrial(tmp_path)
+    trial = ProfileFolder(tmp_path)
     for k in range(12):  # two-minute windows over the first 24 minutes
         start, end = t0 + k * 120_000_000, t0 + (k + 1) * 120_000_000 - 1
         ours = trial.framework_events(start, end)
         assert len(ours) > 0 and _framework_rows(ours) == _framework_rows(
-            ProfilerTrial(tmp_path).framework_events(start, end)
+            ProfileFolder(tmp_path).framework_events(start, end)
         )
     assert trial._framework.opened[str(paths[36].relative_to(tmp_path))].parsed is not None  # read ahead of the walk
     with pytest.raises(EventFileCorrupt, match=paths[30].name):
@@ -284,7 +284,7 @@ def test_a_series_read_from_one_file_has_contiguous_arrays(tmp_path):
             for c in range(3)
         )
     )
-    series = ProfilerTrial(tmp_path).system_series()
+    series = ProfileFolder(tmp_path).system_series()
     assert [s.name for s in series] == ["cpu0", "cpu1", "cpu2"]
     assert series[1].value.tolist() == [1, 11, 21, 31, 41]
     assert series[1].timestamp_s.tolist() == [1_800_000_000.5 + s for s in range(5)]
@@ -327,12 +327,12 @@ def test_a_read_in_many_batches_is_one_range_of_its_arena_with_each_files_rows(t
     the files read one at a time by the general reader, str columns and args included. Files that
     grow past that estimate go on in a second table, and two nodes' events are sorted together:
     the answer is then a copy, still with those rows."""
-    from smdebug.profiler.reading import trial as trial_module
+    from smdebug.profiler.reading import folder as trial_module
     from smdebug.profiler.reading.trace_files import parse_trace_file
 
     paths = _write_growing_timelines(tmp_path, 40, 1_800_000_000 // 60 * 60 * 10**6, grow, nodes)
     monkeypatch.setattr(trial_module, "BATCH_BYTES", 6_000)  # a few files a batch
-    trial = ProfilerTrial(tmp_path)
+    trial = ProfileFolder(tmp_path)
     ours = trial.framework_events()
     expected = FrameworkEvents.concat(
         [

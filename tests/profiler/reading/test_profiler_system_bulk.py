@@ -16,7 +16,7 @@ from smdebug.profiler.reading import system_files as sf
 from smdebug.profiler.reading.byte_columns import JoinedLines
 from smdebug.profiler.reading.decimal_numbers import numbers
 from smdebug.profiler.reading.system_bulk import bulk_system_columns
-from smdebug.profiler.system import format_rows
+from smdebug.profiler.recording.system import format_rows
 
 METRICS = [("cpu", f"cpu{i}", d) for i in range(3) for d in ("CPUUtilization", "I/OWaitPercentage")] + [
     ("gpu", "gpu0", "GPUUtilization"),

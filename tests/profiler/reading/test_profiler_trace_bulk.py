@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from smdebug.exceptions import EventFileCorrupt
 from smdebug.profiler.reading.trace_bulk import parse_trace_batch
 from smdebug.profiler.reading.trace_files import parse_trace_file
-from smdebug.profiler.timeline import TimelineWriter
+from smdebug.profiler.recording.timeline import TimelineWriter
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "sagemaker-debugger"
 COLUMNS = ("phase", "name", "start_us", "end_us", "step", "node_id", "pid", "tid", "phase_pid", "file_suffix")

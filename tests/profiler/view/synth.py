@@ -164,8 +164,8 @@ def write_profile(root, steps: int = 12, gpus: int = 1, ended: bool = False, all
     metrics' JSON lines), times just after now; returns the SynthTrial it was made from, which
     ProfilerTrial(root) must read back. ``all_metrics``: see SynthTrial."""
     from smdebug.profiler.locations import system_file
-    from smdebug.profiler.system import format_rows
-    from smdebug.profiler.timeline import TimelineWriter, now_us
+    from smdebug.profiler.recording.system import format_rows
+    from smdebug.profiler.recording.timeline import TimelineWriter, now_us
 
     synth = SynthTrial(
         root, steps=steps, gpus=gpus, t0=(now_us() // 1_000_000 + 2) * 1_000_000, all_metrics=all_metrics

@@ -12,7 +12,7 @@ from perfetto_ui import PerfettoUI, missing
 from synth import profiled_pytorch_run
 from trace_check import trace_problems
 
-from smdebug.analysis.profiler_timeline import build_timeline
+from smdebug.profiler.views.timeline import build_timeline
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
@@ -46,7 +46,7 @@ def _absolute(trace: dict) -> dict:
 
 
 def test_a_profiled_run_opens_in_perfetto_without_import_errors(tmp_path):
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     trial = ProfilerTrial(str(profiled_pytorch_run(tmp_path, 40, {"StartStep": 5, "NumSteps": 3})))
     trace = build_timeline(trial)
@@ -80,7 +80,7 @@ def test_rule_verdicts_two_torch_profiler_files_and_1034_resources_open_in_perfe
 
     from synth import SynthTrial, write_kineto
 
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     trial = SynthTrial(tmp_path / "synth")
     steps = trial.steps("TRAIN")

@@ -8,8 +8,8 @@ import pytest
 from synth import STALL_STEP, STALL_US, T0, SynthTrial
 
 from chromium import needs_chromium
-from smdebug.analysis.profiler_report import profiler_report_html, render_profiler_report, stats
 from smdebug.exceptions import SMDebugValueError
+from smdebug.profiler.views.report import profiler_report_html, render_profiler_report, stats
 
 SECTIONS = ["summary", "rules", "step-time", "phases", "slowest-steps", "timeline", "dataloader", "system", "heatmaps"]
 REPORTS = {
@@ -132,7 +132,7 @@ def test_the_profiler_report_rule_writes_this_page(tmp_path, chromium):
     """ProfilerReport (rules.profiler) renders its sub-rules' reports through write_report."""
     from synth import write_profile
 
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
     from smdebug.rules import invoke_rule
     from smdebug.rules.profiler import ProfilerReport
 
@@ -151,8 +151,8 @@ def test_the_profiler_report_rule_writes_this_page(tmp_path, chromium):
 
 
 def test_the_timeline_picture_stacks_nested_slices_and_says_what_it_left_out(tmp_path):
-    from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
-    from smdebug.analysis.profiler_timeline import build_timeline
+    from smdebug.profiler.views.report.timeline_svg import timeline_svg
+    from smdebug.profiler.views.timeline import build_timeline
 
     trace = build_timeline(SynthTrial(tmp_path, kineto=False))
     svg = timeline_svg(trace)
@@ -172,7 +172,7 @@ def test_the_timeline_picture_stacks_nested_slices_and_says_what_it_left_out(tmp
 
 def test_long_runs_are_charted_as_bucket_means():
     """A 24-hour profile has 100k steps and 864k samples a metric: charts draw bucket means."""
-    from smdebug.analysis.profiler_report.charts import bucket_means
+    from smdebug.profiler.views.report.charts import bucket_means
 
     v = np.arange(10, dtype=float)
     assert np.allclose(bucket_means(v, 20), v)

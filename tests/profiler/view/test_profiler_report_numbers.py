@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from synth import STALL_STEP, SynthTrial, write_profile
 
-from smdebug.analysis.profiler_report import profiler_report_html
-from smdebug.analysis.units import fmt_duration, metric_unit, sig
+from smdebug.profiler.views.report import profiler_report_html
+from smdebug.profiler.views.units import fmt_duration, metric_unit, sig
 
-# the unit each system metric the profiler writes is shown with (smdebug.profiler.system, job_metrics)
+# the unit each system metric the profiler writes is shown with (smdebug.profiler.recording.system, job_metrics)
 UNITS = {
     "CPUUtilization": "%",
     "I/OWaitPercentage": "%",
@@ -162,7 +162,7 @@ def _reports(trial, params=PARAMS):
 @pytest.fixture(scope="module")
 def rich_profile(tmp_path_factory):
     """121 steps (one stalled), 2 GPUs, every kind of system metric, the job ended."""
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     root = tmp_path_factory.mktemp("rich") / "profile"
     synth = write_profile(root, steps=121, gpus=2, ended=True, all_metrics=True)
@@ -249,7 +249,7 @@ def test_each_system_metric_carries_its_own_unit(rich_profile):
 
 
 def test_the_timeline_counters_carry_their_unit(rich_profile):
-    from smdebug.analysis.profiler_timeline import build_timeline
+    from smdebug.profiler.views.timeline import build_timeline
 
     _, trial, _, _ = rich_profile
     trace = build_timeline(trial)
@@ -297,7 +297,7 @@ def test_step_outlier_says_why_the_slowest_step_is_or_is_not_an_outlier(tmp_path
     """The slowest-steps table shows step 7 at 5x the median; the verdict beside it says what
     StepOutlier's test made of it: an outlier, but one of fewer than n_outliers; not one with a
     larger stddev; not judged yet with 40 steps."""
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     write_profile(tmp_path / "p", steps=121, ended=True)
     trial = ProfilerTrial(str(tmp_path / "p"))
@@ -341,7 +341,7 @@ def test_formats():
 
 def test_a_long_profile_reads_in_few_digits():
     """A day of windows and millions of datapoints: counts in three figures, runs of windows merged."""
-    from smdebug.analysis.profiler_report.evidence import evidence_html
+    from smdebug.profiler.views.report.evidence import evidence_html
     from smdebug.rules.profiler.base import count_text
 
     assert [count_text(n) for n in (2400, 9999, 25000, 216000, 1728000)] == ["2400", "9999", "25k", "216k", "1.73M"]

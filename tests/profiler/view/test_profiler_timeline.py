@@ -10,9 +10,9 @@ import pytest
 from synth import STALL_STEP, SynthTrial, write_kineto, write_profile
 from trace_check import nesting_problems, trace_problems
 
-from smdebug.analysis.profiler_timeline import build_timeline, node_of, timeline_nodes
 from smdebug.exceptions import SMDebugValueError
 from smdebug.profiler.reading.frames import FrameworkEvents
+from smdebug.profiler.views.timeline import build_timeline, node_of, timeline_nodes
 
 
 def base_of(trace: dict) -> int:
@@ -173,7 +173,7 @@ def test_second_kineto_file_ids_do_not_collide(tmp_path):
 def test_a_profile_written_by_part_1_reads_into_the_same_timeline(tmp_path):
     """The files part 1's writers make, read by the ProfilerTrial: the same tracks and events as the
     in-memory profile they were written from (values as written: 2 decimals)."""
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     synth = write_profile(tmp_path / "p")
     trial = ProfilerTrial(str(tmp_path / "p"))
@@ -200,7 +200,7 @@ def test_1034_resources_make_valid_timelines():
     """1.0.34's own test resources (framework files of TF and PyTorch runs, system files)."""
     from pathlib import Path
 
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
     # test_traces: its framework events end long before its system samples (7 events up to where both

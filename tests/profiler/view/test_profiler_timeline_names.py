@@ -10,7 +10,7 @@ from perfetto_ui import PerfettoUI, missing
 from synth import SynthTrial, write_kineto
 from trace_check import trace_problems
 
-from smdebug.analysis.profiler_timeline import build_timeline
+from smdebug.profiler.views.timeline import build_timeline
 
 RULES = {
     "StepOutlier": {"RuleTriggered": 1, "Verdict": {"fired_windows": []}},

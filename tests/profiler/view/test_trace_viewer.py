@@ -13,7 +13,7 @@ from synth import SynthTrial, profiled_pytorch_run, write_kineto
 from trace_check import trace_problems
 from trace_viewer import TraceViewer, needs_trace_viewer
 
-from smdebug.analysis.profiler_timeline import build_timeline, counter_name
+from smdebug.profiler.views.timeline import build_timeline, counter_name
 
 pytestmark = needs_trace_viewer
 STEPS = 40
@@ -64,7 +64,7 @@ def _imported(state: dict) -> dict:
 
 
 def test_a_profiled_pytorch_run_opens_in_the_trace_viewer_with_every_event(tmp_path, trace_viewer):
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     trial = ProfilerTrial(str(profiled_pytorch_run(tmp_path, STEPS, PROFILED)))
     trace = build_timeline(trial)
@@ -132,7 +132,7 @@ def test_every_source_and_rule_verdicts_open_in_our_process_order(tmp_path, trac
 
 def test_1034_resources_open_in_the_trace_viewer(trace_viewer):
     """1.0.34's own test resources (framework files of TF and PyTorch runs, system files)."""
-    from smdebug.profiler.reading.trial import ProfilerTrial
+    from smdebug.profiler.trial import ProfilerTrial
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "sagemaker-debugger"
     for name in ("merge_traces", "model_timeline_traces", "test_traces"):

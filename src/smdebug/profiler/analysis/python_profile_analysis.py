@@ -31,6 +31,8 @@ import json
 import logging
 import os
 import pstats
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from smdebug.profiler.analysis.python_stats_reader import LocalPythonStatsReader, S3PythonStatsReader
 from smdebug.profiler.analysis.utils.python_profile_analysis_utils import (
@@ -46,74 +48,77 @@ from smdebug.profiler.python_profile_utils import (
     python_profile_mode_to_str,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd  # no stubs here: a DataFrame is Any to mypy
+
 __all__ = ["PythonProfileAnalysis", "cProfileAnalysis", "PyinstrumentAnalysis", "LIST_COLUMNS"]
 
 logger = logging.getLogger("smdebug")
 
+# StepPythonProfileStats' attributes: each side of an interval has a mode, step, phase and time
+_SIDE_COLUMNS = ("mode", "step", "phase", "time_since_epoch_in_micros")
 LIST_COLUMNS = [
     "profiler_name",
     "framework",
     "node_id",
-    "start_mode",
-    "start_step",
-    "start_phase",
-    "start_time_since_epoch_in_micros",
-    "end_mode",
-    "end_step",
-    "end_phase",
-    "end_time_since_epoch_in_micros",
+    *(f"{side}_{column}" for side in ("start", "end") for column in _SIDE_COLUMNS),
     "stats_path",
 ]
 
+R = TypeVar("R")  # what a query returns (cProfileStats | None, list[PyinstrumentStepStats] | None)
 
-class PythonProfileAnalysis:
+
+class PythonProfileAnalysis(Generic[R]):
     """The intervals of one profiler's stats folder (local, or downloaded from ``s3_path``)."""
 
     name = ""  # the profiler whose intervals a subclass keeps
 
-    def __init__(self, local_profile_dir="/tmp/python_stats", s3_path=None):
+    def __init__(
+        self, local_profile_dir: str | os.PathLike[str] = "/tmp/python_stats", s3_path: str | None = None
+    ) -> None:
         self.python_stats_reader = (
             S3PythonStatsReader(local_profile_dir, s3_path) if s3_path else LocalPythonStatsReader(local_profile_dir)
         )
         self.python_profile_stats: list[StepPythonProfileStats] = []
         self._refresh_python_profile_stats(True)
 
-    def _refresh_python_profile_stats(self, refresh_stats) -> None:
+    def _refresh_python_profile_stats(self, refresh_stats: bool) -> None:
         if refresh_stats:
             stats = self.python_stats_reader.load_python_profile_stats()
             self.python_profile_stats = [s for s in stats if not self.name or s.profiler_name == self.name]
 
-    def _fetch_profile_stats_by_node_id(self, node_id) -> list:
+    def _fetch_profile_stats_by_node_id(self, node_id: str) -> list[StepPythonProfileStats]:
         if not self.python_profile_stats:
             return []
         if node_id == "any":
             node_id = self.python_profile_stats[0].node_id
         return [s for s in self.python_profile_stats if s.node_id == node_id]
 
-    def _select(self, keep, node_id, refresh_stats):
+    def _select(self, keep: Callable[[StepPythonProfileStats], bool], node_id: str, refresh_stats: bool) -> R:
         self._refresh_python_profile_stats(refresh_stats)
         return self._aggregate_stats([s for s in self._fetch_profile_stats_by_node_id(node_id) if keep(s)])
 
-    def _aggregate_stats(self, requested_stats):
-        return requested_stats
+    def _aggregate_stats(self, requested_stats: list[StepPythonProfileStats]) -> R:
+        # 1.0.34's placeholder, for the base class used alone: the intervals themselves (R is theirs)
+        return requested_stats  # type: ignore[return-value]  # each subclass returns its own R
 
     def fetch_profile_stats_by_step(
         self,
-        start_step,
-        end_step=None,
-        mode=PythonProfileModes.TRAIN,
-        start_phase=StepPhase.STEP_START,
-        end_phase=StepPhase.STEP_END,
-        node_id="any",
-        refresh_stats=True,
-    ):
+        start_step: int,
+        end_step: int | None = None,
+        mode: PythonProfileModes = PythonProfileModes.TRAIN,
+        start_phase: StepPhase = StepPhase.STEP_START,
+        end_phase: StepPhase = StepPhase.STEP_END,
+        node_id: str = "any",
+        refresh_stats: bool = True,
+    ) -> R:
         """The intervals of mode ``mode`` (start and end) inside steps ``start_step..end_step``
         (inclusive; ``end_step`` defaults to ``start_step``), by 1.0.34's test
         (:meth:`StepPythonProfileStats.in_step_interval`)."""
-        end_step = start_step if end_step is None else end_step
+        last_step = start_step if end_step is None else end_step
         return self._select(
             lambda s: (
-                s.in_step_interval(start_step, end_step, start_phase, end_phase)
+                s.in_step_interval(start_step, last_step, start_phase, end_phase)
                 and s.has_start_and_end_mode(mode, mode)
             ),
             node_id,
@@ -121,25 +126,31 @@ class PythonProfileAnalysis:
         )
 
     def fetch_profile_stats_by_time(
-        self, start_time_since_epoch_in_secs, end_time_since_epoch_in_secs, node_id="any", refresh_stats=True
-    ):
+        self,
+        start_time_since_epoch_in_secs: float,
+        end_time_since_epoch_in_secs: float,
+        node_id: str = "any",
+        refresh_stats: bool = True,
+    ) -> R:
         """The intervals that start or end in ``[start, end]`` (seconds since the epoch)."""
         lo, hi = start_time_since_epoch_in_secs * 1e6, end_time_since_epoch_in_secs * 1e6
         return self._select(lambda s: s.in_time_interval(lo, hi), node_id, refresh_stats)
 
-    def fetch_profile_stats_between_modes(self, start_mode, end_mode, node_id="any", refresh_stats=True):
+    def fetch_profile_stats_between_modes(
+        self, start_mode: int, end_mode: int, node_id: str = "any", refresh_stats: bool = True
+    ) -> R:
         """The intervals that start in ``start_mode`` and end in ``end_mode``."""
         return self._select(lambda s: s.has_start_and_end_mode(start_mode, end_mode), node_id, refresh_stats)
 
-    def fetch_pre_step_zero_profile_stats(self, node_id="any", refresh_stats=True):
+    def fetch_pre_step_zero_profile_stats(self, node_id: str = "any", refresh_stats: bool = True) -> R:
         """The intervals profiled from before step 0 (1.0.34's profiler: from the hook's import)."""
         return self._select(lambda s: s.has_pre_step_zero_profile_stats(), node_id, refresh_stats)
 
-    def fetch_post_hook_close_profile_stats(self, node_id="any", refresh_stats=True):
+    def fetch_post_hook_close_profile_stats(self, node_id: str = "any", refresh_stats: bool = True) -> R:
         """The intervals profiled to the end of the script (1.0.34's profiler: after hook.close())."""
         return self._select(lambda s: s.has_post_hook_close_profile_stats(), node_id, refresh_stats)
 
-    def list_profile_stats(self, refresh_stats=True):
+    def list_profile_stats(self, refresh_stats: bool = True) -> pd.DataFrame:
         """A DataFrame with a row per interval (and file: pyinstrument's ``.json`` and ``.html`` are
         two rows) and the columns of ``LIST_COLUMNS``; modes as words (``train``), phases as
         :class:`StepPhase`. Empty (no columns) when there are none, as in 1.0.34."""
@@ -156,18 +167,18 @@ class PythonProfileAnalysis:
         df["end_mode"] = df["end_mode"].map(python_profile_mode_to_str)
         return df
 
-    def list_available_node_ids(self, refresh_stats=True) -> list:
+    def list_available_node_ids(self, refresh_stats: bool = True) -> list[str]:
         """The nodes with stats, sorted."""
         self._refresh_python_profile_stats(refresh_stats)
         return sorted({s.node_id for s in self.python_profile_stats})
 
 
-class cProfileAnalysis(PythonProfileAnalysis):  # noqa: N801 - 1.0.34's name
+class cProfileAnalysis(PythonProfileAnalysis[cProfileStats | None]):  # noqa: N801 - 1.0.34's name
     """cProfile's intervals; queries return a ``cProfileStats`` adding them up, or None."""
 
     name = CPROFILE_NAME
 
-    def _aggregate_stats(self, requested_stats):
+    def _aggregate_stats(self, requested_stats: list[StepPythonProfileStats]) -> cProfileStats | None:
         if not requested_stats:
             logger.info("smdebug: no cProfile stats for the requested interval")
             return None
@@ -176,7 +187,9 @@ class cProfileAnalysis(PythonProfileAnalysis):  # noqa: N801 - 1.0.34's name
             ps.add(s.stats_path)
         return cProfileStats(ps)
 
-    def fetch_profile_stats_by_training_phase(self, node_id="any", refresh_stats=True) -> dict:
+    def fetch_profile_stats_by_training_phase(
+        self, node_id: str = "any", refresh_stats: bool = True
+    ) -> dict[tuple[PythonProfileModes, PythonProfileModes], cProfileStats]:
         """``{(start_mode, end_mode): cProfileStats}`` for each pair of modes with intervals."""
         self._refresh_python_profile_stats(refresh_stats)
         out = {}
@@ -187,13 +200,15 @@ class cProfileAnalysis(PythonProfileAnalysis):  # noqa: N801 - 1.0.34's name
                     out[(start_mode, end_mode)] = stats
         return out
 
-    def fetch_profile_stats_by_job_phase(self, node_id="any", refresh_stats=True) -> dict:
+    def fetch_profile_stats_by_job_phase(
+        self, node_id: str = "any", refresh_stats: bool = True
+    ) -> dict[str, cProfileStats]:
         """``{"initialization", "training_loop", "finalization"}`` -> ``cProfileStats``: before step 0,
         the steps, after the hook closed (a phase without intervals is left out, except
         ``training_loop``, always there)."""
         by_mode = self.fetch_profile_stats_by_training_phase(node_id, refresh_stats)
-        out: dict = {}
-        parts: dict = {"initialization": [], "training_loop": [], "finalization": []}
+        out: dict[str, cProfileStats] = {}
+        parts: dict[str, list[pstats.Stats]] = {"initialization": [], "training_loop": [], "finalization": []}
         for (start_mode, end_mode), stats in by_mode.items():
             if end_mode == PythonProfileModes.POST_HOOK_CLOSE:
                 parts["finalization"].append(stats.ps)
@@ -210,16 +225,16 @@ class cProfileAnalysis(PythonProfileAnalysis):  # noqa: N801 - 1.0.34's name
         return out
 
 
-class PyinstrumentAnalysis(PythonProfileAnalysis):
+class PyinstrumentAnalysis(PythonProfileAnalysis[list[PyinstrumentStepStats] | None]):
     """pyinstrument's intervals; queries return a list of ``PyinstrumentStepStats``, or None."""
 
     name = PYINSTRUMENT_NAME
 
-    def _aggregate_stats(self, requested_stats):
+    def _aggregate_stats(self, requested_stats: list[StepPythonProfileStats]) -> list[PyinstrumentStepStats] | None:
         if not requested_stats:
             logger.info("smdebug: no pyinstrument stats for the requested interval")
             return None
-        by_interval: dict = {}
+        by_interval: dict[tuple[str, float], list[StepPythonProfileStats]] = {}
         for s in requested_stats:
             by_interval.setdefault((s.node_id, s.start_time_since_epoch_in_micros), []).append(s)
         out = []

@@ -3,7 +3,7 @@
 Layout: ``<root>/framework/<framework>/<cprofile|pyinstrument>/<node_id>/<start>_<end>/<file>``
 where ``<file>`` is ``python_stats`` (cProfile) or ``python_stats.json`` and ``python_stats.html``
 (pyinstrument: one entry each, as 1.0.34 lists them). Written by 1.0.34's profiler and by ours
-(:mod:`smdebug.profiler.python_profiler`).
+(:mod:`smdebug.profiler.recording.python_profiler`).
 
 :class:`LocalPythonStatsReader` takes ``<root>/framework/<framework>/<profiler>`` (the framework is
 that folder's parent's name). :class:`S3PythonStatsReader` takes a local folder and the job's
@@ -20,26 +20,14 @@ import os
 import shutil
 
 from smdebug.profiler.analysis.utils.python_profile_analysis_utils import StepPythonProfileStats
-from smdebug.profiler.python_profile_utils import (
-    CPROFILE_NAME,
-    CPROFILE_STATS_FILENAME,
-    PYINSTRUMENT_HTML_FILENAME,
-    PYINSTRUMENT_JSON_FILENAME,
-    PYINSTRUMENT_NAME,
-)
+from smdebug.profiler.python_profile_utils import STATS_FILES
 
 __all__ = ["PythonStatsReader", "LocalPythonStatsReader", "S3PythonStatsReader", "STATS_FILES"]
 
 logger = logging.getLogger("smdebug")
 
-STATS_FILES = {
-    CPROFILE_STATS_FILENAME: CPROFILE_NAME,
-    PYINSTRUMENT_JSON_FILENAME: PYINSTRUMENT_NAME,
-    PYINSTRUMENT_HTML_FILENAME: PYINSTRUMENT_NAME,
-}
 
-
-def _sorted(stats: list) -> list:
+def _sorted(stats: list[StepPythonProfileStats]) -> list[StepPythonProfileStats]:
     """By start time, then node (stable: the two files of a pyinstrument interval keep their order)."""
     return sorted(stats, key=lambda s: (s.start_time_since_epoch_in_micros, s.node_id))
 
@@ -47,17 +35,17 @@ def _sorted(stats: list) -> list:
 class PythonStatsReader:
     """A folder of Python-profile stats: :meth:`load_python_profile_stats` lists them."""
 
-    def __init__(self, profile_dir):
+    def __init__(self, profile_dir: str | os.PathLike[str]) -> None:
         self.profile_dir = str(profile_dir)
 
-    def load_python_profile_stats(self) -> list:
+    def load_python_profile_stats(self) -> list[StepPythonProfileStats]:
         raise NotImplementedError
 
 
 class LocalPythonStatsReader(PythonStatsReader):
     """The stats under ``<root>/framework/<framework>/<profiler>`` on this machine."""
 
-    def __init__(self, profile_dir):
+    def __init__(self, profile_dir: str | os.PathLike[str]) -> None:
         if not os.path.isdir(profile_dir):
             raise ValueError(
                 f"local_profile_dir: {profile_dir} is no folder (give "
@@ -65,7 +53,7 @@ class LocalPythonStatsReader(PythonStatsReader):
             )
         super().__init__(profile_dir)
 
-    def load_python_profile_stats(self) -> list:
+    def load_python_profile_stats(self) -> list[StepPythonProfileStats]:
         framework = os.path.basename(os.path.dirname(os.path.abspath(self.profile_dir)))
         out = []
         for node_id in sorted(os.listdir(self.profile_dir)):
@@ -93,7 +81,7 @@ class S3PythonStatsReader(PythonStatsReader):
     """The stats under ``<s3_path>/framework/``, downloaded into ``<profile_dir>/python_stats``
     (emptied first) at every load."""
 
-    def __init__(self, profile_dir, s3_path):
+    def __init__(self, profile_dir: str | os.PathLike[str], s3_path: str) -> None:
         from smdebug.storage import is_remote
 
         if not os.path.isdir(profile_dir):
@@ -106,7 +94,7 @@ class S3PythonStatsReader(PythonStatsReader):
         super().__init__(os.path.join(profile_dir, "python_stats"))
         self.s3_path = str(s3_path).rstrip("/")
 
-    def load_python_profile_stats(self) -> list:
+    def load_python_profile_stats(self) -> list[StepPythonProfileStats]:
         from smdebug.storage import open_store
 
         shutil.rmtree(self.profile_dir, ignore_errors=True)

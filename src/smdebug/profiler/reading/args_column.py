@@ -15,8 +15,9 @@ is the JSON ``buffers[source][lo:hi]``) or an :class:`ArgsTable` (the row is its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
 import orjson
@@ -32,15 +33,18 @@ class ArgsTable:
     """Args objects that all have the same keys in the same order and integer values, kept as one
     int64 column per key (``text[k]``: the value was written as a string of its digits, ``"17"``)."""
 
-    keys: list
-    text: list
-    columns: list
+    keys: list[str]
+    text: list[bool]
+    columns: list[np.ndarray]
 
-    def row(self, i: int) -> dict:
+    def row(self, i: int) -> dict[str, Any]:
         return {k: str(int(c[i])) if t else int(c[i]) for k, t, c in zip(self.keys, self.text, self.columns)}
 
 
-class ArgsColumn(Sequence):
+Args = dict[str, Any]  # one event's args object (its JSON)
+
+
+class ArgsColumn(Sequence[Args | None]):
     """One ``args`` value per event (dict or None), decoded on access; a full iteration keeps
     the decoded values, so iterating again costs nothing."""
 
@@ -52,7 +56,7 @@ class ArgsColumn(Sequence):
         self._lo = lo
         self._hi = hi
         self._objects = objects if objects is not None else []
-        self._decoded: list | None = None
+        self._decoded: list[Args | None] | None = None
 
     @classmethod
     def from_list(cls, values: Sequence) -> ArgsColumn:
@@ -69,7 +73,7 @@ class ArgsColumn(Sequence):
     def __len__(self) -> int:
         return len(self._source)
 
-    def _one(self, i: int):
+    def _one(self, i: int) -> Args | None:
         src = int(self._source[i])
         if src >= 0:
             buffer = self._buffers[src]
@@ -78,7 +82,11 @@ class ArgsColumn(Sequence):
             return orjson.loads(memoryview(buffer)[int(self._lo[i]) : int(self._hi[i])])
         return self._objects[int(self._lo[i])] if src == OBJECT else None
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> Args | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Args | None]: ...
+    def __getitem__(self, i: int | slice) -> Args | None | list[Args | None]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         n = len(self)
@@ -88,13 +96,13 @@ class ArgsColumn(Sequence):
             raise IndexError(f"args index {i} out of range for {n} events")
         return self._one(i) if self._decoded is None else self._decoded[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Args | None]:
         if self._decoded is None:
             self._decoded = self._decode_all()
         return iter(self._decoded)
 
-    def _decode_all(self) -> list:
-        out: list = [None] * len(self)
+    def _decode_all(self) -> list[Args | None]:
+        out: list[Args | None] = [None] * len(self)
         objects, buffers = self._objects, self._buffers
         views = [memoryview(b) if isinstance(b, bytes) else None for b in buffers]
         for i, (src, lo, hi) in enumerate(zip(self._source.tolist(), self._lo.tolist(), self._hi.tolist())):
@@ -105,7 +113,7 @@ class ArgsColumn(Sequence):
                 out[i] = objects[lo]
         return out
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, (ArgsColumn, list, tuple)):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
         return NotImplemented

@@ -166,20 +166,20 @@ class JoinedLines:
         lines._view(big, offsets, ends, size)
         return lines
 
-    def _view(self, big, offsets: list[int], ends: list[int], size: int) -> None:
+    def _view(self, big: bytes | mmap.mmap | bytearray, offsets: list[int], ends: list[int], size: int) -> None:
         self.big, self.offsets, self.ends, self.size = big, offsets, ends, size  # offsets: each file's start
         self.buf = np.frombuffer(big, dtype=np.uint8, count=size + len(PAD))
         # the eight bytes from each position as one little-endian integer (unaligned reads)
         self.words = np.ndarray((size + len(PAD) - 7,), dtype="<u8", buffer=big, strides=(1,))
-        self._wides: dict = {}  # k -> the 8k bytes from each position (:meth:`equals`)
+        self._wides: dict[int, np.ndarray] = {}  # k -> the 8k bytes from each position (:meth:`equals`)
 
     def file_bytes(self, k: int) -> bytes:
         return bytes(self.big[self.offsets[k] : self.offsets[k] + self.ends[k]])
 
-    def byte(self, pos) -> np.ndarray:
+    def byte(self, pos: np.ndarray) -> np.ndarray:
         return self.buf.take(pos, mode="clip")
 
-    def equals(self, pos, text: bytes) -> np.ndarray:
+    def equals(self, pos: np.ndarray, text: bytes) -> np.ndarray:
         """Whether the bytes at each ``pos`` are ``text``: its words (eight bytes, the last
         masked) from one gather of ``8 * k`` bytes a row, up to 32 at a time (numpy's gather
         costs about the same per row for 8 bytes as for 32)."""

@@ -1,4 +1,4 @@
-"""The listed files of one profiler stream, for :class:`~smdebug.profiler.reading.ProfilerTrial`.
+"""The listed files of one profiler stream, for :class:`~smdebug.profiler.reading.ProfileFolder`.
 
 A 24-hour profile lists thousands of files, and a query reads a few of them: the listing is kept
 as columns (each key's time and node in dicts: strings and ints, no object per file for the

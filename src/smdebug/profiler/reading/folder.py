@@ -1,8 +1,11 @@
-"""ProfilerTrial: a job's profiler folder (local or ``s3://``) read into columns.
+"""ProfileFolder: a job's profiler folder (local or ``s3://``) read into columns, the reading
+room's engine: :class:`smdebug.profiler.trial.ProfilerTrial` (what ``create_trial(path,
+profiler=True)`` returns, and what the rules, views and CLI read) is one, and 1.0.34's readers
+(:mod:`smdebug.profiler.metrics_reader_base`) read through one.
 
 ::
 
-    t = ProfilerTrial("/opt/ml/output/profiler")         # or s3://bucket/job/profiler-output
+    t = ProfileFolder("/opt/ml/output/profiler")         # or s3://bucket/job/profiler-output
     t.system_series(type="cpu", dimension="CPUUtilization")   # list[Series], one per core and node
     t.framework_events(start_us, end_us)                  # FrameworkEvents overlapping the window
     t.steps("TRAIN")                                       # StepSpans
@@ -32,8 +35,8 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, cast, overload
 
 import numpy as np
 
@@ -50,11 +53,11 @@ from smdebug.profiler.reading.trace_files import node_id_from_trace_name, parse_
 from smdebug.storage import is_remote, open_store
 from smdebug.storage.local import LocalStore  # (see below)
 
-# LocalStore is imported with this module, not at the first ProfilerTrial (open_store imports it
+# LocalStore is imported with this module, not at the first ProfileFolder (open_store imports it
 # lazily, for the other users of smdebug.storage): a local folder is what a trial reads most,
 # and the store module needs nothing that is not loaded already (os and the storage base).
 
-__all__ = ["ProfilerTrial", "MARGIN_US", "MINUTE_US"]
+__all__ = ["ProfileFolder", "MARGIN_US", "MINUTE_US"]
 
 logger = logging.getLogger("smdebug")
 
@@ -70,16 +73,21 @@ _BASE = re.compile(rb'"start_time_since_epoch_in_micros"\s*:\s*(\d+)')
 
 
 @functools.lru_cache(maxsize=4096)  # the same names in every query
-def _natural(text: str) -> tuple:
+def _natural(text: str) -> tuple[int | str, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
-class ProfilerTrial:
+class ProfileFolder:
     """The profiler data under ``path`` (``<root>/system/...`` and ``<root>/framework/...``)."""
 
     def __init__(
-        self, path, name: str | None = None, output_dir: str | None = None, *, streams=("system", "framework")
-    ):
+        self,
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        output_dir: str | None = None,
+        *,
+        streams: Iterable[str] = ("system", "framework"),
+    ) -> None:
         path = os.fspath(path) if hasattr(path, "__fspath__") else str(path)
         path = path.strip()
         if not is_remote(path):
@@ -131,7 +139,7 @@ class ProfilerTrial:
                         f.stamp = None
         self._first = None
 
-    def _stamp(self, key: str) -> tuple | None:
+    def _stamp(self, key: str) -> tuple[int, int] | None:
         try:
             st = os.stat(self._store.describe(key))
         except OSError:
@@ -150,7 +158,7 @@ class ProfilerTrial:
             logger.warning("smdebug: profiler: %s was listed but is gone", self._store.describe(f.key))
             return b""
 
-    def _read_into(self, f: _File, reserve) -> int:
+    def _read_into(self, f: _File, reserve: Callable[[int], memoryview]) -> int:
         """:meth:`_read` into the memory ``reserve(n)`` gives (a local file with no copy): the length."""
         if isinstance(self._store, LocalStore):
             try:
@@ -163,13 +171,17 @@ class ProfilerTrial:
             view[:] = data
         return len(data)
 
-    def _load(self, f: _File, framework: bool):
+    @overload
+    def _load(self, f: _File, framework: Literal[True]) -> FrameworkEvents: ...
+    @overload
+    def _load(self, f: _File, framework: Literal[False]) -> SystemChunk: ...
+    def _load(self, f: _File, framework: bool) -> SystemChunk | FrameworkEvents:
         if framework:
             return self._load_framework([f])[0]
         if f.parsed is None:
             data = self._read(f)
             f.parsed = parse_system_file(data, self._store.describe(f.key))
-        return f.parsed
+        return cast(SystemChunk, f.parsed)
 
     def _load_framework(self, files: list[_File], ahead: Sequence[_File] = ()) -> list[FrameworkEvents]:
         """The events of ``files``: those not parsed yet are read together, with the ``ahead``
@@ -201,7 +213,7 @@ class ProfilerTrial:
                 f.parsed = ev
         return [cast(FrameworkEvents, f.parsed) for f in files]
 
-    def _ahead(self, files: list[_File], suffixes) -> list[_File]:
+    def _ahead(self, files: list[_File], suffixes: Iterable[str] | None) -> list[_File]:
         """The files to parse along with ``files`` (those of a query): when a query reads on from
         where the one before stopped (a rule walking through the run), the next files of the node,
         twice as many as the time before (at most ``AHEAD_FILES``); else none."""
@@ -225,7 +237,7 @@ class ProfilerTrial:
         return out
 
     # ------------------------------------------------------------------ system metrics
-    def _system_files(self, start_us, end_us, node_id=None) -> list[_File]:
+    def _system_files(self, start_us: int | None, end_us: int | None, node_id: str | None = None) -> list[_File]:
         """The files of ``node_id`` (None: all) whose minute is within ``MARGIN_US`` of the window,
         or the minute before it (the file of that minute holds the minute's samples), by (minute, key)."""
         out: list[str] = []
@@ -281,7 +293,9 @@ class ProfilerTrial:
         return out
 
     # ------------------------------------------------------------------ framework events
-    def _framework_files(self, start_us, end_us, suffixes=None) -> list[_File]:
+    def _framework_files(
+        self, start_us: int | None, end_us: int | None, suffixes: Iterable[str] | None = None
+    ) -> list[_File]:
         ends = None if suffixes is None else tuple(suffixes)
         out = []
         for times, keys in self._framework.by_node().values():
@@ -296,7 +310,7 @@ class ProfilerTrial:
         return self._framework.files(out)
 
     def framework_events(
-        self, start_us: int | None = None, end_us: int | None = None, *, suffixes=None
+        self, start_us: int | None = None, end_us: int | None = None, *, suffixes: Sequence[str] | None = None
     ) -> FrameworkEvents:
         """The framework events that overlap ``[start_us, end_us]`` inclusively (1.0.34's
         semantics: ``end >= start_us and start <= end_us``), all nodes, sorted by start.
@@ -417,6 +431,6 @@ class ProfilerTrial:
 
     def __repr__(self) -> str:
         return (
-            f"<ProfilerTrial {self.name!r} at {self.path}: {len(self._system)} system files, "
+            f"<{type(self).__name__} {self.name!r} at {self.path}: {len(self._system)} system files, "
             f"{len(self._framework)} framework files>"
         )

@@ -17,6 +17,7 @@ only the rows of its window.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ _INT_COLUMNS = ("start_us", "end_us", "step", "pid", "tid")  # FrameworkEvents' 
 _OBJECT_COLUMNS = ("phase", "name", "node_id")  # its str columns (and file_suffix)
 
 
-def phase_mask(phases: np.ndarray, keep) -> np.ndarray:
+def phase_mask(phases: np.ndarray, keep: Callable[[str], bool]) -> np.ndarray:
     """``keep(phase)`` of each row of ``phases`` (framework events' phase column), asked once per
     distinct phase (a few) rather than once per event."""
     mask = np.zeros(len(phases), dtype=bool)
@@ -182,7 +183,7 @@ class FrameworkEvents:
         out.__dict__["_rows_of"] = (self, start, stop)  # not a field: replace() and take() drop it
         return out
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # a column: an array, or the args (typed Any above)
         """A column made when it is first read: of a range made by :meth:`rows`, from its table
         (the bulk reader makes a range per file, and a query over many files reads none of them:
         :meth:`concat` takes the ranges back as one); of a table whose str columns are kept as
@@ -195,7 +196,7 @@ class FrameworkEvents:
         d[name] = value
         return value
 
-    def _column(self, name: str, start: int, stop: int):
+    def _column(self, name: str, start: int, stop: int) -> Any:  # (as __getattr__)
         """Rows ``start`` to ``stop`` of column ``name`` (views, but for coded columns)."""
         coded = self.__dict__.get("_coded")
         if coded is not None and name in coded and name not in self.__dict__:
@@ -250,11 +251,11 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(FrameworkEvents))
 class Vocab:
     """Distinct strings, each with a code (its index), for :class:`Coded` columns."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._code: dict[str, int] = {}
         self._objects = np.empty(0, dtype=object)
 
-    def codes(self, texts: list) -> np.ndarray:
+    def codes(self, texts: list[str]) -> np.ndarray:
         """The codes of ``texts`` (int32), new ones added."""
         code = self._code
         return np.array([code.setdefault(t, len(code)) for t in texts], dtype=np.int32)

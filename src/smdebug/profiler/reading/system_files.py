@@ -15,8 +15,11 @@ import io
 import logging
 import re
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from smdebug.exceptions import EventFileCorrupt, MissingDependency
@@ -43,9 +46,9 @@ class SystemChunk:
     """The rows of one file, grouped: ``keys[i]`` = ``(node_id, type, name, dimension)`` with its
     ``timestamp_s[i]`` (float64 epoch seconds, file order) and ``value[i]`` (float64)."""
 
-    keys: list
-    timestamp_s: list
-    value: list
+    keys: list[tuple[str, str, str, str]]
+    timestamp_s: list[np.ndarray]
+    value: list[np.ndarray]
     rows: int
     first_s: float | None  # the smallest timestamp in the file
     last_s: float | None  # the largest
@@ -54,7 +57,8 @@ class SystemChunk:
 _EMPTY = SystemChunk([], [], [], 0, None, None)
 
 
-def _pyarrow():
+def _pyarrow() -> tuple[ModuleType, ModuleType]:
+    """pyarrow and pyarrow.json (no type information: their objects are Any here)."""
     try:
         import pyarrow as pa
         import pyarrow.json as pj
@@ -63,7 +67,7 @@ def _pyarrow():
     return pa, pj
 
 
-def _schema(pa):
+def _schema(pa: ModuleType) -> Any:
     return pa.schema(
         [
             ("Type", pa.string()),
@@ -95,7 +99,8 @@ def _bad_line(data: bytes, where: str) -> EventFileCorrupt:
     return EventFileCorrupt(f"{where}: cannot be read as system metrics (JSON Lines)")
 
 
-def _read_table(data: bytes, where: str):
+def _read_table(data: bytes, where: str) -> Any:
+    """A pyarrow Table of the rows, or None when pyarrow cannot read them."""
     pa, pj = _pyarrow()
     opts = pj.ParseOptions(explicit_schema=_schema(pa), unexpected_field_behavior="ignore", newlines_in_values=False)
     try:
@@ -135,10 +140,12 @@ def parse_system_file(data: bytes, where: str) -> SystemChunk:
 
 # ---------------------------------------------------------------------- columns
 # {"NodeId": (codes, names), "Type": ..., "Name": ..., "Dimension": ..., "Timestamp": f64, "Value": f64}
+# (and "Period" from the bulk reader: system_bulk.bulk_system_columns), a dict of these mixed values
+Columns = dict[str, Any]
 _KEYS = ("NodeId", "Type", "Name", "Dimension")
 
 
-def _np(array, dtype) -> np.ndarray:
+def _np(array: Any, dtype: npt.DTypeLike) -> np.ndarray:
     """A null-free primitive pyarrow Array as a numpy array (a copy), without pyarrow's to_numpy,
     which imports pandas."""
     if hasattr(array, "combine_chunks"):
@@ -149,15 +156,15 @@ def _np(array, dtype) -> np.ndarray:
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize).copy()
 
 
-def _codes(column):
+def _codes(column: Any) -> tuple[np.ndarray, list[str]]:
     if hasattr(column, "combine_chunks"):
         column = column.combine_chunks()
     enc = column.dictionary_encode()
     return _np(enc.indices, np.int32).astype(np.int64), enc.dictionary.to_pylist()
 
 
-def _json_columns(table) -> dict:
-    cols = {k: _codes(table.column(k).fill_null("") if k == "Name" else table.column(k)) for k in _KEYS}
+def _json_columns(table: Any) -> Columns:
+    cols: Columns = {k: _codes(table.column(k).fill_null("") if k == "Name" else table.column(k)) for k in _KEYS}
     cols["Timestamp"] = _np(table.column("Timestamp"), np.float64)
     cols["Value"] = _np(table.column("Value"), np.float64)
     return cols
@@ -167,7 +174,7 @@ _FIELDS = {"Type", "Name", "Dimension", "Value", "NodeId", "Timestamp"}
 _SPLIT = bytes.maketrans(b":}", b",,")
 
 
-def _fast_columns(body: bytes, end: int) -> dict | None:
+def _fast_columns(body: bytes, end: int) -> Columns | None:
     """The common case in bulk: every line holds the six keys in the same order and no string
     holds a ``:``, ``,`` or ``}``. Then ``:`` and ``}`` are turned into ``,`` and pyarrow's CSV reader
     splits the lines into key and value columns, parsing the two numbers itself, all in C. Each key
@@ -205,7 +212,7 @@ def _fast_columns(body: bytes, end: int) -> dict | None:
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
-    cols: dict = {}
+    cols: Columns = {}
     for i, key in enumerate(order):
         name_col, value_col = table.column(2 * i), table.column(2 * i + 1)
         expected = raw_keys[2 * i].decode("utf-8", "replace")
@@ -230,12 +237,12 @@ def _fast_columns(body: bytes, end: int) -> dict | None:
     return cols
 
 
-def _dictionary_codes(column) -> tuple[np.ndarray, list]:
+def _dictionary_codes(column: Any) -> tuple[np.ndarray, list[str]]:
     """The codes and values of a dictionary-typed column (one dictionary over all its chunks)."""
     chunks = column.chunks
     if len(chunks) == 1:
         return _np(chunks[0].indices, np.int32).astype(np.int64), chunks[0].dictionary.to_pylist()
-    values: dict = {}
+    values: dict[str, int] = {}
     parts = []
     for c in chunks:
         remap = np.array([values.setdefault(v, len(values)) for v in c.dictionary.to_pylist()], dtype=np.int64)
@@ -243,7 +250,7 @@ def _dictionary_codes(column) -> tuple[np.ndarray, list]:
     return np.concatenate(parts), list(values)
 
 
-def _group(cols: dict) -> SystemChunk:
+def _group(cols: Columns) -> SystemChunk:
     ts, val = cols["Timestamp"], cols["Value"]
     n = len(ts)
     if n == 0:

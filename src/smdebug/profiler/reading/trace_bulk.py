@@ -1,7 +1,7 @@
 """Framework timeline files read in bulk: many files' events decoded into columns by numpy, with
 no Python object per event.
 
-The timeline files written here (:class:`~smdebug.profiler.timeline.TimelineWriter`) and by
+The timeline files written here (:class:`~smdebug.profiler.recording.timeline.TimelineWriter`) and by
 1.0.34 are JSON arrays with one event a line, every complete event with the same keys in the same
 order and the same separators (``{"name":"Net","ph":"X","pid":3,"ts":...}`` or 1.0.34's
 ``{"name": "Net", "pid": 3, "ph": "X", "ts": ...}``). A batch of such files is joined into one
@@ -28,7 +28,9 @@ template is decoded by orjson on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 import orjson
@@ -57,7 +59,7 @@ _MORE_SHAPES, _MANY = 3, 32  # other args shapes read in bulk: at most, and when
 
 
 def parse_trace_batch(
-    files: FileBatch | list[bytes], node_ids: list[str], suffixes: list, arenas: Arenas | None = None
+    files: FileBatch | list[bytes], node_ids: list[str], suffixes: list[str], arenas: Arenas | None = None
 ) -> list[FrameworkEvents | None]:
     """The events of each file of the batch (or of each file's bytes), or None for a file the bulk
     path does not read (the general reader must). Files are read together, with the templates of
@@ -99,10 +101,10 @@ class _Piece:
     args: np.ndarray  # int8: how the event's args are kept (_NO_ARGS, _AS_BYTES, _IN_TABLE)
     args_lo: np.ndarray  # _AS_BYTES: where they are in the joined bytes
     args_hi: np.ndarray
-    table: dict = field(default_factory=dict)  # _IN_TABLE: the args template's values by key
-    names: list = field(default_factory=list)
+    table: dict[str, np.ndarray] = field(default_factory=dict)  # _IN_TABLE: the args template's values by key
+    names: list[str] = field(default_factory=list)
 
-    def select(self, idx) -> _Piece:
+    def select(self, idx: np.ndarray) -> _Piece:
         return _Piece(
             **{f.name: getattr(self, f.name)[idx] for f in fields(self) if f.name not in _SHARED},
             table={k: v[idx] for k, v in self.table.items()},
@@ -134,7 +136,7 @@ class _Piece:
 class _Lines:
     """The event lines of a batch; ``done``: those read as complete events, in ``pieces``."""
 
-    def __init__(self, b: JoinedLines, line, file, start, stop):
+    def __init__(self, b: JoinedLines, line: np.ndarray, file: np.ndarray, start: np.ndarray, stop: np.ndarray):
         self.b, self.line, self.file, self.start, self.stop = b, line, file, start, stop
         self.done = np.zeros(len(line), dtype=bool)
         self.pieces: list[_Piece] = []
@@ -172,7 +174,7 @@ class _Lines:
         }
 
 
-def _parse(b: JoinedLines, node_ids: list[str], suffixes: list, arenas: Arenas) -> list[FrameworkEvents | None]:
+def _parse(b: JoinedLines, node_ids: list[str], suffixes: list[str], arenas: Arenas) -> list[FrameworkEvents | None]:
     body = b.buf[: b.size]
     file_ok = np.ones(len(b.offsets), dtype=bool)
     nl = np.flatnonzero(body.view(np.int8) < 32)  # newlines, control characters, non-ASCII (< 0 as int8)
@@ -209,7 +211,9 @@ def _parse(b: JoinedLines, node_ids: list[str], suffixes: list, arenas: Arenas) 
     return _assemble(ev, t, meta, file_ok, node_ids, suffixes, arenas)
 
 
-def _first_templates(b: JoinedLines, ev_file, start, stop, file_ok) -> Templates | None:
+def _first_templates(
+    b: JoinedLines, ev_file: np.ndarray, start: np.ndarray, stop: np.ndarray, file_ok: np.ndarray
+) -> Templates | None:
     """The templates of the first complete event of the first file that has one (files whose first
     lines are neither metadata nor such an event are not for the bulk path)."""
     bounds = np.searchsorted(ev_file, np.arange(len(file_ok) + 1)).tolist()
@@ -248,7 +252,7 @@ def _args_from_template(b: JoinedLines, t: Templates, piece: _Piece, out: dict) 
         piece.step = step
 
 
-def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> np.ndarray:
+def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok: np.ndarray) -> np.ndarray:
     """Events whose args have another shape than the first event's (a job's first events often
     have no step yet): when many are left, the shape of the first of them is read in bulk too
     (its args kept as bytes), a few shapes at most. Returns the lines left that begin as events
@@ -270,7 +274,7 @@ def _other_args_shapes(b: JoinedLines, ev: _Lines, t: Templates, file_ok) -> np.
     return left[~ev.done[left]]
 
 
-def _args_by_orjson(b: JoinedLines, ev: _Lines, piece: _Piece, out: dict, file_ok) -> None:
+def _args_by_orjson(b: JoinedLines, ev: _Lines, piece: _Piece, out: dict[str, Any], file_ok: np.ndarray) -> None:
     """Step, pid and thread id of events whose args do not fit the template, from orjson."""
     files = ev.file[piece.row].tolist()
     for i, (f, lo, hi) in enumerate(zip(files, out["end"].tolist(), (ev.stop[piece.row] - 1).tolist())):
@@ -325,7 +329,15 @@ def _phases(fx: np.ndarray, line: np.ndarray, ev_pid: np.ndarray, nfiles: int, m
     return np.where(ok, meta.ann_name[j] + 1, 0), phases
 
 
-def _args_into(ev: _Lines, t: Templates, piece: _Piece, fx: np.ndarray, put, arena: Arena, cut: slice) -> None:
+def _args_into(
+    ev: _Lines,
+    t: Templates,
+    piece: _Piece,
+    fx: np.ndarray,
+    put: Callable[[np.ndarray, np.ndarray], None],
+    arena: Arena,
+    cut: slice,
+) -> None:
     """The batch's args into the arena: the template's columns as one ArgsTable (a row's ``lo`` is
     its row in it), the others as bytes of their file (kept only for the files that have such
     rows; the joined copy is dropped)."""
@@ -367,7 +379,13 @@ def _by_file_then_start(fx: np.ndarray, ts: np.ndarray) -> np.ndarray:
 
 
 def _assemble(
-    ev: _Lines, t: Templates, meta: Meta, file_ok, node_ids, suffixes, arenas: Arenas
+    ev: _Lines,
+    t: Templates,
+    meta: Meta,
+    file_ok: np.ndarray,
+    node_ids: list[str],
+    suffixes: list[str],
+    arenas: Arenas,
 ) -> list[FrameworkEvents | None]:
     pieces = [p for p in ev.pieces if len(p.row)]
     nfiles = len(file_ok)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import orjson
@@ -20,14 +21,16 @@ __all__ = ["LineTemplate", "Templates", "TableShape", "Meta", "templates", "meta
 _NEED = {"name", "ph", "pid", "ts", "dur"}
 _INT_KEYS = {"pid", "tid", "ts", "dur"}
 _ARG_INT_KEYS = {"pid", "thread_id"}
+# what a metadata line says: ((pid, process name) of a process_name line or None, time base or None)
+MetaLine = tuple[tuple[int, str] | None, int | None]
 
 
 @dataclass
 class TableShape:
     """The args template's keys when all its values are integers (``text``: written as strings)."""
 
-    keys: list
-    text: list
+    keys: list[str]
+    text: list[bool]
 
 
 @dataclass
@@ -42,18 +45,18 @@ class Templates:
     table: TableShape | None = None  # when the args of ``full`` can be kept as columns
 
 
-def _style(d: dict, raw: bytes) -> tuple[bytes, bytes] | None:
+def _style(d: dict[str, Any], raw: bytes) -> tuple[bytes, bytes] | None:
     for item, kv in ((",", ":"), (", ", ": ")):
         if json.dumps(d, separators=(item, kv), ensure_ascii=False).encode() == raw:
             return kv.encode(), item.encode()
     return None
 
 
-def _digits(value) -> bool:
+def _digits(value: object) -> bool:
     return isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18
 
 
-def _kind(value) -> str | None:
+def _kind(value: object) -> str | None:
     if isinstance(value, str):
         return STR
     return INT if type(value) is int and -(10**18) < value < 10**18 else None
@@ -88,8 +91,9 @@ def templates(raw: bytes) -> Templates | None:
     )
 
 
-def step_of(args) -> int:
-    """1.0.34's step of an event: ``int(args["step_num"])``, -1 when absent or not a number."""
+def step_of(args: Any) -> int:
+    """1.0.34's step of an event: ``int(args["step_num"])``, -1 when absent or not a number
+    (``args``: the decoded JSON, any value)."""
     if not args or "step_num" not in args:
         return -1
     try:
@@ -98,7 +102,7 @@ def step_of(args) -> int:
         return -1
 
 
-def int_or_minus_one(value) -> int:
+def int_or_minus_one(value: Any) -> int:  # a decoded JSON value
     try:
         out = int(value)
     except (TypeError, ValueError, OverflowError):
@@ -106,7 +110,7 @@ def int_or_minus_one(value) -> int:
     return out if -(2**63) <= out < 2**63 else -1
 
 
-def meta_line(raw: bytes):
+def meta_line(raw: bytes) -> MetaLine | None:
     """``(announced, base)`` of a metadata line: ``announced`` is ``(pid, process name)`` of a
     ``process_name`` line, ``base`` its ``start_time_since_epoch_in_micros``; None when the line
     is not one the bulk path reads."""
@@ -144,10 +148,10 @@ class Meta:
     ann_pid: np.ndarray = field(default_factory=lambda: _EMPTY)
     ann_line: np.ndarray = field(default_factory=lambda: _EMPTY)
     ann_name: np.ndarray = field(default_factory=lambda: _EMPTY)
-    ann_names: list = field(default_factory=list)
-    base_line: list = field(default_factory=list)
-    base_value: list = field(default_factory=list)
-    base_file: list = field(default_factory=list)
+    ann_names: list[str] = field(default_factory=list)
+    base_line: list[int] = field(default_factory=list)
+    base_value: list[int] = field(default_factory=list)
+    base_file: list[int] = field(default_factory=list)
 
     def read_lines(
         self, b: JoinedLines, line: np.ndarray, file: np.ndarray, lo: np.ndarray, hi: np.ndarray, file_ok: np.ndarray
@@ -164,7 +168,7 @@ class Meta:
         if bad.any():
             file_ok[file[bad[codes]]] = False
         keep = file_ok[file]
-        names: dict = {}
+        names: dict[str, int] = {}
         name_of = np.array(
             [names.setdefault(g[0][1], len(names)) if g is not None and g[0] is not None else -1 for g in got],
             dtype=np.int64,

@@ -27,6 +27,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
 
 from smdebug.exceptions import SMDebugValueError
 
@@ -54,14 +55,22 @@ _RANGE_KEYS = {
     "durationinseconds": "duration",
     "duration": "duration",
 }
-_EXTRA_KEYS = {
+_TOP_KEYS = {"profilingintervalinmilliseconds": "interval_millis", "disableprofiler": "disabled"}
+_PARAM_KEYS = {
+    "localpath": "local_path",
+    "rotatemaxfilesizeinbytes": "rotate_max_file_size",
+    "rotatefilecloseintervalinseconds": "rotate_close_interval_s",
+    "fileopenfailthreshold": "file_open_fail_threshold",
+    "disableprofiler": "disabled",
+}
+_EXTRA_KEYS: dict[str, dict[str, str]] = {
     "DataloaderProfilingConfig": {"metricsregex": "metrics_regex"},
     "PythonProfilingConfig": {"profilername": "profiler_name", "cprofiletimer": "cprofile_timer"},
     "DetailedProfilingConfig": {},
     "SMDataParallelProfilingConfig": {},
     "HorovodProfilingConfig": {},
 }
-_SUBCONFIG_FIELD = {
+_SUBCONFIG_FIELD: dict[str, tuple[str, str | None]] = {
     "dataloaderprofilingconfig": ("DataloaderProfilingConfig", "dataloader"),
     "pythonprofilingconfig": ("PythonProfilingConfig", "python"),
     "detailedprofilingconfig": ("DetailedProfilingConfig", "detailed"),
@@ -70,7 +79,11 @@ _SUBCONFIG_FIELD = {
 }
 
 
-def _number(key: str, value, kind=float, minimum=None, maximum=None):
+_N = TypeVar("_N", int, float)
+
+
+def _number(key: str, value: Any, kind: type[_N], minimum: float | None = None, maximum: float | None = None) -> _N:
+    """``value`` (a JSON value: a number, or a string of one) as ``kind``, within the bounds."""
     if isinstance(value, bool):
         raise SMDebugValueError(f"profiler config: {key}={value!r} must be a number")
     try:
@@ -84,7 +97,7 @@ def _number(key: str, value, kind=float, minimum=None, maximum=None):
     return out
 
 
-def _bool(key: str, value) -> bool:
+def _bool(key: str, value: Any) -> bool:
     from smdebug.codec.values import parse_bool  # the one parser of booleans
 
     try:
@@ -103,10 +116,10 @@ class ProfilingRange:
     num_steps: int | None = None
     start_time: float | None = None
     duration: float | None = None
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     name: str = "ProfilingRange"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         n = self.name
         if self.start_step is not None:
             self.start_step = _number(f"{n}.StartStep", self.start_step, int, 0)
@@ -125,7 +138,7 @@ class ProfilingRange:
             )
         if self.duration is not None and self.start_time is None:
             raise SMDebugValueError(f"profiler config: {n}.DurationInSeconds needs StartTimeInSecSinceEpoch")
-        self._first_step = None
+        self._first_step: int | None = None  # the first step seen (a range without its start)
 
     @property
     def by_time(self) -> bool:
@@ -133,14 +146,15 @@ class ProfilingRange:
 
     def has_step(self, step: int, now_s: float | None = None) -> bool:
         """Whether ``step`` (a mode step) starting at ``now_s`` is in the range."""
-        if self.by_time:
-            if now_s is None or now_s < self.start_time:
+        start_time = self.start_time
+        if start_time is not None:  # by_time
+            if now_s is None or now_s < start_time:
                 return False
             if self.duration is None:  # the one step that starts after start_time
                 if self._first_step is None:
                     self._first_step = step
                 return step == self._first_step
-            return now_s < self.start_time + self.duration
+            return now_s < start_time + self.duration
         start = self.start_step
         if start is None:
             if self._first_step is None:
@@ -149,7 +163,7 @@ class ProfilingRange:
         return start <= step < start + (self.num_steps or 1)
 
     @classmethod
-    def parse(cls, name: str, value) -> ProfilingRange | None:
+    def parse(cls, name: str, value: object) -> ProfilingRange | None:
         """A sub-configuration from its JSON value: a dict, or a string holding a dict literal
         (JSON or the SDK's Python literal with a trailing comma); empty -> None (feature off)."""
         if value is None or isinstance(value, ProfilingRange):
@@ -167,8 +181,8 @@ class ProfilingRange:
         if not value:
             return None
         extra = _EXTRA_KEYS.get(name, {})
-        kw: dict = {}
-        options: dict = {}
+        kw: dict[str, Any] = {}
+        options: dict[str, Any] = {}
         for key, v in value.items():
             low = str(key).lower()
             if low in _RANGE_KEYS:
@@ -181,7 +195,7 @@ class ProfilingRange:
         return cls(**kw, options=options, name=name)
 
 
-def _check_options(name: str, options: dict) -> None:
+def _check_options(name: str, options: dict[str, Any]) -> None:
     if "metrics_regex" in options:
         try:
             re.compile(str(options["metrics_regex"]))
@@ -201,13 +215,31 @@ def _check_options(name: str, options: dict) -> None:
             )
 
 
-def _range_arg(name: str, value) -> ProfilingRange | None:
+# a sub-configuration as given: parsed (ProfilingRange), a dict or a string holding one (the JSON
+# value), (start_step, num_steps), or None (the feature off)
+RangeSpec: TypeAlias = "ProfilingRange | dict[str, Any] | str | tuple[int, int] | list[int] | None"
+
+
+def _range_arg(name: str, value: object) -> ProfilingRange | None:
     if isinstance(value, (list, tuple)) and len(value) == 2:  # (start_step, num_steps)
         value = {"StartStep": value[0], "NumSteps": value[1]}
     return ProfilingRange.parse(name, value)
 
 
-@dataclass
+def _take_keys(doc: dict[Any, Any], names: dict[str, str], kw: dict[str, Any]) -> list[Any]:
+    """Sets ``kw[names[key.lower()]]`` to the value of each key of ``doc`` that ``names`` knows
+    (in lower case); the other keys, in order."""
+    rest = []
+    for key, value in doc.items():
+        low = str(key).lower()
+        if low in names:
+            kw[names[low]] = value
+        else:
+            rest.append(key)
+    return rest
+
+
+@dataclass(init=False)
 class ProfilerConfig:
     """What to record and where. Keyword arguments mirror the JSON keys::
 
@@ -217,37 +249,53 @@ class ProfilerConfig:
 
     ``local_path`` None: the hook's ``<out_dir>/profiler``. ``system_metrics`` / ``framework_metrics``
     switch the two streams; ``dataloader`` None records data-loader events on every step.
+    ``dataloader``, ``python`` and ``detailed`` are given as a :class:`ProfilingRange`, a dict of
+    its JSON keys (or a string holding one) or ``(start_step, num_steps)``, and kept parsed.
     """
 
-    local_path: str | None = None
-    interval_millis: int = DEFAULT_INTERVAL_MS
-    system_metrics: bool = True
-    framework_metrics: bool = True
-    dataloader: ProfilingRange | dict | str | tuple | None = None
-    python: ProfilingRange | dict | str | tuple | None = None
-    detailed: ProfilingRange | dict | str | tuple | None = None
-    rotate_max_file_size: int = DEFAULT_ROTATE_MAX_FILE_SIZE
-    rotate_close_interval_s: float = DEFAULT_ROTATE_CLOSE_INTERVAL_S
-    file_open_fail_threshold: int = DEFAULT_FILE_OPEN_FAIL_THRESHOLD
-    disabled: bool = False
+    local_path: str | None
+    interval_millis: int
+    system_metrics: bool
+    framework_metrics: bool
+    dataloader: ProfilingRange | None
+    python: ProfilingRange | None
+    detailed: ProfilingRange | None
+    rotate_max_file_size: int
+    rotate_close_interval_s: float
+    file_open_fail_threshold: int
+    disabled: bool
 
-    def __post_init__(self):
-        if self.local_path is not None:
-            if not isinstance(self.local_path, (str, os.PathLike)) or not str(self.local_path).strip():
-                raise SMDebugValueError(f"profiler config: LocalPath={self.local_path!r} must be a non-empty path")
-            self.local_path = str(self.local_path).strip()
+    def __init__(
+        self,
+        local_path: str | os.PathLike[str] | None = None,
+        interval_millis: int = DEFAULT_INTERVAL_MS,
+        system_metrics: bool = True,
+        framework_metrics: bool = True,
+        dataloader: RangeSpec = None,
+        python: RangeSpec = None,
+        detailed: RangeSpec = None,
+        rotate_max_file_size: int = DEFAULT_ROTATE_MAX_FILE_SIZE,
+        rotate_close_interval_s: float = DEFAULT_ROTATE_CLOSE_INTERVAL_S,
+        file_open_fail_threshold: int = DEFAULT_FILE_OPEN_FAIL_THRESHOLD,
+        disabled: bool = False,
+    ) -> None:
+        if local_path is not None:
+            if not isinstance(local_path, (str, os.PathLike)) or not str(local_path).strip():
+                raise SMDebugValueError(f"profiler config: LocalPath={local_path!r} must be a non-empty path")
+            local_path = str(local_path).strip()
+        self.local_path = local_path
         self.interval_millis = _number(
-            "ProfilingIntervalInMilliseconds", self.interval_millis, int, MIN_INTERVAL_MS, MAX_INTERVAL_MS
+            "ProfilingIntervalInMilliseconds", interval_millis, int, MIN_INTERVAL_MS, MAX_INTERVAL_MS
         )
-        self.rotate_max_file_size = _number("RotateMaxFileSizeInBytes", self.rotate_max_file_size, int, 1)
-        self.rotate_close_interval_s = _number(
-            "RotateFileCloseIntervalInSeconds", self.rotate_close_interval_s, float, 0
-        )
-        self.file_open_fail_threshold = _number("FileOpenFailThreshold", self.file_open_fail_threshold, int, 1)
-        self.dataloader = _range_arg("DataloaderProfilingConfig", self.dataloader)
-        self.python = _range_arg("PythonProfilingConfig", self.python)
-        self.detailed = _range_arg("DetailedProfilingConfig", self.detailed)
-        self.disabled = _bool("DisableProfiler", self.disabled)
+        self.system_metrics = system_metrics
+        self.framework_metrics = framework_metrics
+        self.rotate_max_file_size = _number("RotateMaxFileSizeInBytes", rotate_max_file_size, int, 1)
+        self.rotate_close_interval_s = _number("RotateFileCloseIntervalInSeconds", rotate_close_interval_s, float, 0)
+        self.file_open_fail_threshold = _number("FileOpenFailThreshold", file_open_fail_threshold, int, 1)
+        self.dataloader = _range_arg("DataloaderProfilingConfig", dataloader)
+        self.python = _range_arg("PythonProfilingConfig", python)
+        self.detailed = _range_arg("DetailedProfilingConfig", detailed)
+        self.disabled = _bool("DisableProfiler", disabled)
 
     @property
     def python_profiler(self) -> str:
@@ -264,19 +312,14 @@ class ProfilerConfig:
 
     # ------------------------------------------------------------------ JSON
     @classmethod
-    def from_dict(cls, doc: dict, source: str = "profiler config") -> ProfilerConfig:
+    def from_dict(cls, doc: dict[str, Any], source: str = "profiler config") -> ProfilerConfig:
         if not isinstance(doc, dict):
             raise SMDebugValueError(f"{source}: the configuration must be a JSON object")
-        kw: dict = {}
+        kw: dict[str, Any] = {}
         params = None
-        for key, value in doc.items():
-            low = str(key).lower()
-            if low == "profilingintervalinmilliseconds":
-                kw["interval_millis"] = value
-            elif low == "disableprofiler":
-                kw["disabled"] = value
-            elif low == "profilingparameters":
-                params = value
+        for key in _take_keys(doc, _TOP_KEYS, kw):
+            if str(key).lower() == "profilingparameters":
+                params = doc[key]
             else:
                 logger.warning("smdebug: %s: key %s is not used by smdebug's profiler", source, key)
         if params is None or params == {}:
@@ -285,30 +328,19 @@ class ProfilerConfig:
         if not isinstance(params, dict):
             raise SMDebugValueError(f"{source}: ProfilingParameters must be a JSON object")
         kw["local_path"] = DEFAULT_LOCAL_PATH
-        for key, value in params.items():
+        for key in _take_keys(params, _PARAM_KEYS, kw):
             low = str(key).lower()
-            if low == "localpath":
-                kw["local_path"] = value
-            elif low == "rotatemaxfilesizeinbytes":
-                kw["rotate_max_file_size"] = value
-            elif low == "rotatefilecloseintervalinseconds":
-                kw["rotate_close_interval_s"] = value
-            elif low == "fileopenfailthreshold":
-                kw["file_open_fail_threshold"] = value
-            elif low in _SUBCONFIG_FIELD:
+            if low in _SUBCONFIG_FIELD:
                 name, attr = _SUBCONFIG_FIELD[low]
-                parsed = ProfilingRange.parse(name, value)  # checked even when not recorded yet
+                parsed = ProfilingRange.parse(name, params[key])  # checked even when not recorded yet
                 if attr is not None:
                     kw[attr] = parsed
-            elif low in ("profilerenabled", "disableprofiler"):
-                if low == "disableprofiler":
-                    kw["disabled"] = value
-            else:
+            elif low != "profilerenabled":
                 logger.warning("smdebug: %s: key ProfilingParameters.%s is not used by smdebug's profiler", source, key)
         return cls(**kw)
 
     @classmethod
-    def from_json_file(cls, path) -> ProfilerConfig:
+    def from_json_file(cls, path: str | os.PathLike[str]) -> ProfilerConfig:
         path = str(path)
         try:
             with open(path, encoding="utf-8") as f:
@@ -328,7 +360,7 @@ class ProfilerConfig:
         return cls.from_dict(doc, source=f"profiler config {path}")
 
     @classmethod
-    def load(cls, path=None) -> ProfilerConfig | None:
+    def load(cls, path: str | os.PathLike[str] | None = None) -> ProfilerConfig | None:
         """The configuration in ``path``, else ``$SMPROFILER_CONFIG_PATH``, else SageMaker's
         ``/opt/ml/input/config/profilerconfig.json``; None when that file does not exist."""
         if path is None:

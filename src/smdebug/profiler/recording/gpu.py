@@ -8,10 +8,23 @@ all, so that a reader never mistakes "not measured" for "idle".
 from __future__ import annotations
 
 import logging
+from typing import Any, Protocol
 
 __all__ = ["GpuSampler", "open_gpus"]
 
 logger = logging.getLogger("smdebug")
+
+
+class Nvml(Protocol):
+    """What is used of NVML (the ``pynvml`` module, or a stand-in with its functions); device
+    handles and the records returned are NVML's own objects."""
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None: ...
+    def nvmlDeviceGetCount(self) -> int: ...
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any: ...
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any: ...
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any: ...
 
 
 class GpuSampler:
@@ -19,12 +32,12 @@ class GpuSampler:
     the percent of the last sample period a kernel ran (NVML's ``utilization.gpu``) and the percent
     of the device's memory in use."""
 
-    def __init__(self, nvml, handles: list):
+    def __init__(self, nvml: Nvml, handles: list[Any]):
         self.nvml = nvml
         self.handles = handles
 
     def rows(self) -> list[tuple[str, str, str, float]]:
-        out = []
+        out: list[tuple[str, str, str, float]] = []
         for i, h in enumerate(self.handles):
             util = self.nvml.nvmlDeviceGetUtilizationRates(h)
             mem = self.nvml.nvmlDeviceGetMemoryInfo(h)
@@ -40,14 +53,15 @@ class GpuSampler:
             pass
 
 
-def open_gpus(nvml=None) -> GpuSampler | None:
+def open_gpus(nvml: Nvml | None = None) -> GpuSampler | None:
     """A GpuSampler over every device, or None ("no GPU", logged) when none can be read."""
     if nvml is None:
         try:
-            import pynvml as nvml  # the nvidia-ml-py distribution
+            import pynvml  # the nvidia-ml-py distribution
         except ImportError:
             logger.info("smdebug: profiler: no GPU metrics: nvidia-ml-py is not installed (no GPU)")
             return None
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...

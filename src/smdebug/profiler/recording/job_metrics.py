@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 
 __all__ = ["JobSampler", "open_job", "job_root_pid"]
 
@@ -58,7 +59,13 @@ class JobSampler:
     ``children``: ``pid -> descendant pids`` (default psutil's); ``lookup_s``: how often the
     descendants are looked up."""
 
-    def __init__(self, root_pid: int | None = None, proc: str = "/proc", children=None, lookup_s: float = 1.0):
+    def __init__(
+        self,
+        root_pid: int | None = None,
+        proc: str = "/proc",
+        children: Callable[[int], list[int]] | None = None,
+        lookup_s: float = 1.0,
+    ):
         self.root_pid = root_pid if root_pid is not None else job_root_pid()
         self.proc = proc
         self.lookup_s = lookup_s
@@ -69,10 +76,10 @@ class JobSampler:
         self._pids = [self.root_pid]
         self._pids_at = float("-inf")
         self._private = 0  # bytes: the descendants' private resident memory at the last look
-        self._tasks: dict = {}  # (pid, tid) -> (run ns, wait ns) at the previous call
+        self._tasks: dict[tuple[int, str], tuple[int, int]] = {}  # (pid, tid) -> (run ns, wait ns) at the previous call
         self._t: float | None = None
 
-    def _job_pids(self) -> list:
+    def _job_pids(self) -> list[int]:
         now = time.monotonic()
         if now - self._pids_at >= self.lookup_s:
             self._pids = [self.root_pid, *self._children(self.root_pid)]
@@ -96,7 +103,7 @@ class JobSampler:
             return None
 
     def rows(self, now: float) -> list[tuple[str, str, str, float]]:
-        tasks: dict = {}
+        tasks: dict[tuple[int, str], tuple[int, int]] = {}
         pids = self._job_pids()
         statm = self._read(f"{self.proc}/{self.root_pid}/statm")
         resident = self._private + (int(statm.split()[1]) * self.page if statm else 0)
@@ -108,9 +115,9 @@ class JobSampler:
             for tid in tids:
                 text = self._read(f"{self.proc}/{pid}/task/{tid}/schedstat")
                 if text:
-                    run, wait = text.split()[:2]
-                    tasks[(pid, tid)] = (int(run), int(wait))
-        out = []
+                    run_ns, wait_ns = text.split()[:2]
+                    tasks[(pid, tid)] = (int(run_ns), int(wait_ns))
+        out: list[tuple[str, str, str, float]] = []
         if self._t is not None and now > self._t:
             ran = waited = 0
             for key, (run, wait) in tasks.items():
@@ -126,7 +133,7 @@ class JobSampler:
         return out
 
 
-def _psutil_descendants(pid: int) -> list:
+def _psutil_descendants(pid: int) -> list[int]:
     import psutil
 
     try:

@@ -19,6 +19,7 @@ import cProfile
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from smdebug.profiler.locations import python_stats_dir
 
@@ -27,7 +28,7 @@ __all__ = ["PythonProfiling", "boundary_label"]
 logger = logging.getLogger("smdebug")
 
 
-def _timer(name: str):
+def _timer(name: str) -> Callable[[], float]:
     if name == "cpu_time":
         return time.process_time
     if name == "off_cpu_time":
@@ -35,7 +36,7 @@ def _timer(name: str):
     return time.perf_counter
 
 
-def boundary_label(mode: str, step, phase: str, time_us: float) -> str:
+def boundary_label(mode: str, step: int | str, phase: str, time_us: float) -> str:
     return f"{mode}-{step}-{phase}-{time_us}"
 
 
@@ -80,7 +81,7 @@ class PythonProfiling:
         node_id: str,
         profiler: str = "cprofile",
         timer: str = "total_time",
-        on_file=None,
+        on_file: Callable[[str], None] | None = None,
     ):
         if profiler == "pyinstrument":
             try:
@@ -94,18 +95,18 @@ class PythonProfiling:
         self.root = root
         self.framework = framework
         self.node_id = node_id
-        self.kind = _Pyinstrument if profiler == "pyinstrument" else _CProfile
+        self.kind: type[_CProfile | _Pyinstrument] = _Pyinstrument if profiler == "pyinstrument" else _CProfile
         self.timer = timer
         self.on_file = on_file  # called with each stats file written (the profiler uploads it)
-        self._running = None
-        self._start_label = None
+        self._running: _CProfile | _Pyinstrument | None = None
+        self._start_label = ""
         self.folders: list[str] = []
 
     @property
     def running(self) -> bool:
         return self._running is not None
 
-    def boundary(self, mode: str, step, phase: str, profile_next: bool) -> None:
+    def boundary(self, mode: str, step: int, phase: str, profile_next: bool) -> None:
         """A step boundary: stop (and save) the current interval; start the next one if wanted."""
         label = boundary_label(mode, step, phase, time.time() * 1e6)
         self._stop(label)
@@ -129,5 +130,5 @@ class PythonProfiling:
             for name in sorted(os.listdir(folder)):
                 self.on_file(os.path.join(folder, name))
 
-    def close(self, mode: str = "global", step="*") -> None:
+    def close(self, mode: str = "global", step: int | str = "*") -> None:
         self._stop(boundary_label(mode, step, "end", time.time() * 1e6))

@@ -20,40 +20,50 @@ unless errors propagate (``$SMDEBUG_PROPAGATE_ERRORS=1``).
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import tempfile
 import threading
 import weakref
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Literal
 
 from smdebug.core.engine.guard import guarded, propagate_default
 from smdebug.exceptions import SMDebugValueError
-from smdebug.profiler.config import ProfilerConfig
+from smdebug.modes import ModeKeys
 from smdebug.profiler.locations import END_MARKER, framework_node_id, system_node_id
-from smdebug.profiler.timeline import TimelineWriter, now_us
+from smdebug.profiler.recording.config import ProfilerConfig
+from smdebug.profiler.recording.timeline import TimelineWriter, now_us
+
+if TYPE_CHECKING:
+    from smdebug.profiler.recording.gpu import GpuSampler
+    from smdebug.profiler.recording.python_profiler import PythonProfiling
+    from smdebug.profiler.recording.system import SystemMetricsSampler
+    from smdebug.profiler.recording.upload import RemoteUpload
 
 __all__ = ["Profiler", "step_phase", "profiler_for_hook"]
 
 logger = logging.getLogger("smdebug")
 
 
-def _mode_name(mode) -> str:
+def _mode_name(mode: ModeKeys | str) -> str:
     """'TRAIN' for ModeKeys.TRAIN, 'train' or 'TRAIN'."""
     return (getattr(mode, "name", None) or str(mode)).upper()
 
 
-def step_phase(mode) -> str:
+def step_phase(mode: ModeKeys | str) -> str:
     return f"Step:ModeKeys.{_mode_name(mode)}"
 
 
-def _close_at_exit(ref) -> None:
+def _close_at_exit(ref: weakref.ref[Profiler]) -> None:
     """A profiler left open is closed when the interpreter exits (its timeline finished, renamed)."""
     prof = ref()
     if prof is not None:
         prof.close()
 
 
-def _register_exit(ref, remote: bool) -> None:
+def _register_exit(ref: weakref.ref[Profiler], remote: bool) -> None:
     """Close the profiler at exit. A remote root uploads then, through asyncio and thread pools,
     which refuse new work once the interpreter's atexit handlers run ("cannot schedule new
     futures after interpreter shutdown"): such a profiler closes at threading's exit instead
@@ -87,7 +97,7 @@ class Profiler:
         framework: str = "python",
         rank: int | None = None,
         system_metrics: bool | None = None,
-        gpus="auto",
+        gpus: GpuSampler | Literal["auto"] | None = "auto",
     ):
         if config is None:
             config = ProfilerConfig.load()
@@ -98,9 +108,9 @@ class Profiler:
         root = config.local_path or (os.path.join(str(out_dir), "profiler") if out_dir is not None else None)
         if root is None:
             raise SMDebugValueError("Profiler(): give ProfilerConfig(local_path=...) or out_dir")
-        self.upload = None  # a RemoteUpload when the root is a URL (s3://...)
+        self.upload: RemoteUpload | None = None  # when the root is a URL (s3://...)
         if "://" in root and not root.startswith("file://"):
-            from smdebug.profiler.upload import RemoteUpload
+            from smdebug.profiler.recording.upload import RemoteUpload
             from smdebug.storage import open_store
 
             store = open_store(root)  # the debug hook's storage layer: a clear error for a bad URL
@@ -118,9 +128,10 @@ class Profiler:
         self.node_id = framework_node_id(rank)
         self.pid = os.getpid()
         self._closed = False
-        self._step = None  # (phase, step, start_us) of the open step
-        self._spans: dict = {}  # key -> (phase, name, start_us, args) of open spans
-        self.timeline = None
+        self._step: tuple[str, int, int] | None = None  # (phase, step, start_us) of the open step
+        # key -> (phase, name, start_us, args) of open spans
+        self._spans: dict[Hashable, tuple[str, str, int, dict[str, Any] | None]] = {}
+        self.timeline: TimelineWriter | None = None
         if config.framework_metrics and not config.disabled:
             self.timeline = TimelineWriter(
                 self.root,
@@ -130,9 +141,9 @@ class Profiler:
                 config.file_open_fail_threshold,
                 on_file=self.file_done,
             )
-        self.python = None
+        self.python: PythonProfiling | None = None
         if config.python is not None and not config.disabled:
-            from smdebug.profiler.python_profiler import PythonProfiling
+            from smdebug.profiler.recording.python_profiler import PythonProfiling
 
             self.python = PythonProfiling(
                 self.root,
@@ -142,11 +153,11 @@ class Profiler:
                 config.cprofile_timer,
                 on_file=self.file_done,
             )
-        self.system = None
+        self.system: SystemMetricsSampler | None = None
         if system_metrics is None:
             system_metrics = config.system_metrics and _local_rank() == 0
         if system_metrics and not config.disabled:
-            from smdebug.profiler.system import SystemMetricsSampler
+            from smdebug.profiler.recording.system import SystemMetricsSampler
 
             self.system = SystemMetricsSampler(
                 self.root, config.interval_millis, system_node_id(), gpus=gpus, on_file=self.file_done
@@ -166,7 +177,7 @@ class Profiler:
     def __enter__(self) -> Profiler:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ events
@@ -175,7 +186,7 @@ class Profiler:
         return not self.disabled and not self._closed and self.timeline is not None
 
     @guarded()
-    def step_start(self, mode, step: int, start_us: int | None = None) -> None:
+    def step_start(self, mode: ModeKeys | str, step: int, start_us: int | None = None) -> None:
         """Step ``step`` of ``mode`` starts (at ``start_us``, default now); the open step ends there."""
         if self._closed:
             return
@@ -183,7 +194,7 @@ class Profiler:
         if self._step is not None:
             self._end_step(t)
         self._step = (step_phase(mode), step, t)
-        if self.python is not None:
+        if self.python is not None and self.config.python is not None:  # (the one makes the other)
             in_range = self.config.python.has_step(step, t / 1e6)
             self.python.boundary(_mode_name(mode).lower(), step, "stepstart", in_range)
 
@@ -204,6 +215,8 @@ class Profiler:
             self.python.boundary(mode, step, phase, self.python.running)
 
     def _end_step(self, t: int) -> None:
+        if self._step is None:
+            return
         phase, step, start = self._step
         self._step = None
         if self.python is not None:  # first: the profile does not hold the profiler's own writing
@@ -212,14 +225,16 @@ class Profiler:
             self.timeline.complete(phase, phase, start, t, {"pid": self.pid, "step_num": str(step)})
 
     @guarded()
-    def span_start(self, key, phase: str, name: str, args: dict | None = None, start_us: int | None = None) -> None:
+    def span_start(
+        self, key: Hashable, phase: str, name: str, args: dict[str, Any] | None = None, start_us: int | None = None
+    ) -> None:
         """Open an event (e.g. an epoch) that :meth:`span_end` with the same ``key`` closes."""
         if self._closed:
             return
         self._spans[key] = (phase, name, now_us() if start_us is None else start_us, args)
 
     @guarded()
-    def span_end(self, key, end_us: int | None = None) -> None:
+    def span_end(self, key: Hashable, end_us: int | None = None) -> None:
         span = self._spans.pop(key, None)
         if span is not None and self.timeline is not None:
             phase, name, start, args = span
@@ -228,17 +243,17 @@ class Profiler:
             )
 
     @property
-    def current_step(self):
+    def current_step(self) -> tuple[str, int] | None:
         """(mode phase, step) of the open step, or None."""
-        return None if self._step is None else self._step[:2]
+        return None if self._step is None else (self._step[0], self._step[1])
 
     @guarded()
-    def record(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:
+    def record(self, phase: str, name: str, start_us: int, end_us: int, args: dict[str, Any] | None = None) -> None:
         """An event of ``phase`` named ``name`` from ``start_us`` to ``end_us`` (µs since the epoch);
         ``args`` gets this process's ``pid`` and the open step's ``step_num`` unless given."""
         if self.timeline is None:
             return
-        a = {"pid": self.pid}
+        a: dict[str, Any] = {"pid": self.pid}
         if self._step is not None:
             a["step_num"] = str(self._step[1])
         if args:
@@ -264,14 +279,17 @@ class Profiler:
         if self._closed:
             return
         self._closed = True
-        parts = []
+        parts: list[tuple[str, Callable[[], object]]] = []
         if self._step is not None and not self.disabled:
             parts.append(("the last step", lambda: self._end_step(now_us())))
         for key in list(self._spans) if not self.disabled else ():
-            parts.append((f"span {key}", lambda key=key: self.span_end(key)))
-        for part in (self.python, self.system, self.timeline):
-            if part is not None:
-                parts.append((type(part).__name__, part.close if hasattr(part, "close") else part.stop))
+            parts.append((f"span {key}", functools.partial(self.span_end, key)))
+        if self.python is not None:
+            parts.append((type(self.python).__name__, self.python.close))
+        if self.system is not None:
+            parts.append((type(self.system).__name__, self.system.stop))
+        if self.timeline is not None:
+            parts.append((type(self.timeline).__name__, self.timeline.close))
         parts.append(("the end markers", self._write_end_markers))
         for what, fn in parts:
             try:
@@ -290,7 +308,9 @@ class Profiler:
             open(os.path.join(self.root, sub, END_MARKER), "w").close()
 
 
-def profiler_for_hook(config: ProfilerConfig | dict | None, out_dir: str, framework: str, rank: int | None = None):
+def profiler_for_hook(
+    config: ProfilerConfig | dict[str, Any] | None, out_dir: str, framework: str, rank: int | None = None
+) -> Profiler | None:
     """A hook's Profiler: ``config``, else the profiler config file ($SMPROFILER_CONFIG_PATH or
     SageMaker's); None when neither asks for profiling (then nothing is recorded)."""
     if config is None:

@@ -24,39 +24,57 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 import orjson
 
 from smdebug.profiler.locations import system_file
 
+if TYPE_CHECKING:
+    from smdebug.profiler.recording.gpu import GpuSampler
+    from smdebug.profiler.recording.job_metrics import JobSampler
+
 __all__ = ["HostSampler", "SystemMetricsSampler"]
 
 logger = logging.getLogger("smdebug")
 MAX_FAILURES = 3
+Row = tuple[str, str, str, float]  # (Type, Name, Dimension, Value) of one metric
+
+
+class Psutil(Protocol):
+    """What is used of psutil (the module, or a stand-in with its functions); the counters are
+    psutil's named tuples."""
+
+    def cpu_times(self, percpu: bool) -> Any: ...
+    def disk_io_counters(self, perdisk: bool) -> Any: ...
+    def net_io_counters(self, pernic: bool) -> Any: ...
+    def virtual_memory(self) -> Any: ...
 
 
 class HostSampler:
     """CPU per core, memory, disk and network through psutil; ``rows()`` covers the time since the
     previous call (the first call primes the counters and returns the memory row only)."""
 
-    def __init__(self, psutil_module=None):
+    def __init__(self, psutil_module: Psutil | None = None):
         if psutil_module is None:
             try:
-                import psutil as psutil_module
+                import psutil
             except ImportError:
                 from smdebug.exceptions import MissingDependency
 
                 raise MissingDependency("psutil", "profiler", "for system metrics") from None
+            psutil_module = psutil
         self.ps = psutil_module
-        self._cpu = None
-        self._disk = None
-        self._net = None
-        self._t = None
+        self._cpu: list[Any] = []  # psutil's counters at the previous call
+        self._disk: Any = None
+        self._net: Any = None
+        self._t: float | None = None
 
     @staticmethod
-    def _cpu_fractions(before, after) -> tuple[float, float]:
-        def total(t):
-            d = t._asdict()
+    def _cpu_fractions(before: Any, after: Any) -> tuple[float, float]:  # psutil's scputimes
+        def total(t: Any) -> float:
+            d: dict[str, float] = t._asdict()
             return sum(d.values()) - d.get("guest", 0.0) - d.get("guest_nice", 0.0)
 
         span = total(after) - total(before)
@@ -67,12 +85,12 @@ class HostSampler:
         busy = span - idle - iowait
         return max(0.0, min(100.0, 100.0 * busy / span)), max(0.0, min(100.0, 100.0 * iowait / span))
 
-    def rows(self, now: float) -> list[tuple[str, str, str, float]]:
+    def rows(self, now: float) -> list[Row]:
         ps = self.ps
         cpu = ps.cpu_times(percpu=True)
         disk = ps.disk_io_counters(perdisk=False)
         net = ps.net_io_counters(pernic=False)
-        out: list = []
+        out: list[Row] = []
         if self._t is not None and now > self._t:
             dt = now - self._t
             for i, (b, a) in enumerate(zip(self._cpu, cpu)):
@@ -115,7 +133,7 @@ class HostSampler:
         return out
 
 
-def format_rows(rows, node_id: str, timestamp: float) -> bytes:
+def format_rows(rows: list[Row], node_id: str, timestamp: float) -> bytes:
     """JSON lines of one sample (values with 2 decimals, as SageMaker's agent wrote them; the time
     to the microsecond: 16 digits, which the bulk reader reads in doubles on any platform,
     profiler/reading/system_bulk.py)."""
@@ -139,10 +157,10 @@ class SystemMetricsSampler:
         root: str,
         interval_ms: int = 500,
         node_id: str = "algo-1",
-        gpus="auto",
+        gpus: GpuSampler | Literal["auto"] | None = "auto",
         host: HostSampler | None = None,
-        on_file=None,
-        job="auto",
+        on_file: Callable[[str], None] | None = None,
+        job: JobSampler | Literal["auto"] | None = "auto",
     ):
         self.root = root
         self.on_file = on_file  # called with each finished minute file (the profiler uploads it)
@@ -150,20 +168,20 @@ class SystemMetricsSampler:
         self.node_id = node_id
         self.host = host if host is not None else HostSampler()
         if gpus == "auto":
-            from smdebug.profiler.gpu import open_gpus
+            from smdebug.profiler.recording.gpu import open_gpus
 
             gpus = open_gpus()
-        self.gpus = gpus
+        self.gpus: GpuSampler | None = gpus
         if job == "auto":
-            from smdebug.profiler.job_metrics import open_job
+            from smdebug.profiler.recording.job_metrics import open_job
 
             job = open_job(lookup_s=max(1.0, 5 * self.interval))
-        self.job = job
+        self.job: JobSampler | None = job
         self.samples = 0
         self.rows_written = 0
         self.files: list[str] = []
-        self._f = None
-        self._path = None
+        self._f: BinaryIO | None = None  # the minute file being written
+        self._path = ""
         self._stop = threading.Event()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -246,8 +264,11 @@ class SystemMetricsSampler:
             self._f = open(path, "ab")  # noqa: SIM115 - one file a minute, kept open for the minute
             self._path = path
             self.files.append(path)
-        self._f.write(format_rows(rows, self.node_id, now))
-        self._f.flush()  # whole lines for a reader that tails the file
+        f = self._f
+        if f is None:  # stopped in this minute: its file is finished
+            raise RuntimeError(f"SystemMetricsSampler({self.root}): sample_once() after stop()")
+        f.write(format_rows(rows, self.node_id, now))
+        f.flush()  # whole lines for a reader that tails the file
         with self._cond:
             self.samples += 1
             self.rows_written += len(rows)

@@ -30,6 +30,8 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -38,7 +40,7 @@ from smdebug.profiler.locations import TIMELINE_SUFFIX, timeline_file, timeline_
 __all__ = ["TimelineWriter", "now_us"]
 
 logger = logging.getLogger("smdebug")
-_live: weakref.WeakSet = weakref.WeakSet()
+_live: weakref.WeakSet[TimelineWriter] = weakref.WeakSet()
 
 
 def _flush_before_fork() -> None:
@@ -70,8 +72,8 @@ class TimelineWriter:
         suffix: str = TIMELINE_SUFFIX,
         flush_interval_s: float = 1.0,
         batch: int = 512,
-        clock=time.monotonic,
-        on_file=None,
+        clock: Callable[[], float] = time.monotonic,
+        on_file: Callable[[str], None] | None = None,
     ):
         self.root = root
         self.on_file = on_file  # called with each finished file's path (the profiler uploads it)
@@ -83,13 +85,14 @@ class TimelineWriter:
         self.flush_interval_s = flush_interval_s
         self.batch = batch
         self.clock = clock
-        self._pending: deque = deque()  # events queued by the training thread(s)
+        # events queued by the training thread(s): (phase, name, start_us, end_us or None: instant, args)
+        self._pending: deque[tuple[str, str, int, int | None, dict[str, Any] | None]] = deque()
         self.base_us = now_us()
         self._phases: dict[str, int] = {}  # phase -> pid, the same in every file of this writer
         self._lock = threading.Lock()
-        self._f = None
+        self._f: BinaryIO | None = None
         self._tmp = timeline_tmp_file(root, node_id, suffix)
-        self._announced: set = set()
+        self._announced: set[int] = set()
         self._size = 0
         self._opened_at = 0.0
         self._flushed_at = clock()
@@ -106,7 +109,7 @@ class TimelineWriter:
             self._open(self.clock())
 
     # ------------------------------------------------------------------ public
-    def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict | None = None) -> None:
+    def complete(self, phase: str, name: str, start_us: int, end_us: int, args: dict[str, Any] | None = None) -> None:
         """A duration event (``ph: "X"``) from ``start_us`` to ``end_us`` (µs since the epoch).
 
         The training thread only queues the event; events are encoded and written in batches
@@ -115,7 +118,7 @@ class TimelineWriter:
         if len(self._pending) >= self.batch or self.clock() - self._flushed_at > self.flush_interval_s:
             self.flush()
 
-    def instant(self, phase: str, name: str, ts_us: int, args: dict | None = None) -> None:
+    def instant(self, phase: str, name: str, ts_us: int, args: dict[str, Any] | None = None) -> None:
         """A point event (``ph: "i"``, thread scope)."""
         self._pending.append((phase, name, ts_us, None, args))
         if len(self._pending) >= self.batch:
@@ -157,9 +160,12 @@ class TimelineWriter:
                 and (self._size > self.max_bytes or now - self._opened_at > self.close_interval_s)
             ):
                 self._finish()
-            if self._f is None and not self._open(now):
-                self.dropped += 1
-                continue
+            f = self._f
+            if f is None:
+                f = self._open(now)
+                if f is None:
+                    self.dropped += 1
+                    continue
             pid = self._phases.get(phase)
             if pid is None:
                 pid = self._phases[phase] = len(self._phases) + 1
@@ -180,7 +186,7 @@ class TimelineWriter:
             if pid not in self._announced:
                 self._announced.add(pid)
                 out = self._meta(pid, {"name": phase}) + self._meta_sort(pid) + out
-            self._f.write(out)
+            f.write(out)
             self._size += len(out)
             self.events_written += 1
             self._file_events += 1
@@ -188,14 +194,15 @@ class TimelineWriter:
                 self._last_end_us = int(end)
 
     @staticmethod
-    def _meta(pid: int, args: dict) -> bytes:
+    def _meta(pid: int, args: dict[str, str]) -> bytes:
         return b",\n" + orjson.dumps({"name": "process_name", "ph": "M", "pid": pid, "args": args})
 
     @staticmethod
     def _meta_sort(pid: int) -> bytes:
         return b",\n" + orjson.dumps({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
 
-    def _open(self, now: float) -> bool:
+    def _open(self, now: float) -> BinaryIO | None:
+        """The new file (its head written), or None when it cannot be opened."""
         try:
             os.makedirs(os.path.dirname(self._tmp), exist_ok=True)
             f = open(self._tmp, "wb")  # noqa: SIM115 - kept open across events
@@ -209,7 +216,7 @@ class TimelineWriter:
                     exc,
                     self._open_failures,
                 )
-            return False
+            return None
         self._open_failures = 0
         head = b"[\n" + orjson.dumps(
             {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": self.base_us}}
@@ -223,7 +230,7 @@ class TimelineWriter:
         self._opened_at = now
         self._announced = set()
         self._last_end_us = 0
-        return True
+        return f
 
     def _finish(self) -> None:
         f, self._f = self._f, None

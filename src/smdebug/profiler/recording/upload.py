@@ -23,23 +23,26 @@ import os
 import queue
 import shutil
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from smdebug.storage.base import Store
 
 __all__ = ["RemoteUpload"]
 
 logger = logging.getLogger("smdebug")
-_STOP = object()
 
 
 class RemoteUpload:
     """``store``: a smdebug.storage Store (the remote root); ``staging``: the local folder whose
     files are uploaded under their relative paths."""
 
-    def __init__(self, store, staging: str):
+    def __init__(self, store: Store, staging: str):
         self.store = store
         self.staging = os.path.abspath(staging)
         self.uploaded: list[str] = []  # keys, in upload order
         self.failed: dict[str, str] = {}  # local path -> the last error
-        self._q: queue.Queue = queue.Queue()
+        self._q: queue.Queue[str | None] = queue.Queue()  # paths to upload; None: stop
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -69,7 +72,7 @@ class RemoteUpload:
         while True:
             path = self._q.get()
             try:
-                if path is _STOP:
+                if path is None:
                     return
                 self._upload(path)
             finally:
@@ -108,7 +111,7 @@ class RemoteUpload:
             self._closed = True
             thread, self._thread = self._thread, None
         if thread is not None:
-            self._q.put(_STOP)
+            self._q.put(None)
             thread.join()
         unfinished = []
         for folder, _, files in os.walk(self.staging):

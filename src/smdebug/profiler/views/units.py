@@ -3,8 +3,8 @@ with a unit (``0.0209 s`` -> ``20.9 ms``, ``12345678.9`` bytes/s -> ``12.3 MB/s`
 (``+12.3 s`` after the profile's first record), rule parameters read as what they mean
 (``scan_interval_us`` 60000000 -> ``60 s``), and the unit of each system metric.
 
-System metrics and their units (the names the profiler writes, see :mod:`smdebug.profiler.system`
-and :mod:`smdebug.profiler.job_metrics`): ``CPUUtilization``, ``I/OWaitPercentage``,
+System metrics and their units (the names the profiler writes, see :mod:`smdebug.profiler.recording.system`
+and :mod:`smdebug.profiler.recording.job_metrics`): ``CPUUtilization``, ``I/OWaitPercentage``,
 ``GPUUtilization``, ``GPUMemoryUtilization``, ``MemoryUsedPercent``, ``JobCPUDemand``,
 ``JobCPUUtilization``, ``JobMemoryUsedPercent``: percent; ``IOPS``: I/O operations per second;
 ``ReadThroughputInBytesPerSecond``, ``WriteThroughputInBytesPerSecond``, ``ReceiveBytesPerSecond``,
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any, SupportsFloat
 
 __all__ = [
     "sig",
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-def sig(x, n: int = 3) -> str:
+def sig(x: SupportsFloat | None, n: int = 3) -> str:
     """``x`` to ``n`` significant figures, trailing zeros dropped (``0.020855000000000002`` ->
     ``0.0209``, ``5.555555555555555`` -> ``5.56``, ``100.0`` -> ``100``); from 10,000 on with a
     k, M or G suffix (``12.3k``); ``-`` for None, NaN or infinity."""
@@ -58,7 +59,7 @@ def sig(x, n: int = 3) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def fmt_count(n) -> str:
+def fmt_count(n: SupportsFloat | None) -> str:
     """A count: exact below 10,000 (``1,234``), else to three figures (``12.3k``, ``1.2M``)."""
     if n is None:
         return "-"
@@ -70,7 +71,7 @@ def fmt_count(n) -> str:
     return sig(n)
 
 
-def fmt_duration(seconds) -> str:
+def fmt_duration(seconds: SupportsFloat | None) -> str:
     """A duration in the unit that suits it: ``850 µs``, ``20.9 ms``, ``1.5 s``, ``60 s``, ``5.2 min``,
     ``3.41 h``."""
     if seconds is None:
@@ -93,7 +94,7 @@ def fmt_duration(seconds) -> str:
     return f"{sig(s / 3600)} h"
 
 
-def fmt_us(us) -> str:
+def fmt_us(us: SupportsFloat | None) -> str:
     """A duration given in microseconds (see :func:`fmt_duration`)."""
     return "-" if us is None else fmt_duration(float(us) / 1e6)
 
@@ -110,7 +111,7 @@ def _clock_part(seconds: float) -> str:
     return f"{h} h {rest // 60:02d} min"
 
 
-def fmt_at(us, origin_us) -> str:
+def fmt_at(us: SupportsFloat | None, origin_us: SupportsFloat | None) -> str:
     """An absolute time (µs since the epoch) as the time since the profile's start ``origin_us``:
     ``+12.3 s``, ``+5 min 12 s``; a time before the start is ``-0.5 s``."""
     if us is None or origin_us is None:
@@ -119,7 +120,7 @@ def fmt_at(us, origin_us) -> str:
     return ("-" if d < 0 else "+") + _clock_part(abs(d))
 
 
-def fmt_span(start_us, end_us, origin_us) -> str:
+def fmt_span(start_us: SupportsFloat, end_us: SupportsFloat, origin_us: float) -> str:
     """``1.7-2.2 s`` (both under a minute, one unit), else ``+5 min 12 s to +6 min 12 s``."""
     a, b = (float(start_us) - origin_us) / 1e6, (float(end_us) - origin_us) / 1e6
     if 0 <= a < 60 and 0 <= b < 60 and (a == 0 or a >= 1) and b >= 1:
@@ -127,14 +128,14 @@ def fmt_span(start_us, end_us, origin_us) -> str:
     return f"{fmt_at(start_us, origin_us)} to {fmt_at(end_us, origin_us)}"
 
 
-def fmt_clock(us) -> str:
+def fmt_clock(us: SupportsFloat | None) -> str:
     """An absolute time (µs since the epoch) as a UTC clock time, ``2024-05-01 12:30:31 UTC``."""
     if us is None:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(us) / 1e6))
 
 
-def fmt_bytes_rate(v) -> str:
+def fmt_bytes_rate(v: SupportsFloat | None) -> str:
     """Bytes per second: ``512 B/s``, ``12.3 MB/s`` (powers of 1000)."""
     if v is None or not math.isfinite(float(v)):
         return "-"
@@ -145,7 +146,7 @@ def fmt_bytes_rate(v) -> str:
     return f"{sig(v)} B/s"
 
 
-def fmt_percent(v) -> str:
+def fmt_percent(v: SupportsFloat | None) -> str:
     return "-" if v is None or not math.isfinite(float(v)) else f"{sig(v)} %"
 
 
@@ -171,7 +172,7 @@ def unit_word(unit: str) -> str:
     return UNIT_WORDS.get(unit, unit)
 
 
-def fmt_metric(value, unit: str) -> str:
+def fmt_metric(value: SupportsFloat | None, unit: str) -> str:
     """A system metric's value with its unit (see :func:`metric_unit`)."""
     if unit == "%":
         return fmt_percent(value)
@@ -209,14 +210,16 @@ _PARAM_KINDS = {
 }
 
 
-def _number(text):
+def _number(text: str | SupportsFloat | None) -> float | None:
+    if text is None:
+        return None
     try:
         return float(text)
     except (TypeError, ValueError):
         return None
 
 
-def fmt_param(rule: str, name: str, value) -> str:
+def fmt_param(rule: str, name: str, value: str | SupportsFloat | None) -> str:
     """A rule parameter's value as what it means: ``scan_interval_us`` 60000000 -> ``60 s``,
     ``threshold`` 50.0 (CPUBottleneck) -> ``50 %``, ``mode`` None -> ``None (every mode)``."""
     kind = _PARAM_KINDS.get((rule, name), _PARAM_KINDS.get(("*", name)))
@@ -242,7 +245,7 @@ def fmt_param(rule: str, name: str, value) -> str:
     return sig(v)
 
 
-def parse_params(p) -> list[tuple[str, str]]:
+def parse_params(p: str | dict[Any, Any] | None) -> list[tuple[str, str]]:
     """A report's ``RuleParameters`` (``"name:value\\n..."``, or a dict) as ``[(name, value)]``."""
     if isinstance(p, dict):
         return [(str(k), str(v)) for k, v in p.items()]

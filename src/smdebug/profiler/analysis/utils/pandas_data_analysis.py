@@ -15,13 +15,14 @@ returning None.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
 from smdebug.exceptions import MissingDependency, SMDebugTypeError
 
 try:
-    import pandas as pd
+    import pandas as pd  # no stubs here: to mypy a DataFrame, and all it holds, is Any
 except ImportError:
     raise MissingDependency("pandas", "profiler", "for PandasFrameAnalysis") from None
 
@@ -42,42 +43,42 @@ class Resource(Enum):
     MEMORY = "memory"
 
 
-class JobStats(dict):
+class JobStats(dict[str, object]):
     """A dict whose items are also attributes; shown as a one-column table."""
 
-    def __setitem__(self, key, item):
+    def __setitem__(self, key: str, item: object) -> None:
         super().__setitem__(key, item)
         self.__dict__[key] = item
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> object:
         return self.__dict__[key]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(pd.DataFrame.from_dict({k: [v] for k, v in self.__dict__.items()}).T)
 
 
 _STAT_COLUMNS = ["mean", "min", "max", "50%", "95%", "99%"]
 
 
-def _describe(groups) -> pd.DataFrame:
+def _describe(groups: pd.api.typing.SeriesGroupBy) -> pd.DataFrame:
     out = groups.describe(percentiles=[0.5, 0.95, 0.99])
     return out[_STAT_COLUMNS].reset_index()
 
 
 class PandasFrameAnalysis:
-    def __init__(self, system_df, framework_df):
+    def __init__(self, system_df: pd.DataFrame, framework_df: pd.DataFrame) -> None:
         self.sys_metrics_df = system_df
         self.framework_metrics_df = framework_df
         self.framework_metrics_df["duration_us"] = framework_df["end_time_us"] - framework_df["start_time_us"]
         self._get_step_numbers()
 
     # ------------------------------------------------------------------ steps
-    def _get_step_time_mapping(self):
+    def _get_step_time_mapping(self) -> None:
         fw = self.framework_metrics_df
         steps = fw[fw["framework_metric"].astype(str).str.contains("Step:ModeKeys") & (fw["step"] != -1)]
         self.step_time_df = steps.groupby(["step"]).agg({"start_time_us": "min", "end_time_us": "max"}).reset_index()
 
-    def _get_step_numbers(self):
+    def _get_step_numbers(self) -> None:
         """Events without a step get the step whose span strictly contains them (-1 if none)."""
         self._get_step_time_mapping()
         fw = self.framework_metrics_df
@@ -108,7 +109,8 @@ class PandasFrameAnalysis:
         stats["end_time"] = max(sys_df["timestamp"]) if has_sys else None
         job_start = sys_df["timestamp_us"].min() if has_sys else fw["start_time_us"].min()
         job_end = sys_df["timestamp_us"].max() if has_sys else fw["end_time_us"].max()
-        stats["job_duration"] = job_end - job_start
+        job_duration = job_end - job_start
+        stats["job_duration"] = job_duration
         step_0 = fw[(fw["step"] == 0) & fw["framework_metric"].isin(["Step:ModeKeys.TRAIN", "Step:ModeKeys.GLOBAL"])]
         if step_0.empty or fw.empty:
             for k in (
@@ -126,18 +128,14 @@ class PandasFrameAnalysis:
         first = step_0.iloc[0]
         stats["training_loop_start"] = first["start_time"]
         stats["training_loop_end"] = max(fw["end_time"])
-        stats["training_loop_duration"] = int(fw["end_time_us"].max() - first["start_time_us"])
-        stats["initialization"] = int(first["start_time_us"])  # from the frame's start_time, as 1.0.34
-        stats["finalization"] = int(job_end - fw["end_time_us"].max())
-        for k, v in (
-            ("initialization_%", "initialization"),
-            ("training_loop_%", "training_loop_duration"),
-            ("finalization_%", "finalization"),
-        ):
-            stats[k] = stats[v] / stats["job_duration"] * 100 if stats["job_duration"] else None
+        loop = stats["training_loop_duration"] = int(fw["end_time_us"].max() - first["start_time_us"])
+        init = stats["initialization"] = int(first["start_time_us"])  # from the frame's start_time, as 1.0.34
+        final = stats["finalization"] = int(job_end - fw["end_time_us"].max())
+        for k, part in (("initialization_%", init), ("training_loop_%", loop), ("finalization_%", final)):
+            stats[k] = part / job_duration * 100 if job_duration else None
         return stats
 
-    def get_step_statistics(self, by=StatsBy.TRAINING_PHASE) -> pd.DataFrame:
+    def get_step_statistics(self, by: StatsBy = StatsBy.TRAINING_PHASE) -> pd.DataFrame:
         """Duration statistics (µs) of the steps: per step phase (``StatsBy.TRAINING_PHASE``), or of
         each step's span per framework metric or per process."""
         if not isinstance(by, StatsBy):
@@ -164,7 +162,7 @@ class PandasFrameAnalysis:
         return stats
 
     # ------------------------------------------------------------------ utilization
-    def _resources(self, resource, what="resource") -> list[str]:
+    def _resources(self, resource: Resource | list[Resource] | None, what: str = "resource") -> list[str]:
         if resource is None:
             return [r.value for r in Resource]
         if isinstance(resource, Resource):
@@ -173,7 +171,12 @@ class PandasFrameAnalysis:
             return [r.value for r in resource]
         raise SMDebugTypeError(f"{what}={resource!r}: use a Resource or a list of them")
 
-    def get_utilization_stats(self, resource=None, by=None, phase=None) -> pd.DataFrame:
+    def get_utilization_stats(
+        self,
+        resource: Resource | list[Resource] | None = None,
+        by: StatsBy | None = None,
+        phase: str | list[str] | None = None,
+    ) -> pd.DataFrame:
         """Value statistics per resource and node (``by=StatsBy.TRAINING_PHASE``: also per
         training-phase interval, see :meth:`get_training_phase_intervals`)."""
         if by is not None and not isinstance(by, StatsBy):
@@ -214,7 +217,11 @@ class PandasFrameAnalysis:
         out.columns = columns
         return out
 
-    def get_device_usage_stats(self, device=None, utilization_ranges=None) -> pd.DataFrame:
+    def get_device_usage_stats(
+        self,
+        device: Resource | list[Resource] | None = None,
+        utilization_ranges: list[tuple[float, float]] | None = None,
+    ) -> pd.DataFrame:
         """How many samples per (type, node) fall in each utilization range (default
         ``(90, 100), (10, 90), (0, 10)``; the first range that holds a value counts it)."""
         resources = self._resources(device if device is not None else [Resource.CPU, Resource.GPU], "device")
@@ -236,7 +243,7 @@ class PandasFrameAnalysis:
         counts.columns.name = "ranges"
         return counts.reset_index().astype({c: float for c in counts.columns})
 
-    def get_training_phase_intervals(self, phase=None):
+    def get_training_phase_intervals(self, phase: str | list[str] | None = None) -> pd.DataFrame | None:
         """The job split into the spans of the step phases (``Step:ModeKeys.TRAIN``...), what lies
         between two of them, before the first and after the last: columns ``start_time_us,
         end_time_us, phase``; None when no step phase is found."""
@@ -266,7 +273,7 @@ class PandasFrameAnalysis:
         else:
             mode = mode[["start_time_us", "end_time_us", "framework_metric"]].reset_index(drop=True)
             mode = mode.rename(columns={"framework_metric": "phase"})
-        rows = []
+        rows: list[dict[str, Any]] = []  # a record of the frame: its values are pandas'
         seen = set(mode["phase"])
         records = mode.to_dict("records")
         for i, row in enumerate(records):

@@ -21,19 +21,28 @@ system file's).
 
 from __future__ import annotations
 
+import math
+import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from smdebug.exceptions import MissingDependency
 
 try:
-    import pandas as pd
+    import pandas as pd  # no stubs here: to mypy a DataFrame, and all it holds, is Any
 except ImportError:
     raise MissingDependency("pandas", "profiler", "for PandasFrame") from None
-from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader, S3AlgorithmMetricsReader
+from smdebug.profiler.algorithm_metrics_reader import (
+    AlgorithmMetricsReader,
+    LocalAlgorithmMetricsReader,
+    S3AlgorithmMetricsReader,
+)
 from smdebug.profiler.reading.frames import FrameworkEvents
-from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader
+from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader, S3SystemMetricsReader, SystemMetricsReader
 from smdebug.profiler.utils import convert_utc_datetime_to_microseconds
 from smdebug.storage import is_remote
 
@@ -82,42 +91,46 @@ def _human(us: np.ndarray) -> np.ndarray:
     )
 
 
-def _arg(args: list, key: str, default):
+def _arg(args: Iterable[Mapping[str, Any] | None], key: str, default: object) -> list[object]:
     return [a[key] if a and key in a else default for a in args]
 
 
 class PandasFrame:
-    def __init__(self, path, use_in_memory_cache=False, scan_interval=5000000000):
+    def __init__(
+        self, path: str | os.PathLike[str], use_in_memory_cache: bool = False, scan_interval: int = 5000000000
+    ) -> None:
         self.path = str(path)
         self.interval = scan_interval  # kept for 1.0.34's callers; one pass needs no chunks
+        self.system_metrics_reader: SystemMetricsReader
+        self.framework_metrics_reader: AlgorithmMetricsReader
         if is_remote(self.path):
             self.system_metrics_reader = S3SystemMetricsReader(self.path)
             self.framework_metrics_reader = S3AlgorithmMetricsReader(self.path, use_in_memory_cache)
         else:
             self.system_metrics_reader = LocalSystemMetricsReader(self.path)
             self.framework_metrics_reader = LocalAlgorithmMetricsReader(self.path, use_in_memory_cache)
-        self.step_time_mapping = {}
-        self.system_metrics: list = []  # frames kept by cache_metrics=True
-        self.framework_metrics: list = []
+        self.step_time_mapping: dict[int, tuple[int, int]] = {}  # 1.0.34's attribute, never filled (there either)
+        self.system_metrics: list[pd.DataFrame] = []  # frames kept by cache_metrics=True
+        self.framework_metrics: list[pd.DataFrame] = []
         self.start_time = self.system_metrics_reader.get_timestamp_of_first_available_file()
         if not self.start_time:  # no system files: 1.0.34 took 0 and never finished; the earliest event here
             first = self.framework_metrics_reader._trial.first_timestamp
             self.start_time = first if first is not None else 0
 
     # ------------------------------------------------------------------ whole job
-    def get_all_system_metrics(self, selected_system_metrics=[]):  # noqa: B006 - 1.0.34's signature
+    def get_all_system_metrics(self, selected_system_metrics: Sequence[str] = []) -> pd.DataFrame:  # noqa: B006
         sys_df, _ = self.get_profiler_data_by_time(
             0, _FAR_US, selected_system_metrics=selected_system_metrics, get_framework_metrics=False
         )
         return sys_df
 
-    def get_all_framework_metrics(self, selected_framework_metrics=[]):  # noqa: B006
+    def get_all_framework_metrics(self, selected_framework_metrics: Sequence[str] = []) -> pd.DataFrame:  # noqa: B006
         _, fw_df = self.get_profiler_data_by_time(
             0, _FAR_US, selected_framework_metrics=selected_framework_metrics, get_system_metrics=False
         )
         return fw_df
 
-    def get_all_dataloader_metrics(self, selected_framework_metrics=[]):  # noqa: B006
+    def get_all_dataloader_metrics(self, selected_framework_metrics: Sequence[str] = []) -> pd.DataFrame:  # noqa: B006
         """The framework events whose name or phase matches one of the regular expressions of
         ``selected_framework_metrics`` (anywhere in the string; all events when empty)."""
         ev = self._events(0, _FAR_US)
@@ -152,21 +165,23 @@ class PandasFrame:
         return df[~df.duplicated()]
 
     # ------------------------------------------------------------------ by time / step
-    def _events(self, start_us, end_us) -> FrameworkEvents:
+    def _events(self, start_us: float, end_us: float) -> FrameworkEvents:
         return self.framework_metrics_reader.get_frame(start_us, end_us)
 
     @staticmethod
-    def _metric_names(ev: FrameworkEvents) -> list:
+    def _metric_names(ev: FrameworkEvents) -> list[str]:
         args = ev.args if ev.args else [None] * len(ev)
         return [
             a["layer_name"] if a and "layer_name" in a else a["name"] if a and "name" in a else n
             for a, n in zip(args, ev.name.tolist())
         ]
 
-    def _system_df(self, start_us, end_us, selected) -> pd.DataFrame:
+    def _system_df(self, start_us: float, end_us: float, selected: Sequence[str]) -> pd.DataFrame:
         parts = []
+        # the samples' times are whole µs: t >= start is t >= ceil(start), t <= end is t <= floor(end)
+        first_us, last_us = math.ceil(start_us), math.floor(end_us)
         for s in self.system_metrics_reader.get_series(start_us, end_us):
-            s = s.window(start_us, end_us)
+            s = s.window(first_us, last_us)
             name = s.name if s.name != "" else None
             if selected and name not in selected:
                 continue
@@ -189,7 +204,7 @@ class PandasFrame:
         df = pd.concat(parts, ignore_index=True).sort_values("timestamp_us", kind="stable", ignore_index=True)
         return df
 
-    def _framework_df(self, start_us, end_us, selected) -> pd.DataFrame:
+    def _framework_df(self, start_us: float, end_us: float, selected: Sequence[str]) -> pd.DataFrame:
         ev = self._events(start_us, end_us)
         if selected:
             wanted = set(selected)
@@ -214,14 +229,14 @@ class PandasFrame:
 
     def get_profiler_data_by_time(
         self,
-        start_time_us,
-        end_time_us,
-        cache_metrics=False,
-        selected_framework_metrics=[],  # noqa: B006 - 1.0.34's signature
-        selected_system_metrics=[],  # noqa: B006
-        get_framework_metrics=True,
-        get_system_metrics=True,
-    ):
+        start_time_us: float,
+        end_time_us: float,
+        cache_metrics: bool = False,
+        selected_framework_metrics: Sequence[str] = [],  # noqa: B006 - 1.0.34's signature
+        selected_system_metrics: Sequence[str] = [],  # noqa: B006
+        get_framework_metrics: bool = True,
+        get_system_metrics: bool = True,
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(system DataFrame, framework DataFrame)`` of ``[start_time_us, end_time_us]`` (µs since
         the epoch): samples in the window, events overlapping it. ``cache_metrics=True`` returns
         everything asked so far with ``cache_metrics=True``."""
@@ -244,7 +259,9 @@ class PandasFrame:
                 fw_df = pd.concat(self.framework_metrics, ignore_index=True)
         return sys_df[~sys_df.duplicated()], fw_df[~fw_df.duplicated()]
 
-    def get_profiler_data_by_step(self, start_step, end_step, cache_metrics=False):
+    def get_profiler_data_by_step(
+        self, start_step: int, end_step: int, cache_metrics: bool = False
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The framework events of steps ``start_step..end_step`` (inclusive) and the system
         samples between the first of them and the last."""
         sys_df, fw_df = self.get_all_system_metrics(), self.get_all_framework_metrics()
@@ -253,23 +270,27 @@ class PandasFrame:
         return sys_df[sys_df["timestamp_us"].between(start, end)], fw_df
 
     # ------------------------------------------------------------------ by timestamps
-    def convert_datetime_to_timestamp(self, timestamp):
+    def convert_datetime_to_timestamp(self, timestamp: str | datetime) -> int:
         """A ``%Y-%m-%dT%H:%M:%S:%f`` string (or a datetime) -> µs since the epoch."""
         return convert_utc_datetime_to_microseconds(pd.to_datetime(timestamp, format="%Y-%m-%dT%H:%M:%S:%f", utc=True))
 
-    def _selected(self, ev: FrameworkEvents, selected) -> FrameworkEvents:
+    def _selected(self, ev: FrameworkEvents, selected: Sequence[str]) -> FrameworkEvents:
         if not selected:
             return ev
         wanted = set(selected)
         return ev.take(np.array([n in wanted or p in wanted for n, p in zip(ev.name, ev.phase)], dtype=bool))
 
-    def get_framework_metrics_by_timesteps(self, timestep_list=[], selected_framework_metrics=[]):  # noqa: B006
+    def get_framework_metrics_by_timesteps(
+        self,
+        timestep_list: Sequence[str | datetime] = [],  # noqa: B006 - 1.0.34's signature
+        selected_framework_metrics: Sequence[str] = [],  # noqa: B006
+    ) -> tuple[dict[str, float], dict[str, int], dict[str, int]]:
         """For the instants of ``timestep_list``: the time of the events running at each
         (strictly), summed per phase (non-step phases scaled to the largest), per event name
         (step events excluded) and per step phase: ``(framework_metrics, detailed, training_phase)``."""
         stamps = sorted(self.convert_datetime_to_timestamp(t) for t in timestep_list)
-        results: dict = {}
-        detailed: dict = {}
+        results: dict[str, int] = {}
+        detailed: dict[str, int] = {}
         if stamps:
             ev = self._selected(self._events(stamps[0], stamps[-1]), selected_framework_metrics)
             for t in stamps[:-1]:  # 1.0.34 never reached the last one
@@ -279,7 +300,7 @@ class PandasFrame:
                     if "Step" not in name:
                         detailed[name] = detailed.get(name, 0) + dur
         training = {k: v for k, v in results.items() if "Step" in k}
-        framework = {k: v for k, v in results.items() if "Step" not in k}
+        framework: dict[str, float] = {k: v for k, v in results.items() if "Step" not in k}
         if framework:
             top = float(max(framework.values()))
             framework = {k: v / top for k, v in framework.items()}
@@ -287,16 +308,16 @@ class PandasFrame:
 
     def get_framework_metrics_by_begin_and_end_timesteps(
         self,
-        begin_timestep_list,
-        end_timestep_list,
-        selected_framework_metrics=[],  # noqa: B006
-    ):
+        begin_timestep_list: Sequence[str | datetime],
+        end_timestep_list: Sequence[str | datetime],
+        selected_framework_metrics: Sequence[str] = [],  # noqa: B006
+    ) -> tuple[dict[str, float], dict[str, float]]:
         """For the intervals ``(begin, end)``: the time of the non-step events overlapping each,
         summed per phase and per event name, both scaled to their largest: ``(per_phase, per_name)``."""
         begins = [self.convert_datetime_to_timestamp(t) for t in begin_timestep_list]
         ends = [self.convert_datetime_to_timestamp(t) for t in end_timestep_list]
-        per_phase: dict = {}
-        per_name: dict = {}
+        per_phase: dict[str, float] = {}
+        per_name: dict[str, float] = {}
         if begins:
             ev = self._selected(self._events(min(begins), max(ends)), selected_framework_metrics)
             for b, e in zip(begins, ends):

@@ -12,9 +12,14 @@ not ``<mode>-<step>-<phase>-<time>_<mode>-<step>-<phase>-<time>`` raises a Value
 from __future__ import annotations
 
 import pstats
+from collections.abc import Callable
 from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from smdebug.profiler.python_profile_utils import PythonProfileModes, StepPhase, str_to_python_profile_mode
+
+if TYPE_CHECKING:
+    import pandas as pd  # no stubs here: a DataFrame is Any to mypy
 
 __all__ = [
     "Metrics",
@@ -26,6 +31,14 @@ __all__ = [
     "PythonProfileModes",
     "StepPhase",
 ]  # (the last two: imported from here in 1.0.34)
+
+# pstats' key of a function: (file, line, function name); its value: (primitive calls, total calls,
+# total time, cumulative time, {caller key: the same four numbers})
+FunctionKey = tuple[str, int, str]
+FunctionValue = tuple[int, int, float, float, dict[FunctionKey, Any]]
+
+# in pstats since Python 2 and used by its own printing, but not in typeshed
+_func_std_string: Callable[[FunctionKey], str] = pstats.func_std_string  # type: ignore[attr-defined]
 
 FUNCTION_STATS_COLUMNS = ["function name", "# of primitive calls", "# of total calls", "total time", "cumulative time"]
 
@@ -39,7 +52,7 @@ class Metrics(Enum):
     TOTAL_CALLS = "ncalls"
 
 
-def _side(text: str, where: str) -> tuple:
+def _side(text: str, where: str) -> tuple[PythonProfileModes, str, StepPhase, float]:
     parts = text.split("-")
     if len(parts) != 4:
         raise ValueError(
@@ -63,7 +76,7 @@ class StepPythonProfileStats:
     ``end_time_since_epoch_in_micros`` (floats) and ``stats_path``.
     """
 
-    def __init__(self, framework, profiler_name, node_id, stats_dir, stats_path):
+    def __init__(self, framework: str, profiler_name: str, node_id: str, stats_dir: str, stats_path: str) -> None:
         start, sep, end = stats_dir.partition("_")
         if not sep or "_" in end:
             raise ValueError(f"{stats_path}: a Python-profile stats folder is named <start>_<end>, not {stats_dir!r}")
@@ -74,8 +87,8 @@ class StepPythonProfileStats:
         self.node_id = node_id
         self.start_mode = start_mode
         try:
-            self.start_step = -1 if start_step == "*" else int(start_step)
-            self.end_step = float("inf") if end_step == "*" else int(end_step)
+            self.start_step: int = -1 if start_step == "*" else int(start_step)
+            self.end_step: float = float("inf") if end_step == "*" else int(end_step)  # an int but for "*"
         except ValueError:
             raise ValueError(f"{stats_path}: a step is a number or '*', not in {stats_dir!r}") from None
         self.start_phase = start_phase
@@ -85,15 +98,17 @@ class StepPythonProfileStats:
         self.end_time_since_epoch_in_micros = end_us
         self.stats_path = stats_path
 
-    def has_start_and_end_mode(self, start_mode, end_mode) -> bool:
+    def has_start_and_end_mode(self, start_mode: int, end_mode: int) -> bool:
         return self.start_mode == start_mode and self.end_mode == end_mode
 
-    def in_time_interval(self, start_time_since_epoch_in_micros, end_time_since_epoch_in_micros) -> bool:
+    def in_time_interval(self, start_time_since_epoch_in_micros: float, end_time_since_epoch_in_micros: float) -> bool:
         """Whether the interval starts or ends inside ``[start, end]`` (µs), as 1.0.34 tests it."""
         lo, hi = start_time_since_epoch_in_micros, end_time_since_epoch_in_micros
         return lo <= self.start_time_since_epoch_in_micros <= hi or lo <= self.end_time_since_epoch_in_micros <= hi
 
-    def in_step_interval(self, start_step, end_step, start_phase, end_phase) -> bool:
+    def in_step_interval(
+        self, start_step: float, end_step: float, start_phase: StepPhase, end_phase: StepPhase
+    ) -> bool:
         """1.0.34's test: inside when it starts after ``start_step`` and ends before ``end_step``;
         outside when it starts before or ends after; on a boundary step the phases decide (an
         interval starting at ``start_step`` in another phase than a ``stepend``/``forwardpassend``
@@ -119,7 +134,7 @@ class StepPythonProfileStats:
     def has_post_hook_close_profile_stats(self) -> bool:
         return self.end_phase == StepPhase.END
 
-    def has_node_id(self, node_id) -> bool:
+    def has_node_id(self, node_id: str) -> bool:
         return self.node_id == node_id
 
     def __repr__(self) -> str:
@@ -131,12 +146,12 @@ class cProfileFunctionStats:  # noqa: N801 - 1.0.34's name
     ``prim_calls``, ``total_calls``, ``total_time`` and ``cumulative_time`` (seconds), and
     ``callers`` (function names)."""
 
-    def __init__(self, key, value):
-        self.function_name = pstats.func_std_string(key)
+    def __init__(self, key: FunctionKey, value: FunctionValue) -> None:
+        self.function_name = _func_std_string(key)
         self.prim_calls, self.total_calls, self.total_time, self.cumulative_time, callers = value
-        self.callers = [pstats.func_std_string(k) for k in callers]
+        self.callers = [_func_std_string(k) for k in callers]
 
-    def as_row(self) -> dict:
+    def as_row(self) -> dict[str, object]:
         return dict(
             zip(
                 FUNCTION_STATS_COLUMNS,
@@ -152,8 +167,9 @@ class cProfileStats:  # noqa: N801 - 1.0.34's name
     """cProfile's stats of the intervals asked for: ``ps`` (a :class:`pstats.Stats` adding them up)
     and ``function_stats_list`` (a :class:`cProfileFunctionStats` per function)."""
 
-    def __init__(self, ps: pstats.Stats):
+    def __init__(self, ps: pstats.Stats) -> None:
         self.ps = ps
+        # Stats.stats (key -> FunctionValue) is what pstats itself reads, but not in typeshed
         self.function_stats_list = [cProfileFunctionStats(k, v) for k, v in ps.stats.items()]  # type: ignore[attr-defined]
 
     def print_top_n_functions(self, by: Metrics, n: int = 10) -> None:
@@ -164,7 +180,7 @@ class cProfileStats:  # noqa: N801 - 1.0.34's name
             raise TypeError(f"n: give an integer, not {n!r}")
         self.ps.sort_stats(by.value).print_stats(n)
 
-    def get_function_stats(self):
+    def get_function_stats(self) -> pd.DataFrame:
         """A DataFrame with a row per function and the columns of ``FUNCTION_STATS_COLUMNS``."""
         import pandas as pd
 
@@ -176,6 +192,6 @@ class PyinstrumentStepStats:
     ``root_frame`` with ``function``, ``time``, ``children``...; ``{"root_frame": None}`` when
     pyinstrument failed)."""
 
-    def __init__(self, html_file_path, json_stats):
+    def __init__(self, html_file_path: str | None, json_stats: dict[str, Any]) -> None:
         self.html_file_path = html_file_path
         self.json_stats = json_stats

@@ -17,12 +17,14 @@ from __future__ import annotations
 import html
 import os
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from smdebug.analysis.profiler_report import charts, stats
-from smdebug.analysis.profiler_report.page import CSS, fmt_ms, fmt_s, img, rules_section, section, table, verdict_of
-from smdebug.analysis.units import (
+from smdebug.analysis.page_kit import document
+from smdebug.profiler.views.report import charts, stats
+from smdebug.profiler.views.report.page import CSS, fmt_ms, fmt_s, img, rules_section, section, table, verdict_of
+from smdebug.profiler.views.units import (
     fmt_at,
     fmt_clock,
     fmt_count,
@@ -32,10 +34,20 @@ from smdebug.analysis.units import (
     sig,
 )
 
+if TYPE_CHECKING:
+    from smdebug.profiler.reading.folder import ProfileFolder
+    from smdebug.profiler.reading.frames import Series, StepSpans
+
 __all__ = ["render_profiler_report", "write_report", "profiler_report_html"]
 
 
-def _summary(trial, job: stats.JobSummary, fw_nodes: list, sys_nodes: list, rule_reports: dict) -> str:
+def _summary(
+    trial: ProfileFolder,
+    job: stats.JobSummary,
+    fw_nodes: list[str],
+    sys_nodes: list[str],
+    rule_reports: dict[str, dict[str, Any]],
+) -> str:
     rows = [
         ("job start (first record)", fmt_clock(job.start_us)),
         ("job end (last record)", f"{fmt_clock(job.end_us)} ({fmt_at(job.end_us, job.start_us)})"),
@@ -63,7 +75,7 @@ def _summary(trial, job: stats.JobSummary, fw_nodes: list, sys_nodes: list, rule
     return section("summary", "Training job summary", glance + lead + table(["", ""], rows, tid="job-summary") + notes)
 
 
-def _step_section(steps: dict, origin: int) -> str:
+def _step_section(steps: dict[str, StepSpans], origin: int) -> str:
     if not steps:
         return section(
             "step-time",
@@ -82,7 +94,7 @@ def _step_section(steps: dict, origin: int) -> str:
     return section("step-time", "Step time over the run", body)
 
 
-def _phase_section(phases: dict | None, mode: str | None) -> str:
+def _phase_section(phases: dict[str, np.ndarray] | None, mode: str | None) -> str:
     if phases is None:
         return section("phases", "Time per step by phase", "<p class='nodata'>No steps: nothing to break down.</p>")
     total = float(np.sum(phases["total"]))
@@ -107,7 +119,7 @@ def _phase_section(phases: dict | None, mode: str | None) -> str:
     )
 
 
-def _slow_section(slow: list, origin: int) -> str:
+def _slow_section(slow: list[stats.SlowStep], origin: int) -> str:
     if not slow:
         return section("slowest-steps", "The slowest steps", "<p class='nodata'>No steps were recorded.</p>")
     rows = [
@@ -128,10 +140,10 @@ def _slow_section(slow: list, origin: int) -> str:
     )
 
 
-def _timeline_section(trial, slow: list, series: list) -> str:
-    from smdebug.analysis.profiler_report.timeline_svg import timeline_svg
-    from smdebug.analysis.profiler_timeline import build_timeline, node_of, timeline_nodes
+def _timeline_section(trial: ProfileFolder, slow: list[stats.SlowStep], series: list[Series]) -> str:
     from smdebug.exceptions import SMDebugValueError
+    from smdebug.profiler.views.report.timeline_svg import timeline_svg
+    from smdebug.profiler.views.timeline import build_timeline, node_of, timeline_nodes
 
     title = "The slowest step on the timeline"
     if not slow:
@@ -162,7 +174,7 @@ def _timeline_section(trial, slow: list, series: list) -> str:
     return section("timeline", title, lead + timeline_svg(trace, lo - base, hi - base))
 
 
-def _loader_section(dl: dict) -> str:
+def _loader_section(dl: dict[str, Any]) -> str:
     f = dl["fetch"]
     if not f["count"]:
         return section(
@@ -178,7 +190,7 @@ def _loader_section(dl: dict) -> str:
         + ".</p>"
     )
 
-    def row(label, x):
+    def row(label: str, x: dict[str, Any]) -> tuple[object, ...]:
         return (label, x["count"], *(fmt_s(x[k] / 1e3) for k in ("mean_ms", "p50_ms", "p95_ms", "max_ms")))
 
     rows = [row("batch fetch", f)]
@@ -196,7 +208,7 @@ def _loader_section(dl: dict) -> str:
     return section("dataloader", "Data loader", body)
 
 
-def _mean_or_each(items: list, node: str, label: str) -> list:
+def _mean_or_each(items: list[Series], node: str, label: str) -> list[tuple[str, Series]]:
     """Up to 8 series as they are, more as their mean (when they share their times)."""
     if len(items) <= 8:
         return [(s.name, s) for s in items]
@@ -209,11 +221,11 @@ def _mean_or_each(items: list, node: str, label: str) -> list:
     return [(s.name, s) for s in items]
 
 
-def _panels(series: list, node: str) -> dict:
+def _panels(series: list[Series], node: str) -> dict[str, list[tuple[str, Series]]]:
     """The system chart's panels of one node, each of one unit (its title says which)."""
     mine = [s for s in series if s.node_id == node]
 
-    def unit(s):
+    def unit(s: Series) -> str:
         return metric_unit(stats.metric_of(s), "", s.type)
 
     return {
@@ -229,7 +241,7 @@ def _panels(series: list, node: str) -> dict:
     }
 
 
-def _system_sections(series: list, origin: int, end: int) -> str:
+def _system_sections(series: list[Series], origin: int, end: int) -> str:
     nodes = sorted({s.node_id for s in series})
     if not nodes:
         none = "<p class='nodata'>No system metrics were recorded (the system monitor did not run).</p>"
@@ -264,7 +276,7 @@ def _system_sections(series: list, origin: int, end: int) -> str:
     return section("system", "System usage over time", body) + section("heatmaps", "Heat maps per core and GPU", heat)
 
 
-def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
+def profiler_report_html(trial: ProfileFolder, rule_reports: dict[str, dict[str, Any]] | None = None) -> str:
     """The report's HTML (see the module's docstring)."""
     rule_reports = dict(rule_reports or {})
     first, last = trial.first_timestamp, stats.end_timestamp(trial)
@@ -297,13 +309,12 @@ def profiler_report_html(trial, rule_reports: dict | None = None) -> str:
         _system_sections(series, job.start_us, job.end_us),
     ]
     body = "\n".join(parts)
-    return (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Profiler report: "
-        f"{html.escape(str(trial.path))}</title><style>{CSS}</style></head><body>{body}</body></html>"
-    )
+    return document(f"Profiler report: {trial.path}", body, CSS)
 
 
-def render_profiler_report(trial, rule_reports: dict | None, path) -> str:
+def render_profiler_report(
+    trial: ProfileFolder, rule_reports: dict[str, dict[str, Any]] | None, path: str | os.PathLike[str]
+) -> str:
     """Write the report of ``trial`` with the rules' ``rule_reports`` to ``path`` (an .html file);
     returns ``path``. The page is built whole before the file is opened."""
     page = profiler_report_html(trial, rule_reports)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from smdebug.profiler.reading.frames import Series, StepSpans
 
 __all__ = ["png", "step_time_chart", "phases_chart", "system_chart", "heat_map_chart", "histogram_chart"]
 
@@ -18,13 +23,13 @@ _PHASE_COLORS = {
 }
 
 
-def _figure(w: float = 10, h: float = 3.2):
+def _figure(w: float = 10, h: float = 3.2) -> Any:  # a matplotlib Figure (matplotlib is not analysed)
     from matplotlib.figure import Figure
 
     return Figure(figsize=(w, h), dpi=90, layout="constrained")
 
 
-def png(fig) -> str:
+def png(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
@@ -45,16 +50,16 @@ def bucket_means(values: np.ndarray, buckets: int) -> np.ndarray:
     return np.add.reduceat(values, starts) / counts
 
 
-def _thin(ts, values) -> tuple:
+def _thin(ts: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """At most MAX_LINE_POINTS points of a line: bucket means of times and values."""
     return bucket_means(ts, MAX_LINE_POINTS), bucket_means(values, MAX_LINE_POINTS)
 
 
-def _rel_s(us, origin_us) -> np.ndarray:
+def _rel_s(us: npt.ArrayLike, origin_us: float) -> np.ndarray:
     return (np.asarray(us, dtype=np.float64) - origin_us) / 1e6
 
 
-def step_time_chart(steps: dict, origin_us: int) -> str:
+def step_time_chart(steps: dict[str, StepSpans], origin_us: int) -> str:
     """Step duration over the run (one line per mode and node) beside its histogram."""
     fig = _figure(10, 3.2)
     ax, hx = fig.subplots(1, 2, width_ratios=[2.2, 1])
@@ -76,7 +81,7 @@ def step_time_chart(steps: dict, origin_us: int) -> str:
     return png(fig)
 
 
-def phases_chart(phases: dict, mode: str) -> str:
+def phases_chart(phases: dict[str, np.ndarray], mode: str) -> str:
     """Stacked bars: each step's time by phase (more than MAX_BARS steps: the mean over equal runs
     of consecutive steps, and the axis says so)."""
     fig = _figure(10, 3.2)
@@ -107,7 +112,7 @@ def phases_chart(phases: dict, mode: str) -> str:
     return png(fig)
 
 
-def system_chart(series_by_panel: dict, origin_us: int, title: str) -> str:
+def system_chart(series_by_panel: dict[str, list[tuple[str, Series]]], origin_us: int, title: str) -> str:
     """One panel per metric group (``{panel title: [(label, Series)]}``), time on x."""
     panels = [(k, v) for k, v in series_by_panel.items() if v]
     fig = _figure(10, 1.9 * len(panels) + 0.6)
@@ -124,7 +129,7 @@ def system_chart(series_by_panel: dict, origin_us: int, title: str) -> str:
     return png(fig)
 
 
-def heat_map_chart(hm: dict, origin_us: int, title: str, vmax: float = 100.0) -> str:
+def heat_map_chart(hm: dict[str, Any], origin_us: int, title: str, vmax: float = 100.0) -> str:
     """Rows (cores or devices) x time bins, colour = mean utilization in the bin."""
     rows = len(hm["rows"])
     fig = _figure(10, min(0.9 + 0.22 * rows, 8))

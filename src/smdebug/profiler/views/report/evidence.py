@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
+from typing import Any
 
-from smdebug.analysis.units import (
+from smdebug.profiler.views.units import (
     fmt_at,
     fmt_bytes_rate,
     fmt_count,
@@ -91,7 +93,7 @@ def _kind(key: str, path: tuple, hints: dict) -> str | None:
     return hints.get("*")
 
 
-def _guess(key: str, v) -> str:
+def _guess(key: str, v: float) -> str:
     """The kind of a number the hints do not name."""
     if isinstance(v, int) and abs(v) > _EPOCH_US:
         return "at_us"
@@ -100,7 +102,7 @@ def _guess(key: str, v) -> str:
     return "count" if isinstance(v, int) else "num"
 
 
-def _number(v, kind: str, origin: int | None) -> str:
+def _number(v: float, kind: str, origin: int | None) -> str:
     if kind == "s":
         return fmt_duration(v)
     if kind == "us":
@@ -122,7 +124,7 @@ def _number(v, kind: str, origin: int | None) -> str:
     return sig(v)
 
 
-def _value(key: str, v, path: tuple, hints: dict, origin: int | None) -> str:
+def _value(key: str, v: object, path: tuple, hints: dict, origin: int | None) -> str:
     """One value of the details as text."""
     kind = _kind(key, path, hints)
     if isinstance(v, bool) or v is None:
@@ -139,7 +141,7 @@ def _value(key: str, v, path: tuple, hints: dict, origin: int | None) -> str:
     return text if len(text) <= 200 else text[:200] + " ..."
 
 
-def _label(key) -> str:
+def _label(key: object) -> str:
     key = str(key)
     return LABELS.get(key, key)
 
@@ -169,14 +171,14 @@ def _flat(record: dict) -> dict:
     return out
 
 
-def _is_record(d) -> bool:
+def _is_record(d: object) -> bool:
     """A dict drawn as one table row: no value is a dict of dicts."""
     return isinstance(d, dict) and all(
         not isinstance(v, dict) or all(not isinstance(x, dict) for x in v.values()) for v in d.values()
     )
 
 
-def _records(d: dict, path: tuple):
+def _records(d: dict[Any, Any], path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], dict[Any, Any]]]:
     """``(path, record)`` of every record under ``d`` (see :func:`_is_record`)."""
     for k, v in d.items():
         if not isinstance(v, dict):
@@ -198,7 +200,7 @@ def _table(headers: list, rows: list, more: int = 0) -> str:
     return f"<table class='evidence'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def details_tables(rule: str, details, origin_us: int | None) -> str:
+def details_tables(rule: str, details: object, origin_us: int | None) -> str:
     """``details`` (a rule report's ``Details``) as small tables (see the module's docstring)."""
     if details in (None, {}, [], ""):
         return ""

@@ -1,14 +1,19 @@
-"""The report's HTML: sections, tables and the rules' verdicts (inline PNG charts, no scripts)."""
+"""The report's HTML: its style, its tables' cells and the rules' verdicts (inline PNG charts, no
+scripts), on :mod:`smdebug.analysis.page_kit` (sections, tables, images, the document shell)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from smdebug.analysis.profiler_report.advice import advice_for
-from smdebug.analysis.profiler_report.evidence import evidence_html
-from smdebug.analysis.units import fmt_count, fmt_duration, fmt_param, fmt_us, parse_params, sig
+from smdebug.analysis.page_kit import Raw, img, section, text_cell
+from smdebug.analysis.page_kit import table as kit_table
+from smdebug.profiler.views.report.advice import advice_for
+from smdebug.profiler.views.report.evidence import evidence_html
+from smdebug.profiler.views.units import fmt_count, fmt_duration, fmt_param, fmt_us, parse_params, sig
 
 __all__ = ["section", "table", "CSS", "rules_section", "verdict_of", "fmt_s", "fmt_ms", "img"]
 
@@ -25,39 +30,20 @@ ul.glance li{margin:.2em 0}
 """
 
 
-def section(sid: str, title: str, body: str) -> str:
-    return f"<section id='{sid}'><h2>{html.escape(title)}</h2>{body}</section>"
-
-
-def _cell(v) -> str:
+def _cell(v: object) -> str:
     """A table cell: a float to three significant figures, an int as a count (pass identifiers,
-    such as step numbers, as strings), ``Raw`` as it is, anything else escaped."""
+    such as step numbers, as strings), anything else as :func:`~smdebug.analysis.page_kit.text_cell`
+    makes it (escaped text, or a ``Raw`` cell as it is)."""
     if isinstance(v, (float, np.floating)):
         return f"<td class='num'>{sig(float(v))}</td>"
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return f"<td class='num'>{fmt_count(int(v))}</td>"
-    if isinstance(v, Raw):
-        return f"<td class='{v.cls}'>{v.html}</td>"
-    return f"<td>{html.escape('-' if v is None else str(v))}</td>"
+    return text_cell(v)
 
 
-class Raw:
-    """A table cell that is already HTML (with an optional CSS class)."""
-
-    def __init__(self, markup: str, cls: str = ""):
-        self.html, self.cls = markup, cls
-
-
-def table(headers, rows, tid: str | None = None) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    head = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
-    body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
-    ident = f" id='{tid}'" if tid else ""
-    return f"<table{ident}>{head}<tbody>{body}</tbody></table>"
-
-
-def img(src: str, alt: str) -> str:
-    return f"<img alt='{html.escape(alt)}' src='{src}'>"
+def table(headers: Sequence[Any] | None, rows: Iterable[Sequence[Any]], tid: str | None = None) -> str:
+    """A :func:`~smdebug.analysis.page_kit.table` whose numbers are shown as the report shows them."""
+    return kit_table(headers, rows, tid=tid, cell=_cell)
 
 
 def fmt_s(seconds: float | None) -> str:
@@ -92,7 +78,7 @@ def verdict_of(report: dict) -> tuple[str, str]:
     return "no issue", "ok"
 
 
-def _params(rule: str, p) -> str:
+def _params(rule: str, p: str | dict[Any, Any] | None) -> str:
     """The rule's parameters, one a line, each value as what it means (``scan_interval_us: 60 s``)."""
     pairs = parse_params(p)
     if not pairs:
@@ -100,7 +86,7 @@ def _params(rule: str, p) -> str:
     return "<br>".join(f"{html.escape(name)}: {html.escape(fmt_param(rule, name, value))}" for name, value in pairs)
 
 
-def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
+def rules_section(rule_reports: dict[str, dict[str, Any]], origin_us: int | None = None) -> str:
     """Every rule's verdict with its evidence and the recommended fix; fired rules first."""
     if not rule_reports:
         return section(
@@ -110,7 +96,7 @@ def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
             "run them with <code>smdebug profile rules</code> or the ProfilerReport rule.</p>",
         )
 
-    def order(item):
+    def order(item: tuple[str, dict[str, Any]]) -> tuple[bool, int, str]:
         name, rep = item
         return (verdict_of(rep)[1] != "fired", -int(rep.get("RuleTriggered", 0) or 0), name)
 
@@ -139,8 +125,5 @@ def rules_section(rule_reports: dict, origin_us: int | None = None) -> str:
         else f"<p class='ok'>None of the {len(rule_reports)} rules fired.</p>"
     )
     head = "".join(f"<th>{h}</th>" for h in headers)
-    return section(
-        "rules",
-        "Rules: verdicts and what to fix",
-        lead + (f"<table id='rule-verdicts'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"),
-    )
+    verdicts = f"<table id='rule-verdicts'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return section("rules", "Rules: verdicts and what to fix", lead + verdicts)

@@ -9,12 +9,17 @@ clipped to that step's end; "other" is the rest of the step (time between the re
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from smdebug.analysis.units import fmt_at, fmt_us, metric_unit, unit_word
-from smdebug.profiler.reading.frames import phase_mask
+from smdebug.profiler.reading.frames import FrameworkEvents, Series, StepSpans, phase_mask
+from smdebug.profiler.views.units import fmt_at, fmt_us, metric_unit, unit_word
+
+if TYPE_CHECKING:
+    from smdebug.profiler.reading.folder import ProfileFolder
 
 __all__ = [
     "PHASES",
@@ -30,6 +35,7 @@ __all__ = [
     "dataloader_stats",
     "STAT_UNITS",
     "end_timestamp",
+    "SlowStep",
 ]
 
 MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
@@ -53,11 +59,11 @@ STAT_UNITS = {
 }
 
 
-def _steps_of(trial, mode: str):
+def _steps_of(trial: ProfileFolder, mode: str) -> StepSpans:
     return trial.steps(mode)
 
 
-def all_steps(trial) -> dict:
+def all_steps(trial: ProfileFolder) -> dict[str, StepSpans]:
     """``{mode name: StepSpans}`` of the modes that have steps."""
     out = {}
     for mode in MODES:
@@ -100,7 +106,7 @@ class JobSummary:
         return max(self.end_us - self.start_us, 0) / 1e6
 
 
-def end_timestamp(trial) -> int | None:
+def end_timestamp(trial: ProfileFolder) -> int | None:
     """The newest data of any stream (``get_end_timestamp``; ``get_latest_timestamp`` for a trial
     without it): the report covers everything recorded, not only the span every stream covers."""
     latest = trial.get_latest_timestamp()
@@ -111,7 +117,12 @@ def end_timestamp(trial) -> int | None:
     return latest if end is None else max(end, latest)
 
 
-def job_summary(trial, steps: dict, series: list | None = None, events=None) -> JobSummary:
+def job_summary(
+    trial: ProfileFolder,
+    steps: dict[str, StepSpans],
+    series: list[Series] | None = None,
+    events: FrameworkEvents | None = None,
+) -> JobSummary:
     """The job's phases from the trial's bounds and its steps (see :class:`JobSummary`); with
     ``series`` and ``events`` (what the report read) the notes also say when the system metrics and
     the framework events end far apart."""
@@ -154,13 +165,13 @@ def job_summary(trial, steps: dict, series: list | None = None, events=None) -> 
     )
 
 
-def _phase_mask(events, names) -> np.ndarray:
+def _phase_mask(events: FrameworkEvents, names: Iterable[str]) -> np.ndarray:
     """Whether each event's phase is one of ``names``."""
-    names = frozenset(names)
-    return phase_mask(events.phase, names.__contains__)
+    wanted = frozenset(names)
+    return phase_mask(events.phase, wanted.__contains__)
 
 
-def phases_per_step(spans, events) -> dict:
+def phases_per_step(spans: StepSpans, events: FrameworkEvents) -> dict[str, np.ndarray]:
     """``{"step": [...], "node": [...], "total": us, <phase>: us..., "other": us}`` (arrays, one row per
     step span, in the order of ``spans``)."""
     n = len(spans)
@@ -188,7 +199,18 @@ def phases_per_step(spans, events) -> dict:
     return out
 
 
-def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]:
+class SlowStep(TypedDict):
+    """A row of :func:`slowest_steps`."""
+
+    step: int
+    node: str  # its framework process
+    start_us: int
+    duration_us: int
+    times_median: float  # its duration over the median step's
+    top: list[dict[str, Any]]  # {"phase", "name", "us"} of the events that took most of it
+
+
+def slowest_steps(spans: StepSpans, events: FrameworkEvents, n: int = 10, top_events: int = 3) -> list[SlowStep]:
     """The ``n`` longest steps, each with the events that took most of it (by total time, the step
     events themselves left out)."""
     if not len(spans):
@@ -197,11 +219,11 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
     not_step = ~phase_mask(events.phase, lambda p: str(p).startswith("Step:"))
     ev_nodes = np.asarray(events.node_id).astype(str)
     med = float(np.median(spans.duration_us))
-    out = []
+    out: list[SlowStep] = []
     for i in order.tolist():
         lo, hi, node = int(spans.start_us[i]), int(spans.end_us[i]), str(spans.node_id[i])
         sel = np.flatnonzero(not_step & (ev_nodes == node) & (events.end_us > lo) & (events.start_us < hi))
-        totals: dict = {}
+        totals: dict[tuple[str, str], int] = {}
         for j in sel.tolist():
             key = (str(events.phase[j]), str(events.name[j]))
             clipped = min(int(events.end_us[j]), hi) - max(int(events.start_us[j]), lo)
@@ -220,7 +242,7 @@ def slowest_steps(spans, events, n: int = 10, top_events: int = 3) -> list[dict]
     return out
 
 
-def metric_of(s) -> str:
+def metric_of(s: Series) -> str:
     """A series' metric: its dimension (``cpu3`` -> ``CPUUtilization``, the job's ``cpu`` ->
     ``JobCPUDemand``), else its name (``MemoryUsedPercent``, ``ReadThroughputInBytesPerSecond``;
     network rows' dimension, ``Algorithm``, names no metric)."""
@@ -233,11 +255,11 @@ def metric_of(s) -> str:
     return s.name if s.name else s.dimension
 
 
-def system_stats(series: list) -> list[dict]:
+def system_stats(series: list[Series]) -> list[dict[str, Any]]:
     """One row per (node, type, dimension): max, p99, p95, p50, min over all devices' samples (as
     1.0.34's report), the number of samples, and the metric's unit (``unit`` in words: "percent",
     "bytes/s", "operations/s"; ``symbol``: "%", "B/s", "IOPS"; see units.metric_unit)."""
-    groups: dict = {}
+    groups: dict[tuple[str, str, str], list[np.ndarray]] = {}
     for s in series:
         groups.setdefault((s.node_id, s.type, metric_of(s)), []).append(np.asarray(s.value, dtype=np.float64))
     rows = []
@@ -266,7 +288,7 @@ def system_stats(series: list) -> list[dict]:
     return rows
 
 
-def heat_map(series: list, start_us: int, end_us: int, bins: int = 120) -> dict:
+def heat_map(series: list[Series], start_us: int, end_us: int, bins: int = 120) -> dict[str, Any]:
     """``{"rows": [labels], "values": 2-D array rows x bins (mean per bin, NaN where no sample),
     "edges_us": bin edges}`` of ``series`` (one row each, e.g. the cores of one node)."""
     edges = np.linspace(start_us, max(end_us, start_us + 1), bins + 1)
@@ -282,7 +304,7 @@ def heat_map(series: list, start_us: int, end_us: int, bins: int = 120) -> dict:
     return {"rows": [s.name for s in series], "values": values, "edges_us": edges}
 
 
-def _percentiles(us: np.ndarray) -> dict:
+def _percentiles(us: np.ndarray) -> dict[str, Any]:
     if not len(us):
         return {"count": 0}
     p50, p95 = np.percentile(us, [50, 95])
@@ -296,7 +318,7 @@ def _percentiles(us: np.ndarray) -> dict:
     }
 
 
-def dataloader_stats(events, phases: dict | None) -> dict:
+def dataloader_stats(events: FrameworkEvents, phases: dict[str, np.ndarray] | None) -> dict[str, Any]:
     """Batch loading times, the loaders' settings (num_workers, pin_memory from
     ``DataLoaderIterInitialize``), worker batches, and loading's share of the step time."""
     fetch = events.take(_phase_mask(events, PHASES["data loading"]))

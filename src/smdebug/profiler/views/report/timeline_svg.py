@@ -1,4 +1,4 @@
-"""A static picture of a Chrome trace object (what :func:`~smdebug.analysis.profiler_timeline.build_timeline`
+"""A static picture of a Chrome trace object (what :func:`~smdebug.profiler.views.timeline.build_timeline`
 returns): inline SVG, one lane per thread (nested slices stacked), one small chart per counter
 track, rule slices in red. It is what the report shows of the slowest step, and what the docs'
 timeline screenshot is made from (Perfetto's UI cannot be loaded offline); it is no replacement for
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import html
+from typing import Any
 
-from smdebug.analysis.units import fmt_bytes_rate, fmt_us, sig
+from smdebug.profiler.views.units import fmt_bytes_rate, fmt_us, sig
 
 __all__ = ["timeline_svg"]
 
@@ -84,7 +85,7 @@ def timeline_svg(
     plot_w = width - _LABEL_W - 10
     procs, threads, order = _names(events)
 
-    def x(t):
+    def x(t: float) -> float:
         return _LABEL_W + (min(max(t, lo), hi) - lo) / span * plot_w
 
     lanes: dict = {}
@@ -102,7 +103,7 @@ def timeline_svg(
     drawn = total = 0
     shown_pid = None
 
-    def header(pid, y):
+    def header(pid: Any, y: int) -> int:  # (a Chrome trace's pid: an int, or a string)
         parts.append(
             f"<text x='2' y='{y + 10}' class='proc'>{html.escape(_short(str(procs.get(pid, pid)), 60))}</text>"
         )
